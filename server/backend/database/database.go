@@ -1,0 +1,171 @@
+// Package database defines where a Yorkie server keeps clients, documents,
+// attachments and the change log, and what every implementation must guarantee.
+//
+// Implementations have no multi-document transactions (MongoDB-wire servers such
+// as FerretDB lack them, and concurrent read-modify-write updates there may lose
+// updates). Two rules therefore carry correctness:
+//
+//   - The change log is arbitrated by an insert-or-fail unique key on
+//     (document, server_seq). AppendChanges stores a whole batch or nothing and
+//     reports ErrConflict when any of its server_seq values is taken, so two
+//     writers that both believe they own a document can never interleave or
+//     overwrite each other: the loser learns it and reloads.
+//   - Document state written by an owner carries the owner's epoch (a fencing
+//     token from the session store). A write with an epoch lower than the
+//     highest one that claimed the document is refused with ErrFenced.
+//
+// Every call takes a context first and honours its deadline. When the backing
+// server cannot be reached, calls fail with an error wrapping ErrUnavailable.
+package database
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
+)
+
+// Sentinel errors that callers test with errors.Is.
+var (
+	// ErrClientNotFound: no client has the given ID.
+	ErrClientNotFound = errors.New("client not found")
+	// ErrDocumentNotFound: no document has the given ID or key.
+	ErrDocumentNotFound = errors.New("document not found")
+	// ErrAttachmentNotFound: the client never attached the document.
+	ErrAttachmentNotFound = errors.New("attachment not found")
+	// ErrConflict: another writer stored a change with one of the server_seq
+	// values of the batch. Nothing of the batch was stored; reload and retry.
+	ErrConflict = errors.New("change log conflict")
+	// ErrFenced: a newer owner (higher epoch) has claimed the document; the
+	// caller has lost ownership and must stop writing it.
+	ErrFenced = errors.New("fenced by a newer owner epoch")
+	// ErrUnavailable: the database cannot be reached or did not answer in time.
+	ErrUnavailable = errors.New("database unavailable")
+)
+
+// ClientStatus says whether a client may use documents.
+type ClientStatus string
+
+// Client statuses.
+const (
+	ClientActivated   ClientStatus = "activated"
+	ClientDeactivated ClientStatus = "deactivated"
+)
+
+// ClientInfo is a client as the database keeps it.
+type ClientInfo struct {
+	// ID is the client's actor ID: 24 lowercase hex characters.
+	ID        string
+	Key       string
+	Metadata  map[string]string
+	Status    ClientStatus
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// DocInfo is a document's metadata. The change log, not ServerSeq, is the truth
+// about the head: ServerSeq is the highest server_seq the database has seen
+// appended, recomputed from the log by ClaimDocument.
+type DocInfo struct {
+	// ID is opaque to clients: 24 lowercase hex characters.
+	ID  string
+	Key string
+	// ServerSeq is the server_seq of the last change in the log (0 if empty).
+	ServerSeq int64
+	// Epoch is the highest owner epoch that claimed the document (0: never).
+	Epoch int64
+	// RemovedAt is zero while the document is live.
+	RemovedAt time.Time
+	CreatedAt time.Time
+}
+
+// AttachmentStatus is the state of one client's attachment to one document.
+type AttachmentStatus string
+
+// Attachment statuses.
+const (
+	Attached AttachmentStatus = "attached"
+	Detached AttachmentStatus = "detached"
+	Removed  AttachmentStatus = "removed"
+)
+
+// Attachment is one client's view of one document: its checkpoint and the
+// version vector it last reported, used for the minimum synced version vector.
+type Attachment struct {
+	ClientID string
+	DocID    string
+	Status   AttachmentStatus
+	// ServerSeq is the last server_seq the client has been sent.
+	ServerSeq int64
+	// ClientSeq is the last client_seq of the client's changes stored in the
+	// log since AttachedAt.
+	ClientSeq uint32
+	// AttachedAt is the document head when this attachment began; the
+	// client's changes of this attachment all have a greater server_seq.
+	AttachedAt int64
+	// VersionVector is the client's last reported document version vector
+	// (wire form: standard base64 of the actor ID bytes -> lamport).
+	VersionVector map[string]int64
+	UpdatedAt     time.Time
+}
+
+// Change is one stored change. Body holds the change as the client sent it,
+// with Body.Id.ServerSeq set to ServerSeq; it must not be mutated once stored,
+// since implementations may hand the same value to many readers.
+type Change struct {
+	ServerSeq int64
+	// ActorID is the pushing client's ID (lowercase hex).
+	ActorID   string
+	ClientSeq uint32
+	Body      *api.Change
+}
+
+// Database stores everything a Yorkie server persists.
+type Database interface {
+	// ActivateClient finds the client with the key, or creates it, and marks it
+	// activated. The same key always maps to the same client ID.
+	ActivateClient(ctx context.Context, key string, metadata map[string]string) (*ClientInfo, error)
+	// DeactivateClient marks the client deactivated. ErrClientNotFound if absent.
+	DeactivateClient(ctx context.Context, clientID string) (*ClientInfo, error)
+	// FindClient returns the client or ErrClientNotFound.
+	FindClient(ctx context.Context, clientID string) (*ClientInfo, error)
+
+	// FindOrCreateDocument returns the live document with the key, creating it
+	// if there is none (a removed document's key starts a new document).
+	FindOrCreateDocument(ctx context.Context, key string) (*DocInfo, error)
+	// FindDocument returns the document or ErrDocumentNotFound.
+	FindDocument(ctx context.Context, docID string) (*DocInfo, error)
+	// ClaimDocument records epoch as the document's owner epoch unless a higher
+	// one is recorded (then ErrFenced), and returns the document with ServerSeq
+	// recomputed from the change log. An owner calls it before serving a
+	// document it did not serve before. Epoch 0 claims nothing (single node).
+	ClaimDocument(ctx context.Context, docID string, epoch int64) (*DocInfo, error)
+	// RemoveDocument marks the document removed (ErrFenced as ClaimDocument).
+	RemoveDocument(ctx context.Context, docID string, epoch int64) error
+
+	// FindAttachment returns the client's attachment to the document, or
+	// ErrAttachmentNotFound.
+	FindAttachment(ctx context.Context, clientID, docID string) (*Attachment, error)
+	// ListAttachments returns the attachments of a document with status Attached.
+	ListAttachments(ctx context.Context, docID string) ([]*Attachment, error)
+	// ListClientAttachments returns the attachments of a client with status Attached.
+	ListClientAttachments(ctx context.Context, clientID string) ([]*Attachment, error)
+	// UpdateAttachment creates or replaces the attachment keyed by
+	// (ClientID, DocID). ErrFenced as ClaimDocument.
+	UpdateAttachment(ctx context.Context, a *Attachment, epoch int64) error
+
+	// AppendChanges stores the batch, whose ServerSeq values must be consecutive
+	// and start right after the current head. All or nothing: ErrConflict if
+	// any server_seq is taken, ErrFenced if a higher epoch claimed the document.
+	AppendChanges(ctx context.Context, docID string, epoch int64, changes []*Change) error
+	// FindChanges returns the changes with from <= server_seq <= to, in order.
+	FindChanges(ctx context.Context, docID string, from, to int64) ([]*Change, error)
+	// LastClientSeq returns the highest client_seq the actor stored in the
+	// document's log with server_seq > after (0 if none). A new owner uses it to
+	// reconcile an attachment whose checkpoint update was lost in a crash.
+	LastClientSeq(ctx context.Context, docID, actorID string, after int64) (uint32, error)
+
+	// Close releases the database's resources.
+	Close(ctx context.Context) error
+}

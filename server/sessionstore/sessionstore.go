@@ -1,0 +1,117 @@
+// Package sessionstore defines the cluster's shared record of which nodes are
+// alive and which node owns which document, and the guarantees every store
+// (memory, etcd, Redis) must give.
+//
+// Guarantees of every Store:
+//   - A node is a member only while its lease lives. Register keeps the lease
+//     alive in the background; when it cannot (the store is unreachable for
+//     longer than the TTL, or another party revoked it), the lease's Done
+//     channel closes and the node must stop serving its documents.
+//   - A binding is live only while its owner's lease is alive. A binding whose
+//     owner's lease ended is treated as absent by Resolve and may be taken over
+//     by Bind.
+//   - Bind is an atomic compare-and-set: however many nodes and goroutines bind
+//     one key at once, all of them get back the same winning binding, and at no
+//     time are there two live bindings for one key.
+//   - Every binding carries an epoch, a fencing token. Epochs are drawn from a
+//     store-wide counter, so the epoch of a key's binding only grows, in
+//     particular on every change of owner.
+//   - Release deletes a binding only if it is still the caller's (same owner
+//     incarnation and epoch); otherwise it fails with ErrNotOwner.
+//   - Every call takes a context first and honours its deadline. A failed call
+//     leaves nothing half-written. An unreachable store gives errors wrapping
+//     ErrUnavailable.
+//
+// The weaker points of each implementation are documented in its package.
+package sessionstore
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Sentinel errors that callers test with errors.Is.
+var (
+	// ErrNotOwner: the binding to release is not (any longer) the caller's.
+	ErrNotOwner = errors.New("binding not owned by caller")
+	// ErrNotMember: the node named as owner has no live lease.
+	ErrNotMember = errors.New("node is not a live member")
+	// ErrLeaseLost: the lease has ended; the node must register again.
+	ErrLeaseLost = errors.New("lease lost")
+	// ErrUnavailable: the store cannot be reached or did not answer in time.
+	ErrUnavailable = errors.New("session store unavailable")
+	// ErrMalformed: the store holds a record this code cannot read.
+	ErrMalformed = errors.New("malformed session store record")
+	// ErrClosed: the store was closed.
+	ErrClosed = errors.New("session store closed")
+)
+
+// Member is one registration of a node.
+type Member struct {
+	// Addr is the node's advertised host:port, the address peers dial.
+	Addr string
+	// Incarnation tells registrations of one address apart: a node that
+	// restarts and registers again has a new incarnation, never a reused one.
+	Incarnation int64
+}
+
+// Binding says which member owns a document.
+type Binding struct {
+	// Key is the document key the binding is for.
+	Key   string
+	Owner Member
+	// Epoch is the fencing token of this binding (see package comment).
+	Epoch int64
+}
+
+// Lease is a node's membership. It is kept alive until Revoke or until it is lost.
+type Lease interface {
+	// Member is the registration the lease keeps alive.
+	Member() Member
+	// Done is closed when the lease has ended, by Revoke or by loss.
+	Done() <-chan struct{}
+	// Revoke ends the lease now; the node's bindings end with it.
+	Revoke(ctx context.Context) error
+}
+
+// MemberEventType says what happened to a member.
+type MemberEventType int
+
+// Member event types.
+const (
+	// MemberJoined: a new registration appeared.
+	MemberJoined MemberEventType = iota + 1
+	// MemberLeft: a registration ended (revoked or expired).
+	MemberLeft
+)
+
+// MemberEvent is one change of membership.
+type MemberEvent struct {
+	Type   MemberEventType
+	Member Member
+}
+
+// Store is the session store.
+type Store interface {
+	// Register makes addr a live member under a lease with the given TTL and
+	// keeps the lease alive in the background.
+	Register(ctx context.Context, addr string, ttl time.Duration) (Lease, error)
+	// Members lists the live members.
+	Members(ctx context.Context) ([]Member, error)
+	// WatchMembers reports every live member as MemberJoined first, then each
+	// change, until ctx ends; the channel is closed then. A consumer that falls
+	// behind may miss events but not the final state: after a gap the store
+	// re-reports the members as they are.
+	WatchMembers(ctx context.Context) (<-chan MemberEvent, error)
+	// Resolve returns the live binding of key; ok is false if there is none.
+	Resolve(ctx context.Context, key string) (b Binding, ok bool, err error)
+	// Bind binds key to owner unless key has a live binding, and returns the
+	// binding in force: the new one or the existing winner. Owner must be a
+	// live member (ErrNotMember otherwise).
+	Bind(ctx context.Context, key string, owner Member) (Binding, error)
+	// Release deletes b if it is still the binding in force (ErrNotOwner otherwise).
+	Release(ctx context.Context, b Binding) error
+	// Close releases the store client's resources; it does not revoke leases.
+	Close() error
+}
