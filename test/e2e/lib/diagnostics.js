@@ -1,0 +1,130 @@
+'use strict';
+// Records what the SDK did on the wire and what it logged, so that a failing
+// test can say which RPC failed, what the server answered and what the SDK
+// printed. Installed once per process; the SDK looks up globalThis.fetch on
+// every call, so wrapping it sees every request.
+
+const MAX_ENTRIES = 400;
+const entries = [];
+let installed = false;
+
+function record(entry) {
+  entries.push({ at: new Date().toISOString().slice(11, 23), ...entry });
+  if (entries.length > MAX_ENTRIES) entries.splice(0, entries.length - MAX_ENTRIES);
+}
+
+function headerOf(headers, name) {
+  if (!headers) return undefined;
+  if (typeof headers.get === 'function') return headers.get(name) ?? undefined;
+  if (Array.isArray(headers)) {
+    const found = headers.find(([k]) => k.toLowerCase() === name);
+    return found ? found[1] : undefined;
+  }
+  const key = Object.keys(headers).find((k) => k.toLowerCase() === name);
+  return key ? headers[key] : undefined;
+}
+
+function short(text, max = 600) {
+  if (typeof text !== 'string') return text;
+  return text.length > max ? `${text.slice(0, max)}...(${text.length} chars)` : text;
+}
+
+function install() {
+  if (installed) return;
+  installed = true;
+
+  const realFetch = globalThis.fetch;
+  globalThis.fetch = async function recordingFetch(input, init = {}) {
+    const url = typeof input === 'string' ? input : input.url;
+    const rpc = url.replace(/^https?:\/\/[^/]+/, '');
+    const method = rpc.split('/').pop();
+    const contentType = headerOf(init.headers, 'content-type');
+    const shardKey = headerOf(init.headers, 'x-shard-key');
+    let requestText;
+    if (typeof init.body === 'string') requestText = init.body;
+    else if (init.body instanceof Uint8Array && contentType && contentType.includes('json')) {
+      requestText = Buffer.from(init.body).toString('utf8');
+    }
+    let response;
+    try {
+      response = await realFetch(input, init);
+    } catch (err) {
+      if (err && err.name !== 'AbortError') {
+        record({ rpc: method, url, contentType, shardKey, networkError: String(err && (err.cause || err.message || err)) });
+      }
+      throw err;
+    }
+    const entry = { rpc: method, url, contentType, shardKey, status: response.status };
+    const grpcStatus = response.headers.get('grpc-status');
+    if (grpcStatus && grpcStatus !== '0') {
+      entry.grpcStatus = grpcStatus;
+      entry.grpcMessage = response.headers.get('grpc-message') || undefined;
+    }
+    const streaming = (contentType || '').startsWith('application/connect+') || (contentType || '').startsWith('application/grpc');
+    if (response.status !== 200 && !streaming) {
+      try {
+        entry.responseBody = short(await response.clone().text());
+      } catch {
+        // body not readable; status is enough
+      }
+    }
+    if (entry.status !== 200 || entry.grpcStatus) {
+      if (requestText) entry.request = short(requestText);
+      entry.failed = true;
+    }
+    record(entry);
+    return response;
+  };
+
+  for (const level of ['error', 'warn', 'log']) {
+    const original = console[level].bind(console);
+    console[level] = (...args) => {
+      if (typeof args[0] === 'string' && args[0].startsWith('YORKIE')) {
+        record({
+          sdkLog: args
+            .map((a) => (a instanceof Error ? `${a.name}: ${a.message}` : typeof a === 'string' ? a : safeJSON(a)))
+            .join(' '),
+        });
+      }
+      original(...args);
+    };
+  }
+}
+
+function safeJSON(value) {
+  try {
+    return short(JSON.stringify(value, (_, v) => (typeof v === 'bigint' ? v.toString() : v)), 300);
+  } catch {
+    return String(value);
+  }
+}
+
+/** Index to pass to `since()` to get only the entries recorded after now. */
+function mark() {
+  return entries.length ? entries[entries.length - 1] : null;
+}
+
+/** Entries recorded after `markEntry` (or all that are kept). */
+function since(markEntry) {
+  if (!markEntry) return entries.slice();
+  const idx = entries.lastIndexOf(markEntry);
+  return idx < 0 ? entries.slice() : entries.slice(idx + 1);
+}
+
+/**
+ * Human-readable summary: failed calls and SDK log lines in full, plus a
+ * count of successful calls per RPC.
+ */
+function summarize(list) {
+  const lines = [];
+  const ok = {};
+  for (const e of list) {
+    if (e.sdkLog) lines.push(`${e.at} SDK: ${e.sdkLog}`);
+    else if (e.failed || e.networkError) lines.push(`${e.at} RPC ${e.rpc} FAILED ${safeJSON({ ...e, at: undefined })}`);
+    else ok[e.rpc] = (ok[e.rpc] || 0) + 1;
+  }
+  lines.push(`successful calls: ${safeJSON(ok)}`);
+  return lines.join('\n');
+}
+
+module.exports = { install, mark, since, summarize, entries };

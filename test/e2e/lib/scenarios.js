@@ -1,0 +1,342 @@
+'use strict';
+// Scenarios that drive the real SDK through a Session. They know nothing
+// about where the server runs: the session's target decides which address
+// each client uses, so a single server and a cluster run the same code.
+
+const assert = require('node:assert/strict');
+const { yorkie, newDocKey } = require('./session');
+const { waitFor } = require('./wait');
+const {
+  waitConverged,
+  waitPresences,
+  waitPresenceGone,
+  recordEvents,
+  waitRecorded,
+  waitPushed,
+} = require('./replicas');
+
+const ROUNDS = 5;
+
+/** Builds the shared structure every data-type scenario edits. */
+function createStructure(root) {
+  root.obj = {};
+  root.list = [];
+  root.counter = new yorkie.Counter(yorkie.CounterType.Int, 0);
+  root.text = new yorkie.Text();
+  root.tree = new yorkie.Tree({
+    type: 'doc',
+    children: [{ type: 'p', children: [{ type: 'text', value: 'base' }] }],
+  });
+}
+
+/**
+ * One round of edits by client `i`: object keys, array push/delete/move,
+ * counter, text edit and style, tree edit and presence.
+ */
+function editRound(doc, i, r) {
+  doc.update((root, presence) => {
+    root.obj[`c${i}r${r}`] = r;
+    if (r > 0) delete root.obj[`c${i}r${r - 1}`];
+    root.obj.shared = `client-${i}`;
+
+    root.list.push(`${i}-${r}`);
+    if (r === 2) {
+      const idx = [...root.list].indexOf(`${i}-0`);
+      assert.ok(idx >= 0, `client ${i} should still see its own element ${i}-0`);
+      root.list.delete(idx);
+    }
+    if (r === 3) {
+      const idx = [...root.list].indexOf(`${i}-1`);
+      assert.ok(idx >= 0, `client ${i} should still see its own element ${i}-1`);
+      root.list.moveFront(root.list.getElementByIndex(idx).getID());
+    }
+
+    root.counter.increase(i + 1);
+
+    const token = `[${i}.${r}]`;
+    root.text.edit(0, 0, token);
+    if (r % 2 === 0) root.text.setStyle(0, token.length, { bold: 'true', by: `c${i}` });
+
+    root.tree.edit(1, 1, { type: 'text', value: `(${i}.${r})` });
+
+    presence.set({ name: `client-${i}`, round: r });
+  }, `round ${r} by client ${i}`);
+}
+
+function textOf(json) {
+  return json.text.map((chunk) => chunk.val).join('');
+}
+
+function treeText(node) {
+  if (node.type === 'text') return node.value;
+  return (node.children || []).map(treeText).join('');
+}
+
+/** Checks the converged value against what the edits of `n` clients must give. */
+function assertEditsApplied(json, n) {
+  const want = {};
+  for (let i = 0; i < n; i++) want[`c${i}r${ROUNDS - 1}`] = ROUNDS - 1;
+  const { shared, ...keys } = json.obj;
+  assert.deepEqual(keys, want, 'object keys: each client keeps only its last key');
+  assert.match(shared, /^client-\d+$/, 'object key set by every client holds one of the values');
+
+  const wantList = [];
+  for (let i = 0; i < n; i++) for (let r = 1; r < ROUNDS; r++) wantList.push(`${i}-${r}`);
+  assert.deepEqual([...json.list].sort(), wantList.sort(), 'array holds every pushed element except the deleted ones');
+
+  let sum = 0;
+  for (let i = 0; i < n; i++) sum += (i + 1) * ROUNDS;
+  assert.equal(json.counter, sum, 'counter is the sum of all increases');
+
+  const text = textOf(json);
+  let tokenLength = 0;
+  for (let i = 0; i < n; i++) {
+    for (let r = 0; r < ROUNDS; r++) {
+      const token = `[${i}.${r}]`;
+      tokenLength += token.length;
+      assert.equal(text.split(token).length - 1, 1, `text holds ${token} exactly once: ${text}`);
+    }
+  }
+  assert.equal(text.length, tokenLength, `text holds nothing but the inserted tokens: ${text}`);
+  assert.ok(json.text.some((chunk) => chunk.attrs && chunk.attrs.bold === 'true'), 'text keeps style attributes');
+
+  const treeContent = treeText(json.tree);
+  for (let i = 0; i < n; i++) {
+    for (let r = 0; r < ROUNDS; r++) {
+      assert.ok(treeContent.includes(`(${i}.${r})`), `tree holds (${i}.${r}): ${treeContent}`);
+    }
+  }
+  assert.ok(treeContent.endsWith('base'), `tree keeps its initial text after the inserts: ${treeContent}`);
+}
+
+/** Attaches `clients` to a new key; client 0 creates the structure first. */
+async function setUpSharedDoc(s, clients, label) {
+  const key = newDocKey(label);
+  const docs = [];
+  for (let i = 0; i < clients.length; i++) {
+    docs.push(await s.attach(clients[i], key, { initialPresence: { name: `client-${i}`, round: -1 } }));
+    if (i === 0) {
+      docs[0].update(createStructure, 'create structure');
+      await waitPushed(docs[0]);
+    }
+  }
+  await waitConverged(docs, {
+    what: 'every replica to receive the initial structure',
+    expect: (json) => json.tree !== undefined && json.counter === 0,
+  });
+  return { key, docs };
+}
+
+async function concurrentEditsConverge(s, { clients: n = 3 } = {}) {
+  const clients = await s.activateClients(n);
+  const { docs } = await setUpSharedDoc(s, clients, 'concurrent');
+
+  for (let r = 0; r < ROUNDS; r++) {
+    for (let i = 0; i < n; i++) editRound(docs[i], i, r);
+    // Let one client's round reach the server before the next round, so that
+    // later rounds are made on top of some, but not all, remote changes.
+    await waitPushed(docs[r % n]);
+  }
+
+  const json = await waitConverged(docs, { what: `${n} replicas to converge after concurrent edits` });
+  assertEditsApplied(json, n);
+
+  const expected = {};
+  clients.forEach((c, i) => {
+    expected[c.getID()] = { name: `client-${i}`, round: ROUNDS - 1 };
+  });
+  await waitPresences(docs, expected);
+}
+
+async function lateAttachGetsFullState(s) {
+  const clients = await s.activateClients(2);
+  const { key, docs } = await setUpSharedDoc(s, clients, 'late-attach');
+  for (let r = 0; r < ROUNDS; r++) {
+    for (let i = 0; i < clients.length; i++) editRound(docs[i], i, r);
+  }
+  const before = await waitConverged(docs, { what: 'the first two replicas to converge' });
+  assertEditsApplied(before, clients.length);
+
+  const late = await s.activateClient();
+  const lateDoc = await s.attach(late, key, { initialPresence: { name: 'late', round: 0 } });
+  const after = await waitConverged([...docs, lateDoc], { what: 'the late replica to catch up' });
+  assert.deepEqual(after, before, 'the late client sees exactly the state the others had');
+
+  const expected = { [late.getID()]: { name: 'late', round: 0 } };
+  clients.forEach((c, i) => {
+    expected[c.getID()] = { name: `client-${i}`, round: ROUNDS - 1 };
+  });
+  await waitPresences([...docs, lateDoc], expected);
+}
+
+async function detachLeavesOthersWorking(s) {
+  const clients = await s.activateClients(3);
+  const key = newDocKey('detach');
+  const docs = [];
+  for (let i = 0; i < clients.length; i++) {
+    docs.push(await s.attach(clients[i], key, { initialPresence: { name: `client-${i}` } }));
+  }
+  const ids = clients.map((c) => c.getID());
+  await waitPresences(docs, Object.fromEntries(ids.map((id, i) => [id, { name: `client-${i}` }])));
+
+  docs[2].update((root) => {
+    root.fromDetached = 'kept';
+  });
+  await waitConverged(docs, { expect: (json) => json.fromDetached === 'kept' });
+
+  const watchers = [recordEvents(docs[0], 'others'), recordEvents(docs[1], 'others')];
+  await clients[2].detach(docs[2]);
+  assert.equal(docs[2].getStatus(), yorkie.DocStatus.Detached, 'detached document reports status detached');
+  assert.equal(clients[2].has(key), false, 'client no longer holds the detached document');
+
+  for (const w of watchers) await waitRecorded(w, 'unwatched', ids[2]);
+  await waitPresenceGone(docs.slice(0, 2), ids[2]);
+
+  docs[0].update((root) => {
+    root.afterDetach = 1;
+  });
+  const json = await waitConverged(docs.slice(0, 2), { expect: (j) => j.afterDetach === 1 });
+  assert.equal(json.fromDetached, 'kept', 'edits of the detached client stay in the document');
+
+  // The same client can attach the key again and sees everything.
+  const again = await s.attach(clients[2], key, { initialPresence: { name: 'client-2-again' } });
+  await waitConverged([docs[0], docs[1], again], { expect: (j) => j.afterDetach === 1 && j.fromDetached === 'kept' });
+  for (const w of watchers) {
+    await waitFor(() => w.events.filter((e) => e.type === 'watched' && e.value.clientID === ids[2]).length >= 1, {
+      what: 're-attached client to be watched again',
+      describe: () => JSON.stringify(w.events),
+    });
+  }
+  watchers.forEach((w) => w.stop());
+}
+
+async function deactivateDropsClient(s) {
+  const clients = await s.activateClients(3);
+  const key = newDocKey('deactivate');
+  const docs = [];
+  for (let i = 0; i < clients.length; i++) {
+    docs.push(await s.attach(clients[i], key, { initialPresence: { name: `client-${i}` } }));
+  }
+  const ids = clients.map((c) => c.getID());
+  await waitPresences(docs, Object.fromEntries(ids.map((id, i) => [id, { name: `client-${i}` }])));
+
+  docs[2].update((root) => {
+    root.list = [1, 2, 3];
+    root.note = 'written before deactivate';
+  });
+  await waitConverged(docs, { expect: (json) => json.note !== undefined });
+
+  const watchers = [recordEvents(docs[0], 'others'), recordEvents(docs[1], 'presence')];
+  await clients[2].deactivate();
+  assert.equal(clients[2].isActive(), false, 'deactivated client reports inactive');
+
+  for (const w of watchers) await waitRecorded(w, 'unwatched', ids[2]);
+  await waitPresenceGone(docs.slice(0, 2), ids[2]);
+
+  const newcomer = await s.activateClient();
+  const newDoc = await s.attach(newcomer, key);
+  const json = await waitConverged([docs[0], docs[1], newDoc], { expect: (j) => j.note !== undefined });
+  assert.deepEqual(json, { list: [1, 2, 3], note: 'written before deactivate' });
+  await waitFor(() => !newDoc.getPresences().some((p) => p.clientID === ids[2]), {
+    what: 'the newcomer not to list the deactivated client as online',
+    describe: () => JSON.stringify(newDoc.getPresences()),
+  });
+  await waitPresences([newDoc], { [ids[0]]: { name: 'client-0' }, [ids[1]]: { name: 'client-1' } });
+  watchers.forEach((w) => w.stop());
+}
+
+async function watchEventsReachWatcher(s) {
+  const [c0, c1, c2] = await s.activateClients(3);
+  const key = newDocKey('watch-events');
+  const d0 = await s.attach(c0, key, { initialPresence: { name: 'watcher' } });
+  const others = recordEvents(d0, 'others');
+  const presence = recordEvents(d0, 'presence');
+
+  const d1 = await s.attach(c1, key, { initialPresence: { name: 'one' } });
+  for (const rec of [others, presence]) {
+    const ev = await waitRecorded(rec, 'watched', c1.getID());
+    assert.deepEqual(ev.value.presence, { name: 'one' }, 'watched event carries the presence');
+  }
+
+  d1.update((_, p) => p.set({ name: 'one', typing: true }));
+  const changed = await waitFor(
+    () =>
+      others.events.find(
+        (e) => e.type === 'presence-changed' && e.value.clientID === c1.getID() && e.value.presence.typing === true,
+      ),
+    { what: 'presence-changed event for client one', describe: () => JSON.stringify(others.events) },
+  );
+  assert.deepEqual(changed.value.presence, { name: 'one', typing: true });
+
+  const d2 = await s.attach(c2, key, { initialPresence: { name: 'two' } });
+  await waitRecorded(others, 'watched', c2.getID());
+
+  await c1.detach(d1);
+  const unwatched = await waitRecorded(others, 'unwatched', c1.getID());
+  assert.equal(unwatched.value.presence.name, 'one', 'unwatched event carries the last presence');
+
+  await c2.deactivate();
+  await waitRecorded(others, 'unwatched', c2.getID());
+  await waitRecorded(presence, 'unwatched', c2.getID());
+
+  // Only the watcher itself is left online.
+  await waitFor(() => d0.getPresences().length === 1, {
+    what: 'the watcher to be the only online client',
+    describe: () => JSON.stringify(d0.getPresences()),
+  });
+  assert.deepEqual(d0.getPresences(), [{ clientID: c0.getID(), presence: { name: 'watcher' } }]);
+  // The watcher never hears about itself.
+  assert.ok(!others.events.some((e) => e.value && e.value.clientID === c0.getID()), 'no event about the watcher itself');
+  others.stop();
+  presence.stop();
+  void d2;
+}
+
+async function removeDocument(s) {
+  const [c0, c1] = await s.activateClients(2);
+  const key = newDocKey('remove');
+  const d0 = await s.attach(c0, key);
+  const d1 = await s.attach(c1, key);
+  d0.update((root) => {
+    root.title = 'to be removed';
+  });
+  await waitConverged([d0, d1], { expect: (json) => json.title !== undefined });
+
+  const statuses = recordEvents(d1, 'status');
+  await c0.remove(d0);
+  assert.equal(d0.getStatus(), yorkie.DocStatus.Removed, 'remover sees its document removed');
+  assert.equal(c0.has(key), false, 'remover no longer holds the document');
+
+  // The other replica learns of the removal on its next sync.
+  await c1.sync(d1);
+  await waitFor(() => d1.getStatus() === yorkie.DocStatus.Removed, {
+    what: 'the other replica to report status removed',
+    describe: () => `status ${d1.getStatus()}, events ${JSON.stringify(statuses.events)}`,
+  });
+  assert.ok(
+    statuses.events.some((e) => e.value && e.value.status === yorkie.DocStatus.Removed),
+    'the other replica got a status event for the removal',
+  );
+  assert.throws(() => d1.update((root) => {
+    root.title = 'edit after removal';
+  }), 'a removed document cannot be edited');
+  statuses.stop();
+
+  // The key is free again: a new attach starts an empty document.
+  const c2 = await s.activateClient();
+  const fresh = await s.attach(c2, key);
+  assert.equal(fresh.getStatus(), yorkie.DocStatus.Attached);
+  assert.deepEqual(JSON.parse(fresh.toSortedJSON()), {}, 'a document created after removal starts empty');
+}
+
+/** Every scenario, by name. Each takes a Session and uses fresh keys. */
+const scenarios = [
+  { name: 'three clients editing every data type concurrently converge, with presence', run: concurrentEditsConverge },
+  { name: 'a client that attaches later gets the full state and presences', run: lateAttachGetsFullState },
+  { name: 'detach: others see the client go and keep working; re-attach sees everything', run: detachLeavesOthersWorking },
+  { name: 'deactivate: others see the client go; a new client still gets the data', run: deactivateDropsClient },
+  { name: 'a watcher gets watched, presence-changed and unwatched events of others', run: watchEventsReachWatcher },
+  { name: 'remove document: remover and other replica see it removed; the key can be reused', run: removeDocument },
+];
+
+module.exports = { scenarios, editRound, createStructure, assertEditsApplied, ROUNDS };

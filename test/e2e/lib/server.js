@@ -1,0 +1,178 @@
+'use strict';
+// Starting and stopping a `yorkie server` process for end-to-end tests.
+
+const { spawn } = require('node:child_process');
+const fs = require('node:fs');
+const net = require('node:net');
+const os = require('node:os');
+const path = require('node:path');
+const { waitFor } = require('./wait');
+
+const REPO_ROOT = path.resolve(__dirname, '..', '..', '..');
+
+// Ports that fetch() refuses to connect to (the WHATWG "bad ports" list).
+const FETCH_BAD_PORTS = new Set([
+  1, 7, 9, 11, 13, 15, 17, 19, 20, 21, 22, 23, 25, 37, 42, 43, 53, 69, 77, 79,
+  87, 95, 101, 102, 103, 104, 109, 110, 111, 113, 115, 117, 119, 123, 135, 137,
+  139, 143, 161, 179, 389, 427, 465, 512, 513, 514, 515, 526, 530, 531, 532,
+  540, 548, 554, 556, 563, 587, 601, 636, 989, 990, 993, 995, 1719, 1720, 1723,
+  2049, 3659, 4045, 4190, 5060, 5061, 6000, 6566, 6665, 6666, 6667, 6668, 6669,
+  6679, 6697, 10080,
+]);
+
+/** Path of the server binary: $YORKIE_BIN, else bin/yorkie at the repository root. */
+function yorkieBinary() {
+  const fromEnv = process.env.YORKIE_BIN;
+  if (fromEnv) return path.resolve(fromEnv);
+  return path.join(REPO_ROOT, 'bin', 'yorkie');
+}
+
+/** True when a missing server must fail the suite instead of skipping it. */
+function serversRequired() {
+  const v = process.env.YORKIE_TEST_REQUIRE_SERVERS || '';
+  return v !== '' && v !== '0' && v !== 'false';
+}
+
+/** Returns a loopback TCP port that is free right now and usable by fetch. */
+async function freePort() {
+  for (;;) {
+    const port = await new Promise((resolve, reject) => {
+      const srv = net.createServer();
+      srv.unref();
+      srv.on('error', reject);
+      srv.listen(0, '127.0.0.1', () => {
+        const { port: p } = srv.address();
+        srv.close(() => resolve(p));
+      });
+    });
+    if (!FETCH_BAD_PORTS.has(port)) return port;
+  }
+}
+
+async function httpStatus(url) {
+  try {
+    const res = await fetch(url, { signal: AbortSignal.timeout(1000) });
+    await res.arrayBuffer();
+    return res.status;
+  } catch {
+    return 0;
+  }
+}
+
+/**
+ * A running server process. `rpcAddr` is what SDK clients are given.
+ */
+class ServerProcess {
+  constructor({ child, rpcPort, profilingPort, logFile, args }) {
+    this.child = child;
+    this.pid = child.pid;
+    this.rpcPort = rpcPort;
+    this.profilingPort = profilingPort;
+    this.rpcAddr = `http://127.0.0.1:${rpcPort}`;
+    this.metricsURL = `http://127.0.0.1:${profilingPort}/metrics`;
+    this.logFile = logFile;
+    this.args = args;
+    this.exitInfo = null;
+    this.exited = new Promise((resolve) => {
+      child.once('exit', (code, signal) => {
+        this.exitInfo = { code, signal };
+        resolve(this.exitInfo);
+      });
+    });
+  }
+
+  /** Last `maxBytes` of the server's combined stdout/stderr. */
+  logTail(maxBytes = 8000) {
+    try {
+      const buf = fs.readFileSync(this.logFile);
+      return buf.subarray(Math.max(0, buf.length - maxBytes)).toString('utf8');
+    } catch (err) {
+      return `(log unavailable: ${err.message})`;
+    }
+  }
+
+  /** Stops the process by its PID: SIGTERM, then SIGKILL after `graceMs`. */
+  async stop({ graceMs = 5000 } = {}) {
+    if (this.exitInfo) return this.exitInfo;
+    try {
+      process.kill(this.pid, 'SIGTERM');
+    } catch {
+      // already gone
+    }
+    let timer;
+    const killed = new Promise((resolve) => {
+      timer = setTimeout(() => {
+        try {
+          process.kill(this.pid, 'SIGKILL');
+        } catch {
+          // already gone
+        }
+        resolve();
+      }, graceMs);
+    });
+    await Promise.race([this.exited, killed]);
+    clearTimeout(timer);
+    return this.exited;
+  }
+}
+
+/**
+ * Starts `yorkie server` on free loopback ports and resolves once GET /healthz
+ * on the RPC port answers 200. Rejects (with the log tail) if the process
+ * exits first or the deadline passes.
+ */
+async function startServer({
+  bin = yorkieBinary(),
+  logLevel = process.env.YORKIE_E2E_LOG_LEVEL || 'debug',
+  extraArgs = [],
+  env = {},
+  readyTimeoutMs = 20000,
+} = {}) {
+  if (!fs.existsSync(bin)) {
+    const err = new Error(`yorkie binary not found at ${bin} (set YORKIE_BIN or build bin/yorkie)`);
+    err.code = 'YORKIE_BIN_MISSING';
+    throw err;
+  }
+  const rpcPort = await freePort();
+  let profilingPort = await freePort();
+  while (profilingPort === rpcPort) profilingPort = await freePort();
+
+  const args = [
+    'server',
+    '--rpc-port', String(rpcPort),
+    '--profiling-port', String(profilingPort),
+    '--log-level', logLevel,
+    ...extraArgs,
+  ];
+  const logDir = process.env.YORKIE_E2E_LOG_DIR || fs.mkdtempSync(path.join(os.tmpdir(), 'yorkie-e2e-'));
+  fs.mkdirSync(logDir, { recursive: true });
+  const logFile = path.join(logDir, `server-${rpcPort}.log`);
+  const fd = fs.openSync(logFile, 'a');
+  const child = spawn(bin, args, {
+    stdio: ['ignore', fd, fd],
+    env: { ...process.env, ...env },
+  });
+  fs.closeSync(fd);
+  const server = new ServerProcess({ child, rpcPort, profilingPort, logFile, args });
+  let spawnError = null;
+  child.once('error', (err) => {
+    spawnError = err;
+  });
+
+  try {
+    await waitFor(async () => {
+      if (spawnError) throw spawnError;
+      if (server.exitInfo) {
+        throw new Error(`server exited before it was ready: ${JSON.stringify(server.exitInfo)}`);
+      }
+      return (await httpStatus(`${server.rpcAddr}/healthz`)) === 200;
+    }, { timeoutMs: readyTimeoutMs, intervalMs: 50, what: `GET ${server.rpcAddr}/healthz to answer 200` });
+  } catch (err) {
+    await server.stop({ graceMs: 1000 });
+    err.message += `\n--- server log (${logFile}) ---\n${server.logTail()}`;
+    throw err;
+  }
+  return server;
+}
+
+module.exports = { startServer, freePort, yorkieBinary, serversRequired, ServerProcess, REPO_ROOT };
