@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# The project's whole test suite, as CI runs it: installs the real servers the tests use
+# (Redis, etcd, haproxy from Debian; a MongoDB-wire server built from the Go module proxy;
+# Node's packages for the JavaScript SDK), builds the yorkie binary, then runs the Go tests
+# and the end-to-end suite of the real JS SDK. Every suite must find its servers: a missing
+# one fails the run instead of being skipped.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+
+step() { printf '\n== %s\n' "$*"; }
+
+step "system packages"
+need=()
+command -v redis-server >/dev/null || need+=(redis-server)
+command -v etcd >/dev/null || need+=(etcd-server)
+command -v haproxy >/dev/null || need+=(haproxy)
+if [ ${#need[@]} -gt 0 ]; then
+	if [ "$(id -u)" -ne 0 ]; then
+		echo "missing ${need[*]}: install them (apt-get install ${need[*]}) or run this as root" >&2
+		exit 1
+	fi
+	apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+for tool in go node npm; do
+	command -v "$tool" >/dev/null || { echo "$tool is required" >&2; exit 1; }
+done
+node -e 'process.exit(Number(process.versions.node.split(".")[0]) >= 20 ? 0 : 1)' ||
+	{ echo "Node.js 20 or newer is required, found $(node --version)" >&2; exit 1; }
+redis-server --version
+etcd --version | head -n 1
+haproxy -v | head -n 1
+node --version
+
+step "build"
+go build -ldflags "-X main.version=$(git describe --tags --always --dirty 2>/dev/null || echo dev)" -o bin/yorkie ./cmd/yorkie
+(cd test/ferretdb && go build -o "$root/bin/ferretdb" .)
+go vet ./...
+
+export YORKIE_TEST_REQUIRE_SERVERS=1
+export YORKIE_BIN="$root/bin/yorkie"
+export YORKIE_FERRETDB_BIN="$root/bin/ferretdb"
+
+step "go test"
+go test -count=1 -timeout 15m ./...
+
+step "benchmarks compile and run once"
+go test -count=1 -run '^$' -bench . -benchtime 1x -timeout 10m ./...
+
+step "JavaScript SDK end-to-end"
+(cd test/e2e && npm ci --no-audit --no-fund --loglevel=error && npm test)
