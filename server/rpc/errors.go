@@ -1,0 +1,120 @@
+package rpc
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+
+	"connectrpc.com/connect"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+
+	"github.com/yorkie-affinity/yorkie/server/backend"
+	"github.com/yorkie-affinity/yorkie/server/backend/database"
+)
+
+// Error code names carried in the google.rpc.ErrorInfo metadata "code". Clients
+// (the JS SDK in particular) branch on these names, not on the message text.
+const (
+	CodeClientNotFound      = "ErrClientNotFound"
+	CodeClientNotActivated  = "ErrClientNotActivated"
+	CodeDocumentNotFound    = "ErrDocumentNotFound"
+	CodeDocumentNotAttached = "ErrDocumentNotAttached"
+	CodeDocumentRemoved     = "ErrDocumentRemoved"
+	CodeInvalidClientSeq    = "ErrInvalidClientSeq"
+	CodeInvalidChangePack   = "ErrInvalidChangePack"
+	CodeTooManyChanges      = "ErrTooManyChanges"
+	CodeShuttingDown        = "ErrShuttingDown"
+	CodeUnavailable         = "ErrUnavailable"
+	CodeInvalidArgument     = "ErrInvalidArgument"
+	CodeRequestTooLarge     = "ErrRequestTooLarge"
+	CodeUnimplemented       = "ErrUnimplemented"
+	CodeInternal            = "ErrInternal"
+	CodeCanceled            = "ErrCanceled"
+	CodeDeadlineExceeded    = "ErrDeadlineExceeded"
+)
+
+// classify returns the Connect code and code name of a known sentinel error.
+func classify(err error) (connect.Code, string, bool) {
+	switch {
+	case errors.Is(err, backend.ErrClientNotFound), errors.Is(err, database.ErrClientNotFound):
+		return connect.CodeNotFound, CodeClientNotFound, true
+	case errors.Is(err, backend.ErrClientNotActivated):
+		return connect.CodeFailedPrecondition, CodeClientNotActivated, true
+	case errors.Is(err, backend.ErrDocumentNotFound), errors.Is(err, database.ErrDocumentNotFound):
+		return connect.CodeNotFound, CodeDocumentNotFound, true
+	case errors.Is(err, backend.ErrDocumentNotAttached), errors.Is(err, database.ErrAttachmentNotFound):
+		return connect.CodeFailedPrecondition, CodeDocumentNotAttached, true
+	case errors.Is(err, backend.ErrDocumentRemoved):
+		return connect.CodeFailedPrecondition, CodeDocumentRemoved, true
+	case errors.Is(err, backend.ErrInvalidClientSeq):
+		return connect.CodeInvalidArgument, CodeInvalidClientSeq, true
+	case errors.Is(err, backend.ErrInvalidChangePack):
+		return connect.CodeInvalidArgument, CodeInvalidChangePack, true
+	case errors.Is(err, backend.ErrTooManyChanges):
+		return connect.CodeInvalidArgument, CodeTooManyChanges, true
+	case errors.Is(err, backend.ErrShuttingDown):
+		return connect.CodeUnavailable, CodeShuttingDown, true
+	case errors.Is(err, database.ErrUnavailable),
+		// A fenced or conflicting write that survived the backend's retries
+		// means another owner took the document: the client must try again.
+		errors.Is(err, database.ErrFenced), errors.Is(err, database.ErrConflict):
+		return connect.CodeUnavailable, CodeUnavailable, true
+	case errors.Is(err, context.Canceled):
+		return connect.CodeCanceled, CodeCanceled, true
+	case errors.Is(err, context.DeadlineExceeded):
+		return connect.CodeDeadlineExceeded, CodeDeadlineExceeded, true
+	}
+	return connect.CodeUnknown, "", false
+}
+
+// newError builds a Connect error whose google.rpc.ErrorInfo detail names the
+// Yorkie error code, the form the SDKs parse.
+func newError(code connect.Code, name string, err error) *connect.Error {
+	cerr := connect.NewError(code, err)
+	detail, derr := connect.NewErrorDetail(&errdetails.ErrorInfo{
+		Reason:   name,
+		Metadata: map[string]string{"code": name},
+	})
+	if derr == nil {
+		cerr.AddDetail(detail)
+	}
+	return cerr
+}
+
+// invalidArgument reports a request that failed the RPC layer's own checks.
+func invalidArgument(err error) *connect.Error {
+	return newError(connect.CodeInvalidArgument, CodeInvalidArgument, err)
+}
+
+// toConnectError maps an error from the backend (or the RPC layer) to the
+// Connect error a client receives. Errors it does not know become internal and
+// are logged with their full text, which the client does not see.
+func toConnectError(ctx context.Context, logger *slog.Logger, procedure string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var cerr *connect.Error
+	if errors.As(err, &cerr) {
+		return cerr
+	}
+	if code, name, ok := classify(err); ok {
+		return newError(code, name, err)
+	}
+	logger.ErrorContext(ctx, "unexpected error", "procedure", procedure, "error", err)
+	return newError(connect.CodeInternal, CodeInternal, errors.New("internal error"))
+}
+
+// errorName returns the Yorkie error code name in a Connect error's ErrorInfo
+// detail, or "" when it has none.
+func errorName(cerr *connect.Error) string {
+	for _, d := range cerr.Details() {
+		msg, err := d.Value()
+		if err != nil {
+			continue
+		}
+		if info, ok := msg.(*errdetails.ErrorInfo); ok {
+			return info.GetMetadata()["code"]
+		}
+	}
+	return ""
+}

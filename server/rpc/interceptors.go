@@ -1,0 +1,153 @@
+package rpc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"connectrpc.com/connect"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics is a connect.Interceptor that records, per procedure and result
+// code, how many calls the server handled and how long they took. For Watch
+// streams the duration is the stream's lifetime.
+type metrics struct {
+	handled  *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+	streams  *prometheus.GaugeVec
+}
+
+// newMetrics registers the RPC metrics on reg.
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		handled: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "yorkie",
+			Subsystem: "rpc",
+			Name:      "handled_total",
+			Help:      "RPCs completed by the server, by procedure and result code.",
+		}, []string{"procedure", "code"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: "yorkie",
+			Subsystem: "rpc",
+			Name:      "duration_seconds",
+			Help:      "Time to handle an RPC (the stream lifetime for streams), by procedure and result code.",
+			Buckets:   []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 60, 300, 3600},
+		}, []string{"procedure", "code"}),
+		streams: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: "yorkie",
+			Subsystem: "rpc",
+			Name:      "open_streams",
+			Help:      "Server streams (Watch) open now, by procedure.",
+		}, []string{"procedure"}),
+	}
+	for _, c := range []prometheus.Collector{m.handled, m.duration, m.streams} {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("register rpc collector: %w", err)
+		}
+	}
+	return m, nil
+}
+
+// observe records one finished call.
+func (m *metrics) observe(procedure string, start time.Time, err error) {
+	code := "ok"
+	if err != nil {
+		code = connect.CodeOf(err).String()
+	}
+	m.handled.WithLabelValues(procedure, code).Inc()
+	m.duration.WithLabelValues(procedure, code).Observe(time.Since(start).Seconds())
+}
+
+// WrapUnary records unary calls.
+func (m *metrics) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
+	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
+		if req.Spec().IsClient {
+			return next(ctx, req)
+		}
+		start := time.Now()
+		resp, err := next(ctx, req)
+		m.observe(req.Spec().Procedure, start, err)
+		return resp, err
+	}
+}
+
+// WrapStreamingClient leaves client streams alone: this is a server interceptor.
+func (m *metrics) WrapStreamingClient(next connect.StreamingClientFunc) connect.StreamingClientFunc {
+	return next
+}
+
+// WrapStreamingHandler records server streams and counts the open ones.
+func (m *metrics) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
+	return func(ctx context.Context, conn connect.StreamingHandlerConn) error {
+		procedure := conn.Spec().Procedure
+		start := time.Now()
+		open := m.streams.WithLabelValues(procedure)
+		open.Inc()
+		defer open.Dec()
+		err := next(ctx, conn)
+		m.observe(procedure, start, err)
+		return err
+	}
+}
+
+// failureLogger is a connect.Interceptor that logs failed calls: server-side
+// faults at error level, client mistakes and expected conditions at debug.
+type failureLogger struct {
+	logger *slog.Logger
+}
+
+// log reports one failed call.
+func (l *failureLogger) log(ctx context.Context, procedure string, start time.Time, err error) {
+	if err == nil {
+		return
+	}
+	code := connect.CodeOf(err)
+	level := slog.LevelDebug
+	switch code {
+	case connect.CodeInternal, connect.CodeUnknown, connect.CodeDataLoss:
+		level = slog.LevelError
+	case connect.CodeUnavailable:
+		level = slog.LevelWarn
+	}
+	name := ""
+	var cerr *connect.Error
+	if errors.As(err, &cerr) {
+		name = errorName(cerr)
+	}
+	l.logger.Log(ctx, level, "rpc failed",
+		"procedure", procedure,
+		"code", code.String(),
+		"error_code", name,
+		"duration", time.Since(start),
+		"error", err)
+}
+
+// WrapUnary logs failed unary calls.
+func (l *failureLogger) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
+	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
+		start := time.Now()
+		resp, err := next(ctx, req)
+		if !req.Spec().IsClient {
+			l.log(ctx, req.Spec().Procedure, start, err)
+		}
+		return resp, err
+	}
+}
+
+// WrapStreamingClient leaves client streams alone: this is a server interceptor.
+func (l *failureLogger) WrapStreamingClient(next connect.StreamingClientFunc) connect.StreamingClientFunc {
+	return next
+}
+
+// WrapStreamingHandler logs server streams that end with an error.
+func (l *failureLogger) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
+	return func(ctx context.Context, conn connect.StreamingHandlerConn) error {
+		start := time.Now()
+		err := next(ctx, conn)
+		l.log(ctx, conn.Spec().Procedure, start, err)
+		return err
+	}
+}

@@ -1,0 +1,371 @@
+// Package rpc serves Yorkie's YorkieService over Connect, gRPC and gRPC-web.
+// It decodes and validates requests, passes every document call through one
+// routing step, calls the backend, and maps its errors to Connect errors that
+// carry a google.rpc.ErrorInfo with the Yorkie error code name.
+package rpc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+
+	"connectrpc.com/connect"
+	"github.com/prometheus/client_golang/prometheus"
+
+	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
+	"github.com/yorkie-affinity/yorkie/api/yorkie/v1/v1connect"
+	"github.com/yorkie-affinity/yorkie/server/backend"
+)
+
+// DefaultMaxRequestBytes bounds a request body when Config.MaxRequestBytes is 0.
+const DefaultMaxRequestBytes = 4 << 20
+
+// ErrShuttingDown is the cause reported to Watch streams that the service
+// ends because the server shuts down.
+var ErrShuttingDown = errors.New("server is shutting down")
+
+// Config configures a Service.
+type Config struct {
+	// Backend holds the document logic. Required.
+	Backend *backend.Backend
+	// Logger receives failures; nil discards.
+	Logger *slog.Logger
+	// Registerer receives the RPC metrics; nil skips them. Use a per-server
+	// registry, never the global one, so servers in one process stay apart.
+	Registerer prometheus.Registerer
+	// MaxRequestBytes bounds a request body (0: DefaultMaxRequestBytes).
+	MaxRequestBytes int
+	// Router is the routing step of document calls; nil serves everything here.
+	Router Router
+}
+
+// Service implements v1connect.YorkieServiceHandler.
+type Service struct {
+	v1connect.UnimplementedYorkieServiceHandler
+
+	backend         *backend.Backend
+	logger          *slog.Logger
+	router          Router
+	maxRequestBytes int
+	metrics         *metrics
+
+	closeOnce sync.Once
+	closing   chan struct{}
+}
+
+// New returns a Service for the backend.
+func New(cfg Config) (*Service, error) {
+	if cfg.Backend == nil {
+		return nil, errors.New("rpc: Config.Backend is required")
+	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	maxBytes := cfg.MaxRequestBytes
+	if maxBytes <= 0 {
+		maxBytes = DefaultMaxRequestBytes
+	}
+	s := &Service{
+		backend:         cfg.Backend,
+		logger:          logger,
+		router:          cfg.Router,
+		maxRequestBytes: maxBytes,
+		closing:         make(chan struct{}),
+	}
+	if cfg.Registerer != nil {
+		m, err := newMetrics(cfg.Registerer)
+		if err != nil {
+			return nil, fmt.Errorf("rpc: register metrics: %w", err)
+		}
+		s.metrics = m
+	}
+	return s, nil
+}
+
+// Handler returns the path prefix and the HTTP handler serving the service with
+// its interceptors and the request size limit.
+func (s *Service) Handler() (string, http.Handler) {
+	interceptors := []connect.Interceptor{}
+	if s.metrics != nil {
+		interceptors = append(interceptors, s.metrics)
+	}
+	interceptors = append(interceptors, &failureLogger{logger: s.logger})
+	path, h := v1connect.NewYorkieServiceHandler(s,
+		connect.WithInterceptors(interceptors...),
+		connect.WithReadMaxBytes(s.maxRequestBytes),
+	)
+	return path, limitBody(h, s.maxRequestBytes)
+}
+
+// CloseStreams ends every open Watch stream with code unavailable, so clients
+// reconnect (to another node or after a restart), and refuses new ones. Unary
+// calls are not affected. It is idempotent.
+func (s *Service) CloseStreams() {
+	s.closeOnce.Do(func() { close(s.closing) })
+}
+
+// fail maps err for the client of procedure.
+func (s *Service) fail(ctx context.Context, procedure string, err error) error {
+	return toConnectError(ctx, s.logger, procedure, err)
+}
+
+// ActivateClient registers the client key and returns its client ID.
+func (s *Service) ActivateClient(ctx context.Context, req *connect.Request[api.ActivateClientRequest]) (*connect.Response[api.ActivateClientResponse], error) {
+	key := req.Msg.GetClientKey()
+	if key == "" {
+		return nil, invalidArgument(errors.New("client_key is required"))
+	}
+	if len(key) > maxKeyLength*2 {
+		return nil, invalidArgument(fmt.Errorf("client_key is longer than %d bytes", maxKeyLength*2))
+	}
+	info, err := s.backend.ActivateClient(ctx, key, req.Msg.GetMetadata())
+	if err != nil {
+		return nil, s.fail(ctx, req.Spec().Procedure, fmt.Errorf("activate client %q: %w", key, err))
+	}
+	return connect.NewResponse(&api.ActivateClientResponse{ClientId: info.ID}), nil
+}
+
+// DeactivateClient detaches the client's documents and deactivates it.
+func (s *Service) DeactivateClient(ctx context.Context, req *connect.Request[api.DeactivateClientRequest]) (*connect.Response[api.DeactivateClientResponse], error) {
+	clientID := req.Msg.GetClientId()
+	if err := validateClientID(clientID); err != nil {
+		return nil, invalidArgument(err)
+	}
+	if err := s.backend.DeactivateClient(ctx, clientID); err != nil {
+		return nil, s.fail(ctx, req.Spec().Procedure, fmt.Errorf("deactivate client %s: %w", clientID, err))
+	}
+	return connect.NewResponse(&api.DeactivateClientResponse{}), nil
+}
+
+// AttachDocument attaches the client to the document named by the pack's key.
+func (s *Service) AttachDocument(ctx context.Context, req *connect.Request[api.AttachDocumentRequest]) (*connect.Response[api.AttachDocumentResponse], error) {
+	clientID := req.Msg.GetClientId()
+	if err := validateClientID(clientID); err != nil {
+		return nil, invalidArgument(err)
+	}
+	pack := req.Msg.GetChangePack()
+	if err := validatePack(pack); err != nil {
+		return nil, invalidArgument(err)
+	}
+	key := pack.GetDocumentKey()
+	if err := validateDocumentKey(key); err != nil {
+		return nil, invalidArgument(err)
+	}
+	procedure := req.Spec().Procedure
+	if err := s.route(ctx, DocumentCall{Kind: CallAttach, ClientID: clientID, DocumentKey: key}); err != nil {
+		return nil, s.fail(ctx, procedure, err)
+	}
+	docID, resp, err := s.backend.AttachDocument(ctx, clientID, key, pack)
+	if err != nil {
+		return nil, s.fail(ctx, procedure, fmt.Errorf("attach document %q by %s: %w", key, clientID, err))
+	}
+	return connect.NewResponse(&api.AttachDocumentResponse{DocumentId: docID, ChangePack: resp}), nil
+}
+
+// DetachDocument detaches the client from the document.
+func (s *Service) DetachDocument(ctx context.Context, req *connect.Request[api.DetachDocumentRequest]) (*connect.Response[api.DetachDocumentResponse], error) {
+	clientID, docID, pack, err := docRequest(req.Msg.GetClientId(), req.Msg.GetDocumentId(), req.Msg.GetChangePack(), true)
+	if err != nil {
+		return nil, err
+	}
+	procedure := req.Spec().Procedure
+	if err := s.route(ctx, DocumentCall{Kind: CallDetach, ClientID: clientID, DocumentID: docID}); err != nil {
+		return nil, s.fail(ctx, procedure, err)
+	}
+	resp, err := s.backend.DetachDocument(ctx, clientID, docID, pack)
+	if err != nil {
+		return nil, s.fail(ctx, procedure, fmt.Errorf("detach document %s by %s: %w", docID, clientID, err))
+	}
+	return connect.NewResponse(&api.DetachDocumentResponse{ChangePack: resp}), nil
+}
+
+// RemoveDocument removes the document on behalf of the client.
+func (s *Service) RemoveDocument(ctx context.Context, req *connect.Request[api.RemoveDocumentRequest]) (*connect.Response[api.RemoveDocumentResponse], error) {
+	clientID, docID, pack, err := docRequest(req.Msg.GetClientId(), req.Msg.GetDocumentId(), req.Msg.GetChangePack(), true)
+	if err != nil {
+		return nil, err
+	}
+	procedure := req.Spec().Procedure
+	if err := s.route(ctx, DocumentCall{Kind: CallRemove, ClientID: clientID, DocumentID: docID}); err != nil {
+		return nil, s.fail(ctx, procedure, err)
+	}
+	resp, err := s.backend.RemoveDocument(ctx, clientID, docID, pack)
+	if err != nil {
+		return nil, s.fail(ctx, procedure, fmt.Errorf("remove document %s by %s: %w", docID, clientID, err))
+	}
+	return connect.NewResponse(&api.RemoveDocumentResponse{ChangePack: resp}), nil
+}
+
+// PushPullChanges stores the client's changes and returns the others'.
+func (s *Service) PushPullChanges(ctx context.Context, req *connect.Request[api.PushPullChangesRequest]) (*connect.Response[api.PushPullChangesResponse], error) {
+	clientID, docID, pack, err := docRequest(req.Msg.GetClientId(), req.Msg.GetDocumentId(), req.Msg.GetChangePack(), true)
+	if err != nil {
+		return nil, err
+	}
+	procedure := req.Spec().Procedure
+	if err := s.route(ctx, DocumentCall{Kind: CallPushPull, ClientID: clientID, DocumentID: docID}); err != nil {
+		return nil, s.fail(ctx, procedure, err)
+	}
+	resp, err := s.backend.PushPull(ctx, clientID, docID, pack, req.Msg.GetPushOnly())
+	if err != nil {
+		return nil, s.fail(ctx, procedure, fmt.Errorf("pushpull document %s by %s: %w", docID, clientID, err))
+	}
+	return connect.NewResponse(&api.PushPullChangesResponse{ChangePack: resp}), nil
+}
+
+// docRequest validates the fields shared by the calls on an attached document.
+func docRequest(clientID, docID string, pack *api.ChangePack, needPack bool) (string, string, *api.ChangePack, error) {
+	if err := validateClientID(clientID); err != nil {
+		return "", "", nil, invalidArgument(err)
+	}
+	if err := validateDocumentID(docID); err != nil {
+		return "", "", nil, invalidArgument(err)
+	}
+	if needPack {
+		if err := validatePack(pack); err != nil {
+			return "", "", nil, invalidArgument(err)
+		}
+	}
+	return clientID, docID, pack, nil
+}
+
+// Watch streams the events of one document: first the initialization listing
+// its watchers, then CHANGED, WATCHED and UNWATCHED events.
+func (s *Service) Watch(ctx context.Context, req *connect.Request[api.WatchRequest], stream *connect.ServerStream[api.WatchResponse]) error {
+	clientID := req.Msg.GetClientId()
+	if err := validateClientID(clientID); err != nil {
+		return invalidArgument(err)
+	}
+	resources := req.Msg.GetResources()
+	if len(resources) != 1 {
+		return invalidArgument(fmt.Errorf("watch takes exactly one resource, got %d", len(resources)))
+	}
+	if resources[0].GetChannel() != nil {
+		return newError(connect.CodeUnimplemented, CodeUnimplemented, errors.New("channels are not supported"))
+	}
+	doc := resources[0].GetDocument()
+	if doc == nil {
+		return invalidArgument(errors.New("watch resource names no document"))
+	}
+	docID := doc.GetDocumentId()
+	if err := validateDocumentID(docID); err != nil {
+		return invalidArgument(err)
+	}
+	return s.watch(ctx, req.Spec().Procedure, clientID, docID,
+		func(watchers []string) error {
+			return stream.Send(&api.WatchResponse{Body: &api.WatchResponse_Initialization{
+				Initialization: &api.WatchInitialization{ResourceInits: []*api.ResourceInit{{
+					Init: &api.ResourceInit_DocumentInit{DocumentInit: &api.DocumentInit{
+						DocumentId: docID,
+						ClientIds:  watchers,
+					}},
+				}}},
+			}})
+		},
+		func(ev *api.DocEvent) error {
+			return stream.Send(&api.WatchResponse{Body: &api.WatchResponse_Event{
+				Event: &api.WatchEvent{Event: &api.WatchEvent_DocEvent{
+					DocEvent: &api.DocWatchEvent{DocumentId: docID, Event: ev},
+				}},
+			}})
+		})
+}
+
+// WatchDocument is the deprecated single-document form of Watch.
+func (s *Service) WatchDocument(ctx context.Context, req *connect.Request[api.WatchDocumentRequest], stream *connect.ServerStream[api.WatchDocumentResponse]) error {
+	clientID := req.Msg.GetClientId()
+	if err := validateClientID(clientID); err != nil {
+		return invalidArgument(err)
+	}
+	docID := req.Msg.GetDocumentId()
+	if err := validateDocumentID(docID); err != nil {
+		return invalidArgument(err)
+	}
+	return s.watch(ctx, req.Spec().Procedure, clientID, docID,
+		func(watchers []string) error {
+			return stream.Send(&api.WatchDocumentResponse{Body: &api.WatchDocumentResponse_Initialization_{
+				Initialization: &api.WatchDocumentResponse_Initialization{ClientIds: watchers},
+			}})
+		},
+		func(ev *api.DocEvent) error {
+			return stream.Send(&api.WatchDocumentResponse{Body: &api.WatchDocumentResponse_Event{Event: ev}})
+		})
+}
+
+// watch runs a document event stream for both Watch forms: it subscribes,
+// sends the initialization, then relays events until the client leaves, the
+// server shuts down, or the backend ends the subscription.
+func (s *Service) watch(ctx context.Context, procedure, clientID, docID string,
+	sendInit func(watchers []string) error, sendEvent func(ev *api.DocEvent) error,
+) error {
+	select {
+	case <-s.closing:
+		return newError(connect.CodeUnavailable, CodeShuttingDown, ErrShuttingDown)
+	default:
+	}
+	if err := s.route(ctx, DocumentCall{Kind: CallWatch, ClientID: clientID, DocumentID: docID}); err != nil {
+		return s.fail(ctx, procedure, err)
+	}
+	sub, watchers, err := s.backend.Watch(ctx, clientID, docID)
+	if err != nil {
+		return s.fail(ctx, procedure, fmt.Errorf("watch document %s by %s: %w", docID, clientID, err))
+	}
+	defer sub.Close()
+	if watchers == nil {
+		watchers = []string{}
+	}
+	if err := sendInit(watchers); err != nil {
+		return s.streamEnded(ctx, procedure, err)
+	}
+	events := sub.Events()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-s.closing:
+			return newError(connect.CodeUnavailable, CodeShuttingDown, ErrShuttingDown)
+		case <-sub.Done():
+			return s.subscriptionEnded(ctx, procedure, sub.Err())
+		case ev, ok := <-events:
+			if !ok {
+				return s.subscriptionEnded(ctx, procedure, sub.Err())
+			}
+			if ev.Type == api.DocEventType_DOC_EVENT_TYPE_DOCUMENT_BROADCAST {
+				// The SDK takes a document broadcast for a presence event.
+				continue
+			}
+			if err := sendEvent(&api.DocEvent{Type: ev.Type, Publisher: ev.Publisher}); err != nil {
+				return s.streamEnded(ctx, procedure, err)
+			}
+		}
+	}
+}
+
+// subscriptionEnded maps the reason the backend ended a subscription. The
+// client must come back (reconnect, then catch up with a PushPull), so the code
+// is always the retryable unavailable; the ErrorInfo still names the reason.
+func (s *Service) subscriptionEnded(ctx context.Context, procedure string, reason error) error {
+	if reason == nil {
+		reason = errors.New("subscription ended")
+	}
+	name := CodeUnavailable
+	if _, n, ok := classify(reason); ok {
+		name = n
+	}
+	s.logger.DebugContext(ctx, "watch subscription ended", "procedure", procedure, "reason", reason)
+	return newError(connect.CodeUnavailable, name, fmt.Errorf("watch ended: %w", reason))
+}
+
+// streamEnded handles a failed Send: the client went away or the connection
+// broke, so there is no one left to tell.
+func (s *Service) streamEnded(ctx context.Context, procedure string, err error) error {
+	if ctx.Err() != nil {
+		return nil
+	}
+	s.logger.DebugContext(ctx, "watch stream send failed", "procedure", procedure, "error", err)
+	return err
+}
