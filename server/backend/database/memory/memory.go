@@ -1,0 +1,468 @@
+// Package memory is an in-process database.Database. It is the embedded
+// default of a single node and the store the backend's tests run on, so its
+// reads are cheap: stored changes are shared, never copied, and the records
+// callers may mutate (clients, documents, attachments) are cloned at the
+// boundary so no caller can corrupt what is stored.
+package memory
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"maps"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/yorkie-affinity/yorkie/server/backend/database"
+)
+
+// errClosed is reported by every call after Close; it wraps ErrUnavailable so
+// callers treat it like an unreachable database.
+var errClosed = fmt.Errorf("memory database closed: %w", database.ErrUnavailable)
+
+// DB is an in-memory database.Database, safe for concurrent use.
+//
+// Lock order: DB.mu before doc.mu, never the reverse.
+type DB struct {
+	closed atomic.Bool
+
+	mu          sync.RWMutex
+	clients     map[string]*database.ClientInfo // by client ID
+	clientByKey map[string]string               // client key -> ID
+	docs        map[string]*doc                 // by document ID
+	liveByKey   map[string]string               // key -> ID of the live document
+	clientDocs  map[string]map[string]struct{}  // client ID -> IDs of documents it ever attached
+}
+
+// doc is one document: metadata, change log and attachments, under its own
+// lock so documents do not contend with each other.
+type doc struct {
+	mu   sync.RWMutex
+	info database.DocInfo
+	// log[i].ServerSeq == i+1: the log is gapless from 1 by construction.
+	log         []*database.Change
+	attachments map[string]*database.Attachment // by client ID
+}
+
+// New returns an empty in-memory database.
+func New() *DB {
+	return &DB{
+		clients:     make(map[string]*database.ClientInfo),
+		clientByKey: make(map[string]string),
+		docs:        make(map[string]*doc),
+		liveByKey:   make(map[string]string),
+		clientDocs:  make(map[string]map[string]struct{}),
+	}
+}
+
+var _ database.Database = (*DB)(nil)
+
+// check fails when the database is closed or the caller's context is done.
+func (db *DB) check(ctx context.Context, op string) error {
+	if db.closed.Load() {
+		return fmt.Errorf("%s: %w", op, errClosed)
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("%s: %w: %w", op, database.ErrUnavailable, err)
+	}
+	return nil
+}
+
+// newID returns 24 lowercase hex characters from crypto/rand.
+func newID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
+	return hex.EncodeToString(b[:])
+}
+
+func cloneClient(c *database.ClientInfo) *database.ClientInfo {
+	out := *c
+	out.Metadata = maps.Clone(c.Metadata)
+	return &out
+}
+
+func cloneAttachment(a *database.Attachment) *database.Attachment {
+	out := *a
+	out.VersionVector = maps.Clone(a.VersionVector)
+	return &out
+}
+
+// ActivateClient finds or creates the client with the key and marks it
+// activated. Metadata, when given, replaces the stored metadata.
+func (db *DB) ActivateClient(ctx context.Context, key string, metadata map[string]string) (*database.ClientInfo, error) {
+	if err := db.check(ctx, "activate client"); err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if id, ok := db.clientByKey[key]; ok {
+		c := db.clients[id]
+		c.Status = database.ClientActivated
+		if metadata != nil {
+			c.Metadata = maps.Clone(metadata)
+		}
+		c.UpdatedAt = now
+		return cloneClient(c), nil
+	}
+	id := newID()
+	for db.clients[id] != nil {
+		id = newID()
+	}
+	c := &database.ClientInfo{
+		ID:        id,
+		Key:       key,
+		Metadata:  maps.Clone(metadata),
+		Status:    database.ClientActivated,
+		CreatedAt: now,
+		UpdatedAt: now,
+	}
+	db.clients[id] = c
+	db.clientByKey[key] = id
+	return cloneClient(c), nil
+}
+
+// DeactivateClient marks the client deactivated.
+func (db *DB) DeactivateClient(ctx context.Context, clientID string) (*database.ClientInfo, error) {
+	if err := db.check(ctx, "deactivate client"); err != nil {
+		return nil, err
+	}
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	c, ok := db.clients[clientID]
+	if !ok {
+		return nil, fmt.Errorf("deactivate client %q: %w", clientID, database.ErrClientNotFound)
+	}
+	c.Status = database.ClientDeactivated
+	c.UpdatedAt = time.Now()
+	return cloneClient(c), nil
+}
+
+// FindClient returns the client or ErrClientNotFound.
+func (db *DB) FindClient(ctx context.Context, clientID string) (*database.ClientInfo, error) {
+	if err := db.check(ctx, "find client"); err != nil {
+		return nil, err
+	}
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	c, ok := db.clients[clientID]
+	if !ok {
+		return nil, fmt.Errorf("find client %q: %w", clientID, database.ErrClientNotFound)
+	}
+	return cloneClient(c), nil
+}
+
+// FindOrCreateDocument returns the live document with the key, creating it if
+// there is none.
+func (db *DB) FindOrCreateDocument(ctx context.Context, key string) (*database.DocInfo, error) {
+	if err := db.check(ctx, "find or create document"); err != nil {
+		return nil, err
+	}
+	db.mu.RLock()
+	if id, ok := db.liveByKey[key]; ok {
+		d := db.docs[id]
+		db.mu.RUnlock()
+		return d.snapshot(), nil
+	}
+	db.mu.RUnlock()
+
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if id, ok := db.liveByKey[key]; ok { // created meanwhile
+		return db.docs[id].snapshot(), nil
+	}
+	id := newID()
+	for db.docs[id] != nil {
+		id = newID()
+	}
+	d := &doc{
+		info:        database.DocInfo{ID: id, Key: key, CreatedAt: time.Now()},
+		attachments: make(map[string]*database.Attachment),
+	}
+	db.docs[id] = d
+	db.liveByKey[key] = id
+	return d.snapshot(), nil
+}
+
+// snapshot returns a copy of the document's metadata.
+func (d *doc) snapshot() *database.DocInfo {
+	d.mu.RLock()
+	info := d.info
+	d.mu.RUnlock()
+	return &info
+}
+
+// findDoc returns the document or ErrDocumentNotFound.
+func (db *DB) findDoc(docID string) (*doc, error) {
+	db.mu.RLock()
+	d, ok := db.docs[docID]
+	db.mu.RUnlock()
+	if !ok {
+		return nil, fmt.Errorf("document %q: %w", docID, database.ErrDocumentNotFound)
+	}
+	return d, nil
+}
+
+// fenced reports ErrFenced when a higher epoch than epoch claimed the
+// document. The caller holds d.mu.
+func (d *doc) fenced(epoch int64) error {
+	if epoch < d.info.Epoch {
+		return fmt.Errorf("document %q: epoch %d below owner epoch %d: %w",
+			d.info.ID, epoch, d.info.Epoch, database.ErrFenced)
+	}
+	return nil
+}
+
+// FindDocument returns the document (live or removed) or ErrDocumentNotFound.
+func (db *DB) FindDocument(ctx context.Context, docID string) (*database.DocInfo, error) {
+	if err := db.check(ctx, "find document"); err != nil {
+		return nil, err
+	}
+	d, err := db.findDoc(docID)
+	if err != nil {
+		return nil, fmt.Errorf("find document: %w", err)
+	}
+	return d.snapshot(), nil
+}
+
+// ClaimDocument records epoch as the owner epoch unless a higher one is
+// recorded, and returns the document with its head recomputed from the log.
+func (db *DB) ClaimDocument(ctx context.Context, docID string, epoch int64) (*database.DocInfo, error) {
+	if err := db.check(ctx, "claim document"); err != nil {
+		return nil, err
+	}
+	d, err := db.findDoc(docID)
+	if err != nil {
+		return nil, fmt.Errorf("claim document: %w", err)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := d.fenced(epoch); err != nil {
+		return nil, fmt.Errorf("claim document: %w", err)
+	}
+	if epoch > d.info.Epoch {
+		d.info.Epoch = epoch
+	}
+	d.info.ServerSeq = int64(len(d.log))
+	info := d.info
+	return &info, nil
+}
+
+// RemoveDocument marks the document removed; its key then starts a new
+// document.
+func (db *DB) RemoveDocument(ctx context.Context, docID string, epoch int64) error {
+	if err := db.check(ctx, "remove document"); err != nil {
+		return err
+	}
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	d, ok := db.docs[docID]
+	if !ok {
+		return fmt.Errorf("remove document %q: %w", docID, database.ErrDocumentNotFound)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := d.fenced(epoch); err != nil {
+		return fmt.Errorf("remove document: %w", err)
+	}
+	if d.info.RemovedAt.IsZero() {
+		d.info.RemovedAt = time.Now()
+	}
+	if db.liveByKey[d.info.Key] == docID {
+		delete(db.liveByKey, d.info.Key)
+	}
+	return nil
+}
+
+// FindAttachment returns the client's attachment to the document.
+func (db *DB) FindAttachment(ctx context.Context, clientID, docID string) (*database.Attachment, error) {
+	if err := db.check(ctx, "find attachment"); err != nil {
+		return nil, err
+	}
+	d, err := db.findDoc(docID)
+	if err != nil {
+		return nil, fmt.Errorf("find attachment: %w: %w", database.ErrAttachmentNotFound, err)
+	}
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	a, ok := d.attachments[clientID]
+	if !ok {
+		return nil, fmt.Errorf("find attachment of client %q to document %q: %w",
+			clientID, docID, database.ErrAttachmentNotFound)
+	}
+	return cloneAttachment(a), nil
+}
+
+// ListAttachments returns the document's attachments with status Attached.
+func (db *DB) ListAttachments(ctx context.Context, docID string) ([]*database.Attachment, error) {
+	if err := db.check(ctx, "list attachments"); err != nil {
+		return nil, err
+	}
+	d, err := db.findDoc(docID)
+	if err != nil {
+		return nil, fmt.Errorf("list attachments: %w", err)
+	}
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	out := make([]*database.Attachment, 0, len(d.attachments))
+	for _, a := range d.attachments {
+		if a.Status == database.Attached {
+			out = append(out, cloneAttachment(a))
+		}
+	}
+	return out, nil
+}
+
+// ListClientAttachments returns the client's attachments with status Attached.
+func (db *DB) ListClientAttachments(ctx context.Context, clientID string) ([]*database.Attachment, error) {
+	if err := db.check(ctx, "list client attachments"); err != nil {
+		return nil, err
+	}
+	db.mu.RLock()
+	docs := make([]*doc, 0, len(db.clientDocs[clientID]))
+	for id := range db.clientDocs[clientID] {
+		docs = append(docs, db.docs[id])
+	}
+	db.mu.RUnlock()
+	var out []*database.Attachment
+	for _, d := range docs {
+		d.mu.RLock()
+		if a, ok := d.attachments[clientID]; ok && a.Status == database.Attached {
+			out = append(out, cloneAttachment(a))
+		}
+		d.mu.RUnlock()
+	}
+	return out, nil
+}
+
+// UpdateAttachment creates or replaces the attachment keyed by (ClientID,
+// DocID), storing a copy of a.
+func (db *DB) UpdateAttachment(ctx context.Context, a *database.Attachment, epoch int64) error {
+	if err := db.check(ctx, "update attachment"); err != nil {
+		return err
+	}
+	if a == nil {
+		return errors.New("update attachment: nil attachment")
+	}
+	d, err := db.findDoc(a.DocID)
+	if err != nil {
+		return fmt.Errorf("update attachment: %w", err)
+	}
+	db.mu.RLock()
+	_, indexed := db.clientDocs[a.ClientID][a.DocID]
+	db.mu.RUnlock()
+	if !indexed {
+		// Indexing first is harmless if the update below is fenced: the
+		// index only names candidates, the status filter decides.
+		db.mu.Lock()
+		set := db.clientDocs[a.ClientID]
+		if set == nil {
+			set = make(map[string]struct{})
+			db.clientDocs[a.ClientID] = set
+		}
+		set[a.DocID] = struct{}{}
+		db.mu.Unlock()
+	}
+	stored := cloneAttachment(a)
+	if stored.UpdatedAt.IsZero() {
+		stored.UpdatedAt = time.Now()
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := d.fenced(epoch); err != nil {
+		return fmt.Errorf("update attachment: %w", err)
+	}
+	d.attachments[a.ClientID] = stored
+	return nil
+}
+
+// AppendChanges stores the batch after the current head, all or nothing.
+func (db *DB) AppendChanges(ctx context.Context, docID string, epoch int64, changes []*database.Change) error {
+	if err := db.check(ctx, "append changes"); err != nil {
+		return err
+	}
+	if len(changes) == 0 {
+		return nil
+	}
+	for i, c := range changes {
+		if c == nil || c.Body == nil {
+			return fmt.Errorf("append changes to %q: change %d has no body", docID, i)
+		}
+		if i > 0 && c.ServerSeq != changes[i-1].ServerSeq+1 {
+			return fmt.Errorf("append changes to %q: server_seq %d does not follow %d",
+				docID, c.ServerSeq, changes[i-1].ServerSeq)
+		}
+	}
+	d, err := db.findDoc(docID)
+	if err != nil {
+		return fmt.Errorf("append changes: %w", err)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := d.fenced(epoch); err != nil {
+		return fmt.Errorf("append changes: %w", err)
+	}
+	head := int64(len(d.log))
+	if first := changes[0].ServerSeq; first != head+1 {
+		// first <= head: a server_seq is taken. first > head+1: the writer's
+		// idea of the head is wrong. Either way it must reload and retry.
+		return fmt.Errorf("append changes to %q: batch starts at server_seq %d, head is %d: %w",
+			docID, first, head, database.ErrConflict)
+	}
+	d.log = append(d.log, changes...)
+	d.info.ServerSeq = int64(len(d.log))
+	return nil
+}
+
+// FindChanges returns the changes with from <= server_seq <= to, in order.
+// The returned slice is the caller's; the changes in it are shared and must
+// not be mutated.
+func (db *DB) FindChanges(ctx context.Context, docID string, from, to int64) ([]*database.Change, error) {
+	if err := db.check(ctx, "find changes"); err != nil {
+		return nil, err
+	}
+	d, err := db.findDoc(docID)
+	if err != nil {
+		return nil, fmt.Errorf("find changes: %w", err)
+	}
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	from = max(from, 1)
+	to = min(to, int64(len(d.log)))
+	if from > to {
+		return nil, nil
+	}
+	out := make([]*database.Change, to-from+1)
+	copy(out, d.log[from-1:to])
+	return out, nil
+}
+
+// LastClientSeq returns the highest client_seq the actor stored with
+// server_seq > after (0 if none).
+func (db *DB) LastClientSeq(ctx context.Context, docID, actorID string, after int64) (uint32, error) {
+	if err := db.check(ctx, "last client seq"); err != nil {
+		return 0, err
+	}
+	d, err := db.findDoc(docID)
+	if err != nil {
+		return 0, fmt.Errorf("last client seq: %w", err)
+	}
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	var last uint32
+	for i := len(d.log) - 1; i >= 0 && d.log[i].ServerSeq > after; i-- {
+		if c := d.log[i]; c.ActorID == actorID && c.ClientSeq > last {
+			last = c.ClientSeq
+		}
+	}
+	return last, nil
+}
+
+// Close makes every later call fail with an error wrapping ErrUnavailable.
+func (db *DB) Close(ctx context.Context) error {
+	db.closed.Store(true)
+	return nil
+}
