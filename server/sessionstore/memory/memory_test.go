@@ -1,0 +1,82 @@
+package memory
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/yorkie-affinity/yorkie/server/sessionstore"
+	"github.com/yorkie-affinity/yorkie/server/sessionstore/storetest"
+)
+
+func TestConformance(t *testing.T) {
+	shared := New(Config{})
+	t.Cleanup(func() { _ = shared.Close() })
+	storetest.Run(t, storetest.Config{
+		New: func(t *testing.T) sessionstore.Store {
+			c := shared.Client()
+			t.Cleanup(func() { _ = c.Close() })
+			return c
+		},
+		TTL: 300 * time.Millisecond,
+		Expire: func(t *testing.T, _ sessionstore.Store, l sessionstore.Lease) {
+			shared.ExpireLease(l.Member())
+		},
+	})
+}
+
+// A client that closes stops renewing: its leases run out after their TTL,
+// not before, and other clients see that.
+func TestClosedClientLeasesRunOut(t *testing.T) {
+	shared := New(Config{})
+	ctx := context.Background()
+	c1, c2 := shared.Client(), shared.Client()
+	defer c2.Close()
+	const ttl = 300 * time.Millisecond
+	l, err := c1.Register(ctx, "a:1", ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c1.Bind(ctx, "doc", l.Member()); err != nil {
+		t.Fatal(err)
+	}
+	closedAt := time.Now()
+	_ = c1.Close()
+	select {
+	case <-l.Done():
+		if took := time.Since(closedAt); took < ttl/2 {
+			t.Fatalf("lease ended %v after Close, before its TTL %v", took, ttl)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatalf("lease of a closed client did not run out")
+	}
+	if b, ok, err := c2.Resolve(ctx, "doc"); err != nil || ok {
+		t.Fatalf("Resolve after run-out = %+v, %v, %v; want none", b, ok, err)
+	}
+}
+
+// A lease whose renewal is late is dead for readers even before the renewer
+// notices, and the late renewal does not revive it.
+func TestLateRenewalDoesNotRevive(t *testing.T) {
+	s := New(Config{})
+	defer s.Close()
+	ctx := context.Background()
+	li, err := s.Register(ctx, "a:1", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := li.(*lease)
+	if _, err := s.Bind(ctx, "doc", l.member); err != nil {
+		t.Fatal(err)
+	}
+	l.deadline.Store(time.Now().Add(-time.Millisecond).UnixNano())
+	if b, ok, _ := s.Resolve(ctx, "doc"); ok {
+		t.Fatalf("binding of a lease past its deadline resolves: %+v", b)
+	}
+	if l.renewOnce() {
+		t.Fatalf("renewal after the deadline succeeded")
+	}
+	if _, ok, _ := s.Resolve(ctx, "doc"); ok {
+		t.Fatalf("late renewal revived the binding")
+	}
+}
