@@ -1,0 +1,438 @@
+package affinity
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/yorkie-affinity/yorkie/server/sessionstore"
+)
+
+// DefaultTTL is the node lease TTL. A crashed node's documents are free for
+// takeover after at most this long; with the JS SDK's 1 s reconnect delay,
+// its clients sync again within about TTL + 1 s.
+const DefaultTTL = 2 * time.Second
+
+// ErrStopped: the manager was stopped and serves no more requests.
+var ErrStopped = errors.New("affinity manager stopped")
+
+// Config configures a Manager.
+type Config struct {
+	// Store is the shared session store (required).
+	Store sessionstore.Store
+	// AdvertiseAddr is the host:port other nodes and proxies reach this node at (required).
+	AdvertiseAddr string
+	// TTL of the node's lease; DefaultTTL when zero.
+	TTL time.Duration
+	// LoadFactor bounds placement; DefaultLoadFactor when <= 1.
+	LoadFactor float64
+	// OnLost is told the keys of documents this node stopped owning because
+	// its lease ended or a fencing check failed. The server ends their
+	// streams and drops their state. It runs on the manager's goroutine.
+	OnLost func(keys []string)
+	// Logger; slog.Default() when nil.
+	Logger *slog.Logger
+	// Registerer receives the manager's metrics; none when nil.
+	Registerer prometheus.Registerer
+}
+
+// Owner is the node that owns a document, as a routing decision needs it.
+type Owner struct {
+	// Addr is the owner's advertised host:port.
+	Addr string
+	// SessionKey is Addr encoded for the x-session-key header.
+	SessionKey string
+	// Epoch is the binding's fencing token; the owner writes with it.
+	Epoch int64
+	// Self is true when this node is the owner.
+	Self bool
+}
+
+// Manager keeps this node's lease, a view of the live members and a cache
+// of bindings, and answers "who owns this document?".
+//
+// The cache is what keeps the owner's hot path free of store calls: a
+// binding to this node stays valid while the node's own lease lives (the
+// lease's Done channel says when it ends), and a binding to another node
+// stays valid while that member is in the membership view. Anything else is
+// asked of the store.
+type Manager struct {
+	cfg     Config
+	log     *slog.Logger
+	store   *meteredStore
+	metrics *managerMetrics
+
+	mu       sync.RWMutex
+	lease    sessionstore.Lease
+	self     sessionstore.Member
+	members  map[string]sessionstore.Member // by address
+	ring     *Ring
+	bindings map[string]sessionstore.Binding // by document key
+	loads    map[string]int                  // cached bindings per owner address
+	stopped  bool
+
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// New returns a Manager; Start registers it.
+func New(cfg Config) (*Manager, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("affinity: Config.Store is required")
+	}
+	if _, err := ParseSessionKey(SessionKey(cfg.AdvertiseAddr)); err != nil {
+		return nil, fmt.Errorf("affinity: advertise address %q: %w", cfg.AdvertiseAddr, err)
+	}
+	if cfg.TTL <= 0 {
+		cfg.TTL = DefaultTTL
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.OnLost == nil {
+		cfg.OnLost = func([]string) {}
+	}
+	m := &Manager{
+		cfg:      cfg,
+		log:      cfg.Logger.With("component", "affinity", "node", cfg.AdvertiseAddr),
+		metrics:  newManagerMetrics(cfg.Registerer),
+		members:  map[string]sessionstore.Member{},
+		ring:     NewRing(nil, cfg.LoadFactor),
+		bindings: map[string]sessionstore.Binding{},
+		loads:    map[string]int{},
+		done:     make(chan struct{}),
+	}
+	m.store = &meteredStore{Store: cfg.Store, m: m.metrics}
+	return m, nil
+}
+
+// Start registers the node and begins following membership. It returns once
+// the node sees itself as a member, so the first placement can choose it.
+func (m *Manager) Start(ctx context.Context) error {
+	lease, err := m.store.Register(ctx, m.cfg.AdvertiseAddr, m.cfg.TTL)
+	if err != nil {
+		return fmt.Errorf("affinity: register %s: %w", m.cfg.AdvertiseAddr, err)
+	}
+	runCtx, cancel := context.WithCancel(context.Background())
+	events, err := m.store.WatchMembers(runCtx)
+	if err != nil {
+		cancel()
+		_ = lease.Revoke(ctx)
+		return fmt.Errorf("affinity: watch members: %w", err)
+	}
+	m.mu.Lock()
+	m.lease, m.self, m.cancel = lease, lease.Member(), cancel
+	m.mu.Unlock()
+	m.apply(sessionstore.MemberEvent{Type: sessionstore.MemberJoined, Member: lease.Member()})
+	go m.run(runCtx, events)
+	return nil
+}
+
+// SessionKey is this node's session key.
+func (m *Manager) SessionKey() string { return SessionKey(m.cfg.AdvertiseAddr) }
+
+// Addr is this node's advertised address.
+func (m *Manager) Addr() string { return m.cfg.AdvertiseAddr }
+
+// IsMember reports whether addr is a live member now. Addresses taken from
+// requests are dialled only if this says yes.
+func (m *Manager) IsMember(addr string) bool {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	_, ok := m.members[addr]
+	return ok
+}
+
+// Members lists the live members' addresses, sorted.
+func (m *Manager) Members() []string {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return slices.Sorted(maps.Keys(m.members))
+}
+
+// Owner returns the owner of the document key, binding it to a node chosen
+// by placement if it has no live owner. Concurrent callers on any node get
+// the same answer: the session store's compare-and-set decides.
+func (m *Manager) Owner(ctx context.Context, key string) (Owner, error) {
+	if o, ok := m.cached(key); ok {
+		return o, nil
+	}
+	b, ok, err := m.store.Resolve(ctx, key)
+	if err != nil {
+		return Owner{}, fmt.Errorf("affinity: resolve %q: %w", key, err)
+	}
+	if !ok || !m.live(b.Owner) {
+		if b, err = m.bind(ctx, key); err != nil {
+			return Owner{}, err
+		}
+	}
+	return m.remember(b)
+}
+
+// Forget drops the cached binding of key, so the next Owner asks the store.
+// Callers use it when the cached owner turned out wrong (it refused or could
+// not be reached).
+func (m *Manager) Forget(key string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.dropLocked(key)
+}
+
+// Lost tells the manager that this node lost key (a fencing check failed):
+// the binding is forgotten and OnLost runs for it.
+func (m *Manager) Lost(key string) {
+	m.Forget(key)
+	m.metrics.lost.Add(1)
+	m.cfg.OnLost([]string{key})
+}
+
+// Stop releases this node's bindings, so their documents move at once rather
+// than after the TTL, and revokes the lease.
+func (m *Manager) Stop(ctx context.Context) error {
+	m.mu.Lock()
+	if m.stopped || m.lease == nil {
+		m.stopped = true
+		m.mu.Unlock()
+		return nil
+	}
+	m.stopped = true
+	var own []sessionstore.Binding
+	for k, b := range m.bindings {
+		if b.Owner == m.self {
+			own = append(own, b)
+			m.dropLocked(k)
+		}
+	}
+	lease, cancel := m.lease, m.cancel
+	m.mu.Unlock()
+
+	var errs []error
+	for _, b := range own {
+		if err := m.store.Release(ctx, b); err != nil && !errors.Is(err, sessionstore.ErrNotOwner) {
+			errs = append(errs, fmt.Errorf("release %q: %w", b.Key, err))
+		}
+	}
+	if err := lease.Revoke(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("revoke lease: %w", err))
+	}
+	cancel()
+	<-m.done
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("affinity: stop: %w", err)
+	}
+	return nil
+}
+
+// cached returns a binding from the cache if it is still valid.
+func (m *Manager) cached(key string) (Owner, bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	b, ok := m.bindings[key]
+	if !ok || !m.liveLocked(b.Owner) {
+		return Owner{}, false
+	}
+	return m.ownerLocked(b), true
+}
+
+func (m *Manager) live(mem sessionstore.Member) bool {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.liveLocked(mem)
+}
+
+// liveLocked: this node while its lease lives, others while in the view.
+func (m *Manager) liveLocked(mem sessionstore.Member) bool {
+	if m.lease == nil {
+		return false
+	}
+	if mem == m.self {
+		select {
+		case <-m.lease.Done():
+			return false
+		default:
+			return !m.stopped
+		}
+	}
+	return m.members[mem.Addr] == mem
+}
+
+func (m *Manager) ownerLocked(b sessionstore.Binding) Owner {
+	return Owner{Addr: b.Owner.Addr, SessionKey: SessionKey(b.Owner.Addr), Epoch: b.Epoch, Self: b.Owner == m.self}
+}
+
+// bind places key and binds it; the store returns the winner if another
+// node bound it first.
+func (m *Manager) bind(ctx context.Context, key string) (sessionstore.Binding, error) {
+	m.mu.RLock()
+	if m.stopped || m.lease == nil {
+		m.mu.RUnlock()
+		return sessionstore.Binding{}, ErrStopped
+	}
+	target, ok := m.members[m.ring.Place(key, m.loads)]
+	self := m.self
+	m.mu.RUnlock()
+	if !ok {
+		target = self
+	}
+	b, err := m.store.Bind(ctx, key, target)
+	if errors.Is(err, sessionstore.ErrNotMember) && target != self {
+		// The chosen node died since the view was updated: take it here.
+		b, err = m.store.Bind(ctx, key, self)
+	}
+	if err != nil {
+		return sessionstore.Binding{}, fmt.Errorf("affinity: bind %q: %w", key, err)
+	}
+	m.metrics.binds.Add(1)
+	return b, nil
+}
+
+func (m *Manager) remember(b sessionstore.Binding) (Owner, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.stopped {
+		return Owner{}, ErrStopped
+	}
+	m.dropLocked(b.Key)
+	m.bindings[b.Key] = b
+	m.loads[b.Owner.Addr]++
+	if b.Owner == m.self {
+		m.metrics.owned.Inc()
+	}
+	return m.ownerLocked(b), nil
+}
+
+func (m *Manager) dropLocked(key string) {
+	b, ok := m.bindings[key]
+	if !ok {
+		return
+	}
+	delete(m.bindings, key)
+	if m.loads[b.Owner.Addr]--; m.loads[b.Owner.Addr] <= 0 {
+		delete(m.loads, b.Owner.Addr)
+	}
+	if b.Owner == m.self {
+		m.metrics.owned.Dec()
+	}
+}
+
+// run follows membership and this node's lease until the manager stops.
+func (m *Manager) run(ctx context.Context, events <-chan sessionstore.MemberEvent) {
+	defer close(m.done)
+	for {
+		m.mu.RLock()
+		leaseDone := m.lease.Done()
+		m.mu.RUnlock()
+		select {
+		case <-ctx.Done():
+			return
+		case ev, ok := <-events:
+			if !ok {
+				if ctx.Err() != nil {
+					return
+				}
+				// The watch broke; follow a fresh one.
+				events = m.rewatch(ctx)
+				continue
+			}
+			m.apply(ev)
+		case <-leaseDone:
+			if ctx.Err() != nil {
+				return
+			}
+			m.leaseLost(ctx)
+		}
+	}
+}
+
+func (m *Manager) rewatch(ctx context.Context) <-chan sessionstore.MemberEvent {
+	for delay := 100 * time.Millisecond; ; delay = min(2*delay, m.cfg.TTL) {
+		events, err := m.store.WatchMembers(ctx)
+		if err == nil {
+			return events
+		}
+		m.log.Warn("membership watch failed; retrying", "err", err)
+		select {
+		case <-ctx.Done():
+			ch := make(chan sessionstore.MemberEvent)
+			close(ch)
+			return ch
+		case <-time.After(delay):
+		}
+	}
+}
+
+// apply updates the view. A member that left takes its cached bindings
+// with it; they are resolved again on next use.
+func (m *Manager) apply(ev sessionstore.MemberEvent) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	switch ev.Type {
+	case sessionstore.MemberJoined:
+		if old, ok := m.members[ev.Member.Addr]; ok && old == ev.Member {
+			return
+		}
+		m.dropOwnerLocked(ev.Member.Addr)
+		m.members[ev.Member.Addr] = ev.Member
+	case sessionstore.MemberLeft:
+		if m.members[ev.Member.Addr] != ev.Member {
+			return
+		}
+		delete(m.members, ev.Member.Addr)
+		m.dropOwnerLocked(ev.Member.Addr)
+	}
+	m.ring = NewRing(slices.Collect(maps.Keys(m.members)), m.cfg.LoadFactor)
+	m.metrics.members.Set(float64(len(m.members)))
+}
+
+func (m *Manager) dropOwnerLocked(addr string) {
+	for k, b := range m.bindings {
+		if b.Owner.Addr == addr && b.Owner != m.self {
+			m.dropLocked(k)
+		}
+	}
+}
+
+// leaseLost drops every binding of this node, tells the server, and
+// registers again under a new incarnation so the node can serve again.
+func (m *Manager) leaseLost(ctx context.Context) {
+	m.mu.Lock()
+	var keys []string
+	for k, b := range m.bindings {
+		if b.Owner == m.self {
+			keys = append(keys, k)
+			m.dropLocked(k)
+		}
+	}
+	old := m.self
+	delete(m.members, old.Addr)
+	m.mu.Unlock()
+	m.log.Warn("lease lost; documents released", "documents", len(keys))
+	m.metrics.lost.Add(float64(len(keys)))
+	if len(keys) > 0 {
+		m.cfg.OnLost(keys)
+	}
+	for delay := 100 * time.Millisecond; ; delay = min(2*delay, m.cfg.TTL) {
+		lease, err := m.store.Register(ctx, m.cfg.AdvertiseAddr, m.cfg.TTL)
+		if err == nil {
+			m.mu.Lock()
+			m.lease, m.self = lease, lease.Member()
+			m.mu.Unlock()
+			m.apply(sessionstore.MemberEvent{Type: sessionstore.MemberJoined, Member: lease.Member()})
+			m.log.Info("registered again", "incarnation", lease.Member().Incarnation)
+			return
+		}
+		m.log.Warn("register again failed; retrying", "err", err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(delay):
+		}
+	}
+}
