@@ -1,0 +1,166 @@
+package redis
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/mediocregopher/radix/v4"
+
+	"github.com/yorkie-affinity/yorkie/server/sessionstore"
+)
+
+// WatchMembers implements sessionstore.Store. It re-reads the live members
+// every WatchInterval (an expired key announces nothing, so only a re-read
+// sees it) and at once when a registration or revocation is published, and
+// reports the difference from the last view. Sends block until the consumer
+// takes them, so a slow consumer delays the next read rather than losing the
+// final state.
+func (s *Store) WatchMembers(ctx context.Context) (<-chan sessionstore.MemberEvent, error) {
+	initial, err := s.Members(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	stopWithStore := context.AfterFunc(s.base, cancel)
+	kick := make(chan struct{}, 1)
+	ch := make(chan sessionstore.MemberEvent, 16)
+	ok := s.spawn(func() {
+		defer close(ch)
+		defer stopWithStore()
+		var listening sync.WaitGroup
+		listening.Go(func() { s.listen(ctx, kick) })
+		s.watchLoop(ctx, initial, kick, ch)
+		cancel()
+		listening.Wait()
+	})
+	if !ok {
+		cancel()
+		stopWithStore()
+		return nil, fmt.Errorf("redis watch members: %w", sessionstore.ErrClosed)
+	}
+	return ch, nil
+}
+
+func (s *Store) watchLoop(ctx context.Context, initial []sessionstore.Member, kick <-chan struct{}, ch chan<- sessionstore.MemberEvent) {
+	view := map[sessionstore.Member]bool{}
+	if !s.report(ctx, ch, view, initial) {
+		return
+	}
+	ticker := time.NewTicker(s.cfg.WatchInterval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		case <-kick:
+		}
+		members, err := s.Members(ctx)
+		if err != nil {
+			if ctx.Err() == nil {
+				s.log.Debug("watch: reading members failed; keeping the last view", "err", err)
+			}
+			continue
+		}
+		if !s.report(ctx, ch, view, members) {
+			return
+		}
+	}
+}
+
+// report sends the events that turn view into now and updates view. It
+// returns false if ctx ended first.
+func (s *Store) report(ctx context.Context, ch chan<- sessionstore.MemberEvent, view map[sessionstore.Member]bool, now []sessionstore.Member) bool {
+	next := make(map[sessionstore.Member]bool, len(now))
+	for _, m := range now {
+		next[m] = true
+	}
+	var events []sessionstore.MemberEvent
+	for m := range view {
+		if !next[m] {
+			events = append(events, sessionstore.MemberEvent{Type: sessionstore.MemberLeft, Member: m})
+		}
+	}
+	for m := range next {
+		if !view[m] {
+			events = append(events, sessionstore.MemberEvent{Type: sessionstore.MemberJoined, Member: m})
+		}
+	}
+	// Departures first, so that a restarted node shows as leaving, then
+	// joining with its new incarnation.
+	slices.SortFunc(events, func(a, b sessionstore.MemberEvent) int {
+		return cmp.Or(
+			-cmp.Compare(a.Type, b.Type),
+			cmp.Compare(a.Member.Addr, b.Member.Addr),
+			cmp.Compare(a.Member.Incarnation, b.Member.Incarnation),
+		)
+	})
+	for _, ev := range events {
+		select {
+		case ch <- ev:
+		case <-ctx.Done():
+			return false
+		}
+		if ev.Type == sessionstore.MemberLeft {
+			delete(view, ev.Member)
+		} else {
+			view[ev.Member] = true
+		}
+	}
+	return true
+}
+
+// listen subscribes to the membership channel and pokes kick for every
+// message and after every (re)subscription, since messages may have been
+// missed before it. It re-dials after a failure, every WatchInterval, until ctx ends.
+func (s *Store) listen(ctx context.Context, kick chan<- struct{}) {
+	poke := func() {
+		select {
+		case kick <- struct{}{}:
+		default:
+		}
+	}
+	for ctx.Err() == nil {
+		err := s.subscribe(ctx, poke, poke)
+		if ctx.Err() != nil {
+			return
+		}
+		s.log.Debug("watch: membership subscription failed; re-dialling", "err", err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(s.cfg.WatchInterval):
+		}
+	}
+}
+
+// subscribe runs one subscription: subscribed is called once it is in
+// place, message for every message. It returns when the connection fails
+// or ctx ends.
+func (s *Store) subscribe(ctx context.Context, subscribed, message func()) error {
+	dialCtx, cancel := context.WithTimeout(ctx, s.cfg.DialTimeout)
+	conn, err := s.dialer.Dial(dialCtx, "tcp", s.cfg.Addr)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("dial: %w", err)
+	}
+	ps := radix.PubSubConfig{}.New(conn)
+	defer ps.Close()
+	subCtx, cancel := context.WithTimeout(ctx, s.cfg.CommandTimeout)
+	err = ps.Subscribe(subCtx, s.channel)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("subscribe: %w", err)
+	}
+	subscribed()
+	for {
+		if _, err := ps.Next(ctx); err != nil {
+			return fmt.Errorf("next message: %w", err)
+		}
+		message()
+	}
+}
