@@ -198,16 +198,44 @@ async function detachLeavesOthersWorking(s) {
   const json = await waitConverged(docs.slice(0, 2), { expect: (j) => j.afterDetach === 1 });
   assert.equal(json.fromDetached, 'kept', 'edits of the detached client stay in the document');
 
-  // The same client can attach the key again and sees everything.
-  const again = await s.attach(clients[2], key, { initialPresence: { name: 'client-2-again' } });
-  await waitConverged([docs[0], docs[1], again], { expect: (j) => j.afterDetach === 1 && j.fromDetached === 'kept' });
-  for (const w of watchers) {
-    await waitFor(() => w.events.filter((e) => e.type === 'watched' && e.value.clientID === ids[2]).length >= 1, {
-      what: 're-attached client to be watched again',
-      describe: () => JSON.stringify(w.events),
-    });
-  }
+  // A client that never saw the document gets everything, including the
+  // detached client's edits.
+  const newcomer = await s.activateClient();
+  const newDoc = await s.attach(newcomer, key);
+  await waitConverged([docs[0], docs[1], newDoc], { expect: (j) => j.afterDetach === 1 });
   watchers.forEach((w) => w.stop());
+}
+
+async function reattachAfterDetach(s) {
+  const [c0, c1] = await s.activateClients(2);
+  const key = newDocKey('reattach');
+  const d0 = await s.attach(c0, key, { initialPresence: { name: 'stays' } });
+  const first = await s.attach(c1, key, { initialPresence: { name: 'leaves' } });
+  first.update((root) => {
+    root.own = 'written before detach';
+  });
+  await waitConverged([d0, first], { expect: (j) => j.own !== undefined });
+  const others = recordEvents(d0, 'others');
+  await c1.detach(first);
+  await waitRecorded(others, 'unwatched', c1.getID());
+
+  d0.update((root) => {
+    root.other = 'written while detached';
+  });
+  await waitPushed(d0);
+
+  const again = await s.attach(c1, key, { initialPresence: { name: 'back' } });
+  const json = await waitConverged([d0, again], { expect: (j) => j.other !== undefined && j.own !== undefined });
+  assert.deepEqual(json, { own: 'written before detach', other: 'written while detached' });
+  await waitFor(
+    () => others.events.some((e) => e.type === 'watched' && e.value.clientID === c1.getID() && e.value.presence.name === 'back'),
+    { what: 'the re-attached client to be watched again with its new presence', describe: () => JSON.stringify(others.events) },
+  );
+  again.update((root) => {
+    root.own = 'edited after re-attach';
+  });
+  await waitConverged([d0, again], { expect: (j) => j.own === 'edited after re-attach' });
+  others.stop();
 }
 
 async function deactivateDropsClient(s) {
@@ -333,7 +361,8 @@ async function removeDocument(s) {
 const scenarios = [
   { name: 'three clients editing every data type concurrently converge, with presence', run: concurrentEditsConverge },
   { name: 'a client that attaches later gets the full state and presences', run: lateAttachGetsFullState },
-  { name: 'detach: others see the client go and keep working; re-attach sees everything', run: detachLeavesOthersWorking },
+  { name: 'detach: others see the client go and keep working; a new client sees everything', run: detachLeavesOthersWorking },
+  { name: 'the same client can attach again after detaching and sees all edits, its own included', run: reattachAfterDetach },
   { name: 'deactivate: others see the client go; a new client still gets the data', run: deactivateDropsClient },
   { name: 'a watcher gets watched, presence-changed and unwatched events of others', run: watchEventsReachWatcher },
   { name: 'remove document: remover and other replica see it removed; the key can be reused', run: removeDocument },
