@@ -1,0 +1,119 @@
+// Command yorkie runs a Yorkie-compatible collaboration server.
+//
+//	yorkie server [flags]   run a server until SIGINT or SIGTERM
+//	yorkie version          print the version
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/yorkie-affinity/yorkie/server"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+// shutdownTimeout bounds how long in-flight calls may run after a signal.
+const shutdownTimeout = 30 * time.Second
+
+const usage = `usage: yorkie <command> [flags]
+
+commands:
+  server    run a Yorkie server (see "yorkie server -h")
+  version   print the version
+`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run dispatches a subcommand and returns the process exit code.
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	switch args[0] {
+	case "server":
+		return runServer(args[1:], stderr)
+	case "version":
+		fmt.Fprintf(stdout, "yorkie %s\n", version)
+		return 0
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	}
+	fmt.Fprintf(stderr, "yorkie: unknown command %q\n\n%s", args[0], usage)
+	return 2
+}
+
+// runServer parses the server flags, runs the server until a signal arrives,
+// then shuts it down gracefully.
+func runServer(args []string, stderr io.Writer) int {
+	fs := flag.NewFlagSet("yorkie server", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	rpcPort := fs.Int("rpc-port", 8080, "port of the RPC server (Connect, gRPC, gRPC-web and /healthz)")
+	profilingPort := fs.Int("profiling-port", 8081, "port of /metrics and /debug/pprof/ (negative disables)")
+	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
+	maxRequestBytes := fs.Int("rpc-max-request-bytes", server.DefaultMaxRequestBytes, "largest request message accepted, in bytes")
+	maxChanges := fs.Int("max-changes-per-pack", server.DefaultMaxChangesPerPack, "most changes one pushed pack may hold")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "yorkie server: unexpected arguments %q\n", fs.Args())
+		return 2
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		fmt.Fprintf(stderr, "yorkie server: --log-level %q: want debug, info, warn or error\n", *logLevel)
+		return 2
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := serve(ctx, logger, server.Config{
+		RPCPort:           *rpcPort,
+		ProfilingPort:     *profilingPort,
+		MaxRequestBytes:   *maxRequestBytes,
+		MaxChangesPerPack: *maxChanges,
+		Logger:            logger,
+	}); err != nil {
+		logger.Error("server failed", "error", err)
+		return 1
+	}
+	return 0
+}
+
+// serve runs a server until ctx ends, then shuts it down.
+func serve(ctx context.Context, logger *slog.Logger, cfg server.Config) error {
+	srv, err := server.New(cfg)
+	if err != nil {
+		return fmt.Errorf("create server: %w", err)
+	}
+	if err := srv.Start(ctx); err != nil {
+		return fmt.Errorf("start server: %w", err)
+	}
+	logger.Info("yorkie server running", "version", version)
+	<-ctx.Done()
+	logger.Info("shutting down")
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		return fmt.Errorf("shut down: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,301 @@
+// Package server assembles a Yorkie server node: the backend with its
+// database, the YorkieService over Connect, gRPC and gRPC-web on one port
+// (HTTP/1.1 and cleartext HTTP/2), health checks, and a separate profiling
+// port with Prometheus metrics and pprof.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"strconv"
+	"sync"
+	"time"
+
+	"connectrpc.com/grpchealth"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/yorkie-affinity/yorkie/api/yorkie/v1/v1connect"
+	"github.com/yorkie-affinity/yorkie/server/backend"
+	"github.com/yorkie-affinity/yorkie/server/backend/database"
+	"github.com/yorkie-affinity/yorkie/server/backend/database/memory"
+	"github.com/yorkie-affinity/yorkie/server/rpc"
+)
+
+// Defaults applied by New to zero Config fields.
+const (
+	DefaultMaxRequestBytes   = rpc.DefaultMaxRequestBytes
+	DefaultMaxChangesPerPack = 1000
+	readHeaderTimeout        = 10 * time.Second
+	idleTimeout              = 2 * time.Minute
+)
+
+// Config configures a Server.
+type Config struct {
+	// Host is the address both ports listen on; "" listens on all interfaces.
+	Host string
+	// RPCPort serves the YorkieService and health checks; 0 picks a free port.
+	RPCPort int
+	// ProfilingPort serves /metrics and /debug/pprof/; 0 picks a free port and
+	// a negative value disables the profiling server.
+	ProfilingPort int
+	// MaxRequestBytes bounds a request message (0: DefaultMaxRequestBytes).
+	MaxRequestBytes int
+	// MaxChangesPerPack bounds the changes of one pushed pack (0: default).
+	MaxChangesPerPack int
+	// Logger receives the server's logs (nil: slog.Default()).
+	Logger *slog.Logger
+	// DB stores the server's data; nil gives the server its own in-memory
+	// database, which it then closes on Shutdown. A DB passed in is left open.
+	DB database.Database
+	// Router is the routing step of document calls (nil: serve all here).
+	Router rpc.Router
+	// Epoch supplies owner epochs to the backend (nil: single node, epoch 0).
+	Epoch func(ctx context.Context, docID string) (int64, error)
+}
+
+// Server is one Yorkie server node.
+type Server struct {
+	cfg      Config
+	logger   *slog.Logger
+	registry *prometheus.Registry
+	db       database.Database
+	ownsDB   bool
+	backend  *backend.Backend
+	service  *rpc.Service
+	health   *grpchealth.StaticChecker
+
+	rpcServer       *http.Server
+	profilingServer *http.Server
+
+	mu            sync.Mutex
+	started       bool
+	rpcAddr       string
+	profilingAddr string
+	serveDone     sync.WaitGroup
+	shutdownOnce  sync.Once
+	shutdownErr   error
+}
+
+// New builds a server from cfg; Start makes it listen.
+func New(cfg Config) (*Server, error) {
+	if cfg.MaxRequestBytes <= 0 {
+		cfg.MaxRequestBytes = DefaultMaxRequestBytes
+	}
+	if cfg.MaxChangesPerPack <= 0 {
+		cfg.MaxChangesPerPack = DefaultMaxChangesPerPack
+	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+	s := &Server{cfg: cfg, logger: logger, registry: prometheus.NewRegistry(), db: cfg.DB}
+	if s.db == nil {
+		s.db = memory.New()
+		s.ownsDB = true
+	}
+	if err := s.registry.Register(collectors.NewGoCollector()); err != nil {
+		return nil, fmt.Errorf("server: register go collector: %w", err)
+	}
+	if err := s.registry.Register(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})); err != nil {
+		return nil, fmt.Errorf("server: register process collector: %w", err)
+	}
+	backendMetrics := &backend.Metrics{}
+	if err := registerBackendMetrics(s.registry, backendMetrics); err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	b, err := backend.New(backend.Config{
+		DB:                s.db,
+		MaxChangesPerPack: cfg.MaxChangesPerPack,
+		Logger:            logger,
+		Metrics:           backendMetrics,
+		Epoch:             cfg.Epoch,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("server: create backend: %w", err)
+	}
+	s.backend = b
+	svc, err := rpc.New(rpc.Config{
+		Backend:         b,
+		Logger:          logger,
+		Registerer:      s.registry,
+		MaxRequestBytes: cfg.MaxRequestBytes,
+		Router:          cfg.Router,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("server: create rpc service: %w", err)
+	}
+	s.service = svc
+	s.health = grpchealth.NewStaticChecker(v1connect.YorkieServiceName)
+
+	mux := http.NewServeMux()
+	mux.Handle(svc.Handler())
+	mux.Handle(grpchealth.NewHandler(s.health))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = w.Write([]byte("ok"))
+	})
+	s.rpcServer = newHTTPServer(mux, logger)
+
+	if cfg.ProfilingPort >= 0 {
+		pmux := http.NewServeMux()
+		pmux.Handle("/metrics", promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{Registry: s.registry}))
+		pmux.HandleFunc("/debug/pprof/", pprof.Index)
+		pmux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		pmux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		pmux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		pmux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+		s.profilingServer = newHTTPServer(pmux, logger)
+	}
+	return s, nil
+}
+
+// newHTTPServer returns an http.Server speaking HTTP/1.1 and cleartext HTTP/2
+// (prior knowledge), as gRPC clients need HTTP/2 and browsers use HTTP/1.1.
+// There is no read or write timeout: Watch streams live as long as clients.
+func newHTTPServer(h http.Handler, logger *slog.Logger) *http.Server {
+	var protocols http.Protocols
+	protocols.SetHTTP1(true)
+	protocols.SetUnencryptedHTTP2(true)
+	return &http.Server{
+		Handler:           h,
+		Protocols:         &protocols,
+		ReadHeaderTimeout: readHeaderTimeout,
+		IdleTimeout:       idleTimeout,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+}
+
+// registerBackendMetrics exposes the backend's counters on reg.
+func registerBackendMetrics(reg prometheus.Registerer, m *backend.Metrics) error {
+	counter := func(name, help string, load func() int64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Namespace: "yorkie", Subsystem: "backend", Name: name, Help: help,
+		}, func() float64 { return float64(load()) })
+	}
+	cs := []prometheus.Collector{
+		counter("pushpulls_total", "PushPull, attach, detach and remove exchanges served.", m.PushPulls.Load),
+		counter("changes_stored_total", "Changes appended to document logs.", m.ChangesStored.Load),
+		counter("changes_sent_total", "Changes returned to clients.", m.ChangesSent.Load),
+		counter("conflicts_total", "Appends that lost a server_seq race and were retried.", m.Conflicts.Load),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Namespace: "yorkie", Subsystem: "backend", Name: "subscriptions",
+			Help: "Live Watch subscriptions.",
+		}, func() float64 { return float64(m.Subscriptions.Load()) }),
+	}
+	for _, c := range cs {
+		if err := reg.Register(c); err != nil {
+			return fmt.Errorf("register backend metrics: %w", err)
+		}
+	}
+	return nil
+}
+
+// Start listens on the configured ports and serves in the background. It
+// returns once both ports accept connections.
+func (s *Server) Start(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.started {
+		return errors.New("server: already started")
+	}
+	var lc net.ListenConfig
+	rpcLn, err := lc.Listen(ctx, "tcp", net.JoinHostPort(s.cfg.Host, strconv.Itoa(s.cfg.RPCPort)))
+	if err != nil {
+		return fmt.Errorf("server: listen rpc port: %w", err)
+	}
+	var profLn net.Listener
+	if s.profilingServer != nil {
+		profLn, err = lc.Listen(ctx, "tcp", net.JoinHostPort(s.cfg.Host, strconv.Itoa(s.cfg.ProfilingPort)))
+		if err != nil {
+			_ = rpcLn.Close()
+			return fmt.Errorf("server: listen profiling port: %w", err)
+		}
+		s.profilingAddr = profLn.Addr().String()
+		s.serve(s.profilingServer, profLn, "profiling")
+	}
+	s.rpcAddr = rpcLn.Addr().String()
+	s.serve(s.rpcServer, rpcLn, "rpc")
+	s.started = true
+	s.logger.InfoContext(ctx, "server started", "rpc_addr", s.rpcAddr, "profiling_addr", s.profilingAddr)
+	return nil
+}
+
+// serve runs srv on ln until it is shut down.
+func (s *Server) serve(srv *http.Server, ln net.Listener, name string) {
+	s.serveDone.Add(1)
+	go func() {
+		defer s.serveDone.Done()
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.logger.Error("server stopped serving", "port", name, "error", err)
+		}
+	}()
+}
+
+// RPCAddr returns the host:port the RPC port is bound to ("" before Start).
+func (s *Server) RPCAddr() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.rpcAddr
+}
+
+// ProfilingAddr returns the host:port of the profiling port ("" before Start
+// or when it is disabled).
+func (s *Server) ProfilingAddr() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.profilingAddr
+}
+
+// Registry returns the server's own Prometheus registry.
+func (s *Server) Registry() *prometheus.Registry { return s.registry }
+
+// Backend returns the server's document logic, for tests and cluster wiring.
+func (s *Server) Backend() *backend.Backend { return s.backend }
+
+// Shutdown stops the server gracefully: it reports NOT_SERVING, ends Watch
+// streams at once with code unavailable (so clients reconnect elsewhere or
+// later), stops accepting connections, lets in-flight unary calls finish
+// until ctx ends, then closes the backend and, if the server created it, the
+// database. Later calls return the first call's result.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.shutdownOnce.Do(func() { s.shutdownErr = s.shutdown(ctx) })
+	return s.shutdownErr
+}
+
+func (s *Server) shutdown(ctx context.Context) error {
+	s.health.SetStatus(v1connect.YorkieServiceName, grpchealth.StatusNotServing)
+	s.health.SetStatus("", grpchealth.StatusNotServing)
+	s.service.CloseStreams()
+	var errs []error
+	if err := s.rpcServer.Shutdown(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("shut down rpc port: %w", err))
+		_ = s.rpcServer.Close()
+	}
+	if s.profilingServer != nil {
+		if err := s.profilingServer.Shutdown(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("shut down profiling port: %w", err))
+			_ = s.profilingServer.Close()
+		}
+	}
+	s.serveDone.Wait()
+	if err := s.backend.Close(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("close backend: %w", err))
+	}
+	if s.ownsDB {
+		if err := s.db.Close(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("close database: %w", err))
+		}
+	}
+	s.logger.InfoContext(ctx, "server stopped")
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("server: %w", err)
+	}
+	return nil
+}
