@@ -1,0 +1,160 @@
+// Package cluster holds what the nodes of one cluster say to each other:
+// clients for forwarding calls to a document's owner and for node-to-node
+// calls, and the shared secret that tells those calls from a client's.
+package cluster
+
+import (
+	"context"
+	"crypto/subtle"
+	"crypto/tls"
+	"errors"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"connectrpc.com/connect"
+
+	"github.com/yorkie-affinity/yorkie/api/yorkie/cluster/v1/clusterv1connect"
+	"github.com/yorkie-affinity/yorkie/api/yorkie/v1/v1connect"
+)
+
+// Header names of node-to-node calls.
+const (
+	// HeaderSecret carries the cluster secret.
+	HeaderSecret = "x-yorkie-cluster-secret"
+	// HeaderForwardedBy marks a call a node forwarded to the owner, naming the
+	// forwarding node. The owner serves it or refuses it; it never forwards it
+	// again, so a stale view cannot make calls loop.
+	HeaderForwardedBy = "x-yorkie-forwarded-by"
+)
+
+// ErrUnauthenticated: a node-to-node call without the right cluster secret.
+var ErrUnauthenticated = errors.New("cluster call without a valid cluster secret")
+
+// Config configures Peers.
+type Config struct {
+	// Secret is the cluster secret sent with every node-to-node call.
+	Secret string
+	// Self is this node's advertised address, sent in HeaderForwardedBy.
+	Self string
+	// DialTimeout bounds connecting to a peer; 2 s when zero.
+	DialTimeout time.Duration
+}
+
+// Peers keeps one HTTP/2 (h2c) connection pool to every peer it has called.
+// Forwarded calls use binary protobuf: the receiving node already decoded the
+// client's request, whatever its protocol.
+type Peers struct {
+	cfg    Config
+	client *http.Client
+
+	mu      sync.Mutex
+	yorkie  map[string]v1connect.YorkieServiceClient
+	cluster map[string]clusterv1connect.ClusterServiceClient
+}
+
+// NewPeers returns an empty set of peer clients.
+func NewPeers(cfg Config) *Peers {
+	if cfg.DialTimeout <= 0 {
+		cfg.DialTimeout = 2 * time.Second
+	}
+	protocols := new(http.Protocols)
+	protocols.SetUnencryptedHTTP2(true)
+	dialer := &net.Dialer{Timeout: cfg.DialTimeout, KeepAlive: 15 * time.Second}
+	transport := &http.Transport{
+		Protocols:           protocols,
+		DialContext:         dialer.DialContext,
+		TLSClientConfig:     &tls.Config{MinVersion: tls.VersionTLS12},
+		MaxIdleConnsPerHost: 16,
+		IdleConnTimeout:     90 * time.Second,
+	}
+	return &Peers{
+		cfg:     cfg,
+		client:  &http.Client{Transport: transport},
+		yorkie:  map[string]v1connect.YorkieServiceClient{},
+		cluster: map[string]clusterv1connect.ClusterServiceClient{},
+	}
+}
+
+// Yorkie returns a YorkieService client of the peer at addr whose calls are
+// marked as forwarded by this node. Callers must have checked that addr is a
+// live member: an address from a request is never dialled.
+func (p *Peers) Yorkie(addr string) v1connect.YorkieServiceClient {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	c, ok := p.yorkie[addr]
+	if !ok {
+		c = v1connect.NewYorkieServiceClient(p.client, "http://"+addr, connect.WithGRPC(),
+			connect.WithInterceptors(p.sign(true)))
+		p.yorkie[addr] = c
+	}
+	return c
+}
+
+// Cluster returns a ClusterService client of the peer at addr.
+func (p *Peers) Cluster(addr string) clusterv1connect.ClusterServiceClient {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	c, ok := p.cluster[addr]
+	if !ok {
+		c = clusterv1connect.NewClusterServiceClient(p.client, "http://"+addr, connect.WithGRPC(),
+			connect.WithInterceptors(p.sign(false)))
+		p.cluster[addr] = c
+	}
+	return c
+}
+
+// Close closes idle connections to peers.
+func (p *Peers) Close() {
+	p.client.CloseIdleConnections()
+}
+
+// sign adds the secret (and the forwarding mark) to outgoing calls.
+func (p *Peers) sign(forwarded bool) connect.Interceptor {
+	set := func(h http.Header) {
+		h.Set(HeaderSecret, p.cfg.Secret)
+		if forwarded {
+			h.Set(HeaderForwardedBy, p.cfg.Self)
+		}
+	}
+	return interceptor{
+		unary: func(next connect.UnaryFunc) connect.UnaryFunc {
+			return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
+				set(req.Header())
+				return next(ctx, req)
+			}
+		},
+		client: func(next connect.StreamingClientFunc) connect.StreamingClientFunc {
+			return func(ctx context.Context, spec connect.Spec) connect.StreamingClientConn {
+				conn := next(ctx, spec)
+				set(conn.RequestHeader())
+				return conn
+			}
+		},
+	}
+}
+
+// Authentic reports whether h carries the cluster secret. An empty
+// configured secret accepts nothing, so a node without a secret cannot be
+// made to serve internal calls.
+func Authentic(h http.Header, secret string) bool {
+	got := h.Get(HeaderSecret)
+	return secret != "" && subtle.ConstantTimeCompare([]byte(got), []byte(secret)) == 1
+}
+
+// interceptor is a connect.Interceptor built from the hooks it needs.
+type interceptor struct {
+	unary  func(connect.UnaryFunc) connect.UnaryFunc
+	client func(connect.StreamingClientFunc) connect.StreamingClientFunc
+}
+
+func (i interceptor) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc { return i.unary(next) }
+
+func (i interceptor) WrapStreamingClient(next connect.StreamingClientFunc) connect.StreamingClientFunc {
+	return i.client(next)
+}
+
+func (i interceptor) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
+	return next
+}
