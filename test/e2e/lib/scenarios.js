@@ -357,9 +357,112 @@ async function removeDocument(s) {
   assert.deepEqual(JSON.parse(fresh.toSortedJSON()), {}, 'a document created after removal starts empty');
 }
 
+const BIG = BigInt('9007199254740993');
+const BYTES = [0, 1, 127, 128, 254, 255];
+const WHEN = Date.UTC(2024, 0, 2, 3, 4, 5, 6);
+
+/** Creates one element of every value type the SDK offers. */
+function createEveryType(root) {
+  root.prims = {
+    nul: null,
+    yes: true,
+    no: false,
+    int: 42,
+    neg: -7,
+    long: BIG,
+    dbl: 3.25,
+    str: 'héllo ✓ "quoted" \\ 日本',
+    bytes: new Uint8Array(BYTES),
+    date: new Date(WHEN),
+  };
+  root.nested = { a: [1, { b: [true, null, 'deep'] }], c: { d: 'gone soon' } };
+  root.arr = ['a', 'b', 'c', 'd'];
+  root.cnt = new yorkie.Counter(yorkie.CounterType.Int, 10);
+  root.lcnt = new yorkie.Counter(yorkie.CounterType.Long, BigInt(5));
+  root.dedup = new yorkie.DedupCounter();
+  root.text = new yorkie.Text();
+  root.tree = new yorkie.Tree({
+    type: 'doc',
+    children: [{ type: 'p', attributes: { id: 'first' }, children: [{ type: 'text', value: 'hello world' }] }],
+  });
+}
+
+/** Applies every kind of operation once: set, add, move, remove, array set, edit, style, increase, tree edit and style. */
+function applyEveryOperation(root) {
+  const arr = root.arr;
+  arr.moveBefore(arr.getElementByIndex(0).getID(), arr.getElementByIndex(3).getID()); // d a b c
+  arr.moveLast(arr.getElementByIndex(1).getID()); // d b c a
+  arr.insertAfter(arr.getElementByIndex(0).getID(), 'x'); // d x b c a
+  arr.delete(2); // d x c a
+  arr.setValue(1, 'y'); // d y c a
+  arr.push({ obj: 'in array' });
+
+  root.cnt.increase(5).increase(-3);
+  root.lcnt.increase(BigInt(10));
+  root.dedup.add('visitor-a').add('visitor-b').add('visitor-a');
+
+  root.text.edit(0, 0, 'Hello', { bold: 'true' });
+  root.text.edit(5, 5, ' there', { italic: 'true' });
+  root.text.setStyle(0, 3, { color: 'red' });
+  root.text.edit(1, 2, 'E');
+
+  root.tree.edit(root.tree.getSize(), root.tree.getSize(), {
+    type: 'p',
+    children: [{ type: 'text', value: 'second' }],
+  });
+  root.tree.style(0, 1, { align: 'center', tmp: 'x' });
+  root.tree.removeStyle(0, 1, ['tmp']);
+  root.tree.edit(3, 3, undefined, 1); // split the first paragraph
+  root.tree.edit(1, 2); // delete one character
+
+  delete root.nested.c;
+  root.prims.str = 'replaced';
+  root.prims.added = 'later';
+}
+
+async function everyTypeRoundTrips(s) {
+  const [writer, live] = await s.activateClients(2);
+  const key = newDocKey('every-type');
+  const presence = { name: 'writer', cursor: { x: 1.5, y: -2 }, tags: ['a', 'b'], active: true, none: null };
+  const wDoc = await s.attach(writer, key, { initialPresence: presence });
+  const lDoc = await s.attach(live, key);
+
+  // The expected value comes from the same edits on a document that never
+  // talks to a server.
+  const offline = new yorkie.Document(newDocKey('offline'));
+  offline.update(createEveryType);
+  offline.update(applyEveryOperation);
+  const expected = JSON.parse(offline.toSortedJSON());
+
+  wDoc.update(createEveryType, 'create every type');
+  await waitPushed(wDoc);
+  wDoc.update(applyEveryOperation, 'apply every operation');
+  const json = await waitConverged([wDoc, lDoc], { expect: (j) => j.prims && j.prims.added === 'later' });
+  assert.deepEqual(json, expected, 'replicas hold what the same edits give offline');
+
+  const late = await s.activateClient();
+  const lateDoc = await s.attach(late, key);
+  await waitConverged([wDoc, lDoc, lateDoc], { what: 'a late replica to receive every type' });
+
+  for (const doc of [lDoc, lateDoc]) {
+    const root = doc.getRoot();
+    assert.equal(typeof root.prims.long, 'bigint', 'long stays a bigint');
+    assert.equal(root.prims.long, BIG);
+    assert.ok(root.prims.bytes instanceof Uint8Array, 'bytes stay bytes');
+    assert.deepEqual([...root.prims.bytes], BYTES);
+    assert.ok(root.prims.date instanceof Date, 'date stays a Date');
+    assert.equal(root.prims.date.getTime(), WHEN);
+    assert.equal(root.dedup.getValue(), 2, 'dedup counter counts distinct actors');
+    assert.equal(root.tree.toXML(), offline.getRoot().tree.toXML());
+    assert.equal(root.text.toString(), offline.getRoot().text.toString());
+  }
+  await waitPresences([lDoc, lateDoc], { [writer.getID()]: presence });
+}
+
 /** Every scenario, by name. Each takes a Session and uses fresh keys. */
 const scenarios = [
   { name: 'three clients editing every data type concurrently converge, with presence', run: concurrentEditsConverge },
+  { name: 'every value type and operation reaches other replicas intact, with a structured presence', run: everyTypeRoundTrips },
   { name: 'a client that attaches later gets the full state and presences', run: lateAttachGetsFullState },
   { name: 'detach: others see the client go and keep working; a new client sees everything', run: detachLeavesOthersWorking },
   { name: 'the same client can attach again after detaching and sees all edits, its own included', run: reattachAfterDetach },
