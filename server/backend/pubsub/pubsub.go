@@ -1,0 +1,382 @@
+// Package pubsub delivers document events (CHANGED, WATCHED, UNWATCHED) to
+// the clients watching a document on this node.
+//
+// Publishing never blocks: events go into a small per-subscriber queue that a
+// per-subscriber goroutine hands to the subscriber. A CHANGED event already
+// waiting in a queue absorbs later ones (a CHANGED only says "pull now"), so a
+// slow subscriber costs one queued entry however many changes are stored.
+// WATCHED and UNWATCHED cannot be merged; a subscriber whose queue of them
+// overflows is ended with an error instead of silently losing one, so its
+// client reconnects and learns the watcher list afresh.
+package pubsub
+
+import (
+	"errors"
+	"sync"
+	"sync/atomic"
+
+	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
+)
+
+// Sentinel errors reported by Subscribe and Subscription.Err.
+var (
+	// ErrSlowSubscriber: the subscriber let its event queue overflow.
+	ErrSlowSubscriber = errors.New("subscriber too slow: event queue overflowed")
+	// ErrClosed: the pub/sub was closed.
+	ErrClosed = errors.New("pubsub closed")
+)
+
+// Event is one document event; Publisher is the client that caused it.
+type Event struct {
+	Type      api.DocEventType
+	Publisher string
+}
+
+// Config holds the options of a PubSub.
+type Config struct {
+	// QueueSize bounds the WATCHED/UNWATCHED events waiting for one
+	// subscriber (default 256).
+	QueueSize int
+	// OverflowError is the Err of a subscription ended for overflowing
+	// (default ErrSlowSubscriber). Callers set one that their transport maps
+	// to a retryable code.
+	OverflowError error
+	// Live, when set, tracks the number of live subscriptions.
+	Live *atomic.Int64
+}
+
+// PubSub routes events of documents to their subscribers.
+type PubSub struct {
+	cfg Config
+
+	mu       sync.RWMutex
+	closed   bool
+	topics   map[string]*topic                     // by document ID
+	byClient map[string]map[*Subscription]struct{} // by client ID
+}
+
+// topic is the set of subscriptions of one document.
+type topic struct {
+	subs     map[*Subscription]struct{}
+	watchers map[string]int // client ID -> live subscriptions of it
+}
+
+// New returns a PubSub with cfg's options.
+func New(cfg Config) *PubSub {
+	if cfg.QueueSize <= 0 {
+		cfg.QueueSize = 256
+	}
+	if cfg.OverflowError == nil {
+		cfg.OverflowError = ErrSlowSubscriber
+	}
+	return &PubSub{
+		cfg:      cfg,
+		topics:   make(map[string]*topic),
+		byClient: make(map[string]map[*Subscription]struct{}),
+	}
+}
+
+// Subscription is one client's subscription to one document's events.
+type Subscription struct {
+	ps       *PubSub
+	docID    string
+	clientID string
+	limit    int
+
+	out  chan Event
+	wake chan struct{}
+	done chan struct{}
+
+	mu            sync.Mutex
+	buf           []Event
+	head          int
+	changedQueued bool
+	ended         bool
+	err           error
+}
+
+// Events returns the subscriber's events. The channel is closed after the
+// subscription ends.
+func (s *Subscription) Events() <-chan Event { return s.out }
+
+// Done is closed when the subscription ends; Err then says why.
+func (s *Subscription) Done() <-chan struct{} { return s.done }
+
+// Err returns why the subscription was ended by the pub/sub, or nil while it
+// runs or when the subscriber closed it itself.
+func (s *Subscription) Err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err
+}
+
+// ClientID returns the subscribing client's ID.
+func (s *Subscription) ClientID() string { return s.clientID }
+
+// DocumentID returns the ID of the document subscribed to.
+func (s *Subscription) DocumentID() string { return s.docID }
+
+// Close unsubscribes, announcing UNWATCHED to the other watchers when this was
+// the client's last subscription to the document. Safe to call repeatedly.
+func (s *Subscription) Close() { s.ps.end(s, nil, true) }
+
+// Subscribe subscribes the client to the document's events. watchers lists
+// the clients watching the document, the new subscriber included. If the
+// client was not watching yet, the others receive WATCHED.
+func (ps *PubSub) Subscribe(docID, clientID string) (*Subscription, []string, error) {
+	s := &Subscription{
+		ps:       ps,
+		docID:    docID,
+		clientID: clientID,
+		limit:    ps.cfg.QueueSize,
+		out:      make(chan Event),
+		wake:     make(chan struct{}, 1),
+		done:     make(chan struct{}),
+	}
+	ps.mu.Lock()
+	if ps.closed {
+		ps.mu.Unlock()
+		return nil, nil, ErrClosed
+	}
+	t := ps.topics[docID]
+	if t == nil {
+		t = &topic{subs: make(map[*Subscription]struct{}), watchers: make(map[string]int)}
+		ps.topics[docID] = t
+	}
+	var overflowed []*Subscription
+	if t.watchers[clientID] == 0 {
+		overflowed = t.publish(Event{Type: api.DocEventType_DOC_EVENT_TYPE_DOCUMENT_WATCHED, Publisher: clientID}, nil)
+	}
+	t.subs[s] = struct{}{}
+	t.watchers[clientID]++
+	watchers := make([]string, 0, len(t.watchers))
+	for id := range t.watchers {
+		watchers = append(watchers, id)
+	}
+	mine := ps.byClient[clientID]
+	if mine == nil {
+		mine = make(map[*Subscription]struct{})
+		ps.byClient[clientID] = mine
+	}
+	mine[s] = struct{}{}
+	ps.mu.Unlock()
+
+	if ps.cfg.Live != nil {
+		ps.cfg.Live.Add(1)
+	}
+	go s.pump()
+	ps.endOverflowed(overflowed)
+	return s, watchers, nil
+}
+
+// Publish sends the event to the document's subscribers other than the
+// publisher. It never blocks on a subscriber.
+func (ps *PubSub) Publish(docID string, ev Event) {
+	ps.mu.RLock()
+	t := ps.topics[docID]
+	var overflowed []*Subscription
+	if t != nil {
+		overflowed = t.publish(ev, nil)
+	}
+	ps.mu.RUnlock()
+	ps.endOverflowed(overflowed)
+}
+
+// Watchers returns the clients watching the document now.
+func (ps *PubSub) Watchers(docID string) []string {
+	ps.mu.RLock()
+	defer ps.mu.RUnlock()
+	t := ps.topics[docID]
+	if t == nil {
+		return nil
+	}
+	out := make([]string, 0, len(t.watchers))
+	for id := range t.watchers {
+		out = append(out, id)
+	}
+	return out
+}
+
+// EndDocument ends every subscription of the document with err, without
+// announcing UNWATCHED (the watchers all go at once).
+func (ps *PubSub) EndDocument(docID string, err error) {
+	ps.mu.RLock()
+	var subs []*Subscription
+	if t := ps.topics[docID]; t != nil {
+		for s := range t.subs {
+			subs = append(subs, s)
+		}
+	}
+	ps.mu.RUnlock()
+	for _, s := range subs {
+		ps.end(s, err, false)
+	}
+}
+
+// EndClient ends every subscription of the client with err, announcing
+// UNWATCHED to the other watchers of its documents.
+func (ps *PubSub) EndClient(clientID string, err error) {
+	ps.mu.RLock()
+	subs := make([]*Subscription, 0, len(ps.byClient[clientID]))
+	for s := range ps.byClient[clientID] {
+		subs = append(subs, s)
+	}
+	ps.mu.RUnlock()
+	for _, s := range subs {
+		ps.end(s, err, true)
+	}
+}
+
+// Close ends every subscription with err and refuses new ones.
+func (ps *PubSub) Close(err error) {
+	ps.mu.Lock()
+	ps.closed = true
+	var subs []*Subscription
+	for _, t := range ps.topics {
+		for s := range t.subs {
+			subs = append(subs, s)
+		}
+	}
+	ps.mu.Unlock()
+	for _, s := range subs {
+		ps.end(s, err, false)
+	}
+}
+
+// publish queues ev for every subscriber of the topic but the publisher and
+// returns those that overflowed. The caller holds ps.mu (read or write).
+func (t *topic) publish(ev Event, overflowed []*Subscription) []*Subscription {
+	for s := range t.subs {
+		if s.clientID == ev.Publisher {
+			continue
+		}
+		if !s.enqueue(ev) {
+			overflowed = append(overflowed, s)
+		}
+	}
+	return overflowed
+}
+
+func (ps *PubSub) endOverflowed(subs []*Subscription) {
+	for _, s := range subs {
+		ps.end(s, ps.cfg.OverflowError, true)
+	}
+}
+
+// enqueue queues ev and wakes the pump. It reports false when the queue
+// overflowed.
+func (s *Subscription) enqueue(ev Event) bool {
+	s.mu.Lock()
+	if s.ended {
+		s.mu.Unlock()
+		return true
+	}
+	if ev.Type == api.DocEventType_DOC_EVENT_TYPE_DOCUMENT_CHANGED {
+		if s.changedQueued {
+			s.mu.Unlock()
+			return true
+		}
+		s.changedQueued = true
+	} else if len(s.buf)-s.head >= s.limit {
+		s.mu.Unlock()
+		return false
+	}
+	s.buf = append(s.buf, ev)
+	s.mu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default: // the pump is already due to run
+	}
+	return true
+}
+
+// next pops the oldest queued event.
+func (s *Subscription) next() (Event, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.head == len(s.buf) {
+		return Event{}, false
+	}
+	ev := s.buf[s.head]
+	s.buf[s.head] = Event{}
+	s.head++
+	if s.head == len(s.buf) {
+		s.buf, s.head = s.buf[:0], 0
+	}
+	if ev.Type == api.DocEventType_DOC_EVENT_TYPE_DOCUMENT_CHANGED {
+		// Handed over: a later CHANGED must be delivered again.
+		s.changedQueued = false
+	}
+	return ev, true
+}
+
+// pump hands queued events to the subscriber until the subscription ends.
+func (s *Subscription) pump() {
+	defer close(s.out)
+	for {
+		select {
+		case <-s.wake:
+		case <-s.done:
+			return
+		}
+		for {
+			ev, ok := s.next()
+			if !ok {
+				break
+			}
+			select {
+			case s.out <- ev:
+			case <-s.done:
+				return
+			}
+		}
+	}
+}
+
+// end ends the subscription once: records err, closes Done, removes it from
+// its topic and, if announce and it was the client's last subscription to the
+// document, publishes UNWATCHED to the others.
+func (ps *PubSub) end(s *Subscription, err error, announce bool) {
+	s.mu.Lock()
+	if s.ended {
+		s.mu.Unlock()
+		return
+	}
+	s.ended = true
+	s.err = err
+	s.buf, s.head = nil, 0
+	close(s.done)
+	s.mu.Unlock()
+
+	if ps.cfg.Live != nil {
+		ps.cfg.Live.Add(-1)
+	}
+	var overflowed []*Subscription
+	ps.mu.Lock()
+	if mine := ps.byClient[s.clientID]; mine != nil {
+		delete(mine, s)
+		if len(mine) == 0 {
+			delete(ps.byClient, s.clientID)
+		}
+	}
+	if t := ps.topics[s.docID]; t != nil {
+		if _, ok := t.subs[s]; ok {
+			delete(t.subs, s)
+			t.watchers[s.clientID]--
+			if t.watchers[s.clientID] <= 0 {
+				delete(t.watchers, s.clientID)
+				if announce {
+					overflowed = t.publish(Event{
+						Type:      api.DocEventType_DOC_EVENT_TYPE_DOCUMENT_UNWATCHED,
+						Publisher: s.clientID,
+					}, nil)
+				}
+			}
+			if len(t.subs) == 0 {
+				delete(ps.topics, s.docID)
+			}
+		}
+	}
+	ps.mu.Unlock()
+	ps.endOverflowed(overflowed)
+}
