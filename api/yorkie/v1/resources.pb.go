@@ -265,6 +265,7 @@ func (ChannelEvent_Type) EnumDescriptor() ([]byte, []int) {
 	return file_yorkie_v1_resources_proto_rawDescGZIP(), []int{31, 0}
 }
 
+// Snapshot is a whole document state; a ChangePack carries it binary-encoded.
 type Snapshot struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Root          *JSONElement           `protobuf:"bytes,1,opt,name=root,proto3" json:"root,omitempty"`
@@ -317,6 +318,10 @@ func (x *Snapshot) GetPresences() map[string]*Presence {
 	return nil
 }
 
+// ChangePack is what a client and the server exchange for one document: the
+// changes one side has not acknowledged yet and a checkpoint of what each side
+// has seen. In a response, version_vector is the minimum synced version vector
+// the client may garbage-collect tombstones up to.
 type ChangePack struct {
 	state           protoimpl.MessageState `protogen:"open.v1"`
 	DocumentKey     string                 `protobuf:"bytes,1,opt,name=document_key,json=documentKey,proto3" json:"document_key,omitempty"`
@@ -409,6 +414,7 @@ func (x *ChangePack) GetVersionVector() *VersionVector {
 	return nil
 }
 
+// Change is one atomic edit: CRDT operations and/or a presence update.
 type Change struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
 	Id             *ChangeID              `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -477,6 +483,9 @@ func (x *Change) GetPresenceChange() *PresenceChange {
 	return nil
 }
 
+// ChangeID orders a change: client_seq per client, server_seq assigned by the
+// server, lamport and version_vector for causality. actor_id is the client ID's
+// bytes.
 type ChangeID struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	ClientSeq     uint32                 `protobuf:"varint,1,opt,name=client_seq,json=clientSeq,proto3" json:"client_seq,omitempty"`
@@ -553,6 +562,7 @@ func (x *ChangeID) GetVersionVector() *VersionVector {
 	return nil
 }
 
+// VersionVector maps base64 actor IDs to the lamport clock seen of each.
 type VersionVector struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Vector        map[string]int64       `protobuf:"bytes,1,rep,name=vector,proto3" json:"vector,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
@@ -597,6 +607,8 @@ func (x *VersionVector) GetVector() map[string]int64 {
 	return nil
 }
 
+// Operation is one CRDT operation. The server stores and relays operations
+// without interpreting them.
 type Operation struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Types that are valid to be assigned to Body:
@@ -2393,6 +2405,7 @@ func (x *DocumentSummary) GetUpdatedAt() *timestamppb.Timestamp {
 	return nil
 }
 
+// PresenceChange replaces (PUT) or clears (CLEAR) a client's presence.
 type PresenceChange struct {
 	state         protoimpl.MessageState    `protogen:"open.v1"`
 	Type          PresenceChange_ChangeType `protobuf:"varint,1,opt,name=type,proto3,enum=yorkie.v1.PresenceChange_ChangeType" json:"type,omitempty"`
@@ -2541,6 +2554,7 @@ func (x *ChannelSummary) GetSessionCount() int32 {
 	return 0
 }
 
+// Checkpoint is how far a client and the server have synced one document.
 type Checkpoint struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	ServerSeq     int64                  `protobuf:"varint,1,opt,name=server_seq,json=serverSeq,proto3" json:"server_seq,omitempty"`
@@ -2653,6 +2667,7 @@ func (x *TextNodePos) GetRelativeOffset() int32 {
 	return 0
 }
 
+// TimeTicket identifies a CRDT element by lamport, delimiter and actor.
 type TimeTicket struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Lamport       int64                  `protobuf:"varint,1,opt,name=lamport,proto3" json:"lamport,omitempty"`
@@ -2765,6 +2780,7 @@ func (x *DocEventBody) GetPayload() []byte {
 	return nil
 }
 
+// DocEvent tells watchers of a document what another client did.
 type DocEvent struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Type          DocEventType           `protobuf:"varint,1,opt,name=type,proto3,enum=yorkie.v1.DocEventType" json:"type,omitempty"`

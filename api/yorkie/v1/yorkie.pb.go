@@ -24,6 +24,7 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// ActivateClientRequest registers a client; the same key yields the same ID.
 type ActivateClientRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	ClientKey     string                 `protobuf:"bytes,1,opt,name=client_key,json=clientKey,proto3" json:"client_key,omitempty"`
@@ -76,6 +77,7 @@ func (x *ActivateClientRequest) GetMetadata() map[string]string {
 	return nil
 }
 
+// ActivateClientResponse returns the client ID: lowercase hex, also its actor ID.
 type ActivateClientResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	ClientId      string                 `protobuf:"bytes,1,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
@@ -120,6 +122,7 @@ func (x *ActivateClientResponse) GetClientId() string {
 	return ""
 }
 
+// DeactivateClientRequest ends a client; the server detaches its documents.
 type DeactivateClientRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	ClientId      string                 `protobuf:"bytes,1,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
@@ -208,6 +211,7 @@ func (*DeactivateClientResponse) Descriptor() ([]byte, []int) {
 	return file_yorkie_v1_yorkie_proto_rawDescGZIP(), []int{3}
 }
 
+// AttachDocumentRequest attaches a document, creating it if needed.
 type AttachDocumentRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	ClientId      string                 `protobuf:"bytes,1,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
@@ -448,6 +452,8 @@ func (x *DetachDocumentResponse) GetChangePack() *ChangePack {
 	return nil
 }
 
+// WatchRequest opens an event stream for one resource. The stream's first
+// message is always an initialization.
 type WatchRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	ClientId      string                 `protobuf:"bytes,1,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
@@ -1600,6 +1606,8 @@ func (x *RemoveDocumentResponse) GetChangePack() *ChangePack {
 	return nil
 }
 
+// PushPullChangesRequest stores the client's new changes and returns those it
+// has not seen. With push_only, only the checkpoint comes back.
 type PushPullChangesRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	ClientId      string                 `protobuf:"bytes,1,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
