@@ -459,10 +459,53 @@ async function everyTypeRoundTrips(s) {
   await waitPresences([lDoc, lateDoc], { [writer.getID()]: presence });
 }
 
+async function severalDocumentsPerClient(s) {
+  const clients = await s.activateClients(2);
+  const keys = [newDocKey('multi-a'), newDocKey('multi-b'), newDocKey('multi-c')];
+  // docs[k][i]: document k as client i holds it.
+  const docs = [];
+  for (const key of keys) {
+    const row = [];
+    for (let i = 0; i < clients.length; i++) {
+      row.push(await s.attach(clients[i], key, { initialPresence: { name: `client-${i}`, doc: key } }));
+      if (i === 0) {
+        // Created once: concurrent creation of one key would let one object win.
+        row[0].update((root) => {
+          root.items = {};
+        });
+        await waitPushed(row[0]);
+      }
+    }
+    docs.push(row);
+  }
+  for (let round = 0; round < 3; round++) {
+    docs.forEach((row, k) => {
+      row.forEach((doc, i) => {
+        doc.update((root) => {
+          root.items[`c${i}-r${round}`] = `${keys[k]}`;
+        });
+      });
+    });
+  }
+  for (let k = 0; k < keys.length; k++) {
+    const json = await waitConverged(docs[k], {
+      what: `replicas of document ${k} to converge`,
+      expect: (j) => j.items && Object.keys(j.items).length === 6,
+    });
+    assert.ok(Object.values(json.items).every((v) => v === keys[k]), `document ${k} holds only its own edits`);
+    const expected = {};
+    clients.forEach((c, i) => {
+      expected[c.getID()] = { name: `client-${i}`, doc: keys[k] };
+    });
+    await waitPresences(docs[k], expected);
+  }
+}
+
 /** Every scenario, by name. Each takes a Session and uses fresh keys. */
 const scenarios = [
   { name: 'three clients editing every data type concurrently converge, with presence', run: concurrentEditsConverge },
   { name: 'every value type and operation reaches other replicas intact, with a structured presence', run: everyTypeRoundTrips },
+  { name: 'clients attached to several documents keep each document and presence apart', run: severalDocumentsPerClient },
   { name: 'a client that attaches later gets the full state and presences', run: lateAttachGetsFullState },
   { name: 'detach: others see the client go and keep working; a new client sees everything', run: detachLeavesOthersWorking },
   { name: 'the same client can attach again after detaching and sees all edits, its own included', run: reattachAfterDetach },
