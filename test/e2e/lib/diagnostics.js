@@ -60,8 +60,7 @@ function install() {
       entry.grpcStatus = grpcStatus;
       entry.grpcMessage = response.headers.get('grpc-message') || undefined;
     }
-    const streaming = (contentType || '').startsWith('application/connect+') || (contentType || '').startsWith('application/grpc');
-    if (response.status !== 200 && !streaming) {
+    if (response.status !== 200) {
       try {
         entry.responseBody = short(await response.clone().text());
       } catch {

@@ -13,6 +13,12 @@ const TRANSPORTS = {
   'grpc-web': { useGrpcWebTransport: true },
 };
 
+/** Content types each transport must put on its requests. */
+const TRANSPORT_CONTENT_TYPES = {
+  json: /^application\/(connect\+)?json\b/,
+  'grpc-web': /^application\/grpc-web(\+proto)?\b/,
+};
+
 /**
  * A target says where client number i connects. A single server gives every
  * client the same address; a cluster can spread clients over several.
@@ -90,6 +96,16 @@ class Session {
     );
   }
 
+  /** Throws unless every request of this session used the session's transport. */
+  assertTransportUsed() {
+    const calls = diagnostics.since(this.mark).filter((e) => e.rpc);
+    if (!calls.length) throw new Error('no RPC was recorded for this session');
+    const wrong = calls.filter((e) => !TRANSPORT_CONTENT_TYPES[this.transport].test(e.contentType || ''));
+    if (wrong.length) {
+      throw new Error(`requests not sent with the ${this.transport} transport: ${JSON.stringify(wrong.slice(0, 3))}`);
+    }
+  }
+
   /** What happened on the wire during this session. */
   report() {
     return diagnostics.summarize(diagnostics.since(this.mark));
@@ -105,6 +121,7 @@ async function runInSession(options, fn) {
   const session = new Session(options);
   try {
     await fn(session);
+    session.assertTransportUsed();
   } catch (err) {
     let extra = `\n--- transport ${session.transport}, target ${session.target.name} ---\n${session.report()}`;
     if (session.target.describe) {
