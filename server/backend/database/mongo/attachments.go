@@ -1,0 +1,162 @@
+package mongo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"go.mongodb.org/mongo-driver/bson"
+	"go.mongodb.org/mongo-driver/mongo"
+	"go.mongodb.org/mongo-driver/mongo/options"
+
+	"github.com/yorkie-affinity/yorkie/server/backend/database"
+)
+
+// lamport is one entry of a version vector (actor -> lamport), stored as a
+// list entry like string maps.
+type lamport struct {
+	Actor string `bson:"a"`
+	Value int64  `bson:"v"`
+}
+
+// attachmentRecord is an attachment in the attachments collection.
+type attachmentRecord struct {
+	ClientID      string    `bson:"client_id"`
+	DocID         string    `bson:"doc_id"`
+	Status        string    `bson:"status"`
+	ServerSeq     int64     `bson:"server_seq"`
+	ClientSeq     int64     `bson:"client_seq"`
+	AttachedAt    int64     `bson:"attached_at"`
+	VersionVector []lamport `bson:"version_vector,omitempty"`
+	UpdatedAt     time.Time `bson:"updated_at"`
+}
+
+func toAttachmentRecord(a *database.Attachment) *attachmentRecord {
+	rec := &attachmentRecord{
+		ClientID:   a.ClientID,
+		DocID:      a.DocID,
+		Status:     string(a.Status),
+		ServerSeq:  a.ServerSeq,
+		ClientSeq:  int64(a.ClientSeq),
+		AttachedAt: a.AttachedAt,
+		UpdatedAt:  a.UpdatedAt.UTC().Truncate(time.Millisecond),
+	}
+	if a.UpdatedAt.IsZero() {
+		rec.UpdatedAt = now()
+	}
+	if a.VersionVector != nil {
+		rec.VersionVector = make([]lamport, 0, len(a.VersionVector))
+		for k, v := range a.VersionVector {
+			rec.VersionVector = append(rec.VersionVector, lamport{Actor: k, Value: v})
+		}
+		sort.Slice(rec.VersionVector, func(i, j int) bool { return rec.VersionVector[i].Actor < rec.VersionVector[j].Actor })
+	}
+	return rec
+}
+
+func (r *attachmentRecord) attachment() *database.Attachment {
+	a := &database.Attachment{
+		ClientID:   r.ClientID,
+		DocID:      r.DocID,
+		Status:     database.AttachmentStatus(r.Status),
+		ServerSeq:  r.ServerSeq,
+		ClientSeq:  uint32(r.ClientSeq),
+		AttachedAt: r.AttachedAt,
+		UpdatedAt:  r.UpdatedAt.UTC(),
+	}
+	if r.VersionVector != nil {
+		a.VersionVector = make(map[string]int64, len(r.VersionVector))
+		for _, e := range r.VersionVector {
+			a.VersionVector[e.Actor] = e.Value
+		}
+	}
+	return a
+}
+
+func attachmentKey(clientID, docID string) bson.D {
+	return bson.D{{Key: "client_id", Value: clientID}, {Key: "doc_id", Value: docID}}
+}
+
+// FindAttachment returns the client's attachment to the document.
+func (db *DB) FindAttachment(ctx context.Context, clientID, docID string) (*database.Attachment, error) {
+	var rec attachmentRecord
+	err := db.attachments.FindOne(ctx, attachmentKey(clientID, docID)).Decode(&rec)
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return nil, fmt.Errorf("find attachment of client %q to document %q: %w", clientID, docID, database.ErrAttachmentNotFound)
+	}
+	if err != nil {
+		return nil, wrapErr("find attachment", err)
+	}
+	return rec.attachment(), nil
+}
+
+// ListAttachments returns the document's attachments with status Attached.
+func (db *DB) ListAttachments(ctx context.Context, docID string) ([]*database.Attachment, error) {
+	out, err := db.listAttachments(ctx, bson.D{
+		{Key: "doc_id", Value: docID},
+		{Key: "status", Value: string(database.Attached)},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list attachments of document %q: %w", docID, err)
+	}
+	return out, nil
+}
+
+// ListClientAttachments returns the client's attachments with status Attached.
+func (db *DB) ListClientAttachments(ctx context.Context, clientID string) ([]*database.Attachment, error) {
+	out, err := db.listAttachments(ctx, bson.D{
+		{Key: "client_id", Value: clientID},
+		{Key: "status", Value: string(database.Attached)},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list attachments of client %q: %w", clientID, err)
+	}
+	return out, nil
+}
+
+func (db *DB) listAttachments(ctx context.Context, filter bson.D) ([]*database.Attachment, error) {
+	cur, err := db.attachments.Find(ctx, filter)
+	if err != nil {
+		return nil, wrapErr("query", err)
+	}
+	var recs []attachmentRecord
+	if err := cur.All(ctx, &recs); err != nil {
+		return nil, wrapErr("read", err)
+	}
+	out := make([]*database.Attachment, 0, len(recs))
+	for i := range recs {
+		out = append(out, recs[i].attachment())
+	}
+	return out, nil
+}
+
+// UpdateAttachment creates or replaces the attachment keyed by (ClientID,
+// DocID) unless a higher epoch than epoch claimed the document. A whole
+// record is replaced, so racing updates leave one of them, never a mix.
+func (db *DB) UpdateAttachment(ctx context.Context, a *database.Attachment, epoch int64) error {
+	if a == nil {
+		return errors.New("update attachment: nil attachment")
+	}
+	if _, err := db.loadDocHex(ctx, a.DocID); err != nil {
+		return fmt.Errorf("update attachment: %w", err)
+	}
+	if _, err := db.checkFence(ctx, a.DocID, epoch); err != nil {
+		return fmt.Errorf("update attachment: %w", err)
+	}
+	rec := toAttachmentRecord(a)
+	var err error
+	for range maxInsertRaces {
+		_, err = db.attachments.ReplaceOne(ctx, attachmentKey(a.ClientID, a.DocID), rec, options.Replace().SetUpsert(true))
+		// Two upserts of a new key may both try to insert: the unique index
+		// refuses one, which then replaces the other's record.
+		if err == nil || !mongo.IsDuplicateKeyError(err) {
+			break
+		}
+	}
+	if err != nil {
+		return wrapErr("update attachment", err)
+	}
+	return nil
+}

@@ -1,0 +1,153 @@
+package mongo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"go.mongodb.org/mongo-driver/bson"
+	"go.mongodb.org/mongo-driver/bson/primitive"
+	"go.mongodb.org/mongo-driver/mongo"
+	"go.mongodb.org/mongo-driver/mongo/options"
+
+	"github.com/yorkie-affinity/yorkie/server/backend/database"
+)
+
+// pair is one entry of a string map. Maps are stored as lists of pairs so that
+// keys with dots or dollar signs (client metadata is user data) are legal.
+type pair struct {
+	K string `bson:"k"`
+	V string `bson:"v"`
+}
+
+func fromMap(m map[string]string) []pair {
+	if m == nil {
+		return nil
+	}
+	out := make([]pair, 0, len(m))
+	for k, v := range m {
+		out = append(out, pair{K: k, V: v})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].K < out[j].K })
+	return out
+}
+
+func toMap(ps []pair) map[string]string {
+	if ps == nil {
+		return nil
+	}
+	m := make(map[string]string, len(ps))
+	for _, p := range ps {
+		m[p.K] = p.V
+	}
+	return m
+}
+
+// clientRecord is a client in the clients collection.
+type clientRecord struct {
+	ID        primitive.ObjectID `bson:"_id"`
+	Key       string             `bson:"key"`
+	Metadata  []pair             `bson:"metadata,omitempty"`
+	Status    string             `bson:"status"`
+	CreatedAt time.Time          `bson:"created_at"`
+	UpdatedAt time.Time          `bson:"updated_at"`
+}
+
+func (r *clientRecord) info() *database.ClientInfo {
+	return &database.ClientInfo{
+		ID:        r.ID.Hex(),
+		Key:       r.Key,
+		Metadata:  toMap(r.Metadata),
+		Status:    database.ClientStatus(r.Status),
+		CreatedAt: r.CreatedAt.UTC(),
+		UpdatedAt: r.UpdatedAt.UTC(),
+	}
+}
+
+// maxInsertRaces bounds the loops that retry after losing an insert race;
+// each lost race means another writer made progress, so a few suffice.
+const maxInsertRaces = 8
+
+// ActivateClient finds or creates the client with the key and marks it
+// activated. Metadata, when not nil, replaces the stored metadata. Racing
+// activations of a new key agree on one client through the unique key index.
+func (db *DB) ActivateClient(ctx context.Context, key string, metadata map[string]string) (*database.ClientInfo, error) {
+	for range maxInsertRaces {
+		set := bson.D{
+			{Key: "status", Value: string(database.ClientActivated)},
+			{Key: "updated_at", Value: now()},
+		}
+		if metadata != nil {
+			set = append(set, bson.E{Key: "metadata", Value: fromMap(metadata)})
+		}
+		var rec clientRecord
+		err := db.clients.FindOneAndUpdate(ctx, bson.D{{Key: "key", Value: key}}, bson.D{{Key: "$set", Value: set}},
+			options.FindOneAndUpdate().SetReturnDocument(options.After)).Decode(&rec)
+		if err == nil {
+			return rec.info(), nil
+		}
+		if !errors.Is(err, mongo.ErrNoDocuments) {
+			return nil, wrapErr("activate client", err)
+		}
+
+		t := now()
+		rec = clientRecord{
+			ID:        primitive.NewObjectID(),
+			Key:       key,
+			Metadata:  fromMap(metadata),
+			Status:    string(database.ClientActivated),
+			CreatedAt: t,
+			UpdatedAt: t,
+		}
+		_, err = db.clients.InsertOne(ctx, &rec)
+		if err == nil {
+			return rec.info(), nil
+		}
+		if !mongo.IsDuplicateKeyError(err) {
+			return nil, wrapErr("activate client", err)
+		}
+		// Another activation created the key first: update that client.
+	}
+	return nil, fmt.Errorf("activate client %q: lost %d creation races in a row", key, maxInsertRaces)
+}
+
+// DeactivateClient marks the client deactivated.
+func (db *DB) DeactivateClient(ctx context.Context, clientID string) (*database.ClientInfo, error) {
+	id, err := primitive.ObjectIDFromHex(clientID)
+	if err != nil {
+		return nil, fmt.Errorf("deactivate client %q: %w", clientID, database.ErrClientNotFound)
+	}
+	set := bson.D{
+		{Key: "status", Value: string(database.ClientDeactivated)},
+		{Key: "updated_at", Value: now()},
+	}
+	var rec clientRecord
+	err = db.clients.FindOneAndUpdate(ctx, bson.D{{Key: "_id", Value: id}}, bson.D{{Key: "$set", Value: set}},
+		options.FindOneAndUpdate().SetReturnDocument(options.After)).Decode(&rec)
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return nil, fmt.Errorf("deactivate client %q: %w", clientID, database.ErrClientNotFound)
+	}
+	if err != nil {
+		return nil, wrapErr("deactivate client", err)
+	}
+	return rec.info(), nil
+}
+
+// FindClient returns the client or ErrClientNotFound.
+func (db *DB) FindClient(ctx context.Context, clientID string) (*database.ClientInfo, error) {
+	id, err := primitive.ObjectIDFromHex(clientID)
+	if err != nil {
+		return nil, fmt.Errorf("find client %q: %w", clientID, database.ErrClientNotFound)
+	}
+	var rec clientRecord
+	err = db.clients.FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Decode(&rec)
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return nil, fmt.Errorf("find client %q: %w", clientID, database.ErrClientNotFound)
+	}
+	if err != nil {
+		return nil, wrapErr("find client", err)
+	}
+	return rec.info(), nil
+}

@@ -1,0 +1,158 @@
+package mongo_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"testing"
+	"time"
+
+	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
+	"github.com/yorkie-affinity/yorkie/server/backend/database"
+	"github.com/yorkie-affinity/yorkie/server/backend/database/dbtest"
+	"github.com/yorkie-affinity/yorkie/server/backend/database/mongo"
+	"github.com/yorkie-affinity/yorkie/test/testenv"
+)
+
+// quietLogger keeps the backend's info messages out of test output.
+func quietLogger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+// dial connects to the server's database name and closes the handle when the
+// test ends.
+func dial(t testing.TB, uri, name string) *mongo.DB {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	db, err := mongo.Dial(ctx, mongo.Config{URI: uri, Database: name, ConnectTimeout: 5 * time.Second, Logger: quietLogger()})
+	if err != nil {
+		t.Fatalf("dial %s: %v", uri, err)
+	}
+	t.Cleanup(func() { _ = db.Close(context.Background()) })
+	return db
+}
+
+func TestConformance(t *testing.T) {
+	m := testenv.MongoURI(t)
+	dbtest.Run(t, func(t *testing.T) database.Database {
+		return dial(t, m.URI, m.NewDatabase())
+	})
+	// Two clients on one database act as two nodes.
+	t.Run("TwoClients", func(t *testing.T) {
+		dbtest.RunShared(t, func(t *testing.T) (database.Database, database.Database) {
+			name := m.NewDatabase()
+			return dial(t, m.URI, name), dial(t, m.URI, name)
+		})
+	})
+}
+
+func TestDialUnreachable(t *testing.T) {
+	addr := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
+	start := time.Now()
+	_, err := mongo.Dial(context.Background(), mongo.Config{URI: "mongodb://" + addr, ConnectTimeout: time.Second, Logger: quietLogger()})
+	if !errors.Is(err, database.ErrUnavailable) {
+		t.Fatalf("Dial of a closed port: got %v, want ErrUnavailable", err)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Fatalf("Dial of a closed port took %s with a 1s connect timeout", took)
+	}
+}
+
+// change builds one stored change for the outage test.
+func change(seq int64) *database.Change {
+	return &database.Change{
+		ServerSeq: seq,
+		ActorID:   "0123456789abcdef01234567",
+		ClientSeq: uint32(seq),
+		Body:      &api.Change{Id: &api.ChangeID{ServerSeq: seq, ClientSeq: uint32(seq)}, Message: fmt.Sprint("change ", seq)},
+	}
+}
+
+func TestOutageAndRecovery(t *testing.T) {
+	m := testenv.MongoURI(t)
+	if !m.Managed() {
+		t.Skip("the MongoDB server is external: the test cannot stop it")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	db, err := mongo.Dial(ctx, mongo.Config{URI: m.URI, Database: m.Database, ConnectTimeout: 2 * time.Second, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close(context.Background()) })
+
+	d, err := db.FindOrCreateDocument(ctx, "outage")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.AppendChanges(ctx, d.ID, 0, []*database.Change{change(1), change(2)}); err != nil {
+		t.Fatal(err)
+	}
+
+	m.Stop()
+	calls := map[string]func(context.Context) error{
+		"FindDocument": func(ctx context.Context) error { _, err := db.FindDocument(ctx, d.ID); return err },
+		"AppendChanges": func(ctx context.Context) error {
+			return db.AppendChanges(ctx, d.ID, 0, []*database.Change{change(3)})
+		},
+		"FindChanges": func(ctx context.Context) error { _, err := db.FindChanges(ctx, d.ID, 1, 10); return err },
+		"ActivateClient": func(ctx context.Context) error {
+			_, err := db.ActivateClient(ctx, "during-outage", nil)
+			return err
+		},
+	}
+	for name, call := range calls {
+		// With a deadline shorter than the connect timeout, the deadline wins.
+		callCtx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+		start := time.Now()
+		err := call(callCtx)
+		took := time.Since(start)
+		cancel()
+		if !errors.Is(err, database.ErrUnavailable) {
+			t.Fatalf("%s while the server is down: got %v, want ErrUnavailable", name, err)
+		}
+		if took > 1500*time.Millisecond {
+			t.Fatalf("%s while the server is down took %s with a 500ms deadline", name, took)
+		}
+	}
+	// Without a deadline the connect timeout bounds the wait.
+	start := time.Now()
+	if _, err := db.FindClient(context.Background(), d.ID); !errors.Is(err, database.ErrUnavailable) {
+		t.Fatalf("FindClient without deadline while the server is down: got %v, want ErrUnavailable", err)
+	}
+	if took := time.Since(start); took > 4*time.Second {
+		t.Fatalf("FindClient without deadline while the server is down took %s with a 2s connect timeout", took)
+	}
+
+	m.Restart(t)
+	restarted := time.Now()
+	for {
+		callCtx, cancel := context.WithTimeout(ctx, time.Second)
+		_, err := db.FindDocument(callCtx, d.ID)
+		cancel()
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, database.ErrUnavailable) {
+			t.Fatalf("FindDocument after the restart: %v", err)
+		}
+		if time.Since(restarted) > 30*time.Second {
+			t.Fatalf("the handle did not recover within 30s of the restart: %v", err)
+		}
+	}
+	t.Logf("recovered %s after the restart", time.Since(restarted).Round(time.Millisecond))
+
+	if err := db.AppendChanges(ctx, d.ID, 0, []*database.Change{change(3)}); err != nil {
+		t.Fatalf("AppendChanges after recovery: %v", err)
+	}
+	log, err := db.FindChanges(ctx, d.ID, 1, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(log) != 3 || log[0].ServerSeq != 1 || log[2].ServerSeq != 3 {
+		t.Fatalf("log after the restart has %d changes, want 1..3", len(log))
+	}
+}
