@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"runtime/debug"
 	"sync"
 
 	"connectrpc.com/connect"
@@ -44,8 +45,6 @@ type Config struct {
 
 // Service implements v1connect.YorkieServiceHandler.
 type Service struct {
-	v1connect.UnimplementedYorkieServiceHandler
-
 	backend         *backend.Backend
 	logger          *slog.Logger
 	router          Router
@@ -97,8 +96,18 @@ func (s *Service) Handler() (string, http.Handler) {
 	path, h := v1connect.NewYorkieServiceHandler(s,
 		connect.WithInterceptors(interceptors...),
 		connect.WithReadMaxBytes(s.maxRequestBytes),
+		connect.WithRecover(s.recovered),
 	)
 	return path, limitBody(h, s.maxRequestBytes)
+}
+
+// recovered turns a panic in a handler into an internal error for the client
+// and logs it with its stack, so one bad request cannot take a connection down
+// silently.
+func (s *Service) recovered(ctx context.Context, spec connect.Spec, _ http.Header, p any) error {
+	s.logger.ErrorContext(ctx, "panic in rpc handler", "procedure", spec.Procedure, "panic", p,
+		"stack", string(debug.Stack()))
+	return newError(connect.CodeInternal, CodeInternal, errors.New("internal error"))
 }
 
 // CloseStreams ends every open Watch stream with code unavailable, so clients
@@ -245,7 +254,7 @@ func (s *Service) Watch(ctx context.Context, req *connect.Request[api.WatchReque
 		return invalidArgument(fmt.Errorf("watch takes exactly one resource, got %d", len(resources)))
 	}
 	if resources[0].GetChannel() != nil {
-		return newError(connect.CodeUnimplemented, CodeUnimplemented, errors.New("channels are not supported"))
+		return unimplemented(errChannels)
 	}
 	doc := resources[0].GetDocument()
 	if doc == nil {
@@ -369,3 +378,6 @@ func (s *Service) streamEnded(ctx context.Context, procedure string, err error) 
 	s.logger.DebugContext(ctx, "watch stream send failed", "procedure", procedure, "error", err)
 	return err
 }
+
+// Service must serve every procedure of the YorkieService.
+var _ v1connect.YorkieServiceHandler = (*Service)(nil)

@@ -1,0 +1,40 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+func TestRunCommands(t *testing.T) {
+	cases := []struct {
+		name       string
+		args       []string
+		wantCode   int
+		wantStdout string
+		wantStderr string
+	}{
+		{"no command", nil, 2, "", "usage: yorkie"},
+		{"unknown command", []string{"serve"}, 2, "", `unknown command "serve"`},
+		{"version", []string{"version"}, 0, "yorkie dev\n", ""},
+		{"help", []string{"help"}, 0, "usage: yorkie", ""},
+		{"unknown flag", []string{"server", "--no-such-flag"}, 2, "", "flag provided but not defined"},
+		{"bad log level", []string{"server", "--log-level", "loud"}, 2, "", "--log-level"},
+		{"stray argument", []string{"server", "extra"}, 2, "", "unexpected arguments"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(tc.args, &stdout, &stderr)
+			if code != tc.wantCode {
+				t.Errorf("exit code %d, want %d (stderr: %s)", code, tc.wantCode, stderr.String())
+			}
+			if !strings.Contains(stdout.String(), tc.wantStdout) || (tc.wantStdout == "" && stdout.Len() > 0) {
+				t.Errorf("stdout %q, want it to contain %q", stdout.String(), tc.wantStdout)
+			}
+			if !strings.Contains(stderr.String(), tc.wantStderr) {
+				t.Errorf("stderr %q, want it to contain %q", stderr.String(), tc.wantStderr)
+			}
+		})
+	}
+}

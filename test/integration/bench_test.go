@@ -1,0 +1,178 @@
+package integration_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"connectrpc.com/connect"
+
+	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
+	"github.com/yorkie-affinity/yorkie/api/yorkie/v1/v1connect"
+	"github.com/yorkie-affinity/yorkie/server/servertest"
+)
+
+// BenchmarkWatchChangedLatency measures the time from the start of a push to
+// the CHANGED event arriving at each watcher, over Connect JSON like the JS
+// SDK, and reports its median and 99th percentile.
+func BenchmarkWatchChangedLatency(b *testing.B) {
+	for _, n := range []int{1, 10, 100} {
+		b.Run(fmt.Sprintf("watchers=%d", n), func(b *testing.B) {
+			srv := servertest.Start(b)
+			c := servertest.Client(b, srv, servertest.ConnectJSON)
+			docKey := uniqueKey(b, "doc")
+			writer := newReplica(b, c)
+			writer.mustAttach(docKey)
+
+			arrivals := make(chan time.Time, n)
+			for range n {
+				r := newReplica(b, c)
+				r.mustAttach(docKey)
+				ctx, cancel := context.WithCancel(context.Background())
+				b.Cleanup(cancel)
+				stream, err := c.Watch(ctx, connect.NewRequest(&api.WatchRequest{ClientId: r.id,
+					Resources: []*api.ResourceDescriptor{{Resource: &api.ResourceDescriptor_Document{
+						Document: &api.DocumentDescriptor{DocumentId: r.docID}}}}}))
+				must(b, err, "watch")
+				if !stream.Receive() || stream.Msg().GetInitialization() == nil {
+					b.Fatalf("watch did not start with an initialization: %v", stream.Err())
+				}
+				go func() {
+					defer stream.Close()
+					for stream.Receive() {
+						ev := stream.Msg().GetEvent().GetDocEvent().GetEvent()
+						if ev.GetType() == changed && ev.GetPublisher() == writer.id {
+							arrivals <- time.Now()
+						}
+					}
+				}()
+			}
+			// Watchers that subscribed after others caused WATCHED events only;
+			// those are filtered above.
+			latencies := make([]time.Duration, 0, b.N*n)
+			b.ResetTimer()
+			for range b.N {
+				writer.edit(1)
+				start := time.Now()
+				writer.mustPushPull()
+				for range n {
+					select {
+					case at := <-arrivals:
+						latencies = append(latencies, at.Sub(start))
+					case <-time.After(waitTimeout):
+						b.Fatalf("a watcher got no CHANGED within %s", waitTimeout)
+					}
+				}
+			}
+			b.StopTimer()
+			slices.Sort(latencies)
+			pct := func(p int) float64 {
+				i := min(len(latencies)-1, len(latencies)*p/100)
+				return float64(latencies[i].Microseconds())
+			}
+			b.ReportMetric(pct(50), "p50-us")
+			b.ReportMetric(pct(99), "p99-us")
+		})
+	}
+}
+
+// processCPU returns the CPU time (user and system) this process used so far.
+func processCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatalf("getrusage: %v", err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// pushPullLoop runs b.N PushPull round trips of one change each.
+func pushPullLoop(b *testing.B, c v1connect.YorkieServiceClient) {
+	r := newReplica(b, c)
+	r.mustAttach(uniqueKey(b, "doc"))
+	ctx := context.Background()
+	for range b.N {
+		r.edit(1)
+		if _, err := r.pushPull(ctx, false); err != nil {
+			b.Fatalf("pushpull: %v", err)
+		}
+	}
+}
+
+// BenchmarkPushPull measures a PushPull round trip carrying one change over
+// loopback. In-process, cpu-us/op is the whole process's CPU per call, client
+// included. The child-process variant runs the server in its own process and
+// reports server-cpu-us/op and client-cpu-us/op apart.
+func BenchmarkPushPull(b *testing.B) {
+	for _, p := range []servertest.Protocol{servertest.ConnectProto, servertest.ConnectJSON} {
+		b.Run("in-process/"+p.String(), func(b *testing.B) {
+			srv := servertest.Start(b)
+			c := servertest.Client(b, srv, p)
+			b.ReportAllocs()
+			b.ResetTimer()
+			before := processCPU(b)
+			pushPullLoop(b, c)
+			used := processCPU(b) - before
+			b.ReportMetric(float64(used.Microseconds())/float64(b.N), "cpu-us/op")
+		})
+		b.Run("child-server/"+p.String(), func(b *testing.B) {
+			addr, pid := startChildServer(b)
+			c := v1connect.NewYorkieServiceClient(servertest.HTTPClient(b, p), "http://"+addr, p.ClientOptions()...)
+			b.ResetTimer()
+			serverBefore := childCPU(b, pid)
+			before := processCPU(b)
+			pushPullLoop(b, c)
+			clientUsed := processCPU(b) - before
+			serverUsed := childCPU(b, pid) - serverBefore
+			b.ReportMetric(float64(serverUsed.Microseconds())/float64(b.N), "server-cpu-us/op")
+			b.ReportMetric(float64(clientUsed.Microseconds())/float64(b.N), "client-cpu-us/op")
+		})
+	}
+}
+
+// startChildServer runs this test binary as a server process and returns its
+// address and process ID; it stops when the benchmark ends.
+func startChildServer(b *testing.B) (string, int) {
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		b.Skip("needs /proc to read a child's CPU time")
+	}
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), childServerEnv+"=1")
+	stdin, err := cmd.StdinPipe()
+	must(b, err, "child stdin")
+	stdout, err := cmd.StdoutPipe()
+	must(b, err, "child stdout")
+	cmd.Stderr = os.Stderr
+	must(b, cmd.Start(), "start child server")
+	b.Cleanup(func() {
+		_ = stdin.Close()
+		_ = cmd.Wait()
+	})
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	must(b, err, "read child server address")
+	return strings.TrimSpace(line), cmd.Process.Pid
+}
+
+// childCPU reads a process's user and system CPU time from /proc.
+func childCPU(b *testing.B, pid int) time.Duration {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	must(b, err, "read child stat")
+	// Fields after the parenthesised command name; utime and stime are the
+	// 14th and 15th fields of the whole line, in clock ticks.
+	s := string(data)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	utime, err1 := strconv.ParseInt(fields[11], 10, 64)
+	stime, err2 := strconv.ParseInt(fields[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		b.Fatalf("parse child stat %q", s)
+	}
+	const ticksPerSecond = 100 // USER_HZ on Linux
+	return time.Duration(utime+stime) * time.Second / ticksPerSecond
+}
