@@ -64,7 +64,8 @@ const DefaultPrefix = "/yorkie/"
 type Config struct {
 	// Endpoints are the etcd client URLs, e.g. "http://127.0.0.1:2379".
 	Endpoints []string
-	// DialTimeout bounds the first connection; zero means 5 s.
+	// DialTimeout is handed to the etcd client, which bounds connection
+	// setup with it; zero means 5 s. Calls are bounded by their contexts.
 	DialTimeout time.Duration
 	// Prefix is put in front of every key; empty means DefaultPrefix.
 	Prefix string

@@ -1,6 +1,7 @@
 package etcd
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"testing"
@@ -42,4 +43,52 @@ func TestConformance(t *testing.T) {
 			l.(*lease).stopRenewal()
 		},
 	})
+}
+
+// A member watch that fell behind a compaction lists the members again and
+// ends up with the current set.
+func TestMemberWatchRelistsAfterCompaction(t *testing.T) {
+	s := newStore(t, testenv.StartEtcd(t), testPrefix(t))
+	ctx := t.Context()
+	a, err := s.Register(ctx, "a:1", 10*time.Second)
+	if err != nil {
+		t.Fatalf("Register: %v", err)
+	}
+	_, rev, err := s.listMembers(ctx)
+	if err != nil {
+		t.Fatalf("list members: %v", err)
+	}
+	b, err := s.Register(ctx, "b:1", 10*time.Second)
+	if err != nil {
+		t.Fatalf("Register: %v", err)
+	}
+	if err := a.Revoke(ctx); err != nil {
+		t.Fatalf("Revoke: %v", err)
+	}
+	now, err := s.cli.Get(ctx, "any")
+	if err != nil {
+		t.Fatalf("Get: %v", err)
+	}
+	if _, err := s.cli.Compact(ctx, now.Header.Revision); err != nil {
+		t.Fatalf("Compact: %v", err)
+	}
+
+	// The view still holds the state at rev, which etcd no longer has.
+	view := &memberView{byKey: map[string]sessionstore.Member{s.memberKey(a.Member()): a.Member()}, wake: make(chan struct{}, 1)}
+	fctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go s.followMembers(fctx, view, rev)
+
+	deadline := time.After(10 * time.Second)
+	for {
+		got := view.snapshot()
+		if len(got) == 1 && got[0] == b.Member() {
+			return
+		}
+		select {
+		case <-view.wake:
+		case <-deadline:
+			t.Fatalf("member view after compaction = %+v, want only %+v", got, b.Member())
+		}
+	}
 }
