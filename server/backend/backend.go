@@ -2,16 +2,25 @@
 // and detaching documents, the PushPull exchange of changes, and the document
 // event subscriptions behind Watch. The RPC layer decodes and validates
 // requests, calls these methods and maps their sentinel errors to wire codes.
+//
+// Each document served by this node has a small state here (its head
+// server_seq, the attachments of its clients) behind a per-document lock, so
+// the exchanges of one document are serialised and get consecutive server_seq
+// values, while different documents run in parallel. The database stays the
+// truth: the state is reloaded from it whenever a write's outcome is unsure.
 package backend
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 
 	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
+	"github.com/yorkie-affinity/yorkie/server/backend/pubsub"
 )
 
 // Sentinel errors that the RPC layer tests with errors.Is and maps to codes.
@@ -36,7 +45,17 @@ var (
 	ErrTooManyChanges = errors.New("too many changes in pack")
 	// ErrShuttingDown: the backend is closing; clients should retry elsewhere.
 	ErrShuttingDown = errors.New("server shutting down")
+	// ErrSlowSubscriber: a Watch subscriber fell so far behind that its
+	// events could not be kept; it must reconnect. Subscription.Err also
+	// wraps database.ErrUnavailable so it maps to a retryable code.
+	ErrSlowSubscriber = pubsub.ErrSlowSubscriber
+	// ErrDocumentReleased: this node gave up the document (another node owns
+	// it now). Subscription.Err also wraps database.ErrFenced, retryable.
+	ErrDocumentReleased = errors.New("document released by this node")
 )
+
+// DefaultMaxChangesPerPack is the default bound on the changes of one pack.
+const DefaultMaxChangesPerPack = 1000
 
 // Config holds the backend's dependencies and options.
 type Config struct {
@@ -52,6 +71,9 @@ type Config struct {
 	// Epoch returns the owner epoch this node holds for a document, supplied
 	// by a cluster layer. Nil means a single node: epoch 0.
 	Epoch func(ctx context.Context, docID string) (int64, error)
+	// WatchQueueSize bounds the WATCHED/UNWATCHED events waiting for one
+	// subscriber before it is ended (default 256).
+	WatchQueueSize int
 }
 
 // Metrics counts the backend's work with atomic counters. It needs no global
@@ -70,85 +92,175 @@ type Metrics struct {
 }
 
 // Event is one document event delivered to a subscriber.
-type Event struct {
-	Type      api.DocEventType
-	Publisher string
-}
+type Event = pubsub.Event
 
-// Subscription delivers the events of one document to one watching client.
-type Subscription struct{}
-
-// Events returns the channel of events for the subscriber.
-func (s *Subscription) Events() <-chan Event { return nil }
-
-// Done is closed when the backend ends the subscription; Err says why.
-func (s *Subscription) Done() <-chan struct{} { return nil }
-
-// Err returns why the backend ended the subscription (nil while it runs or
-// after the subscriber closed it itself).
-func (s *Subscription) Err() error { return nil }
-
-// Close unsubscribes and announces UNWATCHED to the other watchers. It may be
-// called more than once.
-func (s *Subscription) Close() {}
+// Subscription delivers the events of one document to one watching client:
+// Events() yields them, Done() is closed when the backend ends the
+// subscription (Err() says why), Close() unsubscribes (idempotent) and
+// announces UNWATCHED to the other watchers.
+type Subscription = pubsub.Subscription
 
 // Backend is the document logic of one server node.
-type Backend struct{}
+type Backend struct {
+	db      database.Database
+	logger  *slog.Logger
+	metrics *Metrics
+	epochOf func(ctx context.Context, docID string) (int64, error)
+	maxPack int
+	ps      *pubsub.PubSub
+	closing atomic.Bool
 
-var errNotImplemented = errors.New("not implemented yet")
+	// clients caches the IDs of clients known to be activated, so PushPull
+	// does not read the client record on every call.
+	clients sync.Map // client ID -> struct{}
+
+	mu   sync.RWMutex
+	docs map[string]*docState // by document ID, documents served here
+	keys map[string]string    // document ID -> key
+}
 
 // New builds a backend from cfg.
-func New(cfg Config) (*Backend, error) { return nil, errNotImplemented }
+func New(cfg Config) (*Backend, error) {
+	if cfg.DB == nil {
+		return nil, errors.New("backend: Config.DB is required")
+	}
+	if cfg.MaxChangesPerPack <= 0 {
+		cfg.MaxChangesPerPack = DefaultMaxChangesPerPack
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = &Metrics{}
+	}
+	return &Backend{
+		db:      cfg.DB,
+		logger:  cfg.Logger,
+		metrics: cfg.Metrics,
+		epochOf: cfg.Epoch,
+		maxPack: cfg.MaxChangesPerPack,
+		ps: pubsub.New(pubsub.Config{
+			QueueSize:     cfg.WatchQueueSize,
+			OverflowError: fmt.Errorf("%w: %w", pubsub.ErrSlowSubscriber, database.ErrUnavailable),
+			Live:          &cfg.Metrics.Subscriptions,
+		}),
+		docs: make(map[string]*docState),
+		keys: make(map[string]string),
+	}, nil
+}
 
-// Close ends every subscription with ErrShuttingDown.
-func (b *Backend) Close(ctx context.Context) error { return errNotImplemented }
+// Close ends every subscription with ErrShuttingDown and refuses later calls.
+// It does not close the database, which the backend does not own.
+func (b *Backend) Close(ctx context.Context) error {
+	b.closing.Store(true)
+	b.ps.Close(ErrShuttingDown)
+	return nil
+}
+
+// Metrics returns the counters of the backend's work.
+func (b *Backend) Metrics() *Metrics { return b.metrics }
+
+func (b *Backend) checkOpen() error {
+	if b.closing.Load() {
+		return ErrShuttingDown
+	}
+	return nil
+}
 
 // ActivateClient activates (creating if needed) the client with the key.
 func (b *Backend) ActivateClient(ctx context.Context, key string, metadata map[string]string) (*database.ClientInfo, error) {
-	return nil, errNotImplemented
+	if err := b.checkOpen(); err != nil {
+		return nil, err
+	}
+	info, err := b.db.ActivateClient(ctx, key, metadata)
+	if err != nil {
+		return nil, fmt.Errorf("activate client %q: %w", key, err)
+	}
+	b.clients.Store(info.ID, struct{}{})
+	return info, nil
+}
+
+// ensureActivated fails unless the client exists and is activated.
+func (b *Backend) ensureActivated(ctx context.Context, clientID string) error {
+	if _, ok := b.clients.Load(clientID); ok {
+		return nil
+	}
+	info, err := b.db.FindClient(ctx, clientID)
+	if errors.Is(err, database.ErrClientNotFound) {
+		return fmt.Errorf("client %s: %w", clientID, ErrClientNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("find client %s: %w", clientID, err)
+	}
+	if info.Status != database.ClientActivated {
+		return fmt.Errorf("client %s: %w", clientID, ErrClientNotActivated)
+	}
+	b.clients.Store(clientID, struct{}{})
+	return nil
 }
 
 // DeactivateClient detaches every document the client has attached (storing a
 // presence-clear change for it and notifying watchers), ends its
 // subscriptions, then marks it deactivated.
 func (b *Backend) DeactivateClient(ctx context.Context, clientID string) error {
-	return errNotImplemented
-}
-
-// AttachDocument creates the document if needed, attaches the client and runs
-// the pack like PushPull.
-func (b *Backend) AttachDocument(ctx context.Context, clientID, docKey string, pack *api.ChangePack) (string, *api.ChangePack, error) {
-	return "", nil, errNotImplemented
-}
-
-// DetachDocument stores the pack, then marks the client's attachment detached.
-func (b *Backend) DetachDocument(ctx context.Context, clientID, docID string, pack *api.ChangePack) (*api.ChangePack, error) {
-	return nil, errNotImplemented
-}
-
-// RemoveDocument stores the pack and marks the document removed.
-func (b *Backend) RemoveDocument(ctx context.Context, clientID, docID string, pack *api.ChangePack) (*api.ChangePack, error) {
-	return nil, errNotImplemented
-}
-
-// PushPull stores the client's new changes and returns the changes of others
-// it has not seen (none when pushOnly).
-func (b *Backend) PushPull(ctx context.Context, clientID, docID string, pack *api.ChangePack, pushOnly bool) (*api.ChangePack, error) {
-	return nil, errNotImplemented
+	if err := b.checkOpen(); err != nil {
+		return err
+	}
+	if _, err := b.db.FindClient(ctx, clientID); err != nil {
+		if errors.Is(err, database.ErrClientNotFound) {
+			return fmt.Errorf("deactivate client %s: %w", clientID, ErrClientNotFound)
+		}
+		return fmt.Errorf("deactivate client %s: %w", clientID, err)
+	}
+	atts, err := b.db.ListClientAttachments(ctx, clientID)
+	if err != nil {
+		return fmt.Errorf("deactivate client %s: list attachments: %w", clientID, err)
+	}
+	for _, a := range atts {
+		if err := b.detachOnDeactivate(ctx, clientID, a.DocID); err != nil {
+			return fmt.Errorf("deactivate client %s: %w", clientID, err)
+		}
+	}
+	b.clients.Delete(clientID)
+	b.ps.EndClient(clientID, fmt.Errorf("client %s deactivated: %w", clientID, ErrClientNotActivated))
+	if _, err := b.db.DeactivateClient(ctx, clientID); err != nil {
+		return fmt.Errorf("deactivate client %s: %w", clientID, err)
+	}
+	return nil
 }
 
 // Watch subscribes the client to the document's events. watchers lists the
-// client IDs watching the document now, the new one included.
+// client IDs watching the document now, the new one included; the others
+// receive WATCHED, and UNWATCHED when the subscription is closed.
 func (b *Backend) Watch(ctx context.Context, clientID, docID string) (*Subscription, []string, error) {
-	return nil, nil, errNotImplemented
+	if err := b.checkOpen(); err != nil {
+		return nil, nil, err
+	}
+	if err := b.ensureActivated(ctx, clientID); err != nil {
+		return nil, nil, fmt.Errorf("watch: %w", err)
+	}
+	ds, err := b.lockDoc(ctx, docID)
+	if err != nil {
+		return nil, nil, fmt.Errorf("watch: %w", err)
+	}
+	defer ds.unlock()
+	if ds.removed {
+		return nil, nil, fmt.Errorf("watch document %s: %w", docID, ErrDocumentRemoved)
+	}
+	if _, ok := ds.atts[clientID]; !ok {
+		return nil, nil, fmt.Errorf("watch document %s by %s: %w", docID, clientID, ErrDocumentNotAttached)
+	}
+	sub, watchers, err := b.ps.Subscribe(docID, clientID)
+	if errors.Is(err, pubsub.ErrClosed) {
+		return nil, nil, fmt.Errorf("watch document %s: %w", docID, ErrShuttingDown)
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("watch document %s: %w", docID, err)
+	}
+	return sub, watchers, nil
 }
 
-// DocumentKey returns the key of a document ID.
-func (b *Backend) DocumentKey(ctx context.Context, docID string) (string, error) {
-	return "", errNotImplemented
+// publishChanged tells the document's other watchers to pull.
+func (b *Backend) publishChanged(docID, publisher string) {
+	b.ps.Publish(docID, Event{Type: api.DocEventType_DOC_EVENT_TYPE_DOCUMENT_CHANGED, Publisher: publisher})
 }
-
-// ReleaseDocument tells the backend this node no longer owns the document:
-// its cached state is dropped and its subscriptions end with cause (which
-// should be retryable for clients, e.g. wrap database.ErrFenced).
-func (b *Backend) ReleaseDocument(docID string, cause error) {}

@@ -1,0 +1,440 @@
+package backend_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+
+	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
+	"github.com/yorkie-affinity/yorkie/server/backend"
+	"github.com/yorkie-affinity/yorkie/server/backend/database"
+)
+
+func TestResendOfUnacknowledgedChangesIsDeduplicated(t *testing.T) {
+	ctx := context.Background()
+	b, db := newBackend(t, nil)
+	a := activate(t, b, "a")
+	docID, resp, err := b.AttachDocument(ctx, a, "doc", pack(0, 1, edit(t, a, 1, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Checkpoint.ClientSeq != 1 || resp.Checkpoint.ServerSeq != 1 {
+		t.Fatalf("attach checkpoint %v", resp.Checkpoint)
+	}
+	// The answer to this push is lost: the client sends 2 and 3 again
+	// together with 4.
+	if _, err := b.PushPull(ctx, a, docID, pack(1, 3, edit(t, a, 2, 2), edit(t, a, 3, 3)), false); err != nil {
+		t.Fatal(err)
+	}
+	resp, err = b.PushPull(ctx, a, docID, pack(1, 4, edit(t, a, 2, 2), edit(t, a, 3, 3), edit(t, a, 4, 4)), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Checkpoint.ClientSeq != 4 || resp.Checkpoint.ServerSeq != 4 {
+		t.Fatalf("checkpoint %v, want server_seq 4 client_seq 4", resp.Checkpoint)
+	}
+	// A resend of only acknowledged changes stores nothing.
+	if _, err := b.PushPull(ctx, a, docID, pack(4, 4, edit(t, a, 4, 4)), false); err != nil {
+		t.Fatal(err)
+	}
+	log := storedLog(t, db, docID)
+	checkLog(t, log)
+	if len(log) != 4 {
+		t.Fatalf("log has %d changes, want 4", len(log))
+	}
+}
+
+func TestGapIsRejectedAndNothingStored(t *testing.T) {
+	ctx := context.Background()
+	b, db := newBackend(t, nil)
+	a := activate(t, b, "a")
+	docID, _, err := b.AttachDocument(ctx, a, "doc", pack(0, 1, edit(t, a, 1, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = b.PushPull(ctx, a, docID, pack(1, 4, edit(t, a, 3, 3), edit(t, a, 4, 4)), false)
+	if !errors.Is(err, backend.ErrInvalidClientSeq) {
+		t.Fatalf("push after a gap: %v, want ErrInvalidClientSeq", err)
+	}
+	_, err = b.PushPull(ctx, a, docID, pack(1, 3, edit(t, a, 2, 2), edit(t, a, 4, 4)), false)
+	if !errors.Is(err, backend.ErrInvalidChangePack) {
+		t.Fatalf("non-consecutive pack: %v, want ErrInvalidChangePack", err)
+	}
+	if log := storedLog(t, db, docID); len(log) != 1 {
+		t.Fatalf("log has %d changes after rejected pushes, want 1", len(log))
+	}
+}
+
+func TestMalformedPacksAreRejected(t *testing.T) {
+	ctx := context.Background()
+	b, _ := newBackend(t, nil)
+	a := activate(t, b, "a")
+	other := activate(t, b, "other")
+	docID, _, err := b.AttachDocument(ctx, a, "doc", pack(0, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tooMany := make([]*api.Change, backend.DefaultMaxChangesPerPack+1)
+	for i := range tooMany {
+		tooMany[i] = edit(t, a, uint32(i+1), int64(i+1))
+	}
+	for name, tc := range map[string]struct {
+		pack *api.ChangePack
+		want error
+	}{
+		"no checkpoint":     {&api.ChangePack{}, backend.ErrInvalidChangePack},
+		"nil pack":          {nil, backend.ErrInvalidChangePack},
+		"other actor":       {pack(0, 1, edit(t, other, 1, 1)), backend.ErrInvalidChangePack},
+		"change without id": {pack(0, 1, &api.Change{}), backend.ErrInvalidChangePack},
+		"too many changes":  {pack(0, uint32(len(tooMany)), tooMany...), backend.ErrTooManyChanges},
+	} {
+		if _, err := b.PushPull(ctx, a, docID, tc.pack, false); !errors.Is(err, tc.want) {
+			t.Errorf("%s: %v, want %v", name, err, tc.want)
+		}
+	}
+}
+
+func TestPullExcludesOwnChangesAndCarriesVersionVectors(t *testing.T) {
+	ctx := context.Background()
+	b, _ := newBackend(t, nil)
+	a := activate(t, b, "a")
+	c := activate(t, b, "c")
+	docID, _, err := b.AttachDocument(ctx, a, "doc", pack(0, 1, edit(t, a, 1, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	noVV := edit(t, a, 2, 2)
+	noVV.Id.VersionVector = nil
+	if _, err := b.PushPull(ctx, a, docID, pack(1, 2, noVV), false); err != nil {
+		t.Fatal(err)
+	}
+	_, resp, err := b.AttachDocument(ctx, c, "doc", pack(0, 1, edit(t, c, 1, 3)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Changes) != 2 {
+		t.Fatalf("new client pulled %d changes, want a's 2", len(resp.Changes))
+	}
+	for _, ch := range resp.Changes {
+		if ch.Id.VersionVector == nil {
+			t.Fatalf("pulled change %d has no version vector", ch.Id.ServerSeq)
+		}
+	}
+	if resp.VersionVector == nil {
+		t.Fatal("response pack has no version vector")
+	}
+	resp, err = b.PushPull(ctx, a, docID, pack(0, 2), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Changes) != 1 || resp.Changes[0].Id.ServerSeq != 3 || resp.Checkpoint.ServerSeq != 3 {
+		t.Fatalf("a pulled %v, want only c's change at 3", resp.Changes)
+	}
+}
+
+func TestPushOnlyAnswersWithCheckpointOnly(t *testing.T) {
+	ctx := context.Background()
+	b, _ := newBackend(t, nil)
+	a := activate(t, b, "a")
+	c := activate(t, b, "c")
+	docID, _, _ := b.AttachDocument(ctx, a, "doc", pack(0, 0))
+	if _, _, err := b.AttachDocument(ctx, c, "doc", pack(0, 1, edit(t, c, 1, 1))); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := b.PushPull(ctx, a, docID, pack(0, 1, edit(t, a, 1, 2)), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Changes) != 0 || resp.Checkpoint.ClientSeq != 1 || resp.Checkpoint.ServerSeq != 0 {
+		t.Fatalf("push-only answer: %v", resp)
+	}
+	resp, err = b.PushPull(ctx, a, docID, pack(0, 1), false)
+	if err != nil || len(resp.Changes) != 1 {
+		t.Fatalf("later pull: %v, %v; want c's change", resp, err)
+	}
+}
+
+func TestConcurrentPushPullOnOneDocumentIsGapless(t *testing.T) {
+	ctx := context.Background()
+	b, db := newBackend(t, nil)
+	const clients, pushes = 16, 25
+	ids := make([]string, clients)
+	var docID string
+	for i := range ids {
+		ids[i] = activate(t, b, fmt.Sprint("c", i))
+		id, _, err := b.AttachDocument(ctx, ids[i], "doc", pack(0, 0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		docID = id
+	}
+	var wg sync.WaitGroup
+	for _, id := range ids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var seen int64
+			for s := uint32(1); s <= pushes; s++ {
+				resp, err := b.PushPull(ctx, id, docID, pack(seen, s, edit(t, id, s, int64(s))), false)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				for _, c := range resp.Changes {
+					if c.Id.ServerSeq <= seen {
+						t.Errorf("pulled server_seq %d again after %d", c.Id.ServerSeq, seen)
+					}
+				}
+				seen = resp.Checkpoint.ServerSeq
+			}
+		}()
+	}
+	wg.Wait()
+	log := storedLog(t, db, docID)
+	checkLog(t, log)
+	if len(log) != clients*pushes {
+		t.Fatalf("log has %d changes, want %d", len(log), clients*pushes)
+	}
+}
+
+func TestWatchEventsFollowTheDocument(t *testing.T) {
+	ctx := context.Background()
+	b, _ := newBackend(t, nil)
+	a := activate(t, b, "a")
+	c := activate(t, b, "c")
+	docID, _, _ := b.AttachDocument(ctx, a, "doc", pack(0, 0))
+	if _, _, err := b.AttachDocument(ctx, c, "doc", pack(0, 0)); err != nil {
+		t.Fatal(err)
+	}
+	subA, watchers, err := b.Watch(ctx, a, docID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer subA.Close()
+	if !slices.Equal(watchers, []string{a}) {
+		t.Fatalf("watchers %v", watchers)
+	}
+	subC, watchers, err := b.Watch(ctx, c, docID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(watchers)
+	if want := []string{a, c}; !slices.Equal(watchers, slices.Sorted(slices.Values(want))) {
+		t.Fatalf("watchers %v", watchers)
+	}
+	if ev := nextEvent(t, subA); ev != (backend.Event{Type: api.DocEventType_DOC_EVENT_TYPE_DOCUMENT_WATCHED, Publisher: c}) {
+		t.Fatalf("a got %v", ev)
+	}
+	if _, err := b.PushPull(ctx, c, docID, pack(0, 1, edit(t, c, 1, 1)), false); err != nil {
+		t.Fatal(err)
+	}
+	if ev := nextEvent(t, subA); ev != (backend.Event{Type: api.DocEventType_DOC_EVENT_TYPE_DOCUMENT_CHANGED, Publisher: c}) {
+		t.Fatalf("a got %v", ev)
+	}
+	// c is not sent its own CHANGED: the first event it gets is a's.
+	if _, err := b.PushPull(ctx, a, docID, pack(0, 1, edit(t, a, 1, 2)), false); err != nil {
+		t.Fatal(err)
+	}
+	if ev := nextEvent(t, subC); ev != (backend.Event{Type: api.DocEventType_DOC_EVENT_TYPE_DOCUMENT_CHANGED, Publisher: a}) {
+		t.Fatalf("c got %v, want CHANGED by a", ev)
+	}
+	// An empty PushPull stores nothing and announces nothing; the next
+	// event a sees is c leaving.
+	if _, err := b.PushPull(ctx, c, docID, pack(2, 1), false); err != nil {
+		t.Fatal(err)
+	}
+	subC.Close()
+	if ev := nextEvent(t, subA); ev != (backend.Event{Type: api.DocEventType_DOC_EVENT_TYPE_DOCUMENT_UNWATCHED, Publisher: c}) {
+		t.Fatalf("a got %v", ev)
+	}
+
+	if _, _, err := b.Watch(ctx, activate(t, b, "stranger"), docID); !errors.Is(err, backend.ErrDocumentNotAttached) {
+		t.Fatalf("watch without attaching: %v", err)
+	}
+}
+
+func TestDeactivateDetachesWithPresenceClear(t *testing.T) {
+	ctx := context.Background()
+	b, db := newBackend(t, nil)
+	a := activate(t, b, "a")
+	c := activate(t, b, "c")
+	docID, _, _ := b.AttachDocument(ctx, a, "doc", pack(0, 1, edit(t, a, 1, 5)))
+	if _, _, err := b.AttachDocument(ctx, c, "doc", pack(0, 0)); err != nil {
+		t.Fatal(err)
+	}
+	subA, _, _ := b.Watch(ctx, a, docID)
+	subC, _, _ := b.Watch(ctx, c, docID)
+	defer subC.Close()
+	nextEvent(t, subA) // WATCHED c
+
+	if err := b.DeactivateClient(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	log := storedLog(t, db, docID)
+	checkLog(t, log)
+	last := log[len(log)-1]
+	if last.ActorID != a || last.ClientSeq != 2 || last.Body.Id.Lamport != 5 ||
+		last.Body.PresenceChange.GetType() != api.PresenceChange_CHANGE_TYPE_CLEAR {
+		t.Fatalf("last change %v, want a's presence clear at client_seq 2 lamport 5", last.Body)
+	}
+	if ev := nextEvent(t, subC); ev.Type != api.DocEventType_DOC_EVENT_TYPE_DOCUMENT_CHANGED || ev.Publisher != a {
+		t.Fatalf("c got %v, want CHANGED by a", ev)
+	}
+	<-subA.Done()
+	if !errors.Is(subA.Err(), backend.ErrClientNotActivated) {
+		t.Fatalf("a's subscription ended with %v", subA.Err())
+	}
+	if _, err := b.PushPull(ctx, a, docID, pack(0, 1), false); !errors.Is(err, backend.ErrClientNotActivated) {
+		t.Fatalf("push pull after deactivation: %v", err)
+	}
+	if atts, _ := db.ListAttachments(ctx, docID); len(atts) != 1 || atts[0].ClientID != c {
+		t.Fatalf("attachments after deactivation: %v", atts)
+	}
+	if err := b.DeactivateClient(ctx, "0123456789abcdef01234567"); !errors.Is(err, backend.ErrClientNotFound) {
+		t.Fatalf("deactivate unknown client: %v", err)
+	}
+}
+
+func TestDetachThenReattachStartsAFreshAttachment(t *testing.T) {
+	ctx := context.Background()
+	b, db := newBackend(t, nil)
+	a := activate(t, b, "a")
+	docID, _, _ := b.AttachDocument(ctx, a, "doc", pack(0, 1, edit(t, a, 1, 1)))
+	clear := edit(t, a, 2, 2)
+	clear.PresenceChange = &api.PresenceChange{Type: api.PresenceChange_CHANGE_TYPE_CLEAR}
+	if _, err := b.DetachDocument(ctx, a, docID, pack(1, 2, clear)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.PushPull(ctx, a, docID, pack(2, 2), false); !errors.Is(err, backend.ErrDocumentNotAttached) {
+		t.Fatalf("push pull after detach: %v", err)
+	}
+	// A new document instance: client_seq from 1, checkpoint from 0. It
+	// must get its earlier attachment's changes, not its new ones.
+	id, resp, err := b.AttachDocument(ctx, a, "doc", pack(0, 1, edit(t, a, 1, 3)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id != docID || len(resp.Changes) != 2 || resp.Checkpoint.ClientSeq != 1 || resp.Checkpoint.ServerSeq != 3 {
+		t.Fatalf("re-attach answer: id %s, %v", id, resp)
+	}
+	checkLog(t, storedLog(t, db, docID))
+}
+
+func TestRemovedDocument(t *testing.T) {
+	ctx := context.Background()
+	b, _ := newBackend(t, nil)
+	a := activate(t, b, "a")
+	c := activate(t, b, "c")
+	docID, _, _ := b.AttachDocument(ctx, a, "doc", pack(0, 0))
+	if _, _, err := b.AttachDocument(ctx, c, "doc", pack(0, 0)); err != nil {
+		t.Fatal(err)
+	}
+	removal := pack(0, 0)
+	removal.IsRemoved = true
+	resp, err := b.RemoveDocument(ctx, a, docID, removal)
+	if err != nil || !resp.IsRemoved {
+		t.Fatalf("remove: %v, %v", resp, err)
+	}
+	resp, err = b.PushPull(ctx, c, docID, pack(0, 1, edit(t, c, 1, 1)), false)
+	if err != nil || !resp.IsRemoved {
+		t.Fatalf("push pull of a removed document: %v, %v", resp, err)
+	}
+	newID, _, err := b.AttachDocument(ctx, c, "doc", pack(0, 0))
+	if err != nil || newID == docID {
+		t.Fatalf("attach of a removed document's key: %s, %v", newID, err)
+	}
+	if key, err := b.DocumentKey(ctx, docID); err != nil || key != "doc" {
+		t.Fatalf("DocumentKey: %q, %v", key, err)
+	}
+}
+
+func TestMinimumSyncedVersionVector(t *testing.T) {
+	ctx := context.Background()
+	b, _ := newBackend(t, nil)
+	a := activate(t, b, "a")
+	c := activate(t, b, "c")
+	docID, _, _ := b.AttachDocument(ctx, a, "doc", pack(0, 0))
+	if _, _, err := b.AttachDocument(ctx, c, "doc", pack(0, 0)); err != nil {
+		t.Fatal(err)
+	}
+	pa := pack(0, 0)
+	pa.VersionVector = &api.VersionVector{Vector: map[string]int64{"A": 5, "B": 2}}
+	if _, err := b.PushPull(ctx, a, docID, pa, false); err != nil {
+		t.Fatal(err)
+	}
+	pc := pack(0, 0)
+	pc.VersionVector = &api.VersionVector{Vector: map[string]int64{"A": 3, "C": 1}}
+	resp, err := b.PushPull(ctx, c, docID, pc, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := resp.VersionVector.GetVector()
+	// The vector may lag (a lower bound) but never exceed the minimum and
+	// never lack an actor some attached client reported.
+	want := map[string]int64{"A": 3, "B": 0, "C": 0}
+	for k, v := range want {
+		w, ok := got[k]
+		if !ok || w > v {
+			t.Fatalf("min synced vector %v, want at most %v with every actor", got, want)
+		}
+	}
+}
+
+func TestShutdownEndsSubscriptions(t *testing.T) {
+	ctx := context.Background()
+	b, _ := newBackend(t, nil)
+	a := activate(t, b, "a")
+	docID, _, _ := b.AttachDocument(ctx, a, "doc", pack(0, 0))
+	sub, _, err := b.Watch(ctx, a, docID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	<-sub.Done()
+	if !errors.Is(sub.Err(), backend.ErrShuttingDown) {
+		t.Fatalf("subscription ended with %v", sub.Err())
+	}
+	if _, err := b.PushPull(ctx, a, docID, pack(0, 0), false); !errors.Is(err, backend.ErrShuttingDown) {
+		t.Fatalf("push pull after Close: %v", err)
+	}
+}
+
+func TestReleaseDocumentEndsSubscriptionsRetryably(t *testing.T) {
+	ctx := context.Background()
+	b, _ := newBackend(t, nil)
+	a := activate(t, b, "a")
+	docID, _, _ := b.AttachDocument(ctx, a, "doc", pack(0, 0))
+	sub, _, _ := b.Watch(ctx, a, docID)
+	if err := b.ReleaseDocument(ctx, docID, nil); err != nil {
+		t.Fatal(err)
+	}
+	<-sub.Done()
+	if !errors.Is(sub.Err(), database.ErrFenced) || !errors.Is(sub.Err(), backend.ErrDocumentReleased) {
+		t.Fatalf("subscription ended with %v", sub.Err())
+	}
+	// The state is reloaded from the database on the next call.
+	resp, err := b.PushPull(ctx, a, docID, pack(0, 1, edit(t, a, 1, 1)), false)
+	if err != nil || resp.Checkpoint.ClientSeq != 1 {
+		t.Fatalf("push pull after release: %v, %v", resp, err)
+	}
+}
+
+func TestUnknownClientsAndDocuments(t *testing.T) {
+	ctx := context.Background()
+	b, _ := newBackend(t, nil)
+	a := activate(t, b, "a")
+	if _, err := b.PushPull(ctx, "0123456789abcdef01234567", "0123456789abcdef01234567", pack(0, 0), false); !errors.Is(err, backend.ErrClientNotFound) {
+		t.Fatalf("unknown client: %v", err)
+	}
+	if _, err := b.PushPull(ctx, a, "0123456789abcdef01234567", pack(0, 0), false); !errors.Is(err, backend.ErrDocumentNotFound) {
+		t.Fatalf("unknown document: %v", err)
+	}
+	if _, err := b.DocumentKey(ctx, "0123456789abcdef01234567"); !errors.Is(err, backend.ErrDocumentNotFound) {
+		t.Fatalf("key of unknown document: %v", err)
+	}
+}

@@ -1,0 +1,188 @@
+package backend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/yorkie-affinity/yorkie/server/backend/database"
+)
+
+// docState is what this node keeps about a document it serves. Every field is
+// guarded by the lock (a one-slot channel, so waiting honours a context).
+type docState struct {
+	lock chan struct{}
+	id   string
+
+	// released: the node gave the document up; a waiter must look again.
+	released bool
+	// loaded: the fields below match the database. Cleared whenever a
+	// write's outcome is unsure, so the next call reloads.
+	loaded  bool
+	key     string
+	epoch   int64
+	head    int64
+	removed bool
+	// atts holds the attachments with status Attached, by client ID.
+	atts map[string]*attState
+
+	// minVV is the minimum synced version vector last computed; it is
+	// replaced, never mutated, since responses share it.
+	minVV   map[string]int64
+	minAt   time.Time
+	minRoot bool // minVV was computed over every attachment (not only folded)
+}
+
+// attState is one attached client's attachment as cached here.
+type attState struct {
+	att database.Attachment
+	// verified: att.ClientSeq was reconciled with the log since loading.
+	verified bool
+	// lamport is the lamport of the client's last stored change in this
+	// attachment, or -1 when unknown.
+	lamport int64
+}
+
+func (ds *docState) unlock() { <-ds.lock }
+
+// lockDoc returns the document's state, locked and loaded. The caller unlocks.
+func (b *Backend) lockDoc(ctx context.Context, docID string) (*docState, error) {
+	for {
+		b.mu.RLock()
+		ds := b.docs[docID]
+		b.mu.RUnlock()
+		if ds == nil {
+			b.mu.Lock()
+			if ds = b.docs[docID]; ds == nil {
+				ds = &docState{lock: make(chan struct{}, 1), id: docID}
+				b.docs[docID] = ds
+			}
+			b.mu.Unlock()
+		}
+		select {
+		case ds.lock <- struct{}{}:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("document %s: wait for lock: %w", docID, ctx.Err())
+		}
+		if ds.released {
+			ds.unlock()
+			continue
+		}
+		if !ds.loaded {
+			if err := b.load(ctx, ds); err != nil {
+				ds.unlock()
+				return nil, err
+			}
+		}
+		return ds, nil
+	}
+}
+
+// load reads the document's state from the database, claiming it with this
+// node's epoch. The caller holds the lock.
+func (b *Backend) load(ctx context.Context, ds *docState) error {
+	var epoch int64
+	if b.epochOf != nil {
+		e, err := b.epochOf(ctx, ds.id)
+		if err != nil {
+			return fmt.Errorf("document %s: owner epoch: %w", ds.id, err)
+		}
+		epoch = e
+	}
+	info, err := b.db.ClaimDocument(ctx, ds.id, epoch)
+	if errors.Is(err, database.ErrDocumentNotFound) {
+		return fmt.Errorf("document %s: %w: %w", ds.id, ErrDocumentNotFound, err)
+	}
+	if errors.Is(err, database.ErrFenced) {
+		b.forget(ds)
+		return fmt.Errorf("claim document %s: %w", ds.id, err)
+	}
+	if err != nil {
+		return fmt.Errorf("claim document %s: %w", ds.id, err)
+	}
+	list, err := b.db.ListAttachments(ctx, ds.id)
+	if err != nil {
+		return fmt.Errorf("document %s: list attachments: %w", ds.id, err)
+	}
+	atts := make(map[string]*attState, len(list))
+	for _, a := range list {
+		atts[a.ClientID] = &attState{att: *a, lamport: -1}
+	}
+	ds.key, ds.epoch, ds.head = info.Key, epoch, info.ServerSeq
+	ds.removed = !info.RemovedAt.IsZero()
+	ds.atts = atts
+	ds.minVV, ds.minAt, ds.minRoot = nil, time.Time{}, false
+	ds.loaded = true
+	b.rememberKey(ds.id, info.Key)
+	return nil
+}
+
+// forget drops the document's state; the caller holds its lock. A later call
+// starts from a fresh state.
+func (b *Backend) forget(ds *docState) {
+	ds.released = true
+	ds.loaded = false
+	b.mu.Lock()
+	if b.docs[ds.id] == ds {
+		delete(b.docs, ds.id)
+	}
+	b.mu.Unlock()
+}
+
+// ReleaseDocument tells the backend this node no longer owns the document:
+// its cached state is dropped and its subscriptions end with an error
+// wrapping cause, ErrDocumentReleased and database.ErrFenced (retryable for
+// clients, who reconnect to the new owner). A call in progress on the
+// document finishes first.
+func (b *Backend) ReleaseDocument(ctx context.Context, docID string, cause error) error {
+	b.mu.RLock()
+	ds := b.docs[docID]
+	b.mu.RUnlock()
+	if ds != nil {
+		select {
+		case ds.lock <- struct{}{}:
+		case <-ctx.Done():
+			return fmt.Errorf("release document %s: %w", docID, ctx.Err())
+		}
+		b.forget(ds)
+		ds.unlock()
+	}
+	err := fmt.Errorf("document %s: %w: %w", docID, ErrDocumentReleased, database.ErrFenced)
+	if cause != nil {
+		err = fmt.Errorf("%w: %w", err, cause)
+	}
+	b.ps.EndDocument(docID, err)
+	return nil
+}
+
+// DocumentKey returns the key of a document ID. Keys never change, so they
+// are cached.
+func (b *Backend) DocumentKey(ctx context.Context, docID string) (string, error) {
+	b.mu.RLock()
+	key, ok := b.keys[docID]
+	b.mu.RUnlock()
+	if ok {
+		return key, nil
+	}
+	info, err := b.db.FindDocument(ctx, docID)
+	if errors.Is(err, database.ErrDocumentNotFound) {
+		return "", fmt.Errorf("document key of %s: %w: %w", docID, ErrDocumentNotFound, err)
+	}
+	if err != nil {
+		return "", fmt.Errorf("document key of %s: %w", docID, err)
+	}
+	b.rememberKey(docID, info.Key)
+	return info.Key, nil
+}
+
+func (b *Backend) rememberKey(docID, key string) {
+	b.mu.RLock()
+	_, ok := b.keys[docID]
+	b.mu.RUnlock()
+	if !ok {
+		b.mu.Lock()
+		b.keys[docID] = key
+		b.mu.Unlock()
+	}
+}

@@ -1,0 +1,472 @@
+package backend
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"maps"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
+	"github.com/yorkie-affinity/yorkie/server/backend/database"
+)
+
+// maxAppendAttempts bounds the reload-and-retry rounds after ErrConflict.
+const maxAppendAttempts = 4
+
+// AttachDocument creates the document if needed, attaches the client (a fresh
+// attachment: client_seq from 0, starting at the current head) and runs the
+// pack like PushPull.
+func (b *Backend) AttachDocument(ctx context.Context, clientID, docKey string, pack *api.ChangePack) (string, *api.ChangePack, error) {
+	if err := b.checkOpen(); err != nil {
+		return "", nil, err
+	}
+	if err := b.validatePack(clientID, pack); err != nil {
+		return "", nil, fmt.Errorf("attach document %q: %w", docKey, err)
+	}
+	if err := b.ensureActivated(ctx, clientID); err != nil {
+		return "", nil, fmt.Errorf("attach document %q: %w", docKey, err)
+	}
+	info, err := b.db.FindOrCreateDocument(ctx, docKey)
+	if err != nil {
+		return "", nil, fmt.Errorf("attach document %q: %w", docKey, err)
+	}
+	b.rememberKey(info.ID, info.Key)
+	ds, err := b.lockDoc(ctx, info.ID)
+	if err != nil {
+		return "", nil, fmt.Errorf("attach document %q: %w", docKey, err)
+	}
+	defer ds.unlock()
+	if ds.removed {
+		return "", nil, fmt.Errorf("attach document %q (%s): %w", docKey, info.ID, ErrDocumentRemoved)
+	}
+	e := &attState{
+		att: database.Attachment{
+			ClientID:   clientID,
+			DocID:      info.ID,
+			Status:     database.Attached,
+			AttachedAt: ds.head,
+			ServerSeq:  0,
+			UpdatedAt:  time.Now(),
+		},
+		verified: true,
+		lamport:  0,
+	}
+	if err := b.db.UpdateAttachment(ctx, &e.att, ds.epoch); err != nil {
+		b.writeFailed(ds, err)
+		return "", nil, fmt.Errorf("attach document %q (%s): %w", docKey, info.ID, err)
+	}
+	ds.atts[clientID] = e
+	resp, err := b.exchange(ctx, ds, clientID, e, pack, false)
+	if err != nil {
+		return "", nil, fmt.Errorf("attach document %q (%s): %w", docKey, info.ID, err)
+	}
+	return info.ID, resp, nil
+}
+
+// DetachDocument stores the pack (normally the client's presence clear),
+// then marks the client's attachment detached.
+func (b *Backend) DetachDocument(ctx context.Context, clientID, docID string, pack *api.ChangePack) (*api.ChangePack, error) {
+	ds, e, err := b.begin(ctx, clientID, docID, pack)
+	if err != nil {
+		return nil, fmt.Errorf("detach document %s: %w", docID, err)
+	}
+	defer ds.unlock()
+	resp, err := b.exchange(ctx, ds, clientID, e, pack, false)
+	if err != nil {
+		return nil, fmt.Errorf("detach document %s: %w", docID, err)
+	}
+	if err := b.endAttachment(ctx, ds, clientID, e, database.Detached); err != nil {
+		return nil, fmt.Errorf("detach document %s: %w", docID, err)
+	}
+	return resp, nil
+}
+
+// RemoveDocument stores the pack, marks the document removed and the
+// client's attachment removed. The other clients learn it on their next
+// PushPull (is_removed), which the CHANGED event published here prompts.
+func (b *Backend) RemoveDocument(ctx context.Context, clientID, docID string, pack *api.ChangePack) (*api.ChangePack, error) {
+	ds, e, err := b.begin(ctx, clientID, docID, pack)
+	if err != nil {
+		return nil, fmt.Errorf("remove document %s: %w", docID, err)
+	}
+	defer ds.unlock()
+	resp, err := b.exchange(ctx, ds, clientID, e, pack, false)
+	if err != nil {
+		return nil, fmt.Errorf("remove document %s: %w", docID, err)
+	}
+	if !ds.removed {
+		if err := b.db.RemoveDocument(ctx, docID, ds.epoch); err != nil {
+			b.writeFailed(ds, err)
+			return nil, fmt.Errorf("remove document %s: %w", docID, err)
+		}
+		ds.removed = true
+		b.publishChanged(docID, clientID)
+	}
+	if err := b.endAttachment(ctx, ds, clientID, e, database.Removed); err != nil {
+		return nil, fmt.Errorf("remove document %s: %w", docID, err)
+	}
+	resp.IsRemoved = true
+	return resp, nil
+}
+
+// PushPull stores the client's new changes and returns the changes of others
+// it has not seen (none when pushOnly).
+func (b *Backend) PushPull(ctx context.Context, clientID, docID string, pack *api.ChangePack, pushOnly bool) (*api.ChangePack, error) {
+	ds, e, err := b.begin(ctx, clientID, docID, pack)
+	if err != nil {
+		return nil, fmt.Errorf("push pull %s: %w", docID, err)
+	}
+	defer ds.unlock()
+	resp, err := b.exchange(ctx, ds, clientID, e, pack, pushOnly)
+	if err != nil {
+		return nil, fmt.Errorf("push pull %s: %w", docID, err)
+	}
+	return resp, nil
+}
+
+// begin validates a call on an attached document and returns the document's
+// state, locked, with the client's attachment.
+func (b *Backend) begin(ctx context.Context, clientID, docID string, pack *api.ChangePack) (*docState, *attState, error) {
+	if err := b.checkOpen(); err != nil {
+		return nil, nil, err
+	}
+	if err := b.validatePack(clientID, pack); err != nil {
+		return nil, nil, err
+	}
+	if err := b.ensureActivated(ctx, clientID); err != nil {
+		return nil, nil, err
+	}
+	ds, err := b.lockDoc(ctx, docID)
+	if err != nil {
+		return nil, nil, err
+	}
+	e := ds.atts[clientID]
+	if e == nil {
+		ds.unlock()
+		return nil, nil, fmt.Errorf("client %s: %w", clientID, ErrDocumentNotAttached)
+	}
+	return ds, e, nil
+}
+
+// validatePack checks what needs no state: a checkpoint, the size bound, and
+// changes of this client with consecutive client_seq values.
+func (b *Backend) validatePack(clientID string, pack *api.ChangePack) error {
+	if pack == nil || pack.Checkpoint == nil {
+		return fmt.Errorf("no checkpoint: %w", ErrInvalidChangePack)
+	}
+	if pack.Checkpoint.ServerSeq < 0 {
+		return fmt.Errorf("negative checkpoint server_seq: %w", ErrInvalidChangePack)
+	}
+	if n := len(pack.Changes); n > b.maxPack {
+		return fmt.Errorf("%d changes, at most %d: %w", n, b.maxPack, ErrTooManyChanges)
+	}
+	for i, c := range pack.Changes {
+		if c == nil || c.Id == nil {
+			return fmt.Errorf("change %d has no id: %w", i, ErrInvalidChangePack)
+		}
+		if !actorIs(c.Id.ActorId, clientID) {
+			return fmt.Errorf("change %d is not by client %s: %w", i, clientID, ErrInvalidChangePack)
+		}
+		if c.Id.ClientSeq == 0 {
+			return fmt.Errorf("change %d has client_seq 0: %w", i, ErrInvalidChangePack)
+		}
+		if i > 0 && c.Id.ClientSeq != pack.Changes[i-1].Id.ClientSeq+1 {
+			return fmt.Errorf("change %d: client_seq %d does not follow %d: %w",
+				i, c.Id.ClientSeq, pack.Changes[i-1].Id.ClientSeq, ErrInvalidChangePack)
+		}
+	}
+	return nil
+}
+
+// actorIs reports whether actor is the byte form of the lowercase hex ID,
+// without allocating.
+func actorIs(actor []byte, hexID string) bool {
+	const digits = "0123456789abcdef"
+	if len(actor)*2 != len(hexID) {
+		return false
+	}
+	for i, c := range actor {
+		if hexID[2*i] != digits[c>>4] || hexID[2*i+1] != digits[c&0x0f] {
+			return false
+		}
+	}
+	return true
+}
+
+// exchange runs one pack for an attached client: store its new changes, pull
+// what it has not seen, record its checkpoint and vector. The caller holds
+// the document's lock.
+func (b *Backend) exchange(ctx context.Context, ds *docState, clientID string, e *attState, pack *api.ChangePack, pushOnly bool) (*api.ChangePack, error) {
+	b.metrics.PushPulls.Add(1)
+	if ds.removed {
+		// Nothing more is stored in a removed document; the client only
+		// needs to learn it was removed.
+		return &api.ChangePack{
+			DocumentKey: ds.key,
+			Checkpoint:  &api.Checkpoint{ServerSeq: min(pack.Checkpoint.ServerSeq, ds.head), ClientSeq: e.att.ClientSeq},
+			IsRemoved:   true,
+		}, nil
+	}
+	stored, err := b.push(ctx, ds, clientID, e, pack.Changes)
+	if stored > 0 {
+		b.metrics.ChangesStored.Add(int64(stored))
+		b.publishChanged(ds.id, clientID)
+	}
+	if err != nil {
+		return nil, err
+	}
+
+	from := min(pack.Checkpoint.ServerSeq, ds.head)
+	respSeq := ds.head
+	var changes []*api.Change
+	if pushOnly {
+		respSeq = from
+	} else if from < ds.head {
+		if changes, err = b.pull(ctx, ds, clientID, e, from); err != nil {
+			return nil, err
+		}
+		b.metrics.ChangesSent.Add(int64(len(changes)))
+	}
+
+	reported := pack.GetVersionVector().GetVector()
+	next := e.att
+	next.ServerSeq = respSeq
+	next.VersionVector = reported
+	if stored > 0 || next.ServerSeq != e.att.ServerSeq || !maps.Equal(reported, e.att.VersionVector) {
+		// The reported map belongs to the request, which nobody mutates
+		// once decoded; the database keeps its own copy.
+		next.UpdatedAt = time.Now()
+		if err := b.db.UpdateAttachment(ctx, &next, ds.epoch); err != nil {
+			b.writeFailed(ds, err)
+			return nil, fmt.Errorf("update attachment of %s: %w", clientID, err)
+		}
+		e.att = next
+	}
+	return &api.ChangePack{
+		DocumentKey:   ds.key,
+		Checkpoint:    &api.Checkpoint{ServerSeq: respSeq, ClientSeq: e.att.ClientSeq},
+		Changes:       changes,
+		VersionVector: &api.VersionVector{Vector: ds.syncedVV(e.att.VersionVector, time.Now())},
+	}, nil
+}
+
+// push appends the changes the server has not stored yet and returns how
+// many it stored. Changes at or below the stored client_seq are resends and
+// skipped; the first new one must follow the stored client_seq.
+func (b *Backend) push(ctx context.Context, ds *docState, clientID string, e *attState, changes []*api.Change) (int, error) {
+	if len(changes) == 0 {
+		return 0, nil
+	}
+	for attempt := 1; ; attempt++ {
+		if !e.verified {
+			if err := b.verify(ctx, ds, clientID, e); err != nil {
+				return 0, err
+			}
+		}
+		fresh := changes
+		for len(fresh) > 0 && fresh[0].Id.ClientSeq <= e.att.ClientSeq {
+			fresh = fresh[1:]
+		}
+		if len(fresh) == 0 {
+			return 0, nil
+		}
+		if first := fresh[0].Id.ClientSeq; first != e.att.ClientSeq+1 {
+			return 0, fmt.Errorf("client %s pushed client_seq %d after stored %d: %w",
+				clientID, first, e.att.ClientSeq, ErrInvalidClientSeq)
+		}
+		batch := make([]*database.Change, len(fresh))
+		rows := make([]database.Change, len(fresh))
+		for i, c := range fresh {
+			seq := ds.head + int64(i) + 1
+			c.Id.ServerSeq = seq
+			if c.Id.VersionVector == nil {
+				c.Id.VersionVector = &api.VersionVector{}
+			}
+			rows[i] = database.Change{ServerSeq: seq, ActorID: clientID, ClientSeq: c.Id.ClientSeq, Body: c}
+			batch[i] = &rows[i]
+		}
+		err := b.db.AppendChanges(ctx, ds.id, ds.epoch, batch)
+		if err == nil {
+			last := fresh[len(fresh)-1].Id
+			ds.head += int64(len(fresh))
+			e.att.ClientSeq = last.ClientSeq
+			e.lamport = last.Lamport
+			return len(fresh), nil
+		}
+		if errors.Is(err, database.ErrConflict) && attempt < maxAppendAttempts {
+			// Another writer took these server_seq values: reload the head
+			// and the client's stored client_seq, then dedup again.
+			b.metrics.Conflicts.Add(1)
+			if err := b.reloadHead(ctx, ds, e); err != nil {
+				return 0, err
+			}
+			continue
+		}
+		b.writeFailed(ds, err)
+		return 0, fmt.Errorf("append %d changes of %s: %w", len(fresh), clientID, err)
+	}
+}
+
+// reloadHead rereads the head after a conflict and marks every cached
+// attachment for reconciliation with the log.
+func (b *Backend) reloadHead(ctx context.Context, ds *docState, e *attState) error {
+	info, err := b.db.ClaimDocument(ctx, ds.id, ds.epoch)
+	if err != nil {
+		b.writeFailed(ds, err)
+		return fmt.Errorf("reload document %s after conflict: %w", ds.id, err)
+	}
+	ds.head = info.ServerSeq
+	for _, a := range ds.atts {
+		a.verified = false
+	}
+	return b.verify(ctx, ds, e.att.ClientID, e)
+}
+
+// verify raises the attachment's client_seq to the last one of the client
+// found in the log since the attachment began, in case a previous write of
+// the attachment was lost after its changes were stored.
+func (b *Backend) verify(ctx context.Context, ds *docState, clientID string, e *attState) error {
+	last, err := b.db.LastClientSeq(ctx, ds.id, clientID, e.att.AttachedAt)
+	if err != nil {
+		return fmt.Errorf("reconcile client_seq of %s: %w", clientID, err)
+	}
+	if last > e.att.ClientSeq {
+		e.att.ClientSeq = last
+		e.lamport = -1
+	}
+	e.verified = true
+	return nil
+}
+
+// pull returns the stored changes after from, except the client's own of
+// this attachment, each with a version vector.
+func (b *Backend) pull(ctx context.Context, ds *docState, clientID string, e *attState, from int64) ([]*api.Change, error) {
+	stored, err := b.db.FindChanges(ctx, ds.id, from+1, ds.head)
+	if err != nil {
+		return nil, fmt.Errorf("find changes %d..%d: %w", from+1, ds.head, err)
+	}
+	out := make([]*api.Change, 0, len(stored))
+	for _, c := range stored {
+		if c.ActorID == clientID && c.ServerSeq > e.att.AttachedAt {
+			continue
+		}
+		body := c.Body
+		if body.GetId().GetVersionVector() == nil {
+			// Stored bodies are shared and immutable: fix a copy.
+			body = proto.CloneOf(body)
+			if body.Id == nil {
+				body.Id = &api.ChangeID{ServerSeq: c.ServerSeq, ClientSeq: c.ClientSeq}
+			}
+			body.Id.VersionVector = &api.VersionVector{}
+		}
+		out = append(out, body)
+	}
+	return out, nil
+}
+
+// writeFailed reacts to a failed write: a fenced owner gives the document up;
+// any other failure leaves the outcome unsure, so the state is reloaded on
+// the next call. The caller holds the lock.
+func (b *Backend) writeFailed(ds *docState, err error) {
+	if errors.Is(err, database.ErrFenced) {
+		b.logger.Warn("lost document ownership", "document", ds.id, "error", err)
+		b.forget(ds)
+		b.ps.EndDocument(ds.id, fmt.Errorf("document %s: %w: %w", ds.id, ErrDocumentReleased, err))
+		return
+	}
+	ds.loaded = false
+}
+
+// endAttachment marks the client's attachment detached or removed and drops
+// it from the attached set.
+func (b *Backend) endAttachment(ctx context.Context, ds *docState, clientID string, e *attState, status database.AttachmentStatus) error {
+	next := e.att
+	next.Status = status
+	next.UpdatedAt = time.Now()
+	if err := b.db.UpdateAttachment(ctx, &next, ds.epoch); err != nil {
+		b.writeFailed(ds, err)
+		return fmt.Errorf("mark attachment of %s %s: %w", clientID, status, err)
+	}
+	delete(ds.atts, clientID)
+	return nil
+}
+
+// detachOnDeactivate detaches a deactivating client from one document: a
+// presence clear change made by the server for the client lets the others
+// drop its presence.
+func (b *Backend) detachOnDeactivate(ctx context.Context, clientID, docID string) error {
+	ds, err := b.lockDoc(ctx, docID)
+	if errors.Is(err, ErrDocumentNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("detach %s: %w", docID, err)
+	}
+	defer ds.unlock()
+	e := ds.atts[clientID]
+	if e == nil {
+		return nil
+	}
+	if !ds.removed {
+		if !e.verified {
+			if err := b.verify(ctx, ds, clientID, e); err != nil {
+				return fmt.Errorf("detach %s: %w", docID, err)
+			}
+		}
+		lamport, err := b.lastLamport(ctx, ds, clientID, e)
+		if err != nil {
+			return fmt.Errorf("detach %s: %w", docID, err)
+		}
+		actor, err := hex.DecodeString(clientID)
+		if err != nil {
+			return fmt.Errorf("detach %s: client ID %q is not hex: %w", docID, clientID, ErrInvalidChangePack)
+		}
+		clearChange := &api.Change{
+			Id: &api.ChangeID{
+				ClientSeq:     e.att.ClientSeq + 1,
+				Lamport:       lamport,
+				ActorId:       actor,
+				VersionVector: &api.VersionVector{},
+			},
+			PresenceChange: &api.PresenceChange{Type: api.PresenceChange_CHANGE_TYPE_CLEAR},
+		}
+		stored, err := b.push(ctx, ds, clientID, e, []*api.Change{clearChange})
+		if stored > 0 {
+			b.metrics.ChangesStored.Add(int64(stored))
+			b.publishChanged(docID, clientID)
+		}
+		if err != nil {
+			return fmt.Errorf("detach %s: %w", docID, err)
+		}
+	}
+	if err := b.endAttachment(ctx, ds, clientID, e, database.Detached); err != nil {
+		return fmt.Errorf("detach %s: %w", docID, err)
+	}
+	return nil
+}
+
+// lastLamport returns the lamport of the client's last stored change of this
+// attachment, reading the log when the cache does not know it.
+func (b *Backend) lastLamport(ctx context.Context, ds *docState, clientID string, e *attState) (int64, error) {
+	if e.lamport >= 0 {
+		return e.lamport, nil
+	}
+	if e.att.ClientSeq == 0 {
+		return 0, nil
+	}
+	changes, err := b.db.FindChanges(ctx, ds.id, e.att.AttachedAt+1, ds.head)
+	if err != nil {
+		return 0, fmt.Errorf("find last lamport of %s: %w", clientID, err)
+	}
+	for i := len(changes) - 1; i >= 0; i-- {
+		if changes[i].ActorID == clientID {
+			e.lamport = changes[i].Body.GetId().GetLamport()
+			return e.lamport, nil
+		}
+	}
+	return 0, nil
+}
