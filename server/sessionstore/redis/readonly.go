@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 
 	"github.com/mediocregopher/radix/v4"
 	"github.com/mediocregopher/radix/v4/resp/resp3"
@@ -56,23 +57,38 @@ func isReadOnlyReply(err error) (string, bool) {
 // see them; the store does not use them.
 type readOnlyGuard struct {
 	radix.Conn
-	// discarded is called once the connection has been closed for READONLY.
+	// discarded is called once, when the connection is closed for READONLY.
 	discarded func(reply string)
+	closed    atomic.Bool
 }
+
+// errConnDiscarded fails the commands that reach a guarded connection after
+// it was closed for READONLY, until the pool has removed it. It is not a
+// server reply, so radix discards the connection on every path.
+var errConnDiscarded = errors.New("redis connection closed after the server answered READONLY")
 
 // EncodeDecode implements radix.Conn.
 func (c *readOnlyGuard) EncodeDecode(ctx context.Context, m, u any) error {
+	if c.closed.Load() {
+		return errConnDiscarded
+	}
 	err := c.Conn.EncodeDecode(ctx, m, u)
 	if err == nil {
 		return nil
 	}
 	reply, ok := isReadOnlyReply(err)
 	if !ok {
+		if c.closed.Load() {
+			// Pipelined behind the command that met READONLY.
+			return errConnDiscarded
+		}
 		return err
 	}
-	_ = c.Conn.Close()
-	if c.discarded != nil {
-		c.discarded(reply)
+	if c.closed.CompareAndSwap(false, true) {
+		_ = c.Conn.Close()
+		if c.discarded != nil {
+			c.discarded(reply)
+		}
 	}
 	return &ReadOnlyError{Reply: reply}
 }

@@ -139,7 +139,14 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 			return &readOnlyGuard{Conn: c, discarded: s.discarded}, nil
 		}}
 	}
-	pool, err := radix.PoolConfig{Dialer: pooled, Size: cfg.PoolSize}.New(ctx, "tcp", cfg.Addr)
+	pool, err := radix.PoolConfig{
+		Dialer: pooled,
+		Size:   cfg.PoolSize,
+		// Replace discarded connections quickly (radix waits 125ms between
+		// re-dials by default); failed dials still back off up to 4s.
+		MinReconnectInterval: 20 * time.Millisecond,
+		MaxReconnectInterval: 4 * time.Second,
+	}.New(ctx, "tcp", cfg.Addr)
 	if err != nil {
 		return nil, fmt.Errorf("redis session store: connect to %s: %w: %w", redactAddr(cfg.Addr), sessionstore.ErrUnavailable, err)
 	}
