@@ -66,3 +66,91 @@ func TestConformanceWithConn(t *testing.T) {
 		Expire: expireByDelete(r, prefix),
 	})
 }
+
+// TestWatchSeesJoinAndLeaveThroughPubSub sets a re-read interval far longer
+// than the test: joins and revocations must still arrive, through the
+// pub/sub channel.
+func TestWatchSeesJoinAndLeaveThroughPubSub(t *testing.T) {
+	r := testenv.StartRedis(t)
+	watcher := newTestStore(t, r.Addr, Config{WatchInterval: time.Hour})
+	node := newTestStore(t, r.Addr, Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	ch, err := watcher.WatchMembers(ctx)
+	if err != nil {
+		t.Fatalf("WatchMembers: %v", err)
+	}
+	expect := func(want sessionstore.MemberEvent) {
+		t.Helper()
+		select {
+		case ev, ok := <-ch:
+			if !ok {
+				t.Fatalf("watch closed, want %+v", want)
+			}
+			if ev != want {
+				t.Fatalf("event %+v, want %+v", ev, want)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("no event within 5s, want %+v", want)
+		}
+	}
+	// The subscription may be set up after the first registration is
+	// published; a fresh subscription re-reads the members, so the join is
+	// reported either way.
+	l, err := node.Register(ctx, "node-a:1", time.Minute)
+	if err != nil {
+		t.Fatalf("Register: %v", err)
+	}
+	expect(sessionstore.MemberEvent{Type: sessionstore.MemberJoined, Member: l.Member()})
+	l2, err := node.Register(ctx, "node-b:1", time.Minute)
+	if err != nil {
+		t.Fatalf("Register: %v", err)
+	}
+	expect(sessionstore.MemberEvent{Type: sessionstore.MemberJoined, Member: l2.Member()})
+	if err := l.Revoke(ctx); err != nil {
+		t.Fatalf("Revoke: %v", err)
+	}
+	expect(sessionstore.MemberEvent{Type: sessionstore.MemberLeft, Member: l.Member()})
+}
+
+// TestCloseEndsLeasesAndWatches: a closed store can renew nothing, so its
+// leases end at once, and its watches close.
+func TestCloseEndsLeasesAndWatches(t *testing.T) {
+	r := testenv.StartRedis(t)
+	s := newTestStore(t, r.Addr, Config{})
+	ctx := ctxT(t)
+	l, err := s.Register(ctx, "node-a:1", time.Minute)
+	if err != nil {
+		t.Fatalf("Register: %v", err)
+	}
+	ch, err := s.WatchMembers(ctx)
+	if err != nil {
+		t.Fatalf("WatchMembers: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	select {
+	case <-l.Done():
+	default:
+		t.Fatalf("lease Done still open after Close returned")
+	}
+	for range ch {
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+}
+
+func TestRedactAddr(t *testing.T) {
+	for in, want := range map[string]string{
+		"127.0.0.1:6379":                "127.0.0.1:6379",
+		"redis://:secret@host:6379/2":   "redis://***@host:6379/2",
+		"redis://user:secret@host:6379": "redis://***@host:6379",
+		"redis://host:6379":             "redis://host:6379",
+	} {
+		if got := redactAddr(in); got != want {
+			t.Errorf("redactAddr(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
