@@ -45,6 +45,7 @@ func (s *Store) Register(ctx context.Context, addr string, ttl time.Duration) (s
 	l.ctx, l.stop = context.WithCancel(s.base)
 	if !s.spawn(func() { l.keepAlive(start) }) {
 		// Closed meanwhile: the key expires after the TTL.
+		l.stop()
 		return nil, fmt.Errorf("redis register %s: %w", addr, sessionstore.ErrClosed)
 	}
 	return l, nil

@@ -209,3 +209,22 @@ func TestMalformedRecords(t *testing.T) {
 		t.Errorf("Members with a bad member id = %v, want ErrMalformed", err)
 	}
 }
+
+// TestReadOnlyOnBlockingCommand: radix runs blocking commands on a connection
+// of their own, like WithConn; a READONLY answer there replaces it too.
+func TestReadOnlyOnBlockingCommand(t *testing.T) {
+	other := testenv.StartRedis(t)
+	r := testenv.StartRedis(t)
+	s := newTestStore(t, r.Addr, Config{PoolSize: 1})
+	ctx := ctxT(t)
+	first := clientID(t, s)
+	r.MustCommand(t, "REPLICAOF", "127.0.0.1", strconv.Itoa(other.Port))
+	err := s.pool.Do(ctx, radix.Cmd(nil, "BRPOPLPUSH", "from", "to", "1"))
+	var ro *ReadOnlyError
+	if !errors.As(err, &ro) {
+		t.Fatalf("BRPOPLPUSH on a replica = %v, want ReadOnlyError", err)
+	}
+	if got := clientID(t, s); got == first {
+		t.Fatalf("connection %d kept after a blocking command met READONLY", first)
+	}
+}

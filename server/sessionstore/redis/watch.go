@@ -114,9 +114,12 @@ func (s *Store) report(ctx context.Context, ch chan<- sessionstore.MemberEvent, 
 	return true
 }
 
+// resubscribeDelay is the pause between subscription attempts.
+const resubscribeDelay = time.Second
+
 // listen subscribes to the membership channel and pokes kick for every
 // message and after every (re)subscription, since messages may have been
-// missed before it. It re-dials after a failure, every WatchInterval, until ctx ends.
+// missed before it. It re-dials after a failure until ctx ends.
 func (s *Store) listen(ctx context.Context, kick chan<- struct{}) {
 	poke := func() {
 		select {
@@ -133,7 +136,7 @@ func (s *Store) listen(ctx context.Context, kick chan<- struct{}) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(s.cfg.WatchInterval):
+		case <-time.After(resubscribeDelay):
 		}
 	}
 }
