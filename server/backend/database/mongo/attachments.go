@@ -21,8 +21,12 @@ type lamport struct {
 	Value int64  `bson:"v"`
 }
 
-// attachmentRecord is an attachment in the attachments collection.
+// attachmentRecord is an attachment in the attachments collection. Its _id
+// is made of the client and document IDs, so that the frequent lookups and
+// replacements of one attachment are by _id (the only filter FerretDB's SQLite
+// backend answers without scanning the collection).
 type attachmentRecord struct {
+	ID            string    `bson:"_id"`
 	ClientID      string    `bson:"client_id"`
 	DocID         string    `bson:"doc_id"`
 	Status        string    `bson:"status"`
@@ -35,6 +39,7 @@ type attachmentRecord struct {
 
 func toAttachmentRecord(a *database.Attachment) *attachmentRecord {
 	rec := &attachmentRecord{
+		ID:         attachmentID(a.ClientID, a.DocID),
 		ClientID:   a.ClientID,
 		DocID:      a.DocID,
 		Status:     string(a.Status),
@@ -75,8 +80,10 @@ func (r *attachmentRecord) attachment() *database.Attachment {
 	return a
 }
 
+func attachmentID(clientID, docID string) string { return clientID + "/" + docID }
+
 func attachmentKey(clientID, docID string) bson.D {
-	return bson.D{{Key: "client_id", Value: clientID}, {Key: "doc_id", Value: docID}}
+	return bson.D{{Key: "_id", Value: attachmentID(clientID, docID)}}
 }
 
 // FindAttachment returns the client's attachment to the document.

@@ -18,12 +18,18 @@ import (
 
 // batchRecord is one AppendChanges batch in the changes collection: the
 // changes with server_seq from ServerSeq to LastSeq, stored by one insert.
+// Its _id is made of the document ID and ServerSeq (see batchID), so the
+// batch starting at a given server_seq is found by _id, which FerretDB's
+// SQLite backend answers without scanning the collection.
 type batchRecord struct {
-	ID        primitive.ObjectID `bson:"_id"`
-	DocID     string             `bson:"doc_id"`
-	ServerSeq int64              `bson:"server_seq"`
-	LastSeq   int64              `bson:"last_seq"`
-	Epoch     int64              `bson:"epoch"`
+	ID        string `bson:"_id"`
+	DocID     string `bson:"doc_id"`
+	ServerSeq int64  `bson:"server_seq"`
+	LastSeq   int64  `bson:"last_seq"`
+	Epoch     int64  `bson:"epoch"`
+	// Nonce tells this call's insert from another writer's batch of the
+	// same _id when a driver retry reports a duplicate.
+	Nonce primitive.ObjectID `bson:"nonce"`
 	// Actors lists the distinct actors of the batch, for LastClientSeq.
 	Actors    []string       `bson:"actors"`
 	Changes   []changeRecord `bson:"changes"`
@@ -37,32 +43,81 @@ type changeRecord struct {
 	Body      []byte `bson:"body"`
 }
 
-// head returns the last server_seq of the document's log, 0 if empty.
-func (db *DB) head(ctx context.Context, docID string) (int64, error) {
-	var rec struct {
-		LastSeq int64 `bson:"last_seq"`
-	}
-	err := db.changes.FindOne(ctx, bson.D{{Key: "doc_id", Value: docID}},
-		options.FindOne().
-			SetSort(bson.D{{Key: "last_seq", Value: -1}}).
-			SetProjection(bson.D{{Key: "last_seq", Value: 1}})).Decode(&rec)
+// batchID is the _id of the document's batch that starts at server_seq.
+func batchID(docID string, serverSeq int64) string {
+	return fmt.Sprintf("%s/%d", docID, serverSeq)
+}
+
+// batchAt returns the document's batch that starts at serverSeq, or nil.
+func (db *DB) batchAt(ctx context.Context, docID string, serverSeq int64, opts ...*options.FindOneOptions) (*batchRecord, error) {
+	var rec batchRecord
+	err := db.changes.FindOne(ctx, bson.D{{Key: "_id", Value: batchID(docID, serverSeq)}}, opts...).Decode(&rec)
 	if errors.Is(err, mongo.ErrNoDocuments) {
-		return 0, nil
+		return nil, nil
 	}
 	if err != nil {
-		return 0, wrapErr("read head of change log", err)
+		return nil, wrapErr("read change batch", err)
 	}
-	return rec.LastSeq, nil
+	return &rec, nil
+}
+
+// onlyBounds projects a batch to its server_seq range.
+func onlyBounds() *options.FindOneOptions {
+	return options.FindOne().SetProjection(bson.D{{Key: "server_seq", Value: 1}, {Key: "last_seq", Value: 1}})
+}
+
+// walkHints bounds how far a head lookup follows batches past the hint
+// before it refreshes the hint.
+const walkHints = 8
+
+// head returns the last server_seq of the document's log, 0 if empty. It
+// follows the batches from hint, the end of a batch known to be stored (or
+// 0), each found by _id from the end of the one before.
+func (db *DB) head(ctx context.Context, docID string, hint int64) (int64, error) {
+	h := hint
+	for steps := 0; ; steps++ {
+		next, err := db.batchAt(ctx, docID, h+1, onlyBounds())
+		if err != nil {
+			return 0, fmt.Errorf("read head of change log: %w", err)
+		}
+		if next == nil {
+			if steps > walkHints {
+				db.raiseHeadHint(ctx, docID, h)
+			}
+			return h, nil
+		}
+		if next.LastSeq < next.ServerSeq {
+			return 0, fmt.Errorf("read head of change log: batch %s ends at %d", next.ID, next.LastSeq)
+		}
+		h = next.LastSeq
+	}
+}
+
+// raiseHeadHint records that the log reaches at least last. It is only a
+// hint, so a lost update (FerretDB) or a failure costs later lookups some
+// steps and nothing else: every value ever written is the end of a stored
+// batch, never beyond the head.
+func (db *DB) raiseHeadHint(ctx context.Context, docID string, last int64) {
+	id, err := primitive.ObjectIDFromHex(docID)
+	if err != nil {
+		return
+	}
+	_, err = db.documents.UpdateOne(ctx, bson.D{{Key: "_id", Value: id}},
+		bson.D{{Key: "$max", Value: bson.D{{Key: "head_hint", Value: last}}}})
+	if err != nil {
+		db.log.Debug("raise head hint", "doc_id", docID, "err", err)
+	}
 }
 
 // AppendChanges stores the batch as one record, or nothing.
 //
 // The batch is refused with ErrFenced if a higher epoch claimed the document,
-// and with ErrConflict unless it extends the log exactly: the batch ending at
-// its first server_seq - 1 must exist, and no batch may start at its first
-// server_seq (the unique key). Batch records are never deleted, so a batch
-// that ends where this one begins stays there, and the insert alone decides
-// between writers that extend the same head.
+// and with ErrConflict unless it extends the log exactly: a batch must end at
+// its first server_seq - 1 (found by following batches from the document's
+// head hint), and no batch may start at its first server_seq (the _id and a
+// unique key). Batch records are never deleted, so a batch that ends where
+// this one begins stays there, and the insert alone decides between writers
+// that extend the same head.
 //
 // When the outcome cannot be known (the connection broke during the insert)
 // the error wraps ErrUnavailable; the caller reloads the log to learn it.
@@ -75,11 +130,12 @@ func (db *DB) AppendChanges(ctx context.Context, docID string, epoch int64, chan
 		return fmt.Errorf("append changes to %q: server_seq %d is not positive", docID, first)
 	}
 	rec := &batchRecord{
-		ID:        primitive.NewObjectID(),
+		ID:        batchID(docID, first),
 		DocID:     docID,
 		ServerSeq: first,
 		LastSeq:   changes[len(changes)-1].ServerSeq,
 		Epoch:     epoch,
+		Nonce:     primitive.NewObjectID(),
 		Changes:   make([]changeRecord, 0, len(changes)),
 		CreatedAt: now(),
 	}
@@ -102,44 +158,80 @@ func (db *DB) AppendChanges(ctx context.Context, docID string, epoch int64, chan
 		}
 	}
 
+	doc, err := db.loadDocHex(ctx, docID)
+	if err != nil {
+		return fmt.Errorf("append changes: %w", err)
+	}
 	if _, err := db.checkFence(ctx, docID, epoch); err != nil {
 		return fmt.Errorf("append changes: %w", err)
 	}
-	if first > 1 {
-		n, err := db.changes.CountDocuments(ctx,
-			bson.D{{Key: "doc_id", Value: docID}, {Key: "last_seq", Value: first - 1}},
-			options.Count().SetLimit(1))
+	// Find the batch boundary at first-1, starting from a stored boundary.
+	end := doc.HeadHint
+	for end < first-1 {
+		next, err := db.batchAt(ctx, docID, end+1, onlyBounds())
 		if err != nil {
-			return wrapErr("append changes: find previous batch", err)
+			return fmt.Errorf("append changes: %w", err)
 		}
-		if n == 0 {
-			return fmt.Errorf("append changes to %q: no change %d before the batch: %w", docID, first-1, database.ErrConflict)
+		if next == nil {
+			return fmt.Errorf("append changes to %q: the log ends at %d, the batch starts at %d: %w", docID, end, first, database.ErrConflict)
+		}
+		end = next.LastSeq
+	}
+	if end != first-1 {
+		return fmt.Errorf("append changes to %q: server_seq %d is taken: %w", docID, first, database.ErrConflict)
+	}
+
+	if _, err := db.changes.InsertOne(ctx, rec); err != nil {
+		if !mongo.IsDuplicateKeyError(err) {
+			return wrapErr("append changes", err)
+		}
+		// A driver retry of an insert that had succeeded also ends here: the
+		// stored batch is this call's own if it carries its nonce.
+		stored, serr := db.batchAt(ctx, docID, first, options.FindOne().SetProjection(bson.D{{Key: "nonce", Value: 1}}))
+		if serr != nil {
+			return fmt.Errorf("append changes: check a duplicate: %w", serr)
+		}
+		if stored == nil || stored.Nonce != rec.Nonce {
+			return fmt.Errorf("append changes to %q: server_seq %d..%d taken: %w", docID, first, rec.LastSeq, database.ErrConflict)
 		}
 	}
-	_, err := db.changes.InsertOne(ctx, rec)
-	if err == nil {
-		return nil
-	}
-	if !mongo.IsDuplicateKeyError(err) {
-		return wrapErr("append changes", err)
-	}
-	// A driver retry of an insert that had succeeded also ends here: if the
-	// record with this batch's own _id is stored, the batch is in the log.
-	n, cerr := db.changes.CountDocuments(ctx, bson.D{{Key: "_id", Value: rec.ID}}, options.Count().SetLimit(1))
-	if cerr != nil {
-		return wrapErr("append changes: check a duplicate", cerr)
-	}
-	if n == 1 {
-		return nil
-	}
-	return fmt.Errorf("append changes to %q: server_seq %d..%d taken: %w", docID, first, rec.LastSeq, database.ErrConflict)
+	db.raiseHeadHint(ctx, docID, rec.LastSeq)
+	return nil
 }
 
+// findWalk bounds how many batches FindChanges follows by _id before it
+// asks for the rest of the range with one query.
+const findWalk = 4
+
 // FindChanges returns the changes with from <= server_seq <= to, in order.
+// A range that starts a batch (as a pull from a checkpoint does) is read by
+// following batches by _id; the rest with one range query on the index.
 func (db *DB) FindChanges(ctx context.Context, docID string, from, to int64) ([]*database.Change, error) {
+	from = max(from, 1)
 	if from > to {
 		return nil, nil
 	}
+	var out []*database.Change
+	for steps := 0; steps < findWalk; steps++ {
+		rec, err := db.batchAt(ctx, docID, from)
+		if err != nil {
+			return nil, fmt.Errorf("find changes: %w", err)
+		}
+		if rec == nil {
+			if steps == 0 {
+				break // from is not a batch start (or past the head): query
+			}
+			return out, nil // the previous batch ended the log
+		}
+		if out, err = appendBatch(out, rec, from, to); err != nil {
+			return nil, err
+		}
+		if rec.LastSeq >= to {
+			return out, nil
+		}
+		from = rec.LastSeq + 1
+	}
+
 	cur, err := db.changes.Find(ctx, bson.D{
 		{Key: "doc_id", Value: docID},
 		{Key: "last_seq", Value: bson.D{{Key: "$gte", Value: from}}},
@@ -149,32 +241,38 @@ func (db *DB) FindChanges(ctx context.Context, docID string, from, to int64) ([]
 		return nil, wrapErr("find changes", err)
 	}
 	defer func() { _ = cur.Close(context.WithoutCancel(ctx)) }()
-
-	var out []*database.Change
 	for cur.Next(ctx) {
 		var rec batchRecord
 		if err := cur.Decode(&rec); err != nil {
 			return nil, fmt.Errorf("find changes: decode batch: %w", err)
 		}
-		for i, c := range rec.Changes {
-			seq := rec.ServerSeq + int64(i)
-			if seq < from || seq > to {
-				continue
-			}
-			body := &api.Change{}
-			if err := proto.Unmarshal(c.Body, body); err != nil {
-				return nil, fmt.Errorf("find changes: decode change %d of %q: %w", seq, docID, err)
-			}
-			out = append(out, &database.Change{
-				ServerSeq: seq,
-				ActorID:   c.ActorID,
-				ClientSeq: uint32(c.ClientSeq),
-				Body:      body,
-			})
+		if out, err = appendBatch(out, &rec, from, to); err != nil {
+			return nil, err
 		}
 	}
 	if err := cur.Err(); err != nil {
 		return nil, wrapErr("find changes", err)
+	}
+	return out, nil
+}
+
+// appendBatch decodes the changes of rec with from <= server_seq <= to.
+func appendBatch(out []*database.Change, rec *batchRecord, from, to int64) ([]*database.Change, error) {
+	for i, c := range rec.Changes {
+		seq := rec.ServerSeq + int64(i)
+		if seq < from || seq > to {
+			continue
+		}
+		body := &api.Change{}
+		if err := proto.Unmarshal(c.Body, body); err != nil {
+			return nil, fmt.Errorf("find changes: decode change %d of %q: %w", seq, rec.DocID, err)
+		}
+		out = append(out, &database.Change{
+			ServerSeq: seq,
+			ActorID:   c.ActorID,
+			ClientSeq: uint32(c.ClientSeq),
+			Body:      body,
+		})
 	}
 	return out, nil
 }

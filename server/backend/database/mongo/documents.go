@@ -21,6 +21,9 @@ type docRecord struct {
 	Key       string             `bson:"key"`
 	CreatedAt time.Time          `bson:"created_at"`
 	RemovedAt *time.Time         `bson:"removed_at,omitempty"`
+	// HeadHint is the end of a stored batch of the log, at most the head:
+	// where head lookups start. See raiseHeadHint.
+	HeadHint int64 `bson:"head_hint"`
 }
 
 // keyRecord names the live document of a key; its _id is the key.
@@ -121,7 +124,7 @@ func (db *DB) loadDocHex(ctx context.Context, docID string) (*docRecord, error) 
 // docInfo completes a record with the head of its log and its owner epoch.
 func (db *DB) docInfo(ctx context.Context, rec *docRecord) (*database.DocInfo, error) {
 	docID := rec.ID.Hex()
-	head, err := db.head(ctx, docID)
+	head, err := db.head(ctx, docID, rec.HeadHint)
 	if err != nil {
 		return nil, err
 	}
@@ -191,7 +194,7 @@ func (db *DB) ClaimDocument(ctx context.Context, docID string, epoch int64) (*da
 	if err != nil {
 		return nil, fmt.Errorf("claim document: %w", err)
 	}
-	head, err := db.head(ctx, docID)
+	head, err := db.head(ctx, docID, rec.HeadHint)
 	if err != nil {
 		return nil, fmt.Errorf("claim document: %w", err)
 	}

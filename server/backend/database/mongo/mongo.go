@@ -7,10 +7,10 @@
 // concurrency is taken by an insert that fails on a unique key:
 //
 //   - The change log stores one record per AppendChanges batch in the
-//     changes collection, keyed uniquely by (doc_id, server_seq) where
-//     server_seq is the batch's first sequence (and also unique by
-//     (doc_id, last_seq)). A batch is accepted only if the batch ending right
-//     before it exists, and records are never deleted while the document
+//     changes collection. Its _id is (document, first server_seq), and the
+//     collection is also unique by (doc_id, server_seq) and by
+//     (doc_id, last_seq). A batch is accepted only if a stored batch ends
+//     right before it, and records are never deleted while the document
 //     lives. So every accepted batch extends the one before it, two batches
 //     that extend the same one collide on the unique key, and the log is one
 //     gapless chain. A batch is a single insert, so it is stored whole or not
@@ -25,6 +25,16 @@
 //
 // A document's ServerSeq and Epoch are therefore never stored as counters:
 // they are read from the change log and the claims when a document is loaded.
+// The document record only keeps a head hint, the end of some stored batch,
+// from which the head is found by following batches by _id.
+//
+// Lookups on hot paths (a batch, a document, an attachment) go by _id: it is
+// the only filter FerretDB's SQLite backend answers without reading the
+// whole collection. Other queries use the indexes on MongoDB and scan on
+// FerretDB; they serve rare calls (activation, listing attachments,
+// LastClientSeq, ranges that do not start a batch).
+//
+// A batch is one BSON document, so it must stay under the 16 MB limit.
 package mongo
 
 import (
