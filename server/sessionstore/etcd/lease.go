@@ -66,8 +66,14 @@ func (l *lease) renewOnce(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	l.deadline.Store(sent.Add(time.Duration(resp.TTL) * time.Second).UnixNano())
-	return nil
+	next := sent.Add(time.Duration(resp.TTL) * time.Second).UnixNano()
+	// Renewals may overlap (benchmarks); the deadline never moves back.
+	for {
+		cur := l.deadline.Load()
+		if next <= cur || l.deadline.CompareAndSwap(cur, next) {
+			return nil
+		}
+	}
 }
 
 // keepAlive renews the lease every TTL/3 and retries failures until the
@@ -96,9 +102,12 @@ func (l *lease) keepAlive() {
 		case err == nil:
 			wait.Reset(interval)
 		case errors.Is(err, rpctypes.ErrLeaseNotFound):
-			if !l.revoked.Load() {
-				l.end("etcd no longer has the lease")
+			// Also when a Revoke is under way: its answer may be lost.
+			reason := "etcd no longer has the lease"
+			if l.revoked.Load() {
+				reason = ""
 			}
+			l.end(reason)
 			return
 		case l.stopCtx.Err() != nil:
 			// Loop again to take the stop branch.
