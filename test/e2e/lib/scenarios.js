@@ -501,11 +501,88 @@ async function severalDocumentsPerClient(s) {
   }
 }
 
+const BURST = 1500;
+
+async function burstBetweenSyncsArrives(s) {
+  const [writer, reader] = await s.activateClients(2);
+  const key = newDocKey('burst');
+  const wDoc = await s.attach(writer, key);
+  const rDoc = await s.attach(reader, key);
+  wDoc.update((root) => {
+    root.count = new yorkie.Counter(yorkie.CounterType.Int, 0);
+    root.log = [];
+  });
+  await waitConverged([wDoc, rDoc], { expect: (j) => j.count === 0 });
+
+  // Many separate local changes made before the next sync tick (a scripted
+  // import, or edits made while the network was down) are pushed together.
+  for (let i = 0; i < BURST; i++) {
+    wDoc.update((root) => {
+      root.count.increase(1);
+      if (i % 100 === 0) root.log.push(i);
+    });
+  }
+  const json = await waitConverged([wDoc, rDoc], {
+    what: `${BURST} changes made between two syncs to reach the other replica`,
+    expect: (j) => j.count === BURST,
+  });
+  assert.equal(json.log.length, BURST / 100);
+  assert.equal(wDoc.hasLocalChanges(), false, 'the writer got its changes acknowledged');
+}
+
+async function overlappingConcurrentDeletesConverge(s) {
+  const clients = await s.activateClients(3);
+  const key = newDocKey('overlap');
+  const docs = [];
+  for (let i = 0; i < clients.length; i++) {
+    docs.push(await s.attach(clients[i], key));
+    if (i === 0) {
+      docs[0].update((root) => {
+        root.text = new yorkie.Text();
+        root.text.edit(0, 0, 'abcdefghijklmnopqrstuvwxyz');
+        root.tree = new yorkie.Tree({
+          type: 'doc',
+          children: [
+            { type: 'p', children: [{ type: 'text', value: 'abcdefghij' }] },
+            { type: 'p', children: [{ type: 'text', value: 'klmnopqrst' }] },
+          ],
+        });
+        root.list = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9];
+      });
+      await waitPushed(docs[0]);
+    }
+  }
+  await waitConverged(docs, { expect: (j) => j.text !== undefined });
+
+  // Every client deletes, restyles and inserts over ranges the others touch too,
+  // without seeing the others' edits first.
+  docs.forEach((doc, i) => {
+    doc.update((root) => {
+      root.text.edit(2 + i * 3, 10 + i * 3, `<${i}>`);
+      root.text.setStyle(0, 12, { weight: `w${i}` });
+      root.tree.edit(2 + i, 5 + i);
+      root.tree.style(0, 1, { owner: `c${i}` });
+      root.tree.edit(13, 13, { type: 'text', value: `[${i}]` });
+      root.list.delete(3 + i);
+      root.list.delete(3 + i);
+    });
+  });
+  const json = await waitConverged(docs, { what: 'replicas to converge after overlapping deletes' });
+  const text = json.text.map((c) => c.val).join('');
+  for (let i = 0; i < clients.length; i++) {
+    assert.ok(text.includes(`<${i}>`), `text keeps the insert of client ${i}: ${text}`);
+  }
+  assert.ok(text.startsWith('ab') && text.endsWith('uvwxyz'), `text keeps what nobody deleted: ${text}`);
+  assert.deepEqual(json.list, [0, 1, 2, 7, 8, 9], 'array loses exactly the union of deleted elements');
+}
+
 /** Every scenario, by name. Each takes a Session and uses fresh keys. */
 const scenarios = [
   { name: 'three clients editing every data type concurrently converge, with presence', run: concurrentEditsConverge },
   { name: 'every value type and operation reaches other replicas intact, with a structured presence', run: everyTypeRoundTrips },
   { name: 'clients attached to several documents keep each document and presence apart', run: severalDocumentsPerClient },
+  { name: 'concurrent overlapping deletes and styles on text, tree and array converge', run: overlappingConcurrentDeletesConverge },
+  { name: `${BURST} changes made between two syncs all reach the other replica`, run: burstBetweenSyncsArrives },
   { name: 'a client that attaches later gets the full state and presences', run: lateAttachGetsFullState },
   { name: 'detach: others see the client go and keep working; a new client sees everything', run: detachLeavesOthersWorking },
   { name: 'the same client can attach again after detaching and sees all edits, its own included', run: reattachAfterDetach },
