@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	mongodrv "go.mongodb.org/mongo-driver/mongo"
+	"go.mongodb.org/mongo-driver/mongo/options"
+
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
 	"github.com/yorkie-affinity/yorkie/server/backend/database/dbtest"
 	"github.com/yorkie-affinity/yorkie/server/backend/database/memory"
@@ -34,6 +37,9 @@ func BenchmarkAppendFind(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
+			if !m.Managed() {
+				b.Cleanup(func() { dropDatabase(b, m.URI, m.Database) })
+			}
 			return db
 		}},
 	}
@@ -45,5 +51,20 @@ func BenchmarkAppendFind(b *testing.B) {
 				dbtest.BenchAppendFind(b, db, size)
 			})
 		}
+	}
+}
+
+// dropDatabase removes a benchmark's database from an external server.
+func dropDatabase(b *testing.B, uri, name string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := mongodrv.Connect(ctx, options.Client().ApplyURI(uri))
+	if err != nil {
+		b.Logf("drop benchmark database %s: %v", name, err)
+		return
+	}
+	defer func() { _ = c.Disconnect(ctx) }()
+	if err := c.Database(name).Drop(ctx); err != nil {
+		b.Logf("drop benchmark database %s: %v", name, err)
 	}
 }

@@ -783,12 +783,14 @@ func testConcurrentAppends(t *testing.T, newPair NewPair) {
 	var mu sync.Mutex
 	var attempts []attempt
 	var wg sync.WaitGroup
+	start := make(chan struct{}) // released at once, so the writers collide
 	for w := range writers {
 		db := a
 		if w%2 == 1 {
 			db = b
 		}
 		wg.Go(func() {
+			<-start
 			actor := unknownID()
 			clientSeq := uint32(1)
 			for won, try := 0, 0; won < wins; try++ {
@@ -819,6 +821,7 @@ func testConcurrentAppends(t *testing.T, newPair NewPair) {
 			}
 		})
 	}
+	close(start)
 	wg.Wait()
 	if t.Failed() {
 		return
@@ -838,7 +841,7 @@ func testConcurrentAppends(t *testing.T, newPair NewPair) {
 }
 
 // owner pushes batches to a document with its epoch, reloading the head on
-// ErrConflict, until stop is closed or it has pushed max batches.
+// ErrConflict, until stop is closed or it has made max attempts (0: no limit).
 type owner struct {
 	name  string
 	db    database.Database
@@ -858,7 +861,7 @@ func (o *owner) push(ctx context.Context, t *testing.T, docID string, stop <-cha
 		t.Errorf("%s: read head: %v", o.name, err)
 		return
 	}
-	for try := 0; try < max; try++ {
+	for try := 0; max == 0 || try < max; try++ {
 		select {
 		case <-stop:
 			return
@@ -917,7 +920,7 @@ func testTwoOwners(t *testing.T, newPair NewPair) {
 	}
 	stopOld := make(chan struct{})
 	var wg sync.WaitGroup
-	wg.Go(func() { old.push(ctx, t, d.ID, stopOld, claimed, 1000) })
+	wg.Go(func() { old.push(ctx, t, d.ID, stopOld, claimed, 0) })
 
 	// Let the old owner store some batches, then take the document over
 	// while it keeps pushing.

@@ -9,6 +9,9 @@ import (
 	"testing"
 	"time"
 
+	mongodrv "go.mongodb.org/mongo-driver/mongo"
+	"go.mongodb.org/mongo-driver/mongo/options"
+
 	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
 	"github.com/yorkie-affinity/yorkie/server/backend/database/dbtest"
@@ -21,30 +24,48 @@ func quietLogger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 }
 
-// dial connects to the server's database name and closes the handle when the
-// test ends.
-func dial(t testing.TB, uri, name string) *mongo.DB {
+// dial connects to a database of the server and closes the handle when the
+// test ends. On an external server the database is dropped then too.
+func dial(t testing.TB, m *testenv.Mongo, name string) *mongo.DB {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	db, err := mongo.Dial(ctx, mongo.Config{URI: uri, Database: name, ConnectTimeout: 5 * time.Second, Logger: quietLogger()})
+	db, err := mongo.Dial(ctx, mongo.Config{URI: m.URI, Database: name, ConnectTimeout: 5 * time.Second, Logger: quietLogger()})
 	if err != nil {
-		t.Fatalf("dial %s: %v", uri, err)
+		t.Fatalf("dial %s: %v", m.URI, err)
 	}
 	t.Cleanup(func() { _ = db.Close(context.Background()) })
+	if !m.Managed() {
+		t.Cleanup(func() { dropDatabase(t, m.URI, name) })
+	}
 	return db
+}
+
+// dropDatabase removes a test's database from an external server.
+func dropDatabase(t testing.TB, uri, name string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := mongodrv.Connect(ctx, options.Client().ApplyURI(uri))
+	if err != nil {
+		t.Logf("drop test database %s: %v", name, err)
+		return
+	}
+	defer func() { _ = c.Disconnect(ctx) }()
+	if err := c.Database(name).Drop(ctx); err != nil {
+		t.Logf("drop test database %s: %v", name, err)
+	}
 }
 
 func TestConformance(t *testing.T) {
 	m := testenv.MongoURI(t)
 	dbtest.Run(t, func(t *testing.T) database.Database {
-		return dial(t, m.URI, m.NewDatabase())
+		return dial(t, m, m.NewDatabase())
 	})
 	// Two clients on one database act as two nodes.
 	t.Run("TwoClients", func(t *testing.T) {
 		dbtest.RunShared(t, func(t *testing.T) (database.Database, database.Database) {
 			name := m.NewDatabase()
-			return dial(t, m.URI, name), dial(t, m.URI, name)
+			return dial(t, m, name), dial(t, m, name)
 		})
 	})
 }
