@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -41,15 +42,17 @@ func BenchmarkResolveHit(b *testing.B) {
 		b.Fatal(err)
 	}
 	const keys = 1024
-	for i := range keys {
-		if _, err := s.Bind(ctx, fmt.Sprintf("doc-%d", i), l.Member()); err != nil {
+	names := make([]string, keys)
+	for i := range names {
+		names[i] = fmt.Sprintf("doc-%d", i)
+		if _, err := s.Bind(ctx, names[i], l.Member()); err != nil {
 			b.Fatal(err)
 		}
 	}
 	for _, g := range goroutineCounts {
 		b.Run(fmt.Sprintf("goroutines=%d", g), func(b *testing.B) {
 			run(b, g, func(i int64) {
-				if _, ok, err := s.Resolve(ctx, fmt.Sprintf("doc-%d", i%keys)); err != nil || !ok {
+				if _, ok, err := s.Resolve(ctx, names[i%keys]); err != nil || !ok {
 					b.Fatalf("Resolve: ok=%v err=%v", ok, err)
 				}
 			})
@@ -69,7 +72,7 @@ func BenchmarkBind(b *testing.B) {
 		b.Run(fmt.Sprintf("goroutines=%d", g), func(b *testing.B) {
 			prefix := fmt.Sprintf("g%d-", g)
 			run(b, g, func(i int64) {
-				if _, err := s.Bind(ctx, fmt.Sprintf("%s%d", prefix, i), l.Member()); err != nil {
+				if _, err := s.Bind(ctx, prefix+strconv.FormatInt(i, 10), l.Member()); err != nil {
 					b.Fatal(err)
 				}
 			})

@@ -17,6 +17,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"hash/maphash"
 	"log/slog"
 	"slices"
 	"strings"
@@ -37,15 +38,20 @@ type Config struct {
 // itself (for a single server); servers sharing it should each take a Client,
 // so that one server's Close does not affect the others.
 type Store struct {
-	log  *slog.Logger
-	root *Client
+	log   *slog.Logger
+	root  *Client
+	start time.Time // lease deadlines are monotonic offsets from start
 
 	epochs       atomic.Int64
 	incarnations atomic.Int64
 	closed       atomic.Bool
 
-	// bindings maps a document key to its *entry. Readers never lock.
-	bindings sync.Map
+	// bindings maps a document key to its *entry. Readers never lock;
+	// writers of a key hold its lock in writeLocks, so that a key's entries
+	// are installed one after the other and draw growing epochs.
+	bindings   sync.Map
+	writeLocks [64]sync.Mutex
+	seed       maphash.Seed
 
 	mu       sync.Mutex
 	leases   map[int64]*lease // registered leases by incarnation, until they end
@@ -66,6 +72,8 @@ func New(cfg Config) *Store {
 	}
 	s := &Store{
 		log:      log.With("component", "sessionstore/memory"),
+		start:    time.Now(),
+		seed:     maphash.MakeSeed(),
 		leases:   make(map[int64]*lease),
 		watchers: make(map[chan struct{}]struct{}),
 	}
@@ -132,6 +140,15 @@ func (s *Store) Close() error {
 	return nil
 }
 
+// writeLock returns the lock writers of key hold.
+func (s *Store) writeLock(key string) *sync.Mutex {
+	return &s.writeLocks[maphash.String(s.seed, key)%uint64(len(s.writeLocks))]
+}
+
+// now is the monotonic time since the store started, immune to wall clock
+// jumps and cheaper to read than time.Now.
+func (s *Store) now() int64 { return int64(time.Since(s.start)) }
+
 // lookup returns m's lease if m is a live member.
 func (s *Store) lookup(m sessionstore.Member) *lease {
 	s.mu.Lock()
@@ -185,7 +202,10 @@ func (s *Store) forget(l *lease) {
 	s.mu.Unlock()
 	s.bindings.Range(func(k, v any) bool {
 		if v.(*entry).l == l {
+			mu := s.writeLock(k.(string))
+			mu.Lock()
 			s.bindings.CompareAndDelete(k, v)
+			mu.Unlock()
 		}
 		return true
 	})
@@ -228,7 +248,7 @@ func (c *Client) Register(ctx context.Context, addr string, ttl time.Duration) (
 		ttl:    ttl,
 		done:   make(chan struct{}),
 	}
-	l.deadline.Store(time.Now().Add(ttl).UnixNano())
+	l.deadline.Store(c.s.now() + int64(ttl))
 	c.s.mu.Lock()
 	c.s.leases[l.member.Incarnation] = l
 	c.s.mu.Unlock()
@@ -334,22 +354,20 @@ func (c *Client) Bind(ctx context.Context, key string, owner sessionstore.Member
 	if l == nil {
 		return sessionstore.Binding{}, fmt.Errorf("memory: bind %q to %s/%d: %w", key, owner.Addr, owner.Incarnation, sessionstore.ErrNotMember)
 	}
-	for {
-		old, loaded := c.s.bindings.Load(key)
-		if loaded && old.(*entry).l.alive() {
-			return old.(*entry).b, nil
-		}
-		// The epoch is drawn after the previous binding was seen absent or
-		// dead, so it is larger than that binding's epoch.
-		e := &entry{b: sessionstore.Binding{Key: key, Owner: owner, Epoch: c.s.epochs.Add(1)}, l: l}
-		if loaded {
-			if c.s.bindings.CompareAndSwap(key, old, e) {
-				return e.b, nil
-			}
-		} else if _, lost := c.s.bindings.LoadOrStore(key, e); !lost {
-			return e.b, nil
-		}
+	if v, ok := c.s.bindings.Load(key); ok && v.(*entry).l.alive() {
+		return v.(*entry).b, nil
 	}
+	mu := c.s.writeLock(key)
+	mu.Lock()
+	defer mu.Unlock()
+	if v, ok := c.s.bindings.Load(key); ok && v.(*entry).l.alive() {
+		return v.(*entry).b, nil
+	}
+	// Drawn under the key's write lock, after the previous binding was
+	// installed, so the epoch is larger than that binding's.
+	e := &entry{b: sessionstore.Binding{Key: key, Owner: owner, Epoch: c.s.epochs.Add(1)}, l: l}
+	c.s.bindings.Store(key, e)
+	return e.b, nil
 }
 
 // Release deletes b if it is still the binding in force.
@@ -357,6 +375,9 @@ func (c *Client) Release(ctx context.Context, b sessionstore.Binding) error {
 	if err := c.check(ctx, "release"); err != nil {
 		return err
 	}
+	mu := c.s.writeLock(b.Key)
+	mu.Lock()
+	defer mu.Unlock()
 	v, ok := c.s.bindings.Load(b.Key)
 	if !ok {
 		return fmt.Errorf("memory: release %q: no binding: %w", b.Key, sessionstore.ErrNotOwner)
@@ -366,9 +387,7 @@ func (c *Client) Release(ctx context.Context, b sessionstore.Binding) error {
 		return fmt.Errorf("memory: release %q epoch %d: binding in force is epoch %d of %s: %w",
 			b.Key, b.Epoch, e.b.Epoch, e.b.Owner.Addr, sessionstore.ErrNotOwner)
 	}
-	if !c.s.bindings.CompareAndDelete(b.Key, v) {
-		return fmt.Errorf("memory: release %q: changed meanwhile: %w", b.Key, sessionstore.ErrNotOwner)
-	}
+	c.s.bindings.Delete(b.Key)
 	return nil
 }
 
@@ -387,15 +406,26 @@ type lease struct {
 	s        *Store
 	member   sessionstore.Member
 	ttl      time.Duration
-	deadline atomic.Int64 // unix nanoseconds after which the lease is dead
-	ended    atomic.Bool
+	deadline atomic.Int64 // Store.now after which the lease is dead
+	ended    atomic.Bool  // set once the lease is dead; never cleared
 	once     sync.Once
 	done     chan struct{}
 }
 
-// alive reports whether the lease is in force now.
+// alive reports whether the lease is in force now. The first caller that
+// finds the deadline passed ends the lease, so that a late renewal cannot
+// bring back a lease someone has already seen dead.
 func (l *lease) alive() bool {
-	return !l.ended.Load() && time.Now().UnixNano() < l.deadline.Load()
+	if l.ended.Load() {
+		return false
+	}
+	if l.s.now() < l.deadline.Load() {
+		return true
+	}
+	if l.ended.CompareAndSwap(false, true) {
+		go l.finish("deadline passed without renewal")
+	}
+	return false
 }
 
 // Member is the registration the lease keeps alive.
@@ -413,10 +443,16 @@ func (l *lease) Revoke(ctx context.Context) error {
 	return nil
 }
 
-// end ends the lease once; reason is logged when it was not revoked.
+// end ends the lease now; reason is logged when it was not revoked.
 func (l *lease) end(reason string) {
+	l.ended.Store(true)
+	l.finish(reason)
+}
+
+// finish closes Done and drops the ended lease's member and bindings, once;
+// callers wait until that is done.
+func (l *lease) finish(reason string) {
 	l.once.Do(func() {
-		l.ended.Store(true)
 		close(l.done)
 		if reason != "" {
 			l.s.log.Warn("lease lost", "addr", l.member.Addr, "incarnation", l.member.Incarnation, "reason", reason)
@@ -428,12 +464,14 @@ func (l *lease) end(reason string) {
 // renewOnce extends the lease by its TTL, unless its deadline has already
 // passed (then it is lost).
 func (l *lease) renewOnce() bool {
-	now := time.Now()
-	if l.ended.Load() || now.UnixNano() >= l.deadline.Load() {
+	now := l.s.now()
+	if l.ended.Load() || now >= l.deadline.Load() {
 		return false
 	}
-	l.deadline.Store(now.Add(l.ttl).UnixNano())
-	return true
+	l.deadline.Store(now + int64(l.ttl))
+	// A reader may have seen the old deadline pass meanwhile and ended the
+	// lease; then the new deadline does not count.
+	return !l.ended.Load()
 }
 
 // renew keeps the lease alive every TTL/3 until it ends or stop closes; after
@@ -446,7 +484,7 @@ func (l *lease) renew(stop <-chan struct{}) {
 		case <-l.done:
 			return
 		case <-stop:
-			left := time.Until(time.Unix(0, l.deadline.Load()))
+			left := time.Duration(l.deadline.Load() - l.s.now())
 			select {
 			case <-l.done:
 			case <-time.After(left):

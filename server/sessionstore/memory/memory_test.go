@@ -2,6 +2,7 @@ package memory
 
 import (
 	"context"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -10,7 +11,7 @@ import (
 )
 
 func TestConformance(t *testing.T) {
-	shared := New(Config{})
+	shared := New(Config{Logger: slog.New(slog.DiscardHandler)})
 	t.Cleanup(func() { _ = shared.Close() })
 	storetest.Run(t, storetest.Config{
 		New: func(t *testing.T) sessionstore.Store {
@@ -28,7 +29,7 @@ func TestConformance(t *testing.T) {
 // A client that closes stops renewing: its leases run out after their TTL,
 // not before, and other clients see that.
 func TestClosedClientLeasesRunOut(t *testing.T) {
-	shared := New(Config{})
+	shared := New(Config{Logger: slog.New(slog.DiscardHandler)})
 	ctx := context.Background()
 	c1, c2 := shared.Client(), shared.Client()
 	defer c2.Close()
@@ -69,7 +70,7 @@ func TestLateRenewalDoesNotRevive(t *testing.T) {
 	if _, err := s.Bind(ctx, "doc", l.member); err != nil {
 		t.Fatal(err)
 	}
-	l.deadline.Store(time.Now().Add(-time.Millisecond).UnixNano())
+	l.deadline.Store(s.now() - int64(time.Millisecond))
 	if b, ok, _ := s.Resolve(ctx, "doc"); ok {
 		t.Fatalf("binding of a lease past its deadline resolves: %+v", b)
 	}
