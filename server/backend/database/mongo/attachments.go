@@ -35,6 +35,8 @@ type attachmentRecord struct {
 	AttachedAt    int64     `bson:"attached_at"`
 	VersionVector []lamport `bson:"version_vector,omitempty"`
 	UpdatedAt     time.Time `bson:"updated_at"`
+	// Epoch is the owner epoch that wrote the record.
+	Epoch int64 `bson:"epoch"`
 }
 
 func toAttachmentRecord(a *database.Attachment) *attachmentRecord {
@@ -142,6 +144,12 @@ func (db *DB) listAttachments(ctx context.Context, filter bson.D) ([]*database.A
 // UpdateAttachment creates or replaces the attachment keyed by (ClientID,
 // DocID) unless a higher epoch than epoch claimed the document. A whole
 // record is replaced, so racing updates leave one of them, never a mix.
+//
+// Each record keeps the epoch that wrote it, and the replacement only matches
+// a record of an epoch no higher, so on MongoDB an old owner's write that
+// passed the fence check just before a takeover cannot overwrite what the
+// new owner wrote after it. (FerretDB does not apply the condition
+// atomically; there the fence check alone holds.)
 func (db *DB) UpdateAttachment(ctx context.Context, a *database.Attachment, epoch int64) error {
 	if a == nil {
 		return errors.New("update attachment: nil attachment")
@@ -153,17 +161,33 @@ func (db *DB) UpdateAttachment(ctx context.Context, a *database.Attachment, epoc
 		return fmt.Errorf("update attachment: %w", err)
 	}
 	rec := toAttachmentRecord(a)
-	var err error
+	rec.Epoch = epoch
+	id := attachmentID(a.ClientID, a.DocID)
+	filter := bson.D{{Key: "_id", Value: id}, {Key: "$or", Value: bson.A{
+		bson.D{{Key: "epoch", Value: bson.D{{Key: "$lte", Value: epoch}}}},
+		bson.D{{Key: "epoch", Value: bson.D{{Key: "$exists", Value: false}}}},
+	}}}
 	for range maxInsertRaces {
-		_, err = db.attachments.ReplaceOne(ctx, attachmentKey(a.ClientID, a.DocID), rec, options.Replace().SetUpsert(true))
-		// Two upserts of a new key may both try to insert: the unique index
-		// refuses one, which then replaces the other's record.
-		if err == nil || !mongo.IsDuplicateKeyError(err) {
-			break
+		_, err := db.attachments.ReplaceOne(ctx, filter, rec, options.Replace().SetUpsert(true))
+		if err == nil {
+			return nil
+		}
+		if !mongo.IsDuplicateKeyError(err) {
+			return wrapErr("update attachment", err)
+		}
+		// The upsert found no record to replace but one exists: it was
+		// written by a higher epoch, or a racing upsert created it.
+		var stored struct {
+			Epoch int64 `bson:"epoch"`
+		}
+		err = db.attachments.FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Decode(&stored)
+		if err != nil && !errors.Is(err, mongo.ErrNoDocuments) {
+			return wrapErr("update attachment", err)
+		}
+		if err == nil && stored.Epoch > epoch {
+			return fmt.Errorf("update attachment of client %q to document %q: written by epoch %d, above %d: %w",
+				a.ClientID, a.DocID, stored.Epoch, epoch, database.ErrFenced)
 		}
 	}
-	if err != nil {
-		return wrapErr("update attachment", err)
-	}
-	return nil
+	return fmt.Errorf("update attachment of client %q to document %q: lost %d races in a row", a.ClientID, a.DocID, maxInsertRaces)
 }
