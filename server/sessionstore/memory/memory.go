@@ -40,7 +40,9 @@ type Config struct {
 type Store struct {
 	log   *slog.Logger
 	root  *Client
-	start time.Time // lease deadlines are monotonic offsets from start
+	start time.Time     // lease deadlines are monotonic offsets from start
+	done  chan struct{} // closed by Close
+	once  sync.Once
 
 	epochs       atomic.Int64
 	incarnations atomic.Int64
@@ -74,6 +76,7 @@ func New(cfg Config) *Store {
 		log:      log.With("component", "sessionstore/memory"),
 		start:    time.Now(),
 		seed:     maphash.MakeSeed(),
+		done:     make(chan struct{}),
 		leases:   make(map[int64]*lease),
 		watchers: make(map[chan struct{}]struct{}),
 	}
@@ -131,6 +134,7 @@ func (s *Store) Release(ctx context.Context, b sessionstore.Binding) error {
 // watches end and leases are no longer renewed.
 func (s *Store) Close() error {
 	s.closed.Store(true)
+	s.once.Do(func() { close(s.done) })
 	s.root.Close()
 	s.mu.Lock()
 	for w := range s.watchers {
@@ -482,6 +486,8 @@ func (l *lease) renew(stop <-chan struct{}) {
 	for {
 		select {
 		case <-l.done:
+			return
+		case <-l.s.done:
 			return
 		case <-stop:
 			left := time.Duration(l.deadline.Load() - l.s.now())

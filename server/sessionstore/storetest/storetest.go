@@ -77,6 +77,7 @@ func Run(t *testing.T, cfg Config) {
 	t.Run("ClosedClientLeaseRunsOut", s.testClosedClientLeaseRunsOut)
 	t.Run("MembersListsLiveOnes", s.testMembersListsLiveOnes)
 	t.Run("WatchMembers", s.testWatchMembers)
+	t.Run("WatchMembersSlowConsumer", s.testWatchMembersSlowConsumer)
 	t.Run("ExpiredContext", s.testExpiredContext)
 	t.Run("ClosedClient", s.testClosedClient)
 }
@@ -703,6 +704,67 @@ func (s *suite) testWatchMembers(t *testing.T) {
 			}
 		case <-timeout:
 			t.Fatalf("member watch channel not closed within %v of its context ending", quick)
+		}
+	}
+}
+
+// A consumer that does not read while membership changes may miss events,
+// but what it reads afterwards must bring it to the membership as it is.
+func (s *suite) testWatchMembersSlowConsumer(t *testing.T) {
+	c1, c2 := s.client(t), s.client(t)
+	ns := namespace(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	ch, err := c2.WatchMembers(ctx)
+	if err != nil {
+		t.Fatalf("WatchMembers: %v", err)
+	}
+
+	// Change membership a lot while nobody reads the watch.
+	const n = 40
+	var live []sessionstore.Lease
+	for i := range n {
+		l := s.register(t, c1, fmt.Sprintf("%s-n%d:1", ns, i))
+		if i%2 == 1 {
+			if err := l.Revoke(opCtx(t)); err != nil {
+				t.Fatalf("Revoke: %v", err)
+			}
+			continue
+		}
+		live = append(live, l)
+	}
+	want := memberSet(live...)
+
+	// Now read: applying the events in order must reach exactly the live set.
+	view := map[sessionstore.Member]bool{}
+	viewList := func() []sessionstore.Member {
+		var ms []sessionstore.Member
+		for m := range view {
+			ms = append(ms, m)
+		}
+		sortMembers(ms)
+		return ms
+	}
+	timeout := time.After(opTimeout)
+	for !slices.Equal(viewList(), want) {
+		select {
+		case ev, ok := <-ch:
+			if !ok {
+				t.Fatalf("member watch closed early")
+			}
+			if !strings.HasPrefix(ev.Member.Addr, ns) {
+				continue
+			}
+			switch ev.Type {
+			case sessionstore.MemberJoined:
+				view[ev.Member] = true
+			case sessionstore.MemberLeft:
+				delete(view, ev.Member)
+			default:
+				t.Fatalf("member event of unknown type %d", ev.Type)
+			}
+		case <-timeout:
+			t.Fatalf("after %v the watch shows %+v, want the live members %+v", opTimeout, viewList(), want)
 		}
 	}
 }
