@@ -63,7 +63,7 @@ func MongoURI(t testing.TB) *Mongo {
 		bin = filepath.Join(root, "bin", "ferretdb")
 	}
 	if _, err := os.Stat(bin); err != nil {
-		Unavailable(t, "FerretDB test tool not built (go build -o bin/ferretdb ./test/ferretdb from its module, or set %s or %s): %v",
+		Unavailable(t, "FerretDB test tool not built (cd test/ferretdb && go build -o ../../bin/ferretdb .), or set %s or %s: %v",
 			FerretDBBinEnv, MongoURIEnv, err)
 	}
 	m.bin = bin
