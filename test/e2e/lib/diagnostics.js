@@ -7,6 +7,8 @@
 const MAX_ENTRIES = 400;
 const entries = [];
 let installed = false;
+// Open Watch streams, for fault injection: { body: Buffer, drop(opts) }.
+const openWatches = new Set();
 
 function record(entry) {
   entries.push({ at: new Date().toISOString().slice(11, 23), ...entry });
@@ -45,6 +47,29 @@ function install() {
     else if (init.body instanceof Uint8Array && contentType && contentType.includes('json')) {
       requestText = Buffer.from(init.body).toString('utf8');
     }
+    const isWatch = method === 'Watch';
+    let connection;
+    const cut = { dropped: false };
+    if (isWatch) {
+      // Our own controller lets a test cut the connection; the SDK's signal
+      // still aborts it as before.
+      connection = new AbortController();
+      const sdkSignal = init.signal;
+      if (sdkSignal) {
+        if (sdkSignal.aborted) connection.abort(sdkSignal.reason);
+        else {
+          sdkSignal.addEventListener(
+            'abort',
+            () => {
+              // After a simulated drop the connection closes when the test says.
+              if (!cut.dropped) connection.abort(sdkSignal.reason);
+            },
+            { once: true },
+          );
+        }
+      }
+      init = { ...init, signal: connection.signal };
+    }
     let response;
     try {
       response = await realFetch(input, init);
@@ -72,6 +97,7 @@ function install() {
       entry.failed = true;
     }
     record(entry);
+    if (isWatch && response.body) return trackWatch(response, init.body, connection, cut);
     return response;
   };
 
@@ -88,6 +114,74 @@ function install() {
       original(...args);
     };
   }
+}
+
+/**
+ * Wraps a Watch response so that a test can make the SDK see the stream fail
+ * as on a network drop, while the TCP connection itself is closed at once or
+ * only later (a half-open connection the server has not noticed yet).
+ */
+function trackWatch(response, requestBody, connection, cut) {
+  const reader = response.body.getReader();
+  let controller;
+  let finished = false;
+  const watch = {
+    body: requestBody ? Buffer.from(requestBody) : Buffer.alloc(0),
+    drop({ closeConnectionAfterMs = 0 } = {}) {
+      if (finished) return Promise.resolve();
+      finished = true;
+      cut.dropped = true;
+      openWatches.delete(watch);
+      controller.error(new TypeError('terminated (connection dropped by the test)'));
+      return new Promise((resolve) => {
+        setTimeout(() => {
+          connection.abort(new Error('connection dropped by the test'));
+          resolve();
+        }, closeConnectionAfterMs);
+      });
+    },
+  };
+  const body = new ReadableStream({
+    start(c) {
+      controller = c;
+    },
+    async pull(c) {
+      try {
+        const { done, value } = await reader.read();
+        if (finished) return;
+        if (done) {
+          finished = true;
+          openWatches.delete(watch);
+          c.close();
+        } else {
+          c.enqueue(value);
+        }
+      } catch (err) {
+        if (finished) return;
+        finished = true;
+        openWatches.delete(watch);
+        c.error(err);
+      }
+    },
+    cancel(reason) {
+      finished = true;
+      openWatches.delete(watch);
+      return reader.cancel(reason);
+    },
+  });
+  openWatches.add(watch);
+  return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
+}
+
+/**
+ * Makes every open Watch stream of `clientID` fail on the SDK side as if the
+ * network dropped it. Resolves with the number of streams dropped once their
+ * connections are closed (after `closeConnectionAfterMs`).
+ */
+async function dropWatchStreams(clientID, opts = {}) {
+  const matching = [...openWatches].filter((w) => w.body.includes(Buffer.from(clientID)));
+  await Promise.all(matching.map((w) => w.drop(opts)));
+  return matching.length;
 }
 
 function safeJSON(value) {
@@ -126,4 +220,4 @@ function summarize(list) {
   return lines.join('\n');
 }
 
-module.exports = { install, mark, since, summarize, entries };
+module.exports = { install, mark, since, summarize, entries, dropWatchStreams };

@@ -6,6 +6,7 @@
 const assert = require('node:assert/strict');
 const { yorkie, newDocKey } = require('./session');
 const { waitFor } = require('./wait');
+const { dropWatchStreams } = require('./diagnostics');
 const {
   waitConverged,
   waitPresences,
@@ -576,6 +577,56 @@ async function overlappingConcurrentDeletesConverge(s) {
   assert.deepEqual(json.list, [0, 1, 2, 7, 8, 9], 'array loses exactly the union of deleted elements');
 }
 
+/**
+ * A client's Watch stream fails as on a network drop; the connection itself
+ * closes `closeConnectionAfterMs` later (0: at once; more than the SDK's 1 s
+ * reconnect delay: the new stream opens while the server still holds the old
+ * one).
+ */
+async function watchDropRecovers(s, { closeConnectionAfterMs }) {
+  const [c0, c1] = await s.activateClients(2);
+  const key = newDocKey('watch-drop');
+  const d0 = await s.attach(c0, key, { initialPresence: { name: 'stays' } });
+  const d1 = await s.attach(c1, key, { initialPresence: { name: 'drops', phase: 'before' } });
+  await waitPresences([d0, d1], {
+    [c0.getID()]: { name: 'stays' },
+    [c1.getID()]: { name: 'drops', phase: 'before' },
+  });
+  const connection = recordEvents(d1, 'connection');
+
+  const closed = dropWatchStreams(c1.getID(), { closeConnectionAfterMs });
+  await waitFor(() => connection.events.some((e) => e.value === 'disconnected'), {
+    what: 'the SDK to notice the dropped Watch stream',
+    describe: () => JSON.stringify(connection.events),
+  });
+  d0.update((root) => {
+    root.duringDrop = 'written while the stream was down';
+  });
+  await waitFor(() => connection.events.findIndex((e) => e.value === 'disconnected') < connection.events.map((e) => e.value).lastIndexOf('connected'), {
+    what: 'the SDK to open a new Watch stream',
+    describe: () => JSON.stringify(connection.events),
+  });
+  await waitConverged([d0, d1], { expect: (j) => j.duringDrop !== undefined });
+  assert.equal(await closed, 1, 'exactly one Watch stream was open for the client');
+
+  // Once the old connection is gone, the client must still count as online
+  // for the others, and changes must flow both ways.
+  d1.update((root, p) => {
+    root.afterDrop = 'written after reconnecting';
+    p.set({ phase: 'after' });
+  });
+  await waitConverged([d0, d1], { expect: (j) => j.afterDrop !== undefined });
+  await waitPresences([d0, d1], {
+    [c0.getID()]: { name: 'stays' },
+    [c1.getID()]: { name: 'drops', phase: 'after' },
+  });
+  d0.update((root) => {
+    root.last = 'seen through the new stream';
+  });
+  await waitConverged([d0, d1], { expect: (j) => j.last !== undefined });
+  connection.stop();
+}
+
 /** Every scenario, by name. Each takes a Session and uses fresh keys. */
 const scenarios = [
   { name: 'three clients editing every data type concurrently converge, with presence', run: concurrentEditsConverge },
@@ -588,6 +639,14 @@ const scenarios = [
   { name: 'the same client can attach again after detaching and sees all edits, its own included', run: reattachAfterDetach },
   { name: 'deactivate: others see the client go; a new client still gets the data', run: deactivateDropsClient },
   { name: 'a watcher gets watched, presence-changed and unwatched events of others', run: watchEventsReachWatcher },
+  {
+    name: 'a dropped Watch stream reconnects and catches up; the client stays online for others',
+    run: (s) => watchDropRecovers(s, { closeConnectionAfterMs: 0 }),
+  },
+  {
+    name: 'a Watch stream reopened while the old connection is still half-open keeps the client online',
+    run: (s) => watchDropRecovers(s, { closeConnectionAfterMs: 2500 }),
+  },
   { name: 'remove document: remover and other replica see it removed; the key can be reused', run: removeDocument },
 ];
 
