@@ -19,6 +19,9 @@
 //     (doc_id, epoch). The document's epoch is the highest claim. A write
 //     checks it before storing anything; a claim inserts its record first and
 //     then reads the highest, so of two racing claims the lower one fails.
+//     A write that began before a newer claim returned may still land after
+//     it: a batch then takes the server_seq the new owner would have used,
+//     which the new owner learns as ErrConflict, so nothing is overwritten.
 //   - The live document of a key is named by a record of doc_keys whose _id
 //     is the key: creating a document inserts it, so racing creators agree on
 //     one document; removing the document deletes it.
@@ -28,11 +31,12 @@
 // The document record only keeps a head hint, the end of some stored batch,
 // from which the head is found by following batches by _id.
 //
-// Lookups on hot paths (a batch, a document, an attachment) go by _id: it is
-// the only filter FerretDB's SQLite backend answers without reading the
-// whole collection. Other queries use the indexes on MongoDB and scan on
-// FerretDB; they serve rare calls (activation, listing attachments,
-// LastClientSeq, ranges that do not start a batch).
+// Lookups on hot paths (a batch, a document, reading an attachment) go by
+// _id: it is the only filter FerretDB's SQLite backend answers without
+// reading the whole collection. Other queries use the indexes on MongoDB and
+// scan on FerretDB; they serve small collections (claims, attachments on
+// update) or rare calls (activation, listing attachments, LastClientSeq,
+// ranges that do not start a batch).
 //
 // A batch is one BSON document, so it must stay under the 16 MB limit.
 package mongo
