@@ -392,6 +392,10 @@ func (b *Backend) endAttachment(ctx context.Context, ds *docState, clientID stri
 		return fmt.Errorf("mark attachment of %s %s: %w", clientID, status, err)
 	}
 	delete(ds.atts, clientID)
+	if len(ds.atts) == 0 {
+		// Nobody is attached: keep no state for it; a later call reloads.
+		b.forget(ds)
+	}
 	return nil
 }
 
