@@ -11,8 +11,9 @@
 //     backend handles well (memory 300ms, Redis 1s, etcd 2s). A lease that is
 //     not renewed must end within 2*TTL + 2s.
 //   - Expire makes the backend stop renewing a lease registered on client s,
-//     so that it runs out its TTL exactly as when its node is partitioned
-//     from the store. It must not revoke the lease, and it should leave the
+//     so that it ends as when its node is partitioned from the store: at
+//     once or when its TTL runs out. It must not go through Lease.Revoke,
+//     and it should leave the
 //     rest of s usable. When Expire is nil, the subtests that need it skip.
 //     What is honest per backend: the memory store calls its fault-injection
 //     hook (Store.ExpireLease, which ends the lease at once); the etcd store
