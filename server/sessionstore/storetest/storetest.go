@@ -13,8 +13,8 @@
 //   - Expire makes the backend stop renewing a lease registered on client s,
 //     so that it ends as when its node is partitioned from the store: at
 //     once or when its TTL runs out. It must not go through Lease.Revoke,
-//     and it should leave the
-//     rest of s usable. When Expire is nil, the subtests that need it skip.
+//     and it should leave the rest of s usable. When Expire is nil, the
+//     subtests that need it skip.
 //     What is honest per backend: the memory store calls its fault-injection
 //     hook (Store.ExpireLease, which ends the lease at once); the etcd store
 //     stops the lease's keepalive and lets the server expire it, rather than
