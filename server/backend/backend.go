@@ -42,6 +42,9 @@ var (
 	// another actor, non-consecutive client_seq values, ...).
 	ErrInvalidChangePack = errors.New("invalid change pack")
 	// ErrTooManyChanges: the pack holds more changes than the server accepts.
+	// The backend does not return it today: a pack beyond
+	// Config.MaxChangesPerPack is acknowledged in part instead, since the SDK
+	// cannot split packs and would stop syncing on the error.
 	ErrTooManyChanges = errors.New("too many changes in pack")
 	// ErrShuttingDown: the backend is closing; clients should retry elsewhere.
 	ErrShuttingDown = errors.New("server shutting down")
@@ -61,7 +64,8 @@ const DefaultMaxChangesPerPack = 1000
 type Config struct {
 	// DB stores clients, documents, attachments and changes. Required.
 	DB database.Database
-	// MaxChangesPerPack bounds the changes of one pushed pack (default 1000).
+	// MaxChangesPerPack bounds the changes stored by one PushPull or attach
+	// (default 1000); the client sends the rest on its next PushPull.
 	MaxChangesPerPack int
 	// Logger receives operational logs (default slog.Default()).
 	Logger *slog.Logger

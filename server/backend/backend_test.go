@@ -77,10 +77,6 @@ func TestMalformedPacksAreRejected(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tooMany := make([]*api.Change, backend.DefaultMaxChangesPerPack+1)
-	for i := range tooMany {
-		tooMany[i] = edit(t, a, uint32(i+1), int64(i+1))
-	}
 	for name, tc := range map[string]struct {
 		pack *api.ChangePack
 		want error
@@ -89,11 +85,45 @@ func TestMalformedPacksAreRejected(t *testing.T) {
 		"nil pack":          {nil, backend.ErrInvalidChangePack},
 		"other actor":       {pack(0, 1, edit(t, other, 1, 1)), backend.ErrInvalidChangePack},
 		"change without id": {pack(0, 1, &api.Change{}), backend.ErrInvalidChangePack},
-		"too many changes":  {pack(0, uint32(len(tooMany)), tooMany...), backend.ErrTooManyChanges},
 	} {
 		if _, err := b.PushPull(ctx, a, docID, tc.pack, false); !errors.Is(err, tc.want) {
 			t.Errorf("%s: %v, want %v", name, err, tc.want)
 		}
+	}
+}
+
+func TestOversizedPackIsAcknowledgedInPart(t *testing.T) {
+	ctx := context.Background()
+	b, db := newBackend(t, nil)
+	a := activate(t, b, "a")
+	docID, _, err := b.AttachDocument(ctx, a, "doc", pack(0, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const total = backend.DefaultMaxChangesPerPack + 500
+	changes := make([]*api.Change, total)
+	for i := range changes {
+		changes[i] = edit(t, a, uint32(i+1), int64(i+1))
+	}
+	resp, err := b.PushPull(ctx, a, docID, pack(0, total, changes...), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := resp.Checkpoint.ClientSeq; got != backend.DefaultMaxChangesPerPack {
+		t.Fatalf("acknowledged client_seq %d, want %d", got, backend.DefaultMaxChangesPerPack)
+	}
+	// The SDK sends the unacknowledged rest again.
+	resp, err = b.PushPull(ctx, a, docID, pack(resp.Checkpoint.ServerSeq, total, changes[resp.Checkpoint.ClientSeq:]...), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Checkpoint.ClientSeq != total {
+		t.Fatalf("acknowledged client_seq %d, want %d", resp.Checkpoint.ClientSeq, total)
+	}
+	log := storedLog(t, db, docID)
+	checkLog(t, log)
+	if len(log) != total {
+		t.Fatalf("log has %d changes, want %d", len(log), total)
 	}
 }
 

@@ -60,7 +60,7 @@ func (b *Backend) AttachDocument(ctx context.Context, clientID, docKey string, p
 		return "", nil, fmt.Errorf("attach document %q (%s): %w", docKey, info.ID, err)
 	}
 	ds.atts[clientID] = e
-	resp, err := b.exchange(ctx, ds, clientID, e, pack, false)
+	resp, err := b.exchange(ctx, ds, clientID, e, pack, false, b.maxPack)
 	if err != nil {
 		return "", nil, fmt.Errorf("attach document %q (%s): %w", docKey, info.ID, err)
 	}
@@ -75,7 +75,8 @@ func (b *Backend) DetachDocument(ctx context.Context, clientID, docID string, pa
 		return nil, fmt.Errorf("detach document %s: %w", docID, err)
 	}
 	defer ds.unlock()
-	resp, err := b.exchange(ctx, ds, clientID, e, pack, false)
+	// No bound: the attachment ends here, so nothing may be left behind.
+	resp, err := b.exchange(ctx, ds, clientID, e, pack, false, 0)
 	if err != nil {
 		return nil, fmt.Errorf("detach document %s: %w", docID, err)
 	}
@@ -94,7 +95,7 @@ func (b *Backend) RemoveDocument(ctx context.Context, clientID, docID string, pa
 		return nil, fmt.Errorf("remove document %s: %w", docID, err)
 	}
 	defer ds.unlock()
-	resp, err := b.exchange(ctx, ds, clientID, e, pack, false)
+	resp, err := b.exchange(ctx, ds, clientID, e, pack, false, 0)
 	if err != nil {
 		return nil, fmt.Errorf("remove document %s: %w", docID, err)
 	}
@@ -121,7 +122,7 @@ func (b *Backend) PushPull(ctx context.Context, clientID, docID string, pack *ap
 		return nil, fmt.Errorf("push pull %s: %w", docID, err)
 	}
 	defer ds.unlock()
-	resp, err := b.exchange(ctx, ds, clientID, e, pack, pushOnly)
+	resp, err := b.exchange(ctx, ds, clientID, e, pack, pushOnly, b.maxPack)
 	if err != nil {
 		return nil, fmt.Errorf("push pull %s: %w", docID, err)
 	}
@@ -152,17 +153,13 @@ func (b *Backend) begin(ctx context.Context, clientID, docID string, pack *api.C
 	return ds, e, nil
 }
 
-// validatePack checks what needs no state: a checkpoint, the size bound, and
-// changes of this client with consecutive client_seq values.
+// validatePack checks what needs no state: a checkpoint and changes of this client with consecutive client_seq values.
 func (b *Backend) validatePack(clientID string, pack *api.ChangePack) error {
 	if pack == nil || pack.Checkpoint == nil {
 		return fmt.Errorf("no checkpoint: %w", ErrInvalidChangePack)
 	}
 	if pack.Checkpoint.ServerSeq < 0 {
 		return fmt.Errorf("negative checkpoint server_seq: %w", ErrInvalidChangePack)
-	}
-	if n := len(pack.Changes); n > b.maxPack {
-		return fmt.Errorf("%d changes, at most %d: %w", n, b.maxPack, ErrTooManyChanges)
 	}
 	for i, c := range pack.Changes {
 		if c == nil || c.Id == nil {
@@ -200,7 +197,12 @@ func actorIs(actor []byte, hexID string) bool {
 // exchange runs one pack for an attached client: store its new changes, pull
 // what it has not seen, record its checkpoint and vector. The caller holds
 // the document's lock.
-func (b *Backend) exchange(ctx context.Context, ds *docState, clientID string, e *attState, pack *api.ChangePack, pushOnly bool) (*api.ChangePack, error) {
+//
+// limit bounds the changes stored by this call (0: no bound). The SDK cannot
+// split its packs and stops syncing for good on a rejected one, so a pack
+// beyond the bound is acknowledged in part: the client keeps the rest and
+// sends it again on its next PushPull.
+func (b *Backend) exchange(ctx context.Context, ds *docState, clientID string, e *attState, pack *api.ChangePack, pushOnly bool, limit int) (*api.ChangePack, error) {
 	b.metrics.PushPulls.Add(1)
 	if ds.removed {
 		// Nothing more is stored in a removed document; the client only
@@ -211,7 +213,7 @@ func (b *Backend) exchange(ctx context.Context, ds *docState, clientID string, e
 			IsRemoved:   true,
 		}, nil
 	}
-	stored, err := b.push(ctx, ds, clientID, e, pack.Changes)
+	stored, err := b.push(ctx, ds, clientID, e, pack.Changes, limit)
 	if stored > 0 {
 		b.metrics.ChangesStored.Add(int64(stored))
 		b.publishChanged(ds.id, clientID)
@@ -257,7 +259,7 @@ func (b *Backend) exchange(ctx context.Context, ds *docState, clientID string, e
 // push appends the changes the server has not stored yet and returns how
 // many it stored. Changes at or below the stored client_seq are resends and
 // skipped; the first new one must follow the stored client_seq.
-func (b *Backend) push(ctx context.Context, ds *docState, clientID string, e *attState, changes []*api.Change) (int, error) {
+func (b *Backend) push(ctx context.Context, ds *docState, clientID string, e *attState, changes []*api.Change, limit int) (int, error) {
 	if len(changes) == 0 {
 		return 0, nil
 	}
@@ -277,6 +279,9 @@ func (b *Backend) push(ctx context.Context, ds *docState, clientID string, e *at
 		if first := fresh[0].Id.ClientSeq; first != e.att.ClientSeq+1 {
 			return 0, fmt.Errorf("client %s pushed client_seq %d after stored %d: %w",
 				clientID, first, e.att.ClientSeq, ErrInvalidClientSeq)
+		}
+		if limit > 0 && len(fresh) > limit {
+			fresh = fresh[:limit]
 		}
 		batch := make([]*database.Change, len(fresh))
 		rows := make([]database.Change, len(fresh))
@@ -438,7 +443,7 @@ func (b *Backend) detachOnDeactivate(ctx context.Context, clientID, docID string
 			},
 			PresenceChange: &api.PresenceChange{Type: api.PresenceChange_CHANGE_TYPE_CLEAR},
 		}
-		stored, err := b.push(ctx, ds, clientID, e, []*api.Change{clearChange})
+		stored, err := b.push(ctx, ds, clientID, e, []*api.Change{clearChange}, 0)
 		if stored > 0 {
 			b.metrics.ChangesStored.Add(int64(stored))
 			b.publishChanged(docID, clientID)
