@@ -627,6 +627,47 @@ async function watchDropRecovers(s, { closeConnectionAfterMs }) {
   connection.stop();
 }
 
+async function syncModes(s) {
+  const [c0, c1] = await s.activateClients(2);
+  const key = newDocKey('sync-modes');
+  const d0 = await s.attach(c0, key, { initialPresence: { name: 'realtime' } });
+  d0.update((root) => {
+    root.fromRealtime = 1;
+  });
+  await waitPushed(d0);
+
+  // Manual mode: nothing moves without an explicit sync.
+  const d1 = new yorkie.Document(key);
+  await c1.attach(d1, { syncMode: yorkie.SyncMode.Manual, initialPresence: { name: 'manual' } });
+  assert.deepEqual(JSON.parse(d1.toSortedJSON()), { fromRealtime: 1 }, 'attach in manual mode still loads the document');
+  d1.update((root) => {
+    root.fromManual = 2;
+  });
+  await c1.sync(d1);
+  assert.equal(d1.hasLocalChanges(), false, 'explicit sync pushed the change');
+  await waitConverged([d0, d1], { expect: (j) => j.fromManual === 2 });
+
+  d0.update((root) => {
+    root.beforePushOnly = 3;
+  });
+  await waitPushed(d0);
+
+  // Push-only: local changes go out, nothing comes in.
+  await c1.changeSyncMode(d1, yorkie.SyncMode.RealtimePushOnly);
+  d1.update((root) => {
+    root.fromPushOnly = 4;
+  });
+  await waitFor(() => d0.getRoot().fromPushOnly === 4, { what: 'a push-only change to reach the realtime replica' });
+  await waitPushed(d1);
+  assert.equal(d1.getRoot().beforePushOnly, undefined, 'a push-only replica received no remote change');
+
+  // Back to realtime: everything arrives, and the client is online for others.
+  await c1.changeSyncMode(d1, yorkie.SyncMode.Realtime);
+  const json = await waitConverged([d0, d1], { expect: (j) => j.beforePushOnly === 3 && j.fromPushOnly === 4 });
+  assert.deepEqual(json, { fromRealtime: 1, fromManual: 2, beforePushOnly: 3, fromPushOnly: 4 });
+  await waitPresences([d0, d1], { [c0.getID()]: { name: 'realtime' }, [c1.getID()]: { name: 'manual' } });
+}
+
 /** Every scenario, by name. Each takes a Session and uses fresh keys. */
 const scenarios = [
   { name: 'three clients editing every data type concurrently converge, with presence', run: concurrentEditsConverge },
@@ -634,6 +675,7 @@ const scenarios = [
   { name: 'clients attached to several documents keep each document and presence apart', run: severalDocumentsPerClient },
   { name: 'concurrent overlapping deletes and styles on text, tree and array converge', run: overlappingConcurrentDeletesConverge },
   { name: `${BURST} changes made between two syncs all reach the other replica`, run: burstBetweenSyncsArrives },
+  { name: 'manual and push-only sync modes move changes only as asked, then realtime catches up', run: syncModes },
   { name: 'a client that attaches later gets the full state and presences', run: lateAttachGetsFullState },
   { name: 'detach: others see the client go and keep working; a new client sees everything', run: detachLeavesOthersWorking },
   { name: 'the same client can attach again after detaching and sees all edits, its own included', run: reattachAfterDetach },
