@@ -71,7 +71,9 @@ type Lease interface {
 	Member() Member
 	// Done is closed when the lease has ended, by Revoke or by loss.
 	Done() <-chan struct{}
-	// Revoke ends the lease now; the node's bindings end with it.
+	// Revoke ends the lease now; the node's bindings end with it. Revoking a
+	// lease that has already ended (revoked or lost) returns nil: the caller
+	// wanted it gone, and it is.
 	Revoke(ctx context.Context) error
 }
 
@@ -102,7 +104,8 @@ type Store interface {
 	// WatchMembers reports every live member as MemberJoined first, then each
 	// change, until ctx ends; the channel is closed then. A consumer that falls
 	// behind may miss events but not the final state: after a gap the store
-	// re-reports the members as they are.
+	// re-reports the members as they are. A ctx that has already ended gives
+	// an error wrapping ctx.Err() and no channel.
 	WatchMembers(ctx context.Context) (<-chan MemberEvent, error)
 	// Resolve returns the live binding of key; ok is false if there is none.
 	Resolve(ctx context.Context, key string) (b Binding, ok bool, err error)
@@ -112,6 +115,8 @@ type Store interface {
 	Bind(ctx context.Context, key string, owner Member) (Binding, error)
 	// Release deletes b if it is still the binding in force (ErrNotOwner otherwise).
 	Release(ctx context.Context, b Binding) error
-	// Close releases the store client's resources; it does not revoke leases.
+	// Close releases the store client's resources and stops renewing its
+	// leases (they then run out after their TTL); it does not revoke them.
+	// Closing twice is harmless.
 	Close() error
 }
