@@ -26,6 +26,12 @@
 // a replica of the new master, and see its replicated (slightly late) data.
 // Config.KeepConnOnReadOnly turns this off.
 //
+// After such a mass discard radix's pool can leave callers waiting for a
+// connection until their deadline, although it has connections again (it
+// wakes one waiter per connection it adds). The store withdraws a command
+// that has not reached a connection within 50ms, before anything is sent,
+// and queues it again.
+//
 // # Weaker points
 //
 //   - Replication is asynchronous. A binding, registration or counter

@@ -40,23 +40,26 @@ func isReadOnlyReply(err error) (string, bool) {
 	return "", false
 }
 
-// readOnlyGuard wraps a pooled connection. When the server answers READONLY it
-// closes the connection and returns a ReadOnlyError, which radix treats as a
-// broken connection:
+// guardedConn wraps every pooled connection. It refuses to send a command
+// whose attempt was withdrawn (see connWaitLimit), and, when
+// discardOnReadOnly is set (the default), it closes the connection when the
+// server answers READONLY and returns a ReadOnlyError, which radix treats as
+// a broken connection:
 //   - on the pool's shared path the pool wrapper sees an error that is not
 //     resp.ErrConnUsable and discards the connection after the command;
 //   - on the exclusive path (WithConn, blocking commands) the pool discards a
 //     connection only if the returned error is not a server reply, which a
-//     ReadOnlyError is not; and should the caller swallow the error, the closed
-//     connection fails its next command with a non-usable error and is
-//     discarded then.
+//     ReadOnlyError is not; and should the caller swallow the error, the
+//     closed connection fails its next command with a non-usable error and
+//     is discarded then.
 //
 // Commands that were pipelined on the same connection behind the failing one
 // fail as well (they were written to a replica). Explicit radix.Pipeline
 // actions record their replies inside the pipeline, where this wrapper cannot
 // see them; the store does not use them.
-type readOnlyGuard struct {
+type guardedConn struct {
 	radix.Conn
+	discardOnReadOnly bool
 	// discarded is called once, when the connection is closed for READONLY.
 	discarded func(reply string)
 	closed    atomic.Bool
@@ -68,13 +71,16 @@ type readOnlyGuard struct {
 var errConnDiscarded = errors.New("redis connection closed after the server answered READONLY")
 
 // EncodeDecode implements radix.Conn.
-func (c *readOnlyGuard) EncodeDecode(ctx context.Context, m, u any) error {
+func (c *guardedConn) EncodeDecode(ctx context.Context, m, u any) error {
+	if !startAttempt(ctx) {
+		return errWithdrawn
+	}
 	if c.closed.Load() {
 		return errConnDiscarded
 	}
 	err := c.Conn.EncodeDecode(ctx, m, u)
-	if err == nil {
-		return nil
+	if err == nil || !c.discardOnReadOnly {
+		return err
 	}
 	reply, ok := isReadOnlyReply(err)
 	if !ok {
@@ -95,6 +101,6 @@ func (c *readOnlyGuard) EncodeDecode(ctx context.Context, m, u any) error {
 
 // Do implements radix.Client so that actions performed on the guard itself
 // also go through EncodeDecode above.
-func (c *readOnlyGuard) Do(ctx context.Context, a radix.Action) error {
+func (c *guardedConn) Do(ctx context.Context, a radix.Action) error {
 	return a.Perform(ctx, c)
 }

@@ -129,16 +129,13 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		defer cancel()
 		return plain.Dial(ctx, network, addr)
 	}}
-	pooled := s.dialer
-	if !cfg.KeepConnOnReadOnly {
-		pooled = radix.Dialer{CustomConn: func(ctx context.Context, network, addr string) (radix.Conn, error) {
-			c, err := s.dialer.Dial(ctx, network, addr)
-			if err != nil {
-				return nil, err
-			}
-			return &readOnlyGuard{Conn: c, discarded: s.discarded}, nil
-		}}
-	}
+	pooled := radix.Dialer{CustomConn: func(ctx context.Context, network, addr string) (radix.Conn, error) {
+		c, err := s.dialer.Dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return &guardedConn{Conn: c, discardOnReadOnly: !cfg.KeepConnOnReadOnly, discarded: s.discarded}, nil
+	}}
 	pool, err := radix.PoolConfig{
 		Dialer: pooled,
 		Size:   cfg.PoolSize,
@@ -210,12 +207,11 @@ func (s *Store) do(ctx context.Context, a radix.Action) error {
 		defer cancel()
 	}
 	if s.viaWithConn {
-		inner := a
-		a = radix.WithConn("", func(ctx context.Context, c radix.Conn) error {
-			return c.Do(ctx, inner)
-		})
+		return s.pool.Do(ctx, radix.WithConn("", func(ctx context.Context, c radix.Conn) error {
+			return c.Do(ctx, a)
+		}))
 	}
-	return s.pool.Do(ctx, a)
+	return s.doShared(ctx, a)
 }
 
 // wrapErr maps a radix error to the store's sentinel errors.
