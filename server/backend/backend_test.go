@@ -7,10 +7,12 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
 	"github.com/yorkie-affinity/yorkie/server/backend"
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
+	"github.com/yorkie-affinity/yorkie/server/backend/database/memory"
 )
 
 func TestResendOfUnacknowledgedChangesIsDeduplicated(t *testing.T) {
@@ -466,5 +468,56 @@ func TestUnknownClientsAndDocuments(t *testing.T) {
 	}
 	if _, err := b.DocumentKey(ctx, "0123456789abcdef01234567"); !errors.Is(err, backend.ErrDocumentNotFound) {
 		t.Fatalf("key of unknown document: %v", err)
+	}
+}
+
+func TestSlowWatcherNeverBlocksPushPull(t *testing.T) {
+	ctx := context.Background()
+	mem := memory.New()
+	b, err := backend.New(backend.Config{DB: mem, WatchQueueSize: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close(ctx)
+	writer := activate(t, b, "writer")
+	slow := activate(t, b, "slow")
+	docID, _, _ := b.AttachDocument(ctx, writer, "doc", pack(0, 0))
+	if _, _, err := b.AttachDocument(ctx, slow, "doc", pack(0, 0)); err != nil {
+		t.Fatal(err)
+	}
+	sub, _, err := b.Watch(ctx, slow, docID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	// The slow watcher reads nothing while 500 changes are stored.
+	for s := uint32(1); s <= 500; s++ {
+		if _, err := b.PushPull(ctx, writer, docID, pack(0, s, edit(t, writer, s, int64(s))), true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ev := nextEvent(t, sub); ev.Type != api.DocEventType_DOC_EVENT_TYPE_DOCUMENT_CHANGED {
+		t.Fatalf("slow watcher got %v", ev)
+	}
+	// Many watchers coming and going overflow its queue of WATCHED and
+	// UNWATCHED: it is ended with a retryable error, not left behind.
+	for i := range 10 {
+		id := activate(t, b, fmt.Sprint("w", i))
+		if _, _, err := b.AttachDocument(ctx, id, "doc", pack(0, 0)); err != nil {
+			t.Fatal(err)
+		}
+		s, _, err := b.Watch(ctx, id, docID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Close()
+	}
+	select {
+	case <-sub.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("overflowing watcher was not ended")
+	}
+	if !errors.Is(sub.Err(), backend.ErrSlowSubscriber) || !errors.Is(sub.Err(), database.ErrUnavailable) {
+		t.Fatalf("slow watcher ended with %v", sub.Err())
 	}
 }
