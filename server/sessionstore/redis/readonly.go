@@ -22,6 +22,7 @@ type ReadOnlyError struct {
 	Reply string
 }
 
+// Error returns the server's reply and says that the connection was dropped.
 func (e *ReadOnlyError) Error() string {
 	return e.Reply + " (connection discarded)"
 }

@@ -192,8 +192,9 @@ func (s *Store) spawn(fn func()) bool {
 	return true
 }
 
-// do runs a, bounded by CommandTimeout when ctx has no deadline. A context
-// that has already ended sends nothing: radix might still write the command.
+// do runs a, bounded by CommandTimeout when ctx has no deadline. It sends
+// nothing if ctx has already ended (radix could still write the command, and
+// a call that fails must leave nothing behind).
 func (s *Store) do(ctx context.Context, a radix.Action) error {
 	if s.closed.Load() {
 		return sessionstore.ErrClosed
