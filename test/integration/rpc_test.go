@@ -342,13 +342,31 @@ func TestRemoveDocument(t *testing.T) {
 	})
 }
 
-func TestTooManyChanges(t *testing.T) {
+// TestPackBeyondChangeLimit checks that a pack holding more changes than the
+// server takes at once is acknowledged in part, and the rest on the next
+// PushPull (the SDK re-sends unacknowledged changes), each stored once.
+func TestPackBeyondChangeLimit(t *testing.T) {
 	forEachProtocol(t, func(t *testing.T, c v1connect.YorkieServiceClient, _ *server.Server) {
-		r := newReplica(t, c)
-		r.mustAttach(uniqueKey(t, "doc"))
-		r.edit(4)
-		_, err := r.pushPull(testCtx(t), false)
-		wantError(t, err, connect.CodeInvalidArgument, rpc.CodeTooManyChanges)
+		docKey := uniqueKey(t, "doc")
+		a := newReplica(t, c)
+		b := newReplica(t, c)
+		a.mustAttach(docKey)
+		b.mustAttach(docKey)
+		a.edit(4) // client_seq 2 to 5
+		a.mustPushPull()
+		if a.acked != 4 {
+			t.Fatalf("first push of 4 changes with a limit of 3 acknowledged %d, want 4", a.acked)
+		}
+		a.mustPushPull()
+		if a.acked != 5 || len(a.pending) != 0 {
+			t.Fatalf("second push acknowledged %d, want 5", a.acked)
+		}
+		b.mustPushPull()
+		for seq := 2; seq <= 5; seq++ {
+			if n := b.seen[fmt.Sprintf("%s/%d", a.id, seq)]; n != 1 {
+				t.Errorf("b pulled a's change %d %d times, want once", seq, n)
+			}
+		}
 	}, func(cfg *server.Config) { cfg.MaxChangesPerPack = 3 })
 }
 
