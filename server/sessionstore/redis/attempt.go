@@ -57,6 +57,7 @@ func (s *Store) doShared(ctx context.Context, a radix.Action) error {
 		tryCtx, cancel := context.WithCancel(context.WithValue(ctx, attemptKey{}, att))
 		timer := time.AfterFunc(connWaitLimit, func() {
 			if att.state.CompareAndSwap(attemptWaiting, attemptWithdrawn) {
+				s.withdrawnTries.Add(1)
 				cancel()
 			}
 		})

@@ -228,3 +228,54 @@ func TestReadOnlyOnBlockingCommand(t *testing.T) {
 		t.Fatalf("connection %d kept after a blocking command met READONLY", first)
 	}
 }
+
+// TestWaitersAllGetTheConnectionBack holds the only pooled connection while
+// many callers wait for it on the shared path. radix wakes one of them when
+// the connection comes back; the others must not be left waiting until their
+// deadline.
+func TestWaitersAllGetTheConnectionBack(t *testing.T) {
+	r := testenv.StartRedis(t)
+	s := newTestStore(t, r.Addr, Config{PoolSize: 1})
+	ctx := ctxT(t)
+	release := make(chan struct{})
+	held := make(chan struct{})
+	holderDone := make(chan error, 1)
+	go func() {
+		holderDone <- s.pool.Do(ctx, radix.WithConn("", func(context.Context, radix.Conn) error {
+			close(held)
+			<-release
+			return nil
+		}))
+	}()
+	<-held
+
+	const callers = 8
+	errs := make(chan error, callers)
+	for range callers {
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_, _, err := s.Resolve(ctx, "doc")
+			errs <- err
+		}()
+	}
+	// Once this many tries have been withdrawn (each after 50ms of waiting),
+	// every caller has long been waiting. Without the withdrawal, radix
+	// would wake only one of them and the rest would hit their deadline.
+	deadline := time.Now().Add(5 * time.Second)
+	for s.withdrawnTries.Load() < callers {
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d tries withdrawn within 5s, want %d", s.withdrawnTries.Load(), callers)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	close(release)
+	if err := <-holderDone; err != nil {
+		t.Fatalf("holder: %v", err)
+	}
+	for range callers {
+		if err := <-errs; err != nil {
+			t.Errorf("Resolve after waiting for the connection: %v", err)
+		}
+	}
+}

@@ -99,6 +99,8 @@ type Store struct {
 
 	// readOnlyDiscards counts connections closed because they answered READONLY.
 	readOnlyDiscards atomic.Int64
+	// withdrawnTries counts tries withdrawn while waiting for a connection.
+	withdrawnTries atomic.Int64
 	// viaWithConn runs every command through radix.WithConn (the pool's
 	// exclusive path) instead of the shared path; tests set it to cover both.
 	viaWithConn bool
