@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"go.mongodb.org/mongo-driver/bson"
+	"go.mongodb.org/mongo-driver/bson/primitive"
 	mongodrv "go.mongodb.org/mongo-driver/mongo"
 	"go.mongodb.org/mongo-driver/mongo/options"
 
@@ -212,5 +214,44 @@ func TestAttachmentKeepsNewerEpoch(t *testing.T) {
 	same := &database.Attachment{ClientID: c.ID, DocID: d.ID, Status: database.Attached, ServerSeq: 11}
 	if err := db.UpdateAttachment(ctx, same, 2); err != nil {
 		t.Fatalf("the same epoch writing again: %v", err)
+	}
+}
+
+// A remover that stopped after marking the document removed but before
+// releasing its key must not pin the key to the removed document.
+func TestFindOrCreateAfterInterruptedRemoval(t *testing.T) {
+	m := testenv.MongoURI(t)
+	db := dial(t, m, m.Database)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	d, err := db.FindOrCreateDocument(ctx, "half-removed")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	raw, err := mongodrv.Connect(ctx, options.Client().ApplyURI(m.URI))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = raw.Disconnect(ctx) }()
+	id, err := primitive.ObjectIDFromHex(d.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := raw.Database(m.Database).Collection("documents").UpdateOne(ctx,
+		bson.D{{Key: "_id", Value: id}}, bson.D{{Key: "$set", Value: bson.D{{Key: "removed_at", Value: time.Now()}}}})
+	if err != nil || res.MatchedCount != 1 {
+		t.Fatalf("mark the document removed behind the backend's back: %v (matched %d)", err, res.MatchedCount)
+	}
+
+	fresh, err := db.FindOrCreateDocument(ctx, "half-removed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fresh.ID == d.ID || !fresh.RemovedAt.IsZero() {
+		t.Fatalf("key of a half-removed document gave %+v, want a new live document", fresh)
+	}
+	if again, err := db.FindOrCreateDocument(ctx, "half-removed"); err != nil || again.ID != fresh.ID {
+		t.Fatalf("the key then gave %v, %v; want %s", again, err, fresh.ID)
 	}
 }
