@@ -30,30 +30,39 @@ func (b *Backend) AttachDocument(ctx context.Context, clientID, docKey string, p
 	if err := b.ensureActivated(ctx, clientID); err != nil {
 		return "", nil, fmt.Errorf("attach document %q: %w", docKey, err)
 	}
-	info, err := b.db.FindOrCreateDocument(ctx, docKey)
-	if err != nil {
-		return "", nil, fmt.Errorf("attach document %q: %w", docKey, err)
-	}
-	b.rememberKey(info.ID, info.Key)
-	ds, err := b.lockDoc(ctx, info.ID)
-	if err != nil {
-		return "", nil, fmt.Errorf("attach document %q: %w", docKey, err)
+	// A document removed between finding it and locking it leaves its key
+	// to a new document: look again once.
+	var (
+		info *database.DocInfo
+		ds   *docState
+		err  error
+	)
+	for attempt := 0; ; attempt++ {
+		if info, err = b.db.FindOrCreateDocument(ctx, docKey); err != nil {
+			return "", nil, fmt.Errorf("attach document %q: %w", docKey, err)
+		}
+		b.rememberKey(info.ID, info.Key)
+		if ds, err = b.lockDoc(ctx, info.ID); err != nil {
+			return "", nil, fmt.Errorf("attach document %q: %w", docKey, err)
+		}
+		if !ds.removed {
+			break
+		}
+		ds.unlock()
+		if attempt == 1 {
+			return "", nil, fmt.Errorf("attach document %q (%s): %w", docKey, info.ID, ErrDocumentRemoved)
+		}
 	}
 	defer ds.unlock()
-	if ds.removed {
-		return "", nil, fmt.Errorf("attach document %q (%s): %w", docKey, info.ID, ErrDocumentRemoved)
-	}
 	e := &attState{
 		att: database.Attachment{
 			ClientID:   clientID,
 			DocID:      info.ID,
 			Status:     database.Attached,
 			AttachedAt: ds.head,
-			ServerSeq:  0,
 			UpdatedAt:  time.Now(),
 		},
 		verified: true,
-		lamport:  0,
 	}
 	if err := b.db.UpdateAttachment(ctx, &e.att, ds.epoch); err != nil {
 		b.writeFailed(ds, err)
