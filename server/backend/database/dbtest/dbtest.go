@@ -53,6 +53,8 @@ func Run(t *testing.T, newDB NewDB) {
 func RunShared(t *testing.T, newPair NewPair) {
 	t.Run("Shared/Visibility", func(t *testing.T) { testVisibility(t, newPair) })
 	t.Run("Shared/ConcurrentAppends", func(t *testing.T) { testConcurrentAppends(t, newPair) })
+	t.Run("Shared/RacingRounds", func(t *testing.T) { testRacingRounds(t, newPair) })
+	t.Run("Shared/RacingClaims", func(t *testing.T) { testRacingClaims(t, newPair) })
 	t.Run("Shared/TwoOwners", func(t *testing.T) { testTwoOwners(t, newPair) })
 }
 
@@ -837,6 +839,108 @@ func testConcurrentAppends(t *testing.T, newPair NewPair) {
 	t.Logf("%d writers on two handles: %d changes in %d batches, %d conflicts", writers, len(log), len(attempts)-conflicts, conflicts)
 	if info := must(a.ClaimDocument(ctx, d.ID, 0)).get(t); info.ServerSeq != int64(len(log)) {
 		t.Fatalf("ClaimDocument ServerSeq = %d, log head %d", info.ServerSeq, len(log))
+	}
+}
+
+// testRacingRounds makes every writer read the same head and then append at
+// once, round after round: exactly one batch per round may win, whatever the
+// implementation's timing.
+func testRacingRounds(t *testing.T, newPair NewPair) {
+	a, b := newPair(t)
+	ctx := testCtx(t)
+	d := must(a.FindOrCreateDocument(ctx, "racing-rounds")).get(t)
+	const writers, rounds = 6, 8
+	var attempts []attempt
+	for round := range rounds {
+		heads := make([]int64, writers)
+		errs := make([]error, writers)
+		var read, done sync.WaitGroup
+		read.Add(writers)
+		for w := range writers {
+			db := a
+			if w%2 == 1 {
+				db = b
+			}
+			done.Go(func() {
+				info, err := db.ClaimDocument(ctx, d.ID, 0)
+				if err != nil {
+					errs[w] = err
+					read.Done()
+					return
+				}
+				heads[w] = info.ServerSeq
+				read.Done()
+				read.Wait() // every writer has read the head: append together
+				n := 1 + (w+round)%3
+				errs[w] = db.AppendChanges(ctx, d.ID, 0, batch(unknownID(), heads[w]+1, 1, n, fmt.Sprintf("r%d-w%d", round, w)))
+			})
+		}
+		done.Wait()
+		winners := 0
+		for w := range writers {
+			n := 1 + (w+round)%3
+			attempts = append(attempts, attempt{tag: fmt.Sprintf("r%d-w%d", round, w), first: heads[w] + 1, n: n, err: errs[w]})
+			switch {
+			case errs[w] == nil:
+				winners++
+			case !errors.Is(errs[w], database.ErrConflict):
+				t.Fatalf("round %d, writer %d: %v, want nil or ErrConflict", round, w, errs[w])
+			}
+			if heads[w] != heads[0] {
+				t.Fatalf("round %d: writers read heads %d and %d with nobody appending", round, heads[0], heads[w])
+			}
+		}
+		if winners != 1 {
+			t.Fatalf("round %d: %d of %d writers appending at server_seq %d succeeded, want exactly 1", round, winners, writers, heads[0]+1)
+		}
+	}
+	checkLog(t, allChanges(t, ctx, a, d.ID), attempts)
+}
+
+// testRacingClaims claims one document with epochs 1..n at once from two
+// handles: the highest must win and every lower one be fenced afterwards,
+// which an implementation that raises a stored epoch with a read-modify-write
+// update can get wrong.
+func testRacingClaims(t *testing.T, newPair NewPair) {
+	a, b := newPair(t)
+	ctx := testCtx(t)
+	const n = 12
+	for round := range 3 {
+		d := must(a.FindOrCreateDocument(ctx, fmt.Sprintf("racing-claims-%d", round))).get(t)
+		errs := make([]error, n+1)
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for e := 1; e <= n; e++ {
+			db := a
+			if e%2 == 1 {
+				db = b
+			}
+			wg.Go(func() {
+				<-start
+				_, errs[e] = db.ClaimDocument(ctx, d.ID, int64(e))
+			})
+		}
+		close(start)
+		wg.Wait()
+		for e := 1; e <= n; e++ {
+			if errs[e] != nil && !errors.Is(errs[e], database.ErrFenced) {
+				t.Fatalf("claim with epoch %d: %v", e, errs[e])
+			}
+		}
+		if errs[n] != nil {
+			t.Fatalf("the highest claim (epoch %d) failed: %v", n, errs[n])
+		}
+		for _, db := range []database.Database{a, b} {
+			if got := must(db.FindDocument(ctx, d.ID)).get(t); got.Epoch != n {
+				t.Fatalf("epoch after racing claims 1..%d = %d", n, got.Epoch)
+			}
+		}
+		for e := 1; e < n; e++ {
+			_, err := b.ClaimDocument(ctx, d.ID, int64(e))
+			wantErr(t, err, database.ErrFenced, fmt.Sprintf("claim with epoch %d after racing claims up to %d", e, n))
+			err = a.AppendChanges(ctx, d.ID, int64(e), batch(unknownID(), 1, 1, 1, "late"))
+			wantErr(t, err, database.ErrFenced, fmt.Sprintf("append with epoch %d after racing claims up to %d", e, n))
+		}
 	}
 }
 
