@@ -42,6 +42,8 @@ type attState struct {
 	// lamport is the lamport of the client's last stored change in this
 	// attachment, or -1 when unknown.
 	lamport int64
+	// persistedAt is when att was last written to the database.
+	persistedAt time.Time
 }
 
 func (ds *docState) unlock() { <-ds.lock }

@@ -17,6 +17,14 @@ import (
 // maxAppendAttempts bounds the reload-and-retry rounds after ErrConflict.
 const maxAppendAttempts = 4
 
+// attachmentFlush is how long an attachment's reported vector and sent
+// server_seq may stay newer in memory than in the database. Every watcher
+// pulls after every change, so writing them each time would multiply the
+// writes by the watchers; a lagging copy is safe, since after a reload it only
+// lowers the minimum synced vector. A call that stores changes always writes
+// the attachment (its client_seq).
+const attachmentFlush = time.Second
+
 // AttachDocument creates the document if needed, attaches the client (a fresh
 // attachment: client_seq from 0, starting at the current head) and runs the
 // pack like PushPull.
@@ -246,22 +254,23 @@ func (b *Backend) exchange(ctx context.Context, ds *docState, clientID string, e
 	reported := pack.GetVersionVector().GetVector()
 	next := e.att
 	next.ServerSeq = respSeq
-	next.VersionVector = reported
-	if stored > 0 || next.ServerSeq != e.att.ServerSeq || !maps.Equal(reported, e.att.VersionVector) {
-		// The reported map belongs to the request, which nobody mutates
-		// once decoded; the database keeps its own copy.
-		next.UpdatedAt = time.Now()
+	next.VersionVector = reported // the request is not mutated once decoded
+	now := time.Now()
+	dirty := next.ServerSeq != e.att.ServerSeq || !maps.Equal(reported, e.att.VersionVector)
+	if stored > 0 || (dirty && now.Sub(e.persistedAt) >= attachmentFlush) {
+		next.UpdatedAt = now
 		if err := b.db.UpdateAttachment(ctx, &next, ds.epoch); err != nil {
 			b.writeFailed(ds, err)
 			return nil, fmt.Errorf("update attachment of %s: %w", clientID, err)
 		}
-		e.att = next
+		e.persistedAt = now
 	}
+	e.att = next
 	return &api.ChangePack{
 		DocumentKey:   ds.key,
 		Checkpoint:    &api.Checkpoint{ServerSeq: respSeq, ClientSeq: e.att.ClientSeq},
 		Changes:       changes,
-		VersionVector: &api.VersionVector{Vector: ds.syncedVV(e.att.VersionVector, time.Now())},
+		VersionVector: &api.VersionVector{Vector: ds.syncedVV(e.att.VersionVector, now)},
 	}, nil
 }
 
