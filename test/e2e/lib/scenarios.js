@@ -668,6 +668,59 @@ async function syncModes(s) {
   await waitPresences([d0, d1], { [c0.getID()]: { name: 'realtime' }, [c1.getID()]: { name: 'manual' } });
 }
 
+async function offlineEditsSurviveOthersDeletes(s) {
+  const [c0, c1, c2] = await s.activateClients(3);
+  const key = newDocKey('offline-gc');
+  const d0 = await s.attach(c0, key);
+  d0.update((root) => {
+    root.text = new yorkie.Text();
+    root.text.edit(0, 0, 'hello world');
+    root.list = ['a', 'b', 'c', 'd'];
+    root.obj = { keep: 1, drop: 2 };
+  });
+  await waitPushed(d0);
+  const d1 = await s.attach(c1, key);
+  const d2 = await s.attach(c2, key);
+  await waitConverged([d0, d1, d2], { expect: (j) => j.text !== undefined });
+
+  // c1 goes offline and edits inside what the others are about to delete.
+  await c1.changeSyncMode(d1, yorkie.SyncMode.Manual);
+  d1.update((root) => {
+    root.text.edit(8, 8, 'XYZ'); // inside "world"
+    root.text.setStyle(6, 9, { mark: 'offline' });
+    root.list.insertAfter(root.list.getElementByIndex(2).getID(), 'after-c');
+    root.obj.drop = 'changed offline';
+  });
+
+  // Meanwhile the online replicas delete that region and keep syncing, so a
+  // server that reported a wrong minimum synced version would let them
+  // collect the tombstones the offline edits point at.
+  d0.update((root) => {
+    root.text.edit(5, 11, '');
+    root.list.delete(2);
+    delete root.obj.drop;
+  });
+  for (let i = 0; i < 5; i++) {
+    d0.update((root) => {
+      root.text.edit(0, 0, `${i}`);
+    });
+    d2.update((root) => {
+      root.list.push(`d2-${i}`);
+    });
+    await waitPushed(d0);
+    await waitPushed(d2);
+  }
+  await waitConverged([d0, d2], { expect: (j) => j.list.includes('d2-4') && j.text.map((c) => c.val).join('').startsWith('4') });
+
+  await c1.sync(d1);
+  await c1.changeSyncMode(d1, yorkie.SyncMode.Realtime);
+  const json = await waitConverged([d0, d1, d2], { what: 'the offline replica and the others to converge' });
+  const text = json.text.map((c) => c.val).join('');
+  assert.equal(text, '43210helloXYZ', 'the offline insert survives the concurrent delete around it');
+  assert.deepEqual(json.list, ['a', 'b', 'after-c', 'd', 'd2-0', 'd2-1', 'd2-2', 'd2-3', 'd2-4']);
+  assert.equal(json.obj.keep, 1);
+}
+
 /** Every scenario, by name. Each takes a Session and uses fresh keys. */
 const scenarios = [
   { name: 'three clients editing every data type concurrently converge, with presence', run: concurrentEditsConverge },
@@ -676,6 +729,7 @@ const scenarios = [
   { name: 'concurrent overlapping deletes and styles on text, tree and array converge', run: overlappingConcurrentDeletesConverge },
   { name: `${BURST} changes made between two syncs all reach the other replica`, run: burstBetweenSyncsArrives },
   { name: 'manual and push-only sync modes move changes only as asked, then realtime catches up', run: syncModes },
+  { name: 'edits made offline inside a region others deleted still merge after they kept syncing', run: offlineEditsSurviveOthersDeletes },
   { name: 'a client that attaches later gets the full state and presences', run: lateAttachGetsFullState },
   { name: 'detach: others see the client go and keep working; a new client sees everything', run: detachLeavesOthersWorking },
   { name: 'the same client can attach again after detaching and sees all edits, its own included', run: reattachAfterDetach },
