@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"regexp"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -715,6 +716,35 @@ func testVisibility(t *testing.T, newPair NewPair) {
 	wantErr(t, err, database.ErrFenced, "the first handle after the second claimed epoch 1")
 }
 
+// wholeBatches checks a snapshot of a log being written: server_seq 1..n
+// without gaps, and every batch in it whole (its changes carry "tag#i/n").
+func wholeBatches(log []*database.Change) error {
+	for k := 0; k < len(log); {
+		if log[k].ServerSeq != int64(k+1) {
+			return fmt.Errorf("server_seq %d at position %d: a gap", log[k].ServerSeq, k)
+		}
+		msg := log[k].Body.GetMessage()
+		hash := strings.LastIndexByte(msg, '#')
+		var i, n int
+		if hash < 0 {
+			return fmt.Errorf("change %d with message %q", log[k].ServerSeq, msg)
+		}
+		if _, err := fmt.Sscanf(msg[hash+1:], "%d/%d", &i, &n); err != nil || i != 0 {
+			return fmt.Errorf("change %d (%q) where a batch should start", log[k].ServerSeq, msg)
+		}
+		if k+n > len(log) {
+			return fmt.Errorf("batch %s cut after %d of its %d changes", msg[:hash], len(log)-k, n)
+		}
+		for j := range n {
+			if want := fmt.Sprintf("%s#%d/%d", msg[:hash], j, n); log[k+j].Body.GetMessage() != want {
+				return fmt.Errorf("change %d is %q, want %q", log[k+j].ServerSeq, log[k+j].Body.GetMessage(), want)
+			}
+		}
+		k += n
+	}
+	return nil
+}
+
 // attempt is one AppendChanges call of a racing writer.
 type attempt struct {
 	tag   string
@@ -823,8 +853,34 @@ func testConcurrentAppends(t *testing.T, newPair NewPair) {
 			}
 		})
 	}
+	// A reader on the other handle must never see part of a batch or a gap.
+	readerDone := make(chan struct{})
+	stopReader := make(chan struct{})
+	reads := 0
+	go func() {
+		defer close(readerDone)
+		for {
+			select {
+			case <-stopReader:
+				return
+			default:
+			}
+			seen, err := b.FindChanges(ctx, d.ID, 1, 1<<62)
+			if err != nil {
+				t.Errorf("reader: %v", err)
+				return
+			}
+			reads++
+			if err := wholeBatches(seen); err != nil {
+				t.Errorf("reader saw %v", err)
+				return
+			}
+		}
+	}()
 	close(start)
 	wg.Wait()
+	close(stopReader)
+	<-readerDone
 	if t.Failed() {
 		return
 	}
@@ -836,7 +892,7 @@ func testConcurrentAppends(t *testing.T, newPair NewPair) {
 			conflicts++
 		}
 	}
-	t.Logf("%d writers on two handles: %d changes in %d batches, %d conflicts", writers, len(log), len(attempts)-conflicts, conflicts)
+	t.Logf("%d writers on two handles: %d changes in %d batches, %d conflicts; %d concurrent reads", writers, len(log), len(attempts)-conflicts, conflicts, reads)
 	if info := must(a.ClaimDocument(ctx, d.ID, 0)).get(t); info.ServerSeq != int64(len(log)) {
 		t.Fatalf("ClaimDocument ServerSeq = %d, log head %d", info.ServerSeq, len(log))
 	}
