@@ -61,12 +61,22 @@ func TestGapIsRejectedAndNothingStored(t *testing.T) {
 	if !errors.Is(err, backend.ErrInvalidClientSeq) {
 		t.Fatalf("push after a gap: %v, want ErrInvalidClientSeq", err)
 	}
+	if log := storedLog(t, db, docID); len(log) != 1 {
+		t.Fatalf("log has %d changes after a rejected gap, want 1", len(log))
+	}
+	if _, err := b.PushPull(ctx, a, docID, pack(1, 3, edit(t, a, 2, 2), edit(t, a, 3, 3)), false); err != nil {
+		t.Fatal(err)
+	}
+	_, err = b.PushPull(ctx, a, docID, pack(1, 2, edit(t, a, 2, 2)), false)
+	if !errors.Is(err, backend.ErrInvalidClientSeq) {
+		t.Fatalf("push going back below the stored client_seq: %v, want ErrInvalidClientSeq", err)
+	}
 	_, err = b.PushPull(ctx, a, docID, pack(1, 3, edit(t, a, 2, 2), edit(t, a, 4, 4)), false)
 	if !errors.Is(err, backend.ErrInvalidChangePack) {
 		t.Fatalf("non-consecutive pack: %v, want ErrInvalidChangePack", err)
 	}
-	if log := storedLog(t, db, docID); len(log) != 1 {
-		t.Fatalf("log has %d changes after rejected pushes, want 1", len(log))
+	if log := storedLog(t, db, docID); len(log) != 3 {
+		t.Fatalf("log has %d changes after rejected pushes, want 3", len(log))
 	}
 }
 

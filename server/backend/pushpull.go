@@ -276,7 +276,8 @@ func (b *Backend) exchange(ctx context.Context, ds *docState, clientID string, e
 
 // push appends the changes the server has not stored yet and returns how
 // many it stored. Changes at or below the stored client_seq are resends and
-// skipped; the first new one must follow the stored client_seq.
+// skipped; the first new one must follow the stored client_seq, and the pack
+// must not end below it.
 func (b *Backend) push(ctx context.Context, ds *docState, clientID string, e *attState, changes []*api.Change, limit int) (int, error) {
 	if len(changes) == 0 {
 		return 0, nil
@@ -286,6 +287,13 @@ func (b *Backend) push(ctx context.Context, ds *docState, clientID string, e *at
 			if err := b.verify(ctx, ds, clientID, e); err != nil {
 				return 0, err
 			}
+		}
+		if last := changes[len(changes)-1].Id.ClientSeq; last < e.att.ClientSeq {
+			// The client resends a strict prefix of what is stored: it has
+			// lost changes of its own, and the next ones it makes would be
+			// taken for resends and dropped.
+			return 0, fmt.Errorf("client %s pushed up to client_seq %d, below stored %d: %w",
+				clientID, last, e.att.ClientSeq, ErrInvalidClientSeq)
 		}
 		fresh := changes
 		for len(fresh) > 0 && fresh[0].Id.ClientSeq <= e.att.ClientSeq {
