@@ -531,3 +531,63 @@ func TestSlowWatcherNeverBlocksPushPull(t *testing.T) {
 		t.Fatalf("slow watcher ended with %v", sub.Err())
 	}
 }
+
+// TestConcurrentLifecycles runs clients that attach, push, watch, detach and
+// deactivate at once over a few documents; the race detector and the final
+// logs judge it.
+func TestConcurrentLifecycles(t *testing.T) {
+	ctx := context.Background()
+	b, db := newBackend(t, nil)
+	docs := []string{"d0", "d1", "d2"}
+	var wg sync.WaitGroup
+	for w := range 12 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			id := activate(t, b, fmt.Sprint("worker-", w))
+			for round := range 5 {
+				key := docs[(w+round)%len(docs)]
+				docID, resp, err := b.AttachDocument(ctx, id, key, pack(0, 1, edit(t, id, 1, 1)))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				sub, _, err := b.Watch(ctx, id, docID)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				seen := resp.Checkpoint.ServerSeq
+				for s := uint32(2); s <= 6; s++ {
+					resp, err := b.PushPull(ctx, id, docID, pack(seen, s, edit(t, id, s, int64(s))), false)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					seen = resp.Checkpoint.ServerSeq
+				}
+				sub.Close()
+				if round%2 == 0 {
+					if _, err := b.DetachDocument(ctx, id, docID, pack(seen, 6)); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			}
+			if err := b.DeactivateClient(ctx, id); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	for _, key := range docs {
+		info, err := db.FindOrCreateDocument(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkLog(t, storedLog(t, db, info.ID))
+		if atts, _ := db.ListAttachments(ctx, info.ID); len(atts) != 0 {
+			t.Fatalf("document %s still has %d attachments after every client left", key, len(atts))
+		}
+	}
+}
