@@ -114,6 +114,18 @@ func (n *node) run(ctx context.Context, successes func(start time.Time)) error {
 		o := observation{node: n.id, key: key, start: start, end: end, b: b}
 		if b.Owner != me {
 			n.hist.add(o)
+			// Ask again, as a node routing a later call for the key would.
+			start = time.Now()
+			octx, cancel = context.WithTimeout(ctx, 2*time.Second)
+			rb, ok, err := n.store.Resolve(octx, key)
+			cancel()
+			switch {
+			case err == nil && ok:
+				n.hist.add(observation{node: n.id, key: key, start: start, end: time.Now(), b: rb})
+			case err == nil, errors.Is(err, sessionstore.ErrUnavailable), ctx.Err() != nil:
+			default:
+				return fmt.Errorf("node %d: Resolve(%s): %w", n.id, key, err)
+			}
 			continue
 		}
 		o.owned = true
