@@ -232,6 +232,7 @@ async function reattachAfterDetach(s) {
     () => others.events.some((e) => e.type === 'watched' && e.value.clientID === c1.getID() && e.value.presence.name === 'back'),
     { what: 'the re-attached client to be watched again with its new presence', describe: () => JSON.stringify(others.events) },
   );
+  await waitPresences([d0, again], { [c0.getID()]: { name: 'stays' }, [c1.getID()]: { name: 'back' } });
   again.update((root) => {
     root.own = 'edited after re-attach';
   });
@@ -721,6 +722,75 @@ async function offlineEditsSurviveOthersDeletes(s) {
   assert.equal(json.obj.keep, 1);
 }
 
+async function simultaneousFirstAttach(s, { clients: n = 4 } = {}) {
+  const clients = await s.activateClients(n);
+  const key = newDocKey('first-attach');
+  const docs = await Promise.all(
+    clients.map((c, i) => s.attach(c, key, { initialPresence: { name: `client-${i}` } })),
+  );
+  docs.forEach((doc, i) => {
+    doc.update((root) => {
+      root[`from${i}`] = i;
+    });
+  });
+  const want = {};
+  for (let i = 0; i < n; i++) want[`from${i}`] = i;
+  const json = await waitConverged(docs, {
+    what: 'clients that created the document together to share it',
+    expect: (j) => Object.keys(j).length === n,
+  });
+  assert.deepEqual(json, want);
+  const expected = {};
+  clients.forEach((c, i) => {
+    expected[c.getID()] = { name: `client-${i}` };
+  });
+  await waitPresences(docs, expected);
+}
+
+async function editsRightBeforeDetachAreKept(s) {
+  const [c0, c1] = await s.activateClients(2);
+  const key = newDocKey('edit-then-detach');
+  const d0 = await s.attach(c0, key);
+  const d1 = await s.attach(c1, key);
+  d1.update((root) => {
+    root.last = 'written just before detach';
+    root.items = [1, 2, 3];
+  });
+  // No wait for the sync loop: the detach call carries the change.
+  await c1.detach(d1);
+  await waitFor(() => d0.getRoot().last !== undefined, {
+    what: 'the edit made right before detach to reach the other replica',
+    describe: () => d0.toSortedJSON(),
+  });
+  assert.deepEqual(JSON.parse(d0.toSortedJSON()), { last: 'written just before detach', items: [1, 2, 3] });
+}
+
+async function reactivateAndReattach(s) {
+  const [c0, c1] = await s.activateClients(2);
+  const key = newDocKey('reactivate');
+  const d0 = await s.attach(c0, key, { initialPresence: { name: 'stays' } });
+  const first = await s.attach(c1, key, { initialPresence: { name: 'returns', visit: 1 } });
+  first.update((root) => {
+    root.visit1 = 'first session';
+  });
+  await waitConverged([d0, first], { expect: (j) => j.visit1 !== undefined });
+  const others = recordEvents(d0, 'others');
+  const firstID = c1.getID();
+  await c1.deactivate();
+  await waitRecorded(others, 'unwatched', firstID);
+
+  await c1.activate();
+  const second = await s.attach(c1, key, { initialPresence: { name: 'returns', visit: 2 } });
+  await waitConverged([d0, second], { expect: (j) => j.visit1 !== undefined });
+  second.update((root) => {
+    root.visit2 = 'second session';
+  });
+  const json = await waitConverged([d0, second], { expect: (j) => j.visit2 !== undefined });
+  assert.deepEqual(json, { visit1: 'first session', visit2: 'second session' });
+  await waitPresences([d0, second], { [c0.getID()]: { name: 'stays' }, [c1.getID()]: { name: 'returns', visit: 2 } });
+  others.stop();
+}
+
 /** Every scenario, by name. Each takes a Session and uses fresh keys. */
 const scenarios = [
   { name: 'three clients editing every data type concurrently converge, with presence', run: concurrentEditsConverge },
@@ -730,6 +800,9 @@ const scenarios = [
   { name: `${BURST} changes made between two syncs all reach the other replica`, run: burstBetweenSyncsArrives },
   { name: 'manual and push-only sync modes move changes only as asked, then realtime catches up', run: syncModes },
   { name: 'edits made offline inside a region others deleted still merge after they kept syncing', run: offlineEditsSurviveOthersDeletes },
+  { name: 'four clients attaching a new key at the same moment share one document', run: simultaneousFirstAttach },
+  { name: 'edits made right before detach reach the others', run: editsRightBeforeDetachAreKept },
+  { name: 'a client can deactivate, activate again and re-attach; its new edits reach others', run: reactivateAndReattach },
   { name: 'a client that attaches later gets the full state and presences', run: lateAttachGetsFullState },
   { name: 'detach: others see the client go and keep working; a new client sees everything', run: detachLeavesOthersWorking },
   { name: 'the same client can attach again after detaching and sees all edits, its own included', run: reattachAfterDetach },
