@@ -24,6 +24,10 @@ import (
 // DefaultMaxRequestBytes bounds a request body when Config.MaxRequestBytes is 0.
 const DefaultMaxRequestBytes = 4 << 20
 
+// compressMinBytes is the smallest response the server compresses (when the
+// client accepts it).
+const compressMinBytes = 4 << 10
+
 // ErrShuttingDown is the cause reported to Watch streams that the service
 // ends because the server shuts down.
 var ErrShuttingDown = errors.New("server is shutting down")
@@ -97,6 +101,8 @@ func (s *Service) Handler() (string, http.Handler) {
 		connect.WithInterceptors(interceptors...),
 		connect.WithReadMaxBytes(s.maxRequestBytes),
 		connect.WithRecover(s.recovered),
+		// Compressing a small answer costs more CPU than it saves bandwidth.
+		connect.WithCompressMinBytes(compressMinBytes),
 	)
 	return path, limitBody(h, s.maxRequestBytes)
 }
