@@ -420,8 +420,12 @@ func TestUnreachableStore(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatalf("lease Done not closed 5s after etcd died (TTL 2s)")
 	}
-	if err := l.Revoke(ctx); !errors.Is(err, sessionstore.ErrLeaseLost) {
-		t.Errorf("Revoke of a lost lease = %v, want ErrLeaseLost", err)
+	// The lease has ended, so revoking it succeeds (the contract makes Revoke
+	// idempotent), even though etcd cannot be told.
+	rctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if err := l.Revoke(rctx); err != nil {
+		t.Errorf("Revoke of a lost lease = %v, want nil", err)
 	}
 }
 

@@ -144,20 +144,19 @@ func (l *lease) Revoke(ctx context.Context) error {
 	}
 	select {
 	case <-l.done:
-		if l.revoked.Load() {
-			return nil
+		// Already ended. A lease lost to failed renewals may still live in
+		// etcd until its TTL runs out; revoke it there too if etcd answers,
+		// so its bindings go now, but the caller's wish is met either way.
+		if !l.revoked.Swap(true) {
+			_, _ = l.s.cli.Revoke(ctx, l.id)
 		}
-		return fmt.Errorf("etcd session store: %s: %w", op, sessionstore.ErrLeaseLost)
+		return nil
 	default:
 	}
 	l.revoked.Store(true)
 	_, err := l.s.cli.Revoke(ctx, l.id)
 	switch {
-	case err == nil:
-	case errors.Is(err, rpctypes.ErrLeaseNotFound):
-		l.stop()
-		l.end("")
-		return fmt.Errorf("etcd session store: %s: %w", op, sessionstore.ErrLeaseLost)
+	case err == nil, errors.Is(err, rpctypes.ErrLeaseNotFound):
 	default:
 		l.revoked.Store(false)
 		return l.s.fail(ctx, op, err)
