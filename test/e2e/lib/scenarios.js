@@ -791,6 +791,37 @@ async function reactivateAndReattach(s) {
   others.stop();
 }
 
+const HISTORY = 3000;
+
+async function longHistoryLateAttach(s) {
+  const [writer, other] = await s.activateClients(2);
+  const key = newDocKey('long-history');
+  const wDoc = await s.attach(writer, key);
+  const oDoc = await s.attach(other, key);
+  wDoc.update((root) => {
+    root.text = new yorkie.Text();
+    root.count = new yorkie.Counter(yorkie.CounterType.Int, 0);
+  });
+  for (let i = 0; i < HISTORY; i++) {
+    wDoc.update((root) => {
+      root.count.increase(1);
+      root.text.edit(root.text.length, root.text.length, String(i % 10));
+      if (i % 7 === 0) root.text.edit(0, 1, '');
+    });
+    if (i % 500 === 499) await waitPushed(wDoc);
+  }
+  const before = await waitConverged([wDoc, oDoc], { expect: (j) => j.count === HISTORY });
+
+  const late = await s.activateClient();
+  const lateDoc = await s.attach(late, key);
+  const after = await waitConverged([wDoc, oDoc, lateDoc], { what: 'a late replica to load the long history' });
+  assert.deepEqual(after, before);
+  lateDoc.update((root) => {
+    root.count.increase(1);
+  });
+  await waitConverged([wDoc, oDoc, lateDoc], { expect: (j) => j.count === HISTORY + 1 });
+}
+
 /** Every scenario, by name. Each takes a Session and uses fresh keys. */
 const scenarios = [
   { name: 'three clients editing every data type concurrently converge, with presence', run: concurrentEditsConverge },
@@ -803,6 +834,7 @@ const scenarios = [
   { name: 'four clients attaching a new key at the same moment share one document', run: simultaneousFirstAttach },
   { name: 'edits made right before detach reach the others', run: editsRightBeforeDetachAreKept },
   { name: 'a client can deactivate, activate again and re-attach; its new edits reach others', run: reactivateAndReattach },
+  { name: `a client attaching to a document with ${HISTORY} changes of history gets the full state`, run: longHistoryLateAttach },
   { name: 'a client that attaches later gets the full state and presences', run: lateAttachGetsFullState },
   { name: 'detach: others see the client go and keep working; a new client sees everything', run: detachLeavesOthersWorking },
   { name: 'the same client can attach again after detaching and sees all edits, its own included', run: reattachAfterDetach },
