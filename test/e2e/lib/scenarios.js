@@ -323,24 +323,27 @@ async function watchEventsReachWatcher(s) {
 }
 
 async function removeDocument(s) {
-  const [c0, c1] = await s.activateClients(2);
+  const [c0, c1, cm] = await s.activateClients(3);
   const key = newDocKey('remove');
   const d0 = await s.attach(c0, key);
   const d1 = await s.attach(c1, key);
+  const dm = new yorkie.Document(key);
+  await cm.attach(dm, { syncMode: yorkie.SyncMode.Manual });
   d0.update((root) => {
     root.title = 'to be removed';
   });
   await waitConverged([d0, d1], { expect: (json) => json.title !== undefined });
+  await cm.sync(dm);
+  assert.equal(dm.getRoot().title, 'to be removed');
 
   const statuses = recordEvents(d1, 'status');
   await c0.remove(d0);
   assert.equal(d0.getStatus(), yorkie.DocStatus.Removed, 'remover sees its document removed');
   assert.equal(c0.has(key), false, 'remover no longer holds the document');
 
-  // The other replica learns of the removal on its next sync.
-  await c1.sync(d1);
+  // A realtime replica learns of the removal by itself.
   await waitFor(() => d1.getStatus() === yorkie.DocStatus.Removed, {
-    what: 'the other replica to report status removed',
+    what: 'the other realtime replica to report status removed',
     describe: () => `status ${d1.getStatus()}, events ${JSON.stringify(statuses.events)}`,
   });
   assert.ok(
@@ -351,6 +354,10 @@ async function removeDocument(s) {
     root.title = 'edit after removal';
   }), 'a removed document cannot be edited');
   statuses.stop();
+
+  // A manual replica learns of it on its next sync.
+  await cm.sync(dm);
+  assert.equal(dm.getStatus(), yorkie.DocStatus.Removed, 'a manual replica sees the removal on sync');
 
   // The key is free again: a new attach starts an empty document.
   const c2 = await s.activateClient();
@@ -848,7 +855,7 @@ const scenarios = [
     name: 'a Watch stream reopened while the old connection is still half-open keeps the client online',
     run: (s) => watchDropRecovers(s, { closeConnectionAfterMs: 2500 }),
   },
-  { name: 'remove document: remover and other replica see it removed; the key can be reused', run: removeDocument },
+  { name: 'remove document: remover and realtime replicas see it removed at once, a manual one on sync; the key can be reused', run: removeDocument },
 ];
 
 module.exports = { scenarios, editRound, createStructure, assertEditsApplied, ROUNDS };
