@@ -298,7 +298,7 @@ async function watchEventsReachWatcher(s) {
   );
   assert.deepEqual(changed.value.presence, { name: 'one', typing: true });
 
-  const d2 = await s.attach(c2, key, { initialPresence: { name: 'two' } });
+  await s.attach(c2, key, { initialPresence: { name: 'two' } });
   await waitRecorded(others, 'watched', c2.getID());
 
   await c1.detach(d1);
@@ -319,7 +319,6 @@ async function watchEventsReachWatcher(s) {
   assert.ok(!others.events.some((e) => e.value && e.value.clientID === c0.getID()), 'no event about the watcher itself');
   others.stop();
   presence.stop();
-  void d2;
 }
 
 async function removeDocument(s) {
@@ -832,6 +831,7 @@ async function longHistoryLateAttach(s) {
 /** Every scenario, by name. Each takes a Session and uses fresh keys. */
 const scenarios = [
   { name: 'three clients editing every data type concurrently converge, with presence', run: concurrentEditsConverge },
+  { name: 'six clients editing every data type concurrently converge, with presence', run: (s) => concurrentEditsConverge(s, { clients: 6 }) },
   { name: 'every value type and operation reaches other replicas intact, with a structured presence', run: everyTypeRoundTrips },
   { name: 'clients attached to several documents keep each document and presence apart', run: severalDocumentsPerClient },
   { name: 'concurrent overlapping deletes and styles on text, tree and array converge', run: overlappingConcurrentDeletesConverge },
