@@ -109,6 +109,7 @@ func forEachProtocol(t *testing.T, f func(t *testing.T, c v1connect.YorkieServic
 type replica struct {
 	t       testing.TB
 	c       v1connect.YorkieServiceClient
+	key     string
 	id      string
 	actor   []byte
 	docKey  string
@@ -120,21 +121,26 @@ type replica struct {
 	acked     uint32
 	serverSeq int64
 	pending   []*api.Change
+	// generation counts the replica's attachments; every change it makes is
+	// labelled with it, so a change of an earlier attachment coming back (which
+	// a re-attaching client needs) is told apart from one it just sent.
+	generation int
 	// seen counts changes pulled, by actor hex and client_seq.
 	seen map[string]int
+	// byLabel counts changes pulled, by label (see label).
+	byLabel map[string]int
 }
 
 // newReplica activates a client with a fresh key.
 func newReplica(t testing.TB, c v1connect.YorkieServiceClient) *replica {
 	t.Helper()
-	resp, err := c.ActivateClient(testCtx(t), connect.NewRequest(&api.ActivateClientRequest{
-		ClientKey: uniqueKey(t, "client"),
-	}))
+	key := uniqueKey(t, "client")
+	resp, err := c.ActivateClient(testCtx(t), connect.NewRequest(&api.ActivateClientRequest{ClientKey: key}))
 	must(t, err, "activate client")
 	id := resp.Msg.GetClientId()
 	actor, err := hex.DecodeString(id)
 	must(t, err, "decode client id "+id)
-	return &replica{t: t, c: c, id: id, actor: actor, seen: map[string]int{}}
+	return &replica{t: t, c: c, key: key, id: id, actor: actor, seen: map[string]int{}, byLabel: map[string]int{}}
 }
 
 // vvKey is the version-vector key of an actor: standard base64 of its bytes.
@@ -145,7 +151,7 @@ func vvKey(actor []byte) string { return base64.StdEncoding.EncodeToString(actor
 func (r *replica) newChange(presence map[string]string) *api.Change {
 	r.lamport++
 	r.lastSeq++
-	ch := &api.Change{Id: &api.ChangeID{
+	ch := &api.Change{Message: r.label(r.generation, r.lastSeq), Id: &api.ChangeID{
 		ClientSeq:     r.lastSeq,
 		Lamport:       r.lamport,
 		ActorId:       r.actor,
@@ -170,6 +176,11 @@ func (r *replica) newChange(presence map[string]string) *api.Change {
 	}
 	r.pending = append(r.pending, ch)
 	return ch
+}
+
+// label names a change of the replica: attachment generation and client_seq.
+func (r *replica) label(generation int, seq uint32) string {
+	return fmt.Sprintf("%s#%d/%d", r.id, generation, seq)
 }
 
 // edit records n operation changes.
@@ -212,8 +223,11 @@ func (r *replica) absorb(p *api.ChangePack) {
 	for _, ch := range p.GetChanges() {
 		actor := hex.EncodeToString(ch.GetId().GetActorId())
 		if actor == r.id {
-			r.t.Fatalf("client %s was sent back its own change %d", r.id, ch.GetId().GetClientSeq())
+			if strings.HasPrefix(ch.GetMessage(), fmt.Sprintf("%s#%d/", r.id, r.generation)) {
+				r.t.Fatalf("client %s was sent back its own change %d", r.id, ch.GetId().GetClientSeq())
+			}
 		}
+		r.byLabel[ch.GetMessage()]++
 		if ch.GetId().GetVersionVector() == nil {
 			r.t.Fatalf("change %s/%d has no version vector", actor, ch.GetId().GetClientSeq())
 		}
@@ -224,8 +238,12 @@ func (r *replica) absorb(p *api.ChangePack) {
 	}
 }
 
-// attach attaches the document with the SDK's initial presence change.
+// attach attaches the document with the SDK's initial presence change. Like
+// the SDK's new Document, a new attachment starts from empty checkpoints and
+// numbers its changes from 1 again.
 func (r *replica) attach(ctx context.Context, docKey string) (*api.AttachDocumentResponse, error) {
+	r.generation++
+	r.lastSeq, r.acked, r.serverSeq, r.lamport, r.pending = 0, 0, 0, 0, nil
 	r.docKey = docKey
 	r.newChange(map[string]string{"name": `"` + r.id + `"`})
 	resp, err := r.c.AttachDocument(ctx, connect.NewRequest(&api.AttachDocumentRequest{

@@ -425,3 +425,57 @@ func TestUnimplementedRPCs(t *testing.T) {
 		}
 	})
 }
+
+// TestReattach checks a client that detaches (or deactivates) and attaches
+// the same document again with a fresh replica, as the SDK does: the attach
+// answer carries the client's own changes of its earlier attachment, its
+// client_seq restarts at 1, and its new edits reach others once.
+func TestReattach(t *testing.T) {
+	for _, how := range []string{"detach", "deactivate"} {
+		t.Run(how, func(t *testing.T) {
+			forEachProtocol(t, func(t *testing.T, c v1connect.YorkieServiceClient, _ *server.Server) {
+				ctx := testCtx(t)
+				docKey := uniqueKey(t, "doc")
+				a := newReplica(t, c)
+				b := newReplica(t, c)
+				a.mustAttach(docKey)
+				b.mustAttach(docKey)
+				a.edit(2)
+				a.mustPushPull()
+				firstGen := a.generation
+				lastSeq := a.lastSeq
+				if how == "detach" {
+					_, err := a.detach(ctx)
+					must(t, err, "detach")
+					lastSeq++
+				} else {
+					_, err := c.DeactivateClient(ctx, connect.NewRequest(&api.DeactivateClientRequest{ClientId: a.id}))
+					must(t, err, "deactivate")
+					again, err := c.ActivateClient(ctx, connect.NewRequest(&api.ActivateClientRequest{ClientKey: a.key}))
+					must(t, err, "activate again")
+					if again.Msg.GetClientId() != a.id {
+						t.Fatalf("re-activation gave client %s, want %s", again.Msg.GetClientId(), a.id)
+					}
+				}
+
+				a.mustAttach(docKey)
+				for seq := uint32(1); seq <= lastSeq; seq++ {
+					if n := a.byLabel[a.label(firstGen, seq)]; n != 1 {
+						t.Errorf("re-attach pulled a's earlier change %d %d times, want once", seq, n)
+					}
+				}
+				if a.acked != 1 {
+					t.Fatalf("re-attach acknowledged client_seq %d, want 1", a.acked)
+				}
+				a.edit(1)
+				a.mustPushPull()
+				b.mustPushPull()
+				for seq := uint32(1); seq <= 2; seq++ {
+					if n := b.byLabel[a.label(a.generation, seq)]; n != 1 {
+						t.Errorf("b pulled a's new change %d %d times, want once", seq, n)
+					}
+				}
+			})
+		})
+	}
+}
