@@ -1,0 +1,155 @@
+package integration_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"connectrpc.com/connect"
+
+	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
+	"github.com/yorkie-affinity/yorkie/server"
+	"github.com/yorkie-affinity/yorkie/server/rpc"
+	"github.com/yorkie-affinity/yorkie/server/servertest"
+)
+
+// TestRouterSeesEveryDocumentCall checks that each document call passes the
+// routing step with its kind and document key, and that a routing error
+// reaches the client instead of the call.
+func TestRouterSeesEveryDocumentCall(t *testing.T) {
+	type seen struct {
+		kind rpc.CallKind
+		key  string
+	}
+	var (
+		mu     sync.Mutex
+		calls  []seen
+		refuse = "refused-doc"
+	)
+	router := func(ctx context.Context, call rpc.DocumentCall, lookupKey func(context.Context, string) (string, error)) error {
+		key := call.DocumentKey
+		if key == "" {
+			var err error
+			if key, err = lookupKey(ctx, call.DocumentID); err != nil {
+				return err
+			}
+		}
+		mu.Lock()
+		calls = append(calls, seen{call.Kind, key})
+		mu.Unlock()
+		if key == refuse {
+			return connect.NewError(connect.CodeUnavailable, errors.New("not this node"))
+		}
+		return nil
+	}
+	srv := servertest.Start(t, func(cfg *server.Config) { cfg.Router = router })
+	c := servertest.Client(t, srv, servertest.ConnectJSON)
+	ctx := testCtx(t)
+
+	docKey := uniqueKey(t, "doc")
+	a := newReplica(t, c)
+	a.mustAttach(docKey)
+	a.mustPushPull()
+	w := a.watch(t)
+	w.next(t)
+	w.close()
+	_, err := a.detach(ctx)
+	must(t, err, "detach")
+	a.mustAttach(docKey)
+	pack := a.pack()
+	pack.IsRemoved = true
+	_, err = c.RemoveDocument(ctx, connect.NewRequest(&api.RemoveDocumentRequest{ClientId: a.id, DocumentId: a.docID, ChangePack: pack}))
+	must(t, err, "remove")
+
+	want := []seen{
+		{rpc.CallAttach, docKey}, {rpc.CallPushPull, docKey}, {rpc.CallWatch, docKey},
+		{rpc.CallDetach, docKey}, {rpc.CallAttach, docKey}, {rpc.CallRemove, docKey},
+	}
+	mu.Lock()
+	got := slices.Clone(calls)
+	mu.Unlock()
+	if !slices.Equal(got, want) {
+		t.Fatalf("routed calls %v, want %v", got, want)
+	}
+
+	_, err = newReplica(t, c).attach(ctx, refuse)
+	if connect.CodeOf(err) != connect.CodeUnavailable {
+		t.Fatalf("attach of a refused document: %v, want unavailable", err)
+	}
+}
+
+// TestShutdownLetsUnaryCallsFinish holds a PushPull inside the routing step
+// while the server shuts down: the call completes, then Shutdown returns.
+func TestShutdownLetsUnaryCallsFinish(t *testing.T) {
+	entered := make(chan struct{})
+	release := make(chan struct{})
+	var hold sync.Once
+	router := func(ctx context.Context, call rpc.DocumentCall, _ func(context.Context, string) (string, error)) error {
+		if call.Kind == rpc.CallPushPull {
+			hold.Do(func() {
+				close(entered)
+				<-release
+			})
+		}
+		return nil
+	}
+	srv := servertest.Start(t, func(cfg *server.Config) { cfg.Router = router })
+	c := servertest.Client(t, srv, servertest.ConnectProto)
+	a := newReplica(t, c)
+	a.mustAttach(uniqueKey(t, "doc"))
+	a.edit(1)
+
+	callDone := make(chan error, 1)
+	go func() {
+		_, err := a.c.PushPullChanges(context.Background(), connect.NewRequest(&api.PushPullChangesRequest{
+			ClientId: a.id, DocumentId: a.docID, ChangePack: a.pack(),
+		}))
+		callDone <- err
+	}()
+	select {
+	case <-entered:
+	case <-time.After(waitTimeout):
+		t.Fatalf("PushPull never reached the routing step")
+	}
+
+	shutdownDone := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+		defer cancel()
+		shutdownDone <- srv.Shutdown(ctx)
+	}()
+	// Shutdown must wait for the call; it cannot finish while the call is held.
+	// Poll with new calls until the server stops taking them.
+	deadline := time.Now().Add(waitTimeout)
+	for {
+		_, err := c.ActivateClient(context.Background(), connect.NewRequest(&api.ActivateClientRequest{ClientKey: "probe"}))
+		if err != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("server still accepts new calls while shutting down")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	select {
+	case err := <-shutdownDone:
+		t.Fatalf("Shutdown returned (%v) while a call was in flight", err)
+	default:
+	}
+	close(release)
+	select {
+	case err := <-callDone:
+		must(t, err, "in-flight PushPull")
+	case <-time.After(waitTimeout):
+		t.Fatalf("in-flight PushPull did not finish")
+	}
+	select {
+	case err := <-shutdownDone:
+		must(t, err, "shutdown")
+	case <-time.After(waitTimeout):
+		t.Fatalf("Shutdown did not return after the call finished")
+	}
+}
