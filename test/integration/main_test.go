@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime/pprof"
 	"testing"
 
 	"github.com/yorkie-affinity/yorkie/server"
@@ -15,6 +16,10 @@ import (
 // tests: benchmarks start it as a child process to measure its CPU apart from
 // the client's.
 const childServerEnv = "YORKIE_INTEGRATION_CHILD_SERVER"
+
+// childProfileEnv names a file the child server writes a CPU profile to, for
+// looking into the server's share of a benchmark.
+const childProfileEnv = "YORKIE_INTEGRATION_CHILD_CPUPROFILE"
 
 func TestMain(m *testing.M) {
 	if os.Getenv(childServerEnv) == "1" {
@@ -34,6 +39,19 @@ func runChildServer() int {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
+	}
+	if path := os.Getenv(childProfileEnv); path != "" {
+		f, err := os.Create(path)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer pprof.StopCPUProfile()
 	}
 	ctx := context.Background()
 	if err := srv.Start(ctx); err != nil {
