@@ -54,6 +54,9 @@ type Config struct {
 	// DB stores the server's data; nil gives the server its own in-memory
 	// database, which it then closes on Shutdown. A DB passed in is left open.
 	DB database.Database
+	// AllowedOrigins lists the web origins browsers may call the RPC port
+	// from (CORS); empty allows every origin.
+	AllowedOrigins []string
 	// Router is the routing step of document calls (nil: serve all here).
 	Router rpc.Router
 	// Epoch supplies owner epochs to the backend (nil: single node, epoch 0).
@@ -141,7 +144,7 @@ func New(cfg Config) (*Server, error) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("ok"))
 	})
-	s.rpcServer = newHTTPServer(mux, logger)
+	s.rpcServer = newHTTPServer(withCORS(mux, cfg.AllowedOrigins), logger)
 
 	if cfg.ProfilingPort >= 0 {
 		pmux := http.NewServeMux()
