@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"connectrpc.com/connect"
@@ -61,15 +62,35 @@ func (m *metrics) observe(procedure string, start time.Time, err error) {
 	m.duration.WithLabelValues(procedure, code).Observe(time.Since(start).Seconds())
 }
 
-// WrapUnary records unary calls.
+// okObservers holds the series of one procedure's successful calls, looked up
+// once instead of on every call.
+type okObservers struct {
+	once     sync.Once
+	handled  prometheus.Counter
+	duration prometheus.Observer
+}
+
+// WrapUnary records unary calls. Connect wraps each procedure's handler once,
+// so the returned function serves a single procedure.
 func (m *metrics) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
+	var ok okObservers
 	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
-		if req.Spec().IsClient {
+		spec := req.Spec()
+		if spec.IsClient {
 			return next(ctx, req)
 		}
 		start := time.Now()
 		resp, err := next(ctx, req)
-		m.observe(req.Spec().Procedure, start, err)
+		if err != nil {
+			m.observe(spec.Procedure, start, err)
+			return resp, err
+		}
+		ok.once.Do(func() {
+			ok.handled = m.handled.WithLabelValues(spec.Procedure, "ok")
+			ok.duration = m.duration.WithLabelValues(spec.Procedure, "ok")
+		})
+		ok.handled.Inc()
+		ok.duration.Observe(time.Since(start).Seconds())
 		return resp, err
 	}
 }

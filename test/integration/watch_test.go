@@ -174,13 +174,26 @@ func TestHealthAndProfiling(t *testing.T) {
 		}
 	}
 
-	// One call so that the RPC metrics have a sample.
+	// A few calls so that the RPC metrics have samples.
 	c := servertest.Client(t, srv, servertest.ConnectJSON)
-	newReplica(t, c)
+	r := newReplica(t, c)
+	r.mustAttach(uniqueKey(t, "doc"))
+	r.mustPushPull()
+	r.mustPushPull()
+	_, err := c.DeactivateClient(testCtx(t), connect.NewRequest(&api.DeactivateClientRequest{ClientId: "zz"}))
+	wantError(t, err, connect.CodeInvalidArgument, rpc.CodeInvalidArgument)
 	profiling := "http://" + srv.ProfilingAddr()
 	code, body := get(profiling + "/metrics")
-	if code != http.StatusOK || !strings.Contains(body, `yorkie_rpc_handled_total{code="ok",procedure="/yorkie.v1.YorkieService/ActivateClient"} 1`) {
-		t.Fatalf("GET /metrics: %d, want the ActivateClient count in:\n%s", code, body)
+	for _, want := range []string{
+		`yorkie_rpc_handled_total{code="ok",procedure="/yorkie.v1.YorkieService/ActivateClient"} 1`,
+		`yorkie_rpc_handled_total{code="ok",procedure="/yorkie.v1.YorkieService/AttachDocument"} 1`,
+		`yorkie_rpc_handled_total{code="ok",procedure="/yorkie.v1.YorkieService/PushPullChanges"} 2`,
+		`yorkie_rpc_handled_total{code="invalid_argument",procedure="/yorkie.v1.YorkieService/DeactivateClient"} 1`,
+		`yorkie_rpc_duration_seconds_count{code="ok",procedure="/yorkie.v1.YorkieService/PushPullChanges"} 2`,
+	} {
+		if code != http.StatusOK || !strings.Contains(body, want) {
+			t.Fatalf("GET /metrics: %d, want %s in:\n%s", code, want, body)
+		}
 	}
 	if code, _ := get(profiling + "/debug/pprof/"); code != http.StatusOK {
 		t.Fatalf("GET /debug/pprof/: %d", code)
