@@ -362,7 +362,18 @@ func TestDetachThenReattachStartsAFreshAttachment(t *testing.T) {
 	if id != docID || len(resp.Changes) != 2 || resp.Checkpoint.ClientSeq != 1 || resp.Checkpoint.ServerSeq != 3 {
 		t.Fatalf("re-attach answer: id %s, %v", id, resp)
 	}
+	// Its old presence must not come back: the SDK would apply the old CLEAR
+	// to the presence it has just put.
+	for _, c := range resp.Changes {
+		if c.PresenceChange != nil {
+			t.Fatalf("re-attach returned the client's old presence: %v", c)
+		}
+	}
 	checkLog(t, storedLog(t, db, docID))
+	// The stored log still holds the presence changes, for other readers.
+	if stored := storedLog(t, db, docID); stored[1].Body.PresenceChange == nil {
+		t.Fatal("stripping presence from the answer altered the stored change")
+	}
 }
 
 func TestRemovedDocument(t *testing.T) {

@@ -374,7 +374,10 @@ func (b *Backend) verify(ctx context.Context, ds *docState, clientID string, e *
 }
 
 // pull returns the stored changes after from, except the client's own of
-// this attachment, each with a version vector.
+// this attachment, each with a version vector. The client's own changes of an
+// earlier attachment come back without their presence: the SDK applies a
+// change's presence to the change's actor, so an old PUT or CLEAR would
+// overwrite the presence the client has just set on attaching again.
 func (b *Backend) pull(ctx context.Context, ds *docState, clientID string, e *attState, from int64) ([]*api.Change, error) {
 	stored, err := b.db.FindChanges(ctx, ds.id, from+1, ds.head)
 	if err != nil {
@@ -382,17 +385,25 @@ func (b *Backend) pull(ctx context.Context, ds *docState, clientID string, e *at
 	}
 	out := make([]*api.Change, 0, len(stored))
 	for _, c := range stored {
-		if c.ActorID == clientID && c.ServerSeq > e.att.AttachedAt {
+		own := c.ActorID == clientID
+		if own && c.ServerSeq > e.att.AttachedAt {
 			continue
 		}
 		body := c.Body
-		if body.GetId().GetVersionVector() == nil {
+		noVV := body.GetId().GetVersionVector() == nil
+		oldPresence := own && body.GetPresenceChange() != nil
+		if noVV || oldPresence {
 			// Stored bodies are shared and immutable: fix a copy.
 			body = proto.CloneOf(body)
 			if body.Id == nil {
 				body.Id = &api.ChangeID{ServerSeq: c.ServerSeq, ClientSeq: c.ClientSeq}
 			}
-			body.Id.VersionVector = &api.VersionVector{}
+			if noVV {
+				body.Id.VersionVector = &api.VersionVector{}
+			}
+			if oldPresence {
+				body.PresenceChange = nil
+			}
 		}
 		out = append(out, body)
 	}
