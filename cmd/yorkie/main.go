@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/yorkie-affinity/yorkie/server"
+	"github.com/yorkie-affinity/yorkie/server/backend/database/mongo"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -66,6 +67,8 @@ func runServer(args []string, stderr io.Writer) int {
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
 	maxRequestBytes := fs.Int("rpc-max-request-bytes", server.DefaultMaxRequestBytes, "largest request message accepted, in bytes")
 	maxChanges := fs.Int("max-changes-per-pack", server.DefaultMaxChangesPerPack, "most changes one pushed pack may hold")
+	mongoURI := fs.String("mongo-connection-uri", "", "MongoDB connection URI; empty keeps everything in memory")
+	mongoDatabase := fs.String("mongo-database", mongo.DefaultDatabase, "MongoDB database name")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -85,13 +88,23 @@ func runServer(args []string, stderr io.Writer) int {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := serve(ctx, logger, server.Config{
+	cfg := server.Config{
 		RPCPort:           *rpcPort,
 		ProfilingPort:     *profilingPort,
 		MaxRequestBytes:   *maxRequestBytes,
 		MaxChangesPerPack: *maxChanges,
 		Logger:            logger,
-	}); err != nil {
+	}
+	if *mongoURI != "" {
+		db, err := mongo.Dial(ctx, mongo.Config{URI: *mongoURI, Database: *mongoDatabase, Logger: logger})
+		if err != nil {
+			logger.Error("cannot use the database", "error", err)
+			return 1
+		}
+		defer func() { _ = db.Close(context.Background()) }()
+		cfg.DB = db
+	}
+	if err := serve(ctx, logger, cfg); err != nil {
 		logger.Error("server failed", "error", err)
 		return 1
 	}
