@@ -117,7 +117,8 @@ class ServerProcess {
 }
 
 /**
- * Starts `yorkie server` on free loopback ports and resolves once GET /healthz
+ * Starts `yorkie server` on free loopback ports (or the given `rpcPort` /
+ * `profilingPort`, e.g. to restart a server in place) and resolves once GET /healthz
  * on the RPC port answers 200. Rejects (with the log tail) if the process
  * exits first or the deadline passes.
  */
@@ -127,14 +128,16 @@ async function startServer({
   extraArgs = [],
   env = {},
   readyTimeoutMs = 20000,
+  rpcPort: fixedRpcPort,
+  profilingPort: fixedProfilingPort,
 } = {}) {
   if (!fs.existsSync(bin)) {
     const err = new Error(`yorkie binary not found at ${bin} (set YORKIE_BIN or build bin/yorkie)`);
     err.code = 'YORKIE_BIN_MISSING';
     throw err;
   }
-  const rpcPort = await freePort();
-  let profilingPort = await freePort();
+  const rpcPort = fixedRpcPort || (await freePort());
+  let profilingPort = fixedProfilingPort || (await freePort());
   while (profilingPort === rpcPort) profilingPort = await freePort();
 
   const args = [
