@@ -19,10 +19,28 @@ import "github.com/mediocregopher/radix/v4"
 // Scripts reach member keys of binding owners by name (ARGV holds the member
 // key prefix), so the store needs a single Redis, not Redis Cluster.
 
+// nextValue draws the next value of the store-wide counter, never below the
+// Redis server's clock in microseconds. Epochs must keep growing across a
+// failover that loses the counter's last increments to asynchronous
+// replication: a repeated epoch would let the database fence out the new
+// owner. Scripts run with effects replication, so TIME may precede writes.
+const nextValue = `
+local function nextValue(key)
+  local t = redis.call('TIME')
+  local floor = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  local v = redis.call('INCR', key)
+  if v < floor then
+    v = floor
+    redis.call('SET', key, string.format('%d', v))
+  end
+  return string.format('%d', v)
+end
+`
+
 // registerScript: KEYS counter, members set; ARGV addr, ttl ms, event
 // channel, member key prefix. Returns the new incarnation (as a string).
-const registerScript = `
-local inc = string.format('%d', redis.call('INCR', KEYS[1]))
+const registerScript = nextValue + `
+local inc = nextValue(KEYS[1])
 local id = inc .. ':' .. ARGV[1]
 redis.call('SET', ARGV[4] .. id, inc, 'PX', ARGV[2])
 redis.call('SADD', KEYS[2], id)
@@ -61,7 +79,7 @@ return 0
 // bindScript: KEYS binding, counter, owner's member key; ARGV member key
 // prefix, owner addr, owner incarnation. Returns {'ok', addr, inc, epoch} for
 // the binding in force, {'notmember'} or {'malformed'}.
-const bindScript = `
+const bindScript = nextValue + `
 local t = redis.call('TYPE', KEYS[1]).ok
 if t == 'hash' then
   local b = redis.call('HMGET', KEYS[1], 'addr', 'inc', 'epoch')
@@ -77,7 +95,7 @@ end
 if redis.call('GET', KEYS[3]) ~= ARGV[3] then
   return {'notmember'}
 end
-local e = string.format('%d', redis.call('INCR', KEYS[2]))
+local e = nextValue(KEYS[2])
 redis.call('DEL', KEYS[1])
 redis.call('HSET', KEYS[1], 'addr', ARGV[2], 'inc', ARGV[3], 'epoch', e)
 return {'ok', ARGV[2], ARGV[3], e}

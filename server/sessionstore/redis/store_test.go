@@ -154,3 +154,39 @@ func TestRedactAddr(t *testing.T) {
 		}
 	}
 }
+
+// TestEpochsGrowAfterCounterLoss: a failover can lose the counter's last
+// increments (asynchronous replication). Epochs must still grow, or the
+// database would fence out the document's next owner for good.
+func TestEpochsGrowAfterCounterLoss(t *testing.T) {
+	r := testenv.StartRedis(t)
+	s := newTestStore(t, r.Addr, Config{})
+	ctx := context.Background()
+	l, err := s.Register(ctx, "127.0.0.1:7001", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := s.Bind(ctx, "doc", l.Member())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Release(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	// The replica that took over had seen an early counter value.
+	r.MustCommand(t, "SET", DefaultPrefix+"counter", "0")
+	l2, err := s.Register(ctx, "127.0.0.1:7002", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l2.Member().Incarnation <= l.Member().Incarnation {
+		t.Fatalf("incarnation %d after the loss, not above %d", l2.Member().Incarnation, l.Member().Incarnation)
+	}
+	second, err := s.Bind(ctx, "doc", l2.Member())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second.Epoch <= first.Epoch {
+		t.Fatalf("epoch %d after the counter was lost, not above %d", second.Epoch, first.Epoch)
+	}
+}
