@@ -115,6 +115,11 @@ type Store interface {
 	Bind(ctx context.Context, key string, owner Member) (Binding, error)
 	// Release deletes b if it is still the binding in force (ErrNotOwner otherwise).
 	Release(ctx context.Context, b Binding) error
+	// ClusterSecret returns the secret the cluster's nodes share to
+	// authenticate calls between them, creating a random one on first use so
+	// that nodes on one store cluster with no other configuration. Whoever
+	// can read the store can read it, as they could rewrite its bindings.
+	ClusterSecret(ctx context.Context) (string, error)
 	// Close releases the store client's resources and stops renewing its
 	// leases (they then run out after their TTL); it does not revoke them.
 	// Closing twice is harmless.

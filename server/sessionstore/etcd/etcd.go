@@ -36,6 +36,7 @@ package etcd
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -79,6 +80,7 @@ type Store struct {
 	log      *slog.Logger
 	members  string // key prefix of member records
 	bindings string // key prefix of bindings
+	secret   string // key of the cluster secret
 
 	// ctx ends when the store is closed; background work derives from it.
 	ctx    context.Context
@@ -126,6 +128,7 @@ func New(cfg Config) (*Store, error) {
 		log:      log.With("component", "sessionstore/etcd"),
 		members:  cfg.Prefix + "members/",
 		bindings: cfg.Prefix + "bindings/",
+		secret:   cfg.Prefix + "cluster-secret",
 		ctx:      ctx,
 		cancel:   cancel,
 		leases:   make(map[*lease]struct{}),
@@ -156,6 +159,32 @@ func (s *Store) memberKey(m sessionstore.Member) string {
 }
 
 func (s *Store) bindingKey(key string) string { return s.bindings + key }
+
+// ClusterSecret implements sessionstore.Store: the first caller's random
+// secret is stored if the key is absent, and every caller gets the winner.
+func (s *Store) ClusterSecret(ctx context.Context) (string, error) {
+	const op = "cluster secret"
+	if err := s.check(ctx, op); err != nil {
+		return "", err
+	}
+	mine := rand.Text()
+	resp, err := s.cli.Txn(ctx).
+		If(clientv3.Compare(clientv3.CreateRevision(s.secret), "=", 0)).
+		Then(clientv3.OpPut(s.secret, mine)).
+		Else(clientv3.OpGet(s.secret)).
+		Commit()
+	if err != nil {
+		return "", s.fail(ctx, op, err)
+	}
+	if resp.Succeeded {
+		return mine, nil
+	}
+	kvs := resp.Responses[0].GetResponseRange().GetKvs()
+	if len(kvs) != 1 || len(kvs[0].Value) == 0 {
+		return "", fmt.Errorf("etcd session store: %s at %q: %w", op, s.secret, sessionstore.ErrMalformed)
+	}
+	return string(kvs[0].Value), nil
+}
 
 // check fails a call whose context has ended or whose store is closed,
 // before anything is sent.

@@ -16,6 +16,7 @@ package memory
 import (
 	"cmp"
 	"context"
+	"crypto/rand"
 	"fmt"
 	"hash/maphash"
 	"log/slog"
@@ -54,6 +55,9 @@ type Store struct {
 	bindings   sync.Map
 	writeLocks [64]sync.Mutex
 	seed       maphash.Seed
+
+	secretOnce sync.Once
+	secret     string
 
 	mu       sync.Mutex
 	leases   map[int64]*lease // registered leases by incarnation, until they end
@@ -103,6 +107,11 @@ func (s *Store) ExpireLease(m sessionstore.Member) {
 // Register makes addr a live member; see sessionstore.Store.
 func (s *Store) Register(ctx context.Context, addr string, ttl time.Duration) (sessionstore.Lease, error) {
 	return s.root.Register(ctx, addr, ttl)
+}
+
+// ClusterSecret returns the store's shared secret; see sessionstore.Store.
+func (s *Store) ClusterSecret(ctx context.Context) (string, error) {
+	return s.root.ClusterSecret(ctx)
 }
 
 // Members lists the live members; see sessionstore.Store.
@@ -393,6 +402,16 @@ func (c *Client) Release(ctx context.Context, b sessionstore.Binding) error {
 	}
 	c.s.bindings.Delete(b.Key)
 	return nil
+}
+
+// ClusterSecret returns the secret shared by every client of the store,
+// drawn at random on first use; see sessionstore.Store.
+func (c *Client) ClusterSecret(ctx context.Context) (string, error) {
+	if err := c.check(ctx, "cluster secret"); err != nil {
+		return "", err
+	}
+	c.s.secretOnce.Do(func() { c.s.secret = rand.Text() })
+	return c.s.secret, nil
 }
 
 // Close stops renewing the leases registered through c (they expire after

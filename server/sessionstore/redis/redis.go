@@ -2,6 +2,7 @@ package redis
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -88,7 +89,7 @@ type Store struct {
 	dialer  radix.Dialer // plain connections, for pub/sub
 	scripts scripts
 
-	counterKey, membersKey, memberPrefix, bindingPrefix, channel string
+	counterKey, membersKey, memberPrefix, bindingPrefix, channel, secretKey string
 
 	// base is cancelled by Close; leases and watches stop with it.
 	base   context.Context
@@ -124,6 +125,7 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		memberPrefix:  cfg.Prefix + "member:",
 		bindingPrefix: cfg.Prefix + "binding:",
 		channel:       cfg.Prefix + "members:events",
+		secretKey:     cfg.Prefix + "cluster-secret",
 	}
 	plain := radix.Dialer{NetDialer: &net.Dialer{Timeout: cfg.DialTimeout}}
 	s.dialer = radix.Dialer{CustomConn: func(ctx context.Context, network, addr string) (radix.Conn, error) {
@@ -259,6 +261,20 @@ func memberID(m sessionstore.Member) string {
 func (s *Store) memberKey(m sessionstore.Member) string { return s.memberPrefix + memberID(m) }
 
 func (s *Store) bindingKey(key string) string { return s.bindingPrefix + key }
+
+// ClusterSecret implements sessionstore.Store: SET NX keeps the first
+// caller's random secret and GET returns the winner, in one script.
+func (s *Store) ClusterSecret(ctx context.Context) (string, error) {
+	var secret string
+	err := s.do(ctx, s.scripts.secret.Cmd(&secret, []string{s.secretKey}, rand.Text()))
+	if err != nil {
+		return "", s.wrapErr("cluster secret", err)
+	}
+	if secret == "" {
+		return "", fmt.Errorf("redis cluster secret at %q: empty: %w", s.secretKey, sessionstore.ErrMalformed)
+	}
+	return secret, nil
+}
 
 // Members implements sessionstore.Store.
 func (s *Store) Members(ctx context.Context) ([]sessionstore.Member, error) {

@@ -156,9 +156,16 @@ end
 return out
 `
 
+// secretScript: KEYS secret; ARGV a fresh random secret. Keeps the first
+// secret ever stored and returns the one in force.
+const secretScript = `
+redis.call('SET', KEYS[1], ARGV[1], 'NX')
+return redis.call('GET', KEYS[1])
+`
+
 // scripts holds the prepared scripts of one store.
 type scripts struct {
-	register, renew, revoke, bind, resolve, release, members radix.EvalScript
+	register, renew, revoke, bind, resolve, release, members, secret radix.EvalScript
 }
 
 func newScripts() scripts {
@@ -170,5 +177,6 @@ func newScripts() scripts {
 		resolve:  radix.NewEvalScript(resolveScript),
 		release:  radix.NewEvalScript(releaseScript),
 		members:  radix.NewEvalScript(membersScript),
+		secret:   radix.NewEvalScript(secretScript),
 	}
 }

@@ -81,6 +81,7 @@ func Run(t *testing.T, cfg Config) {
 	t.Run("WatchMembersSlowConsumer", s.testWatchMembersSlowConsumer)
 	t.Run("ExpiredContext", s.testExpiredContext)
 	t.Run("ClosedClient", s.testClosedClient)
+	t.Run("ClusterSecretIsShared", s.testClusterSecretIsShared)
 }
 
 type suite struct {
@@ -844,4 +845,36 @@ func (s *suite) testClosedClient(t *testing.T) {
 	_ = c.Close()
 	// Other clients are not affected.
 	wantResolve(t, other, x.Key, x)
+}
+
+// testClusterSecretIsShared: every client of one backend, racing to create
+// it, gets the same non-empty secret, and it does not change afterwards.
+func (s *suite) testClusterSecretIsShared(t *testing.T) {
+	clients := []sessionstore.Store{s.client(t), s.client(t), s.client(t)}
+	got := make([]string, 3*len(clients))
+	var wg sync.WaitGroup
+	for i := range got {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			secret, err := clients[i%len(clients)].ClusterSecret(opCtx(t))
+			if err != nil {
+				t.Errorf("ClusterSecret: %v", err)
+			}
+			got[i] = secret
+		}()
+	}
+	wg.Wait()
+	for i, secret := range got {
+		if secret == "" || secret != got[0] {
+			t.Fatalf("client call %d got secret %q, call 0 got %q", i, secret, got[0])
+		}
+	}
+	if len(got[0]) < 16 {
+		t.Fatalf("secret %q is too short to be a secret", got[0])
+	}
+	again, err := s.client(t).ClusterSecret(opCtx(t))
+	if err != nil || again != got[0] {
+		t.Fatalf("a later client got %q (%v), want %q", again, err, got[0])
+	}
 }
