@@ -78,6 +78,11 @@ type Config struct {
 	// WatchQueueSize bounds the WATCHED/UNWATCHED events waiting for one
 	// subscriber before it is ended (default 256).
 	WatchQueueSize int
+	// OnFenced is told the ID and key of a document whose write or claim the
+	// database refused because a newer owner epoch had claimed it; the
+	// backend has already dropped the document. A cluster layer uses it to
+	// forget its belief that this node owns the document.
+	OnFenced func(docID, key string)
 }
 
 // Metrics counts the backend's work with atomic counters. It needs no global
@@ -110,6 +115,7 @@ type Backend struct {
 	logger  *slog.Logger
 	metrics *Metrics
 	epochOf func(ctx context.Context, docID string) (int64, error)
+	fenced  func(docID, key string)
 	maxPack int
 	ps      *pubsub.PubSub
 	closing atomic.Bool
@@ -137,11 +143,15 @@ func New(cfg Config) (*Backend, error) {
 	if cfg.Metrics == nil {
 		cfg.Metrics = &Metrics{}
 	}
+	if cfg.OnFenced == nil {
+		cfg.OnFenced = func(string, string) {}
+	}
 	return &Backend{
 		db:      cfg.DB,
 		logger:  cfg.Logger,
 		metrics: cfg.Metrics,
 		epochOf: cfg.Epoch,
+		fenced:  cfg.OnFenced,
 		maxPack: cfg.MaxChangesPerPack,
 		ps: pubsub.New(pubsub.Config{
 			QueueSize:     cfg.WatchQueueSize,
@@ -229,6 +239,34 @@ func (b *Backend) DeactivateClient(ctx context.Context, clientID string) error {
 	b.ps.EndClient(clientID, fmt.Errorf("client %s deactivated: %w", clientID, ErrClientNotActivated))
 	if _, err := b.db.DeactivateClient(ctx, clientID); err != nil {
 		return fmt.Errorf("deactivate client %s: %w", clientID, err)
+	}
+	return nil
+}
+
+// AttachedDocuments returns the IDs of the documents the client has attached.
+// A cluster layer uses it to detach a deactivating client at each owner.
+func (b *Backend) AttachedDocuments(ctx context.Context, clientID string) ([]string, error) {
+	atts, err := b.db.ListClientAttachments(ctx, clientID)
+	if err != nil {
+		return nil, fmt.Errorf("attached documents of %s: %w", clientID, err)
+	}
+	ids := make([]string, len(atts))
+	for i, a := range atts {
+		ids[i] = a.DocID
+	}
+	return ids, nil
+}
+
+// DetachClient detaches the client from one document on the server's
+// initiative, as DeactivateClient does for each: a presence-clear change is
+// stored for it and the other watchers are told. Detaching a client that is
+// not attached does nothing.
+func (b *Backend) DetachClient(ctx context.Context, clientID, docID string) error {
+	if err := b.checkOpen(); err != nil {
+		return err
+	}
+	if err := b.detachOnDeactivate(ctx, clientID, docID); err != nil {
+		return fmt.Errorf("detach client %s: %w", clientID, err)
 	}
 	return nil
 }

@@ -98,6 +98,8 @@ func (b *Backend) load(ctx context.Context, ds *docState) error {
 	}
 	if errors.Is(err, database.ErrFenced) {
 		b.forget(ds)
+		key, _ := b.DocumentKey(ctx, ds.id)
+		b.fenced(ds.id, key)
 		return fmt.Errorf("claim document %s: %w", ds.id, err)
 	}
 	if err != nil {
@@ -156,6 +158,27 @@ func (b *Backend) ReleaseDocument(ctx context.Context, docID string, cause error
 	}
 	b.ps.EndDocument(docID, err)
 	return nil
+}
+
+// ReleaseKey releases, as ReleaseDocument does, every document served here
+// under the key (a removed document's key may have started a new one). The
+// cluster layer calls it with the keys whose binding this node lost.
+func (b *Backend) ReleaseKey(ctx context.Context, key string, cause error) error {
+	b.mu.RLock()
+	var ids []string
+	for id, k := range b.keys {
+		if k == key {
+			ids = append(ids, id)
+		}
+	}
+	b.mu.RUnlock()
+	var errs []error
+	for _, id := range ids {
+		if err := b.ReleaseDocument(ctx, id, cause); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // DocumentKey returns the key of a document ID. Keys never change, so they

@@ -418,6 +418,7 @@ func (b *Backend) writeFailed(ds *docState, err error) {
 		b.logger.Warn("lost document ownership", "document", ds.id, "error", err)
 		b.forget(ds)
 		b.ps.EndDocument(ds.id, fmt.Errorf("document %s: %w: %w", ds.id, ErrDocumentReleased, err))
+		b.fenced(ds.id, ds.key)
 		return
 	}
 	ds.loaded = false
