@@ -2,7 +2,13 @@ package rpc
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
+
+	"connectrpc.com/connect"
+
+	"github.com/yorkie-affinity/yorkie/api/yorkie/v1/v1connect"
 )
 
 // CallKind names the kind of document call passing the routing step.
@@ -34,31 +40,147 @@ func (k CallKind) String() string {
 	return fmt.Sprintf("CallKind(%d)", int(k))
 }
 
-// DocumentCall describes one document call to the routing step. Either
-// DocumentKey (AttachDocument) or DocumentID (every other call) is set.
+// DocumentCall describes one document call to the routing step.
 type DocumentCall struct {
-	Kind        CallKind
-	ClientID    string
-	DocumentID  string
+	Kind     CallKind
+	ClientID string
+	// DocumentID is set on every call but AttachDocument.
+	DocumentID string
+	// DocumentKey is always set: from the attach pack, or looked up by ID.
 	DocumentKey string
+	// Header is the request's headers: a session key the client or a proxy
+	// sent back, and the marks of a call another node forwarded.
+	Header http.Header
 }
 
-// Router decides whether this node serves a document call. It returns nil to
-// serve the call here, or an error (typically a *connect.Error with a retryable
-// code) that is returned to the client instead. A nil Router serves everything.
-//
-// The key of a call that only carries a document ID can be looked up with the
-// lookup function passed in; it is cached by the backend.
-type Router func(ctx context.Context, call DocumentCall, lookupKey func(ctx context.Context, docID string) (string, error)) error
+// Route says where a document call is served.
+type Route struct {
+	// SessionKey names the owner; responses carry it in the router's
+	// session key header. Empty when the router names no owner.
+	SessionKey string
+	// Owner, when set, is the owner's service: this node relays the call
+	// there. Nil serves the call here.
+	Owner v1connect.YorkieServiceClient
+}
+
+// Router decides where document calls are served. The cluster layer
+// implements it; without one every call is served here.
+type Router interface {
+	// Route returns where call is served, or an error for the client; a
+	// redirect is such an error (code unavailable naming the owner).
+	Route(ctx context.Context, call DocumentCall) (Route, error)
+	// RelayFailed tells the router that relaying call to route's owner
+	// failed with err, so it can stop believing in that owner.
+	RelayFailed(ctx context.Context, call DocumentCall, err error)
+	// DetachRemote detaches the client from the documents other nodes own,
+	// at their owners. DeactivateClient calls it before deactivating here.
+	DetachRemote(ctx context.Context, clientID string) error
+	// SessionKeyHeader names the response header carrying the owner's key.
+	SessionKeyHeader() string
+}
 
 // route is the single step every document call passes before it reaches the
-// backend.
-func (s *Service) route(ctx context.Context, call DocumentCall) error {
+// backend: it completes the call's document key and asks the router.
+func (s *Service) route(ctx context.Context, call DocumentCall) (Route, error) {
 	if s.router == nil {
-		return nil
+		return Route{}, nil
 	}
-	if err := s.router(ctx, call, s.backend.DocumentKey); err != nil {
-		return fmt.Errorf("route %s of document %s%s: %w", call.Kind, call.DocumentID, call.DocumentKey, err)
+	if call.DocumentKey == "" {
+		key, err := s.backend.DocumentKey(ctx, call.DocumentID)
+		if err != nil {
+			return Route{}, fmt.Errorf("route %s of document %s: %w", call.Kind, call.DocumentID, err)
+		}
+		call.DocumentKey = key
+	}
+	rt, err := s.router.Route(ctx, call)
+	if err != nil {
+		return Route{}, fmt.Errorf("route %s of document %q: %w", call.Kind, call.DocumentKey, err)
+	}
+	return rt, nil
+}
+
+// stamp puts the owner's session key in response headers.
+func (s *Service) stamp(h http.Header, rt Route) {
+	if rt.SessionKey != "" {
+		h.Set(s.router.SessionKeyHeader(), rt.SessionKey)
+	}
+}
+
+// failRouted maps err like fail and adds the owner's session key.
+func (s *Service) failRouted(ctx context.Context, procedure string, rt Route, err error) error {
+	out := s.fail(ctx, procedure, err)
+	var ce *connect.Error
+	if errors.As(out, &ce) {
+		s.stamp(ce.Meta(), rt)
+	}
+	return out
+}
+
+// relayFailed hands the owner's answer back to the client. An error the
+// owner returned keeps its code and details; a failure to reach the owner is
+// unavailable, which clients retry.
+func (s *Service) relayFailed(ctx context.Context, procedure string, call DocumentCall, rt Route, err error) error {
+	s.router.RelayFailed(ctx, call, err)
+	var ce *connect.Error
+	if !errors.As(err, &ce) {
+		ce = newError(connect.CodeUnavailable, CodeUnavailable, fmt.Errorf("relay to owner: %w", err))
+	}
+	if ce.Code() == connect.CodeUnavailable || ce.Code() == connect.CodeUnknown {
+		s.logger.DebugContext(ctx, "relay to owner failed", "procedure", procedure, "error", err)
+	}
+	s.stamp(ce.Meta(), rt)
+	return ce
+}
+
+// relay sends a unary call to the owner and returns its answer with the
+// owner's session key.
+func relay[Req, Res any](ctx context.Context, s *Service, procedure string, call DocumentCall, rt Route,
+	send func(context.Context, *connect.Request[Req]) (*connect.Response[Res], error), msg *Req,
+) (*connect.Response[Res], error) {
+	resp, err := send(ctx, connect.NewRequest(msg))
+	if err != nil {
+		return nil, s.relayFailed(ctx, procedure, call, rt, err)
+	}
+	out := connect.NewResponse(resp.Msg)
+	s.stamp(out.Header(), rt)
+	return out, nil
+}
+
+// relayStream opens the stream at the owner and passes its messages on
+// until either side ends it or the server shuts down.
+func relayStream[Res any](ctx context.Context, s *Service, procedure string, call DocumentCall, rt Route,
+	open func(context.Context) (*connect.ServerStreamForClient[Res], error), header http.Header, send func(*Res) error,
+) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-s.closing:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	up, err := open(ctx)
+	if err != nil {
+		return s.relayFailed(ctx, procedure, call, rt, err)
+	}
+	defer up.Close()
+	s.stamp(header, rt)
+	for up.Receive() {
+		if err := send(up.Msg()); err != nil {
+			return s.streamEnded(ctx, procedure, err)
+		}
+	}
+	select {
+	case <-s.closing:
+		return newError(connect.CodeUnavailable, CodeShuttingDown, ErrShuttingDown)
+	default:
+	}
+	if err := up.Err(); err != nil {
+		if ctx.Err() != nil {
+			return nil // the client left
+		}
+		return s.relayFailed(ctx, procedure, call, rt, err)
 	}
 	return nil
 }

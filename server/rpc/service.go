@@ -150,6 +150,11 @@ func (s *Service) DeactivateClient(ctx context.Context, req *connect.Request[api
 	if err := validateClientID(clientID); err != nil {
 		return nil, invalidArgument(err)
 	}
+	if s.router != nil {
+		if err := s.router.DetachRemote(ctx, clientID); err != nil {
+			return nil, s.fail(ctx, req.Spec().Procedure, fmt.Errorf("deactivate client %s: %w", clientID, err))
+		}
+	}
 	if err := s.backend.DeactivateClient(ctx, clientID); err != nil {
 		return nil, s.fail(ctx, req.Spec().Procedure, fmt.Errorf("deactivate client %s: %w", clientID, err))
 	}
@@ -171,14 +176,21 @@ func (s *Service) AttachDocument(ctx context.Context, req *connect.Request[api.A
 		return nil, invalidArgument(err)
 	}
 	procedure := req.Spec().Procedure
-	if err := s.route(ctx, DocumentCall{Kind: CallAttach, ClientID: clientID, DocumentKey: key}); err != nil {
+	call := DocumentCall{Kind: CallAttach, ClientID: clientID, DocumentKey: key, Header: req.Header()}
+	rt, err := s.route(ctx, call)
+	if err != nil {
 		return nil, s.fail(ctx, procedure, err)
+	}
+	if rt.Owner != nil {
+		return relay(ctx, s, procedure, call, rt, rt.Owner.AttachDocument, req.Msg)
 	}
 	docID, resp, err := s.backend.AttachDocument(ctx, clientID, key, pack)
 	if err != nil {
-		return nil, s.fail(ctx, procedure, fmt.Errorf("attach document %q by %s: %w", key, clientID, err))
+		return nil, s.failRouted(ctx, procedure, rt, fmt.Errorf("attach document %q by %s: %w", key, clientID, err))
 	}
-	return connect.NewResponse(&api.AttachDocumentResponse{DocumentId: docID, ChangePack: resp}), nil
+	out := connect.NewResponse(&api.AttachDocumentResponse{DocumentId: docID, ChangePack: resp})
+	s.stamp(out.Header(), rt)
+	return out, nil
 }
 
 // DetachDocument detaches the client from the document.
@@ -188,14 +200,21 @@ func (s *Service) DetachDocument(ctx context.Context, req *connect.Request[api.D
 		return nil, err
 	}
 	procedure := req.Spec().Procedure
-	if err := s.route(ctx, DocumentCall{Kind: CallDetach, ClientID: clientID, DocumentID: docID}); err != nil {
+	call := DocumentCall{Kind: CallDetach, ClientID: clientID, DocumentID: docID, Header: req.Header()}
+	rt, err := s.route(ctx, call)
+	if err != nil {
 		return nil, s.fail(ctx, procedure, err)
+	}
+	if rt.Owner != nil {
+		return relay(ctx, s, procedure, call, rt, rt.Owner.DetachDocument, req.Msg)
 	}
 	resp, err := s.backend.DetachDocument(ctx, clientID, docID, pack)
 	if err != nil {
-		return nil, s.fail(ctx, procedure, fmt.Errorf("detach document %s by %s: %w", docID, clientID, err))
+		return nil, s.failRouted(ctx, procedure, rt, fmt.Errorf("detach document %s by %s: %w", docID, clientID, err))
 	}
-	return connect.NewResponse(&api.DetachDocumentResponse{ChangePack: resp}), nil
+	out := connect.NewResponse(&api.DetachDocumentResponse{ChangePack: resp})
+	s.stamp(out.Header(), rt)
+	return out, nil
 }
 
 // RemoveDocument removes the document on behalf of the client.
@@ -205,14 +224,21 @@ func (s *Service) RemoveDocument(ctx context.Context, req *connect.Request[api.R
 		return nil, err
 	}
 	procedure := req.Spec().Procedure
-	if err := s.route(ctx, DocumentCall{Kind: CallRemove, ClientID: clientID, DocumentID: docID}); err != nil {
+	call := DocumentCall{Kind: CallRemove, ClientID: clientID, DocumentID: docID, Header: req.Header()}
+	rt, err := s.route(ctx, call)
+	if err != nil {
 		return nil, s.fail(ctx, procedure, err)
+	}
+	if rt.Owner != nil {
+		return relay(ctx, s, procedure, call, rt, rt.Owner.RemoveDocument, req.Msg)
 	}
 	resp, err := s.backend.RemoveDocument(ctx, clientID, docID, pack)
 	if err != nil {
-		return nil, s.fail(ctx, procedure, fmt.Errorf("remove document %s by %s: %w", docID, clientID, err))
+		return nil, s.failRouted(ctx, procedure, rt, fmt.Errorf("remove document %s by %s: %w", docID, clientID, err))
 	}
-	return connect.NewResponse(&api.RemoveDocumentResponse{ChangePack: resp}), nil
+	out := connect.NewResponse(&api.RemoveDocumentResponse{ChangePack: resp})
+	s.stamp(out.Header(), rt)
+	return out, nil
 }
 
 // PushPullChanges stores the client's changes and returns the others'.
@@ -222,14 +248,21 @@ func (s *Service) PushPullChanges(ctx context.Context, req *connect.Request[api.
 		return nil, err
 	}
 	procedure := req.Spec().Procedure
-	if err := s.route(ctx, DocumentCall{Kind: CallPushPull, ClientID: clientID, DocumentID: docID}); err != nil {
+	call := DocumentCall{Kind: CallPushPull, ClientID: clientID, DocumentID: docID, Header: req.Header()}
+	rt, err := s.route(ctx, call)
+	if err != nil {
 		return nil, s.fail(ctx, procedure, err)
+	}
+	if rt.Owner != nil {
+		return relay(ctx, s, procedure, call, rt, rt.Owner.PushPullChanges, req.Msg)
 	}
 	resp, err := s.backend.PushPull(ctx, clientID, docID, pack, req.Msg.GetPushOnly())
 	if err != nil {
-		return nil, s.fail(ctx, procedure, fmt.Errorf("pushpull document %s by %s: %w", docID, clientID, err))
+		return nil, s.failRouted(ctx, procedure, rt, fmt.Errorf("pushpull document %s by %s: %w", docID, clientID, err))
 	}
-	return connect.NewResponse(&api.PushPullChangesResponse{ChangePack: resp}), nil
+	out := connect.NewResponse(&api.PushPullChangesResponse{ChangePack: resp})
+	s.stamp(out.Header(), rt)
+	return out, nil
 }
 
 // docRequest validates the fields shared by the calls on an attached document.
@@ -270,7 +303,19 @@ func (s *Service) Watch(ctx context.Context, req *connect.Request[api.WatchReque
 	if err := validateDocumentID(docID); err != nil {
 		return invalidArgument(err)
 	}
-	return s.watch(ctx, req.Spec().Procedure, clientID, docID,
+	procedure := req.Spec().Procedure
+	call := DocumentCall{Kind: CallWatch, ClientID: clientID, DocumentID: docID, Header: req.Header()}
+	rt, err := s.routeWatch(ctx, procedure, call)
+	if err != nil {
+		return err
+	}
+	if rt.Owner != nil {
+		return relayStream(ctx, s, procedure, call, rt, func(ctx context.Context) (*connect.ServerStreamForClient[api.WatchResponse], error) {
+			return rt.Owner.Watch(ctx, connect.NewRequest(req.Msg))
+		}, stream.ResponseHeader(), stream.Send)
+	}
+	s.stamp(stream.ResponseHeader(), rt)
+	return s.watch(ctx, procedure, rt, clientID, docID,
 		func(watchers []string) error {
 			return stream.Send(&api.WatchResponse{Body: &api.WatchResponse_Initialization{
 				Initialization: &api.WatchInitialization{ResourceInits: []*api.ResourceInit{{
@@ -300,7 +345,19 @@ func (s *Service) WatchDocument(ctx context.Context, req *connect.Request[api.Wa
 	if err := validateDocumentID(docID); err != nil {
 		return invalidArgument(err)
 	}
-	return s.watch(ctx, req.Spec().Procedure, clientID, docID,
+	procedure := req.Spec().Procedure
+	call := DocumentCall{Kind: CallWatch, ClientID: clientID, DocumentID: docID, Header: req.Header()}
+	rt, err := s.routeWatch(ctx, procedure, call)
+	if err != nil {
+		return err
+	}
+	if rt.Owner != nil {
+		return relayStream(ctx, s, procedure, call, rt, func(ctx context.Context) (*connect.ServerStreamForClient[api.WatchDocumentResponse], error) {
+			return rt.Owner.WatchDocument(ctx, connect.NewRequest(req.Msg))
+		}, stream.ResponseHeader(), stream.Send)
+	}
+	s.stamp(stream.ResponseHeader(), rt)
+	return s.watch(ctx, procedure, rt, clientID, docID,
 		func(watchers []string) error {
 			return stream.Send(&api.WatchDocumentResponse{Body: &api.WatchDocumentResponse_Initialization_{
 				Initialization: &api.WatchDocumentResponse_Initialization{ClientIds: watchers},
@@ -314,20 +371,12 @@ func (s *Service) WatchDocument(ctx context.Context, req *connect.Request[api.Wa
 // watch runs a document event stream for both Watch forms: it subscribes,
 // sends the initialization, then relays events until the client leaves, the
 // server shuts down, or the backend ends the subscription.
-func (s *Service) watch(ctx context.Context, procedure, clientID, docID string,
+func (s *Service) watch(ctx context.Context, procedure string, rt Route, clientID, docID string,
 	sendInit func(watchers []string) error, sendEvent func(ev *api.DocEvent) error,
 ) error {
-	select {
-	case <-s.closing:
-		return newError(connect.CodeUnavailable, CodeShuttingDown, ErrShuttingDown)
-	default:
-	}
-	if err := s.route(ctx, DocumentCall{Kind: CallWatch, ClientID: clientID, DocumentID: docID}); err != nil {
-		return s.fail(ctx, procedure, err)
-	}
 	sub, watchers, err := s.backend.Watch(ctx, clientID, docID)
 	if err != nil {
-		return s.fail(ctx, procedure, fmt.Errorf("watch document %s by %s: %w", docID, clientID, err))
+		return s.failRouted(ctx, procedure, rt, fmt.Errorf("watch document %s by %s: %w", docID, clientID, err))
 	}
 	defer sub.Close()
 	if watchers == nil {
@@ -358,6 +407,20 @@ func (s *Service) watch(ctx context.Context, procedure, clientID, docID string,
 			}
 		}
 	}
+}
+
+// routeWatch refuses new streams while the server shuts down, then routes.
+func (s *Service) routeWatch(ctx context.Context, procedure string, call DocumentCall) (Route, error) {
+	select {
+	case <-s.closing:
+		return Route{}, newError(connect.CodeUnavailable, CodeShuttingDown, ErrShuttingDown)
+	default:
+	}
+	rt, err := s.route(ctx, call)
+	if err != nil {
+		return Route{}, s.fail(ctx, procedure, err)
+	}
+	return rt, nil
 }
 
 // subscriptionEnded maps the reason the backend ended a subscription. The

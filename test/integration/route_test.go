@@ -29,14 +29,8 @@ func TestRouterSeesEveryDocumentCall(t *testing.T) {
 		calls  []seen
 		refuse = "refused-doc"
 	)
-	router := func(ctx context.Context, call rpc.DocumentCall, lookupKey func(context.Context, string) (string, error)) error {
+	router := funcRouter(func(ctx context.Context, call rpc.DocumentCall) error {
 		key := call.DocumentKey
-		if key == "" {
-			var err error
-			if key, err = lookupKey(ctx, call.DocumentID); err != nil {
-				return err
-			}
-		}
 		mu.Lock()
 		calls = append(calls, seen{call.Kind, key})
 		mu.Unlock()
@@ -44,7 +38,7 @@ func TestRouterSeesEveryDocumentCall(t *testing.T) {
 			return connect.NewError(connect.CodeUnavailable, errors.New("not this node"))
 		}
 		return nil
-	}
+	})
 	srv := servertest.Start(t, func(cfg *server.Config) { cfg.Router = router })
 	c := servertest.Client(t, srv, servertest.ConnectJSON)
 	ctx := testCtx(t)
@@ -87,7 +81,7 @@ func TestShutdownLetsUnaryCallsFinish(t *testing.T) {
 	entered := make(chan struct{})
 	release := make(chan struct{})
 	var hold sync.Once
-	router := func(ctx context.Context, call rpc.DocumentCall, _ func(context.Context, string) (string, error)) error {
+	router := funcRouter(func(ctx context.Context, call rpc.DocumentCall) error {
 		if call.Kind == rpc.CallPushPull {
 			hold.Do(func() {
 				close(entered)
@@ -95,7 +89,7 @@ func TestShutdownLetsUnaryCallsFinish(t *testing.T) {
 			})
 		}
 		return nil
-	}
+	})
 	srv := servertest.Start(t, func(cfg *server.Config) { cfg.Router = router })
 	c := servertest.Client(t, srv, servertest.ConnectProto)
 	a := newReplica(t, c)
@@ -153,3 +147,16 @@ func TestShutdownLetsUnaryCallsFinish(t *testing.T) {
 		t.Fatalf("Shutdown did not return after the call finished")
 	}
 }
+
+// funcRouter serves every call here unless the function refuses it.
+type funcRouter func(ctx context.Context, call rpc.DocumentCall) error
+
+func (f funcRouter) Route(ctx context.Context, call rpc.DocumentCall) (rpc.Route, error) {
+	return rpc.Route{}, f(ctx, call)
+}
+
+func (funcRouter) RelayFailed(context.Context, rpc.DocumentCall, error) {}
+
+func (funcRouter) DetachRemote(context.Context, string) error { return nil }
+
+func (funcRouter) SessionKeyHeader() string { return "x-session-key" }
