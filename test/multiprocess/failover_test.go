@@ -1,0 +1,318 @@
+// Package multiprocess_test runs several yorkie server processes, built from
+// cmd/yorkie, against one database and checks what clients see when a
+// process is killed or stopped.
+package multiprocess_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/mongo"
+	"go.mongodb.org/mongo-driver/mongo/options"
+
+	mongodb "github.com/yorkie-affinity/yorkie/server/backend/database/mongo"
+	"github.com/yorkie-affinity/yorkie/test/testenv"
+)
+
+// testTimeout bounds a whole scenario; it only ends broken runs.
+const testTimeout = 2 * time.Minute
+
+// killWindow is how long a kill waits for a change stored but not yet
+// acknowledged before it kills anyway.
+const killWindow = 5 * time.Second
+
+// mongoDatabase returns a MongoDB-wire server and a database for the test,
+// dropped at the end when the server is an external one.
+func mongoDatabase(t *testing.T) (uri, name string) {
+	t.Helper()
+	m := testenv.MongoURI(t)
+	if !m.Managed() {
+		t.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			c, err := mongo.Connect(ctx, options.Client().ApplyURI(m.URI))
+			if err != nil {
+				t.Logf("drop test database %s: %v", m.Database, err)
+				return
+			}
+			defer func() { _ = c.Disconnect(ctx) }()
+			if err := c.Database(m.Database).Drop(ctx); err != nil {
+				t.Logf("drop test database %s: %v", m.Database, err)
+			}
+		})
+	}
+	return m.URI, m.Database
+}
+
+// dialDatabase opens the servers' database directly, to watch the log.
+func dialDatabase(t *testing.T, uri, name string) *mongodb.DB {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	db, err := mongodb.Dial(ctx, mongodb.Config{URI: uri, Database: name, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatalf("dial the servers' database: %v", err)
+	}
+	t.Cleanup(func() { _ = db.Close(context.Background()) })
+	return db
+}
+
+// raise sets v to n unless it holds more already.
+func raise(v *atomic.Int64, n int64) {
+	for cur := v.Load(); n > cur; cur = v.Load() {
+		if v.CompareAndSwap(cur, n) {
+			return
+		}
+	}
+}
+
+// ack is a change the server acknowledged, with the server_seq it got.
+type ack struct {
+	clientSeq uint32
+	serverSeq int64
+}
+
+// TestKilledProcessLosesNoAcknowledgedChange kills the server clients write
+// through in the middle of their pushes and lets them carry on through a
+// second process on the same database: nothing the first acknowledged may be
+// lost, reordered or stored twice, and the log stays one gapless sequence.
+func TestKilledProcessLosesNoAcknowledgedChange(t *testing.T) {
+	uri, dbName := mongoDatabase(t)
+	a := StartServer(t, ServerOptions{Name: "yorkie-a", MongoURI: uri, MongoDatabase: dbName})
+	b := StartServer(t, ServerOptions{Name: "yorkie-b", MongoURI: uri, MongoDatabase: dbName})
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+
+	const (
+		writers        = 3
+		acksBeforeKill = 15
+		editsAfter     = 4
+		docKey         = "killed-process-doc"
+	)
+	ws := make([]*docClient, writers)
+	for i := range ws {
+		w, err := activateClient(ctx, a.Client(t), fmt.Sprintf("writer-%d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.attach(ctx, docKey, map[string]string{"name": fmt.Sprintf(`"writer-%d"`, i)}); err != nil {
+			t.Fatalf("through %s: %v", a.Name, err)
+		}
+		ws[i] = w
+	}
+
+	// Every writer pushes one new change at a time through A until a call
+	// fails, recording the server_seq of each acknowledged change.
+	var (
+		killed   atomic.Bool
+		inFlight atomic.Int64
+		acked    atomic.Int64
+		maxAcked atomic.Int64
+		wg       sync.WaitGroup
+	)
+	acks := make([][]ack, writers)
+	lastErr := make([]error, writers)
+	failedEarly := make([]bool, writers)
+	for i, w := range ws {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				ch := w.newChange(nil)
+				inFlight.Add(1)
+				p, err := w.pushPull(ctx)
+				inFlight.Add(-1)
+				if err != nil {
+					lastErr[i], failedEarly[i] = err, !killed.Load()
+					return
+				}
+				if w.acked != ch.GetId().GetClientSeq() || len(w.pending) != 0 {
+					lastErr[i] = fmt.Errorf("writer %d: pushed client_seq %d alone, server acknowledged %d", i, ch.GetId().GetClientSeq(), w.acked)
+					failedEarly[i] = true
+					return
+				}
+				// One new change per call: the checkpoint's server_seq is
+				// the one it was stored at.
+				seq := p.GetCheckpoint().GetServerSeq()
+				acks[i] = append(acks[i], ack{ch.GetId().GetClientSeq(), seq})
+				raise(&maxAcked, seq)
+				acked.Add(1)
+			}
+		}()
+	}
+	// Kill A once enough changes are acknowledged, preferably at a moment
+	// when it has stored a change but not yet answered for it: the worst
+	// case for the client, which must re-send it through B.
+	for acked.Load() < acksBeforeKill {
+		if ctx.Err() != nil {
+			t.Fatalf("only %d changes acknowledged through %s before the deadline (errors: %v)", acked.Load(), a.Name, lastErr)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	db := dialDatabase(t, uri, dbName)
+	docID := ws[0].docID
+	giveUp := time.Now().Add(killWindow)
+	for time.Now().Before(giveUp) {
+		head := maxAcked.Load()
+		stored, err := db.FindChanges(ctx, docID, head+1, head+1)
+		if err != nil {
+			t.Fatalf("read the log from the database: %v", err)
+		}
+		if len(stored) > 0 && maxAcked.Load() == head && inFlight.Load() > 0 {
+			break
+		}
+	}
+	killed.Store(true)
+	a.Kill()
+	wg.Wait()
+
+	seqAtKill := make([]uint32, writers)
+	unsure := 0
+	maxAckedByA := int64(0)
+	for i, w := range ws {
+		if failedEarly[i] {
+			t.Fatalf("writer %d failed before %s was killed: %v", i, a.Name, lastErr[i])
+		}
+		seqAtKill[i] = w.lastSeq
+		unsure += len(w.pending)
+		for _, k := range acks[i] {
+			maxAckedByA = max(maxAckedByA, k.serverSeq)
+		}
+	}
+	// What A left behind: everything it acknowledged, and perhaps changes it
+	// stored but could not acknowledge any more.
+	probe, err := activateClient(ctx, b.Client(t), "probe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := probe.attach(ctx, docKey, nil)
+	if err != nil {
+		t.Fatalf("through %s: %v", b.Name, err)
+	}
+	headAtKill := p.GetCheckpoint().GetServerSeq()
+	if headAtKill < maxAckedByA {
+		t.Fatalf("after the kill the log ends at %d, below server_seq %d that %s acknowledged", headAtKill, maxAckedByA, a.Name)
+	}
+	t.Logf("%s acknowledged %d changes (highest server_seq %d); %d pushes were cut off by SIGKILL, of which %d were stored",
+		a.Name, acked.Load(), maxAckedByA, unsure, headAtKill-maxAckedByA)
+
+	// The same clients continue through B: the first call re-sends what A
+	// never acknowledged.
+	errsB := make([]error, writers)
+	for i, w := range ws {
+		w.c = b.Client(t)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range editsAfter {
+				w.newChange(nil)
+				if _, err := w.pushPull(ctx); err != nil {
+					errsB[i] = fmt.Errorf("writer %d through %s: %w", i, b.Name, err)
+					return
+				}
+			}
+			if len(w.pending) != 0 {
+				errsB[i] = fmt.Errorf("writer %d: %d changes still unacknowledged through %s", i, len(w.pending), b.Name)
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errsB {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// A fresh client pulls the whole log through B, storing nothing itself.
+	reader, err := activateClient(ctx, b.Client(t), "log-reader")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err = reader.attach(ctx, docKey, nil)
+	if err != nil {
+		t.Fatalf("through %s: %v", b.Name, err)
+	}
+	log := entries(p)
+	if head := p.GetCheckpoint().GetServerSeq(); head != int64(len(log)) {
+		t.Fatalf("pulled %d changes, checkpoint says the log ends at %d", len(log), head)
+	}
+	at := map[string]int64{} // actor/client_seq -> server_seq
+	for i, e := range log {
+		if e.serverSeq != int64(i+1) {
+			t.Fatalf("change %d of the log has server_seq %d: the log has a gap or a duplicate", i, e.serverSeq)
+		}
+		k := fmt.Sprintf("%s/%d", e.actor, e.clientSeq)
+		if prev, ok := at[k]; ok {
+			t.Fatalf("change %s stored twice, at server_seq %d and %d", k, prev, e.serverSeq)
+		}
+		at[k] = e.serverSeq
+	}
+	for i, w := range ws {
+		// Every change a writer made is in the log once, in its order.
+		prev := int64(0)
+		for seq := uint32(1); seq <= w.lastSeq; seq++ {
+			got, ok := at[fmt.Sprintf("%s/%d", w.id, seq)]
+			if !ok {
+				t.Fatalf("writer %d: change %d is not in the log", i, seq)
+			}
+			if got < prev {
+				t.Fatalf("writer %d: change %d stored at %d, before its change %d at %d", i, seq, got, seq-1, prev)
+			}
+			prev = got
+			if seq > seqAtKill[i] && got <= maxAckedByA {
+				t.Fatalf("writer %d: change %d made after the kill stored at %d, not after the %d changes %s acknowledged", i, seq, got, maxAckedByA, a.Name)
+			}
+		}
+		for _, k := range acks[i] {
+			if got := at[fmt.Sprintf("%s/%d", w.id, k.clientSeq)]; got != k.serverSeq {
+				t.Fatalf("writer %d: %s acknowledged change %d at server_seq %d, the log has it at %d", i, a.Name, k.clientSeq, k.serverSeq, got)
+			}
+		}
+	}
+
+	// A second client attached through B afterwards sees every edit.
+	late, err := activateClient(ctx, b.Client(t), "late-reader")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err = late.attach(ctx, docKey, map[string]string{"name": `"late"`})
+	if err != nil {
+		t.Fatalf("through %s: %v", b.Name, err)
+	}
+	var want []string
+	for _, w := range ws {
+		for seq := uint32(2); seq <= w.lastSeq; seq++ { // 1 is the presence of attaching
+			want = append(want, w.setKey(seq))
+		}
+	}
+	got := setKeys(p)
+	slices.Sort(want)
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		t.Fatalf("late client sees keys %v, want %v", got, want)
+	}
+	if n := len(entries(p)); n != len(log) {
+		t.Fatalf("late client pulled %d changes, the log read before has %d", n, len(log))
+	}
+}
+
+// TestTerminatedProcessStopsGracefully stops a server with SIGTERM: it must
+// exit on its own, after its graceful shutdown.
+func TestTerminatedProcessStopsGracefully(t *testing.T) {
+	s := StartServer(t, ServerOptions{Name: "yorkie-term"})
+	ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
+	defer cancel()
+	if err := s.Terminate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if out := s.Output(); !strings.Contains(out, "server stopped") {
+		t.Fatalf("%s exited without finishing its shutdown:\n%s", s.Name, out)
+	}
+}
