@@ -22,10 +22,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/yorkie-affinity/yorkie/api/yorkie/v1/v1connect"
+	"github.com/yorkie-affinity/yorkie/server/affinity"
 	"github.com/yorkie-affinity/yorkie/server/backend"
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
 	"github.com/yorkie-affinity/yorkie/server/backend/database/memory"
+	"github.com/yorkie-affinity/yorkie/server/cluster"
 	"github.com/yorkie-affinity/yorkie/server/rpc"
+	"github.com/yorkie-affinity/yorkie/server/sessionstore"
+	sessmemory "github.com/yorkie-affinity/yorkie/server/sessionstore/memory"
 )
 
 // Defaults applied by New to zero Config fields.
@@ -57,10 +61,32 @@ type Config struct {
 	// AllowedOrigins lists the web origins browsers may call the RPC port
 	// from (CORS); empty allows every origin.
 	AllowedOrigins []string
-	// Router is the routing step of document calls (nil: serve all here).
+
+	// SessionStore records the cluster's members and which node owns each
+	// document. Nodes sharing a store (and a database) form one cluster;
+	// nil gives the server a memory store of its own, a cluster of one.
+	SessionStore sessionstore.Store
+	// AdvertiseAddr is the host:port other nodes and proxies reach this node
+	// at; "" means 127.0.0.1 and the bound RPC port.
+	AdvertiseAddr string
+	// AffinityMode is what the node does with a call for a document another
+	// node owns: Forward (the default) or Redirect.
+	AffinityMode AffinityMode
+	// SessionKeyHeader names the response header carrying the owner's
+	// session key (default DefaultSessionKeyHeader).
+	SessionKeyHeader string
+	// NodeTTL is the node's lease TTL (default affinity.DefaultTTL).
+	NodeTTL time.Duration
+	// ClusterSecret authenticates node-to-node calls; "" uses the secret the
+	// session store holds for the cluster.
+	ClusterSecret string
+
+	// Router and Epoch replace the cluster layer, for tests that stage
+	// routing decisions themselves (say, two nodes that both believe they
+	// own a document). With either set the node joins no cluster: Router
+	// (nil: serve everything here) routes and Epoch (nil: 0) fences.
 	Router rpc.Router
-	// Epoch supplies owner epochs to the backend (nil: single node, epoch 0).
-	Epoch func(ctx context.Context, docID string) (int64, error)
+	Epoch  func(ctx context.Context, docID string) (int64, error)
 }
 
 // Server is one Yorkie server node.
@@ -73,6 +99,10 @@ type Server struct {
 	backend  *backend.Backend
 	service  *rpc.Service
 	health   *grpchealth.StaticChecker
+	router   *router // nil when Config.Router or Config.Epoch replace it
+	store    sessionstore.Store
+	ownStore bool
+	mgr      *affinity.Manager
 
 	rpcServer       *http.Server
 	profilingServer *http.Server
@@ -113,13 +143,23 @@ func New(cfg Config) (*Server, error) {
 	if err := registerBackendMetrics(s.registry, backendMetrics); err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
-	b, err := backend.New(backend.Config{
+	bcfg := backend.Config{
 		DB:                s.db,
 		MaxChangesPerPack: cfg.MaxChangesPerPack,
 		Logger:            logger,
 		Metrics:           backendMetrics,
 		Epoch:             cfg.Epoch,
-	})
+	}
+	routing := cfg.Router
+	if cfg.Router == nil && cfg.Epoch == nil {
+		if err := s.newRouter(); err != nil {
+			return nil, err
+		}
+		bcfg.Epoch = s.router.epoch
+		bcfg.OnFenced = func(_, key string) { s.router.mgr.Forget(key) }
+		routing = s.router
+	}
+	b, err := backend.New(bcfg)
 	if err != nil {
 		return nil, fmt.Errorf("server: create backend: %w", err)
 	}
@@ -129,7 +169,7 @@ func New(cfg Config) (*Server, error) {
 		Logger:          logger,
 		Registerer:      s.registry,
 		MaxRequestBytes: cfg.MaxRequestBytes,
-		Router:          cfg.Router,
+		Router:          routing,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("server: create rpc service: %w", err)
@@ -139,6 +179,14 @@ func New(cfg Config) (*Server, error) {
 
 	mux := http.NewServeMux()
 	mux.Handle(svc.Handler())
+	if s.router != nil {
+		s.router.backend = b
+		csvc, err := rpc.NewCluster(rpc.ClusterConfig{Backend: b, Router: s.router, Authentic: s.router.authentic, Logger: logger})
+		if err != nil {
+			return nil, fmt.Errorf("server: create cluster service: %w", err)
+		}
+		mux.Handle(csvc.Handler())
+	}
 	mux.Handle(grpchealth.NewHandler(s.health))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -157,6 +205,77 @@ func New(cfg Config) (*Server, error) {
 		s.profilingServer = newHTTPServer(pmux, logger)
 	}
 	return s, nil
+}
+
+// newRouter validates the cluster settings and builds the affinity router;
+// Start gives it the manager once the RPC port is bound.
+func (s *Server) newRouter() error {
+	cfg := &s.cfg
+	switch cfg.AffinityMode {
+	case "":
+		cfg.AffinityMode = Forward
+	case Forward, Redirect:
+	default:
+		return fmt.Errorf("server: affinity mode %q: want %q or %q", cfg.AffinityMode, Forward, Redirect)
+	}
+	if cfg.SessionKeyHeader == "" {
+		cfg.SessionKeyHeader = DefaultSessionKeyHeader
+	}
+	if cfg.AdvertiseAddr != "" {
+		if _, err := affinity.ParseSessionKey(affinity.SessionKey(cfg.AdvertiseAddr)); err != nil {
+			return fmt.Errorf("server: advertise address: %w", err)
+		}
+	}
+	r, err := newRouter(cfg.AffinityMode, cfg.SessionKeyHeader, s.logger, s.registry)
+	if err != nil {
+		return fmt.Errorf("server: %w", err)
+	}
+	s.router = r
+	s.store = cfg.SessionStore
+	if s.store == nil {
+		s.store = sessmemory.New(sessmemory.Config{Logger: s.logger})
+		s.ownStore = true
+	}
+	return nil
+}
+
+// joinCluster registers the node in the session store under its advertised
+// address and hands the router what it needs to route.
+func (s *Server) joinCluster(ctx context.Context, rpcAddr string) error {
+	advertise := s.cfg.AdvertiseAddr
+	if advertise == "" {
+		_, port, err := net.SplitHostPort(rpcAddr)
+		if err != nil {
+			return fmt.Errorf("server: bound address %q: %w", rpcAddr, err)
+		}
+		advertise = net.JoinHostPort("127.0.0.1", port)
+	}
+	secret := s.cfg.ClusterSecret
+	if secret == "" {
+		var err error
+		if secret, err = s.store.ClusterSecret(ctx); err != nil {
+			return fmt.Errorf("server: cluster secret: %w", err)
+		}
+	}
+	mgr, err := affinity.New(affinity.Config{
+		Store:         s.store,
+		AdvertiseAddr: advertise,
+		TTL:           s.cfg.NodeTTL,
+		OnLost:        s.router.lost,
+		Logger:        s.logger,
+		Registerer:    s.registry,
+	})
+	if err != nil {
+		return fmt.Errorf("server: %w", err)
+	}
+	if err := mgr.Start(ctx); err != nil {
+		return fmt.Errorf("server: join cluster: %w", err)
+	}
+	s.mgr = mgr
+	s.router.mgr = mgr
+	s.router.secret = secret
+	s.router.peers = cluster.NewPeers(cluster.Config{Secret: secret, Self: advertise})
+	return nil
 }
 
 // newHTTPServer returns an http.Server speaking HTTP/1.1 and cleartext HTTP/2
@@ -224,6 +343,15 @@ func (s *Server) Start(ctx context.Context) error {
 		s.serve(s.profilingServer, profLn, "profiling")
 	}
 	s.rpcAddr = rpcLn.Addr().String()
+	if s.router != nil {
+		if err := s.joinCluster(ctx, s.rpcAddr); err != nil {
+			_ = rpcLn.Close()
+			if profLn != nil {
+				_ = s.profilingServer.Close()
+			}
+			return err
+		}
+	}
 	s.serve(s.rpcServer, rpcLn, "rpc")
 	s.started = true
 	s.logger.InfoContext(ctx, "server started", "rpc_addr", s.rpcAddr, "profiling_addr", s.profilingAddr)
@@ -275,8 +403,15 @@ func (s *Server) Shutdown(ctx context.Context) error {
 func (s *Server) shutdown(ctx context.Context) error {
 	s.health.SetStatus(v1connect.YorkieServiceName, grpchealth.StatusNotServing)
 	s.health.SetStatus("", grpchealth.StatusNotServing)
-	s.service.CloseStreams()
 	var errs []error
+	if s.mgr != nil {
+		// Release the bindings first: by the time clients reconnect, their
+		// documents can be bound to another node.
+		if err := s.mgr.Stop(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("leave cluster: %w", err))
+		}
+	}
+	s.service.CloseStreams()
 	if err := s.rpcServer.Shutdown(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("shut down rpc port: %w", err))
 		_ = s.rpcServer.Close()
@@ -296,9 +431,60 @@ func (s *Server) shutdown(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("close database: %w", err))
 		}
 	}
+	s.closeCluster(&errs)
 	s.logger.InfoContext(ctx, "server stopped")
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("server: %w", err)
 	}
 	return nil
+}
+
+// closeCluster closes the peer connections and the session store if the
+// server made it.
+func (s *Server) closeCluster(errs *[]error) {
+	if s.router != nil && s.router.peers != nil {
+		s.router.peers.Close()
+	}
+	if s.ownStore {
+		if err := s.store.Close(); err != nil {
+			*errs = append(*errs, fmt.Errorf("close session store: %w", err))
+		}
+	}
+}
+
+// errAborted is what Shutdown returns after Abort.
+var errAborted = errors.New("server: aborted")
+
+// Abort stops the server at once, as a crash would, for tests of failures:
+// connections drop without a goodbye, no binding is released, and the
+// session store client is closed so that the node's lease runs out after
+// its TTL; only then can other nodes take its documents. The server cannot
+// be used afterwards.
+func (s *Server) Abort() {
+	s.shutdownOnce.Do(func() {
+		s.shutdownErr = errAborted
+		if s.mgr != nil {
+			s.mgr.Abandon()
+		}
+		_ = s.rpcServer.Close()
+		if s.profilingServer != nil {
+			_ = s.profilingServer.Close()
+		}
+		s.serveDone.Wait()
+		if s.store != nil {
+			_ = s.store.Close()
+		}
+		_ = s.backend.Close(context.Background())
+		if s.router != nil && s.router.peers != nil {
+			s.router.peers.Close()
+		}
+	})
+}
+
+// Affinity returns the node's affinity manager (nil before Start or when
+// Config.Router or Config.Epoch replace the cluster layer).
+func (s *Server) Affinity() *affinity.Manager {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.mgr
 }

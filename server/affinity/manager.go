@@ -230,6 +230,23 @@ func (m *Manager) Stop(ctx context.Context) error {
 	return nil
 }
 
+// Abandon stops the manager without releasing or revoking anything, as a
+// crashed node would: its lease runs out after the TTL once the store
+// client stops renewing it, and only then can others take its documents.
+func (m *Manager) Abandon() {
+	m.mu.Lock()
+	if m.stopped || m.lease == nil {
+		m.stopped = true
+		m.mu.Unlock()
+		return
+	}
+	m.stopped = true
+	cancel := m.cancel
+	m.mu.Unlock()
+	cancel()
+	<-m.done
+}
+
 // cached returns a binding from the cache if it is still valid.
 func (m *Manager) cached(key string) (Owner, bool) {
 	m.mu.RLock()

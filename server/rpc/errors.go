@@ -8,8 +8,10 @@ import (
 	"connectrpc.com/connect"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 
+	"github.com/yorkie-affinity/yorkie/server/affinity"
 	"github.com/yorkie-affinity/yorkie/server/backend"
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
+	"github.com/yorkie-affinity/yorkie/server/sessionstore"
 )
 
 // Error code names carried in the google.rpc.ErrorInfo metadata "code". Clients
@@ -31,6 +33,8 @@ const (
 	CodeInternal            = "ErrInternal"
 	CodeCanceled            = "ErrCanceled"
 	CodeDeadlineExceeded    = "ErrDeadlineExceeded"
+	CodeWrongNode           = "ErrWrongNode"
+	CodePermissionDenied    = "ErrPermissionDenied"
 )
 
 // classify returns the Connect code and code name of a known sentinel error.
@@ -52,12 +56,14 @@ func classify(err error) (connect.Code, string, bool) {
 		return connect.CodeInvalidArgument, CodeInvalidChangePack, true
 	case errors.Is(err, backend.ErrTooManyChanges):
 		return connect.CodeInvalidArgument, CodeTooManyChanges, true
-	case errors.Is(err, backend.ErrShuttingDown):
+	case errors.Is(err, backend.ErrShuttingDown), errors.Is(err, affinity.ErrStopped):
 		return connect.CodeUnavailable, CodeShuttingDown, true
 	case errors.Is(err, database.ErrUnavailable),
 		// A fenced or conflicting write that survived the backend's retries
 		// means another owner took the document: the client must try again.
-		errors.Is(err, database.ErrFenced), errors.Is(err, database.ErrConflict):
+		errors.Is(err, database.ErrFenced), errors.Is(err, database.ErrConflict),
+		// Without the session store no node can tell who owns a document.
+		errors.Is(err, sessionstore.ErrUnavailable):
 		return connect.CodeUnavailable, CodeUnavailable, true
 	case errors.Is(err, context.Canceled):
 		return connect.CodeCanceled, CodeCanceled, true
@@ -79,6 +85,29 @@ func newError(code connect.Code, name string, err error) *connect.Error {
 		cerr.AddDetail(detail)
 	}
 	return cerr
+}
+
+// WrongNode is the redirect of a call that reached a node which does not own
+// its document: code unavailable, which clients retry, with the owner's
+// session key in the response header and in the ErrorInfo metadata
+// ("code" = ErrWrongNode, "session_key" = the key), so a client or a proxy
+// that honours the key reaches the owner next time.
+func WrongNode(header, sessionKey string, err error) *connect.Error {
+	cerr := connect.NewError(connect.CodeUnavailable, err)
+	detail, derr := connect.NewErrorDetail(&errdetails.ErrorInfo{
+		Reason:   CodeWrongNode,
+		Metadata: map[string]string{"code": CodeWrongNode, "session_key": sessionKey},
+	})
+	if derr == nil {
+		cerr.AddDetail(detail)
+	}
+	cerr.Meta().Set(header, sessionKey)
+	return cerr
+}
+
+// PermissionDenied refuses a call that needs the cluster secret.
+func PermissionDenied(err error) *connect.Error {
+	return newError(connect.CodePermissionDenied, CodePermissionDenied, err)
 }
 
 // invalidArgument reports a request that failed the RPC layer's own checks.

@@ -1,0 +1,88 @@
+package rpc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+
+	"connectrpc.com/connect"
+
+	clusterv1 "github.com/yorkie-affinity/yorkie/api/yorkie/cluster/v1"
+	"github.com/yorkie-affinity/yorkie/api/yorkie/cluster/v1/clusterv1connect"
+	"github.com/yorkie-affinity/yorkie/server/backend"
+)
+
+// ClusterConfig configures a ClusterService.
+type ClusterConfig struct {
+	// Backend holds the document logic. Required.
+	Backend *backend.Backend
+	// Router tells whether this node owns a document. Required.
+	Router Router
+	// Authentic reports whether a request carries the cluster secret. Required.
+	Authentic func(http.Header) bool
+	// Logger receives failures; nil discards.
+	Logger *slog.Logger
+}
+
+// ClusterService serves the calls nodes make to each other. Every call must
+// carry the cluster secret: the service shares the public port, so a client
+// could otherwise detach other clients.
+type ClusterService struct {
+	cfg ClusterConfig
+}
+
+// NewCluster returns the node-to-node service.
+func NewCluster(cfg ClusterConfig) (*ClusterService, error) {
+	if cfg.Backend == nil || cfg.Router == nil || cfg.Authentic == nil {
+		return nil, errors.New("rpc: ClusterConfig needs Backend, Router and Authentic")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &ClusterService{cfg: cfg}, nil
+}
+
+// Handler returns the path prefix and handler of the service.
+func (c *ClusterService) Handler() (string, http.Handler) {
+	return clusterv1connect.NewClusterServiceHandler(c, connect.WithInterceptors(connect.UnaryInterceptorFunc(
+		func(next connect.UnaryFunc) connect.UnaryFunc {
+			return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
+				if !c.cfg.Authentic(req.Header()) {
+					return nil, PermissionDenied(errors.New("node-to-node call without the cluster secret"))
+				}
+				return next(ctx, req)
+			}
+		})))
+}
+
+// DetachClientDocument detaches a deactivating client from a document this
+// node owns. A node that does not own it refuses with ErrWrongNode rather
+// than pass the call on: the caller asks the owner it knows of.
+func (c *ClusterService) DetachClientDocument(ctx context.Context, req *connect.Request[clusterv1.DetachClientDocumentRequest]) (*connect.Response[clusterv1.DetachClientDocumentResponse], error) {
+	clientID, docID, key := req.Msg.GetClientId(), req.Msg.GetDocumentId(), req.Msg.GetDocumentKey()
+	if err := validateClientID(clientID); err != nil {
+		return nil, invalidArgument(err)
+	}
+	if err := validateDocumentID(docID); err != nil {
+		return nil, invalidArgument(err)
+	}
+	if err := validateDocumentKey(key); err != nil {
+		return nil, invalidArgument(err)
+	}
+	procedure := req.Spec().Procedure
+	rt, err := c.cfg.Router.Route(ctx, DocumentCall{Kind: CallDetach, ClientID: clientID, DocumentID: docID, DocumentKey: key, Header: req.Header()})
+	if err != nil {
+		return nil, toConnectError(ctx, c.cfg.Logger, procedure, err)
+	}
+	if rt.Owner != nil {
+		return nil, WrongNode(c.cfg.Router.SessionKeyHeader(), rt.SessionKey, fmt.Errorf("document %q is owned elsewhere", key))
+	}
+	if err := c.cfg.Backend.DetachClient(ctx, clientID, docID); err != nil {
+		return nil, toConnectError(ctx, c.cfg.Logger, procedure, fmt.Errorf("detach %s from %s: %w", clientID, docID, err))
+	}
+	return connect.NewResponse(&clusterv1.DetachClientDocumentResponse{}), nil
+}
+
+var _ clusterv1connect.ClusterServiceHandler = (*ClusterService)(nil)
