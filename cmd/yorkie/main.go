@@ -13,11 +13,16 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/yorkie-affinity/yorkie/server"
+	"github.com/yorkie-affinity/yorkie/server/affinity"
 	"github.com/yorkie-affinity/yorkie/server/backend/database/mongo"
+	"github.com/yorkie-affinity/yorkie/server/sessionstore"
+	etcdstore "github.com/yorkie-affinity/yorkie/server/sessionstore/etcd"
+	redisstore "github.com/yorkie-affinity/yorkie/server/sessionstore/redis"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -69,6 +74,15 @@ func runServer(args []string, stderr io.Writer) int {
 	maxChanges := fs.Int("max-changes-per-pack", server.DefaultMaxChangesPerPack, "most changes one pushed pack may hold")
 	mongoURI := fs.String("mongo-connection-uri", "", "MongoDB connection URI; empty keeps everything in memory")
 	mongoDatabase := fs.String("mongo-database", mongo.DefaultDatabase, "MongoDB database name")
+	storeKind := fs.String("session-store", "memory", "where document owners are recorded: memory (one process), etcd or redis")
+	etcdEndpoints := fs.String("etcd-endpoints", "http://127.0.0.1:2379", "comma-separated etcd client URLs (with --session-store etcd)")
+	redisAddr := fs.String("redis-addr", "127.0.0.1:6379", "Redis address (with --session-store redis)")
+	redisCloseOnReadOnly := fs.Bool("redis-close-conn-on-readonly", true, "drop a Redis connection that answers READONLY, so a failover behind one address is followed")
+	advertiseAddr := fs.String("advertise-addr", "", "host:port other nodes and proxies reach this node at (default 127.0.0.1:<rpc-port>)")
+	affinityMode := fs.String("affinity-mode", string(server.Forward), "a call for a document another node owns is forwarded to it (forward) or refused naming it (redirect)")
+	sessionKeyHeader := fs.String("session-key-header", server.DefaultSessionKeyHeader, "response header carrying the owner's session key")
+	nodeTTL := fs.Duration("node-ttl", affinity.DefaultTTL, "lease TTL of this node in the session store")
+	clusterSecret := fs.String("cluster-secret", "", "secret of node-to-node calls (default: one the session store keeps for the cluster)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -94,6 +108,20 @@ func runServer(args []string, stderr io.Writer) int {
 		MaxRequestBytes:   *maxRequestBytes,
 		MaxChangesPerPack: *maxChanges,
 		Logger:            logger,
+		AdvertiseAddr:     *advertiseAddr,
+		AffinityMode:      server.AffinityMode(*affinityMode),
+		SessionKeyHeader:  *sessionKeyHeader,
+		NodeTTL:           *nodeTTL,
+		ClusterSecret:     *clusterSecret,
+	}
+	store, err := openSessionStore(ctx, *storeKind, *etcdEndpoints, *redisAddr, !*redisCloseOnReadOnly, logger)
+	if err != nil {
+		logger.Error("cannot use the session store", "error", err)
+		return 1
+	}
+	if store != nil {
+		defer func() { _ = store.Close() }()
+		cfg.SessionStore = store
 	}
 	if *mongoURI != "" {
 		db, err := mongo.Dial(ctx, mongo.Config{URI: *mongoURI, Database: *mongoDatabase, Logger: logger})
@@ -109,6 +137,20 @@ func runServer(args []string, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// openSessionStore connects the session store the flags name; memory gives
+// nil, which lets the server keep its own.
+func openSessionStore(ctx context.Context, kind, etcdEndpoints, redisAddr string, keepOnReadOnly bool, logger *slog.Logger) (sessionstore.Store, error) {
+	switch kind {
+	case "memory":
+		return nil, nil
+	case "etcd":
+		return etcdstore.New(etcdstore.Config{Endpoints: strings.Split(etcdEndpoints, ","), Logger: logger})
+	case "redis":
+		return redisstore.New(ctx, redisstore.Config{Addr: redisAddr, KeepConnOnReadOnly: keepOnReadOnly, Logger: logger})
+	}
+	return nil, fmt.Errorf("--session-store %q: want memory, etcd or redis", kind)
 }
 
 // serve runs a server until ctx ends, then shuts it down.
