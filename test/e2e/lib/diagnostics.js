@@ -62,7 +62,14 @@ function install() {
             'abort',
             () => {
               // After a simulated drop the connection closes when the test says.
-              if (!cut.dropped) connection.abort(sdkSignal.reason);
+              if (cut.dropped) return;
+              if (cut.closeDelayMs) {
+                // Like a proxy that notices the client left only later.
+                const reason = sdkSignal.reason;
+                setTimeout(() => connection.abort(reason), cut.closeDelayMs);
+                return;
+              }
+              connection.abort(sdkSignal.reason);
             },
             { once: true },
           );
@@ -127,6 +134,7 @@ function trackWatch(response, requestBody, connection, cut) {
   let finished = false;
   const watch = {
     body: requestBody ? Buffer.from(requestBody) : Buffer.alloc(0),
+    cut,
     drop({ closeConnectionAfterMs = 0 } = {}) {
       if (finished) return Promise.resolve();
       finished = true;
@@ -166,6 +174,10 @@ function trackWatch(response, requestBody, connection, cut) {
     cancel(reason) {
       finished = true;
       openWatches.delete(watch);
+      if (cut.closeDelayMs) {
+        setTimeout(() => reader.cancel(reason).catch(() => {}), cut.closeDelayMs);
+        return undefined;
+      }
       return reader.cancel(reason);
     },
   });
@@ -181,6 +193,18 @@ function trackWatch(response, requestBody, connection, cut) {
 async function dropWatchStreams(clientID, opts = {}) {
   const matching = [...openWatches].filter((w) => w.body.includes(Buffer.from(clientID)));
   await Promise.all(matching.map((w) => w.drop(opts)));
+  return matching.length;
+}
+
+/**
+ * From now on, when the SDK itself closes a Watch stream of `clientID` (detach,
+ * deactivate), keep the connection open for `ms` more, as a proxy between the
+ * client and the server does until it notices. Returns how many open streams
+ * were marked.
+ */
+function delayWatchClose(clientID, ms) {
+  const matching = [...openWatches].filter((w) => w.body.includes(Buffer.from(clientID)));
+  for (const w of matching) w.cut.closeDelayMs = ms;
   return matching.length;
 }
 
@@ -220,4 +244,4 @@ function summarize(list) {
   return lines.join('\n');
 }
 
-module.exports = { install, mark, since, summarize, entries, dropWatchStreams };
+module.exports = { install, mark, since, summarize, entries, dropWatchStreams, delayWatchClose };

@@ -6,7 +6,7 @@
 const assert = require('node:assert/strict');
 const { yorkie, newDocKey } = require('./session');
 const { waitFor } = require('./wait');
-const { dropWatchStreams } = require('./diagnostics');
+const { dropWatchStreams, delayWatchClose } = require('./diagnostics');
 const {
   waitConverged,
   waitPresences,
@@ -828,6 +828,39 @@ async function longHistoryLateAttach(s) {
   await waitConverged([wDoc, oDoc, lateDoc], { expect: (j) => j.count === HISTORY + 1 });
 }
 
+/**
+ * The client detaches and attaches again while the server still holds its
+ * old Watch connection (a proxy in between notices a closed client
+ * connection only later). The others must see it online again.
+ */
+async function reattachWhileOldStreamHalfOpen(s) {
+  const [c0, c1] = await s.activateClients(2);
+  const key = newDocKey('reattach-half-open');
+  const d0 = await s.attach(c0, key, { initialPresence: { name: 'stays' } });
+  const first = await s.attach(c1, key, { initialPresence: { name: 'leaves' } });
+  await waitPresences([d0], { [c1.getID()]: { name: 'leaves' } });
+  const others = recordEvents(d0, 'others');
+
+  assert.equal(delayWatchClose(c1.getID(), 3000), 1, 'one Watch stream open for the client');
+  await c1.detach(first);
+  await waitRecorded(others, 'unwatched', c1.getID());
+
+  const again = await s.attach(c1, key, { initialPresence: { name: 'back' } });
+  await waitPresences([d0, again], { [c0.getID()]: { name: 'stays' }, [c1.getID()]: { name: 'back' } }, {
+    what: 'the re-attached client to be online for the others while its old connection lingers',
+  });
+  // And still after the old connection is finally closed.
+  d0.update((root) => {
+    root.ping = 1;
+  });
+  await waitConverged([d0, again], { expect: (j) => j.ping === 1 });
+  again.update((_, p) => p.set({ name: 'back', later: true }));
+  await waitPresences([d0, again], { [c0.getID()]: { name: 'stays' }, [c1.getID()]: { name: 'back', later: true } }, {
+    what: 'the re-attached client to stay online once its old connection closed',
+  });
+  others.stop();
+}
+
 /** Every scenario, by name. Each takes a Session and uses fresh keys. */
 const scenarios = [
   { name: 'three clients editing every data type concurrently converge, with presence', run: concurrentEditsConverge },
@@ -840,6 +873,7 @@ const scenarios = [
   { name: 'edits made offline inside a region others deleted still merge after they kept syncing', run: offlineEditsSurviveOthersDeletes },
   { name: 'four clients attaching a new key at the same moment share one document', run: simultaneousFirstAttach },
   { name: 'edits made right before detach reach the others', run: editsRightBeforeDetachAreKept },
+  { name: 'a client re-attaching while the server still holds its old Watch connection is online for others', run: reattachWhileOldStreamHalfOpen },
   { name: 'a client can deactivate, activate again and re-attach; its new edits reach others', run: reactivateAndReattach },
   { name: `a client attaching to a document with ${HISTORY} changes of history gets the full state`, run: longHistoryLateAttach },
   { name: 'a client that attaches later gets the full state and presences', run: lateAttachGetsFullState },
