@@ -5,6 +5,7 @@ package multiprocess_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -314,5 +315,92 @@ func TestTerminatedProcessStopsGracefully(t *testing.T) {
 	}
 	if out := s.Output(); !strings.Contains(out, "server stopped") {
 		t.Fatalf("%s exited without finishing its shutdown:\n%s", s.Name, out)
+	}
+}
+
+// TestFailbackKeepsClientsSyncing moves clients between two processes on one
+// database the way a load balancer does when the process it prefers dies and
+// comes back: A, then B, then A again (restarted), then B again. Every move
+// follows a failure, so the clients simply carry on with their pending
+// changes. B served the document before, and must not hold on to what it
+// learned then: each push has to be accepted wherever it lands.
+func TestFailbackKeepsClientsSyncing(t *testing.T) {
+	uri, dbName := mongoDatabase(t)
+	a := StartServer(t, ServerOptions{Name: "yorkie-a", MongoURI: uri, MongoDatabase: dbName})
+	b := StartServer(t, ServerOptions{Name: "yorkie-b", MongoURI: uri, MongoDatabase: dbName})
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	const docKey = "failback-doc"
+
+	// tryPush makes one change of w and pushes it through s.
+	tryPush := func(w *docClient, s *Server, round string) error {
+		w.c = s.Client(t)
+		w.newChange(nil)
+		if _, err := w.pushPull(ctx); err != nil {
+			return fmt.Errorf("%s: push through %s: %w", round, s.Name, err)
+		}
+		if len(w.pending) != 0 {
+			return fmt.Errorf("%s: %s left %d changes unacknowledged", round, s.Name, len(w.pending))
+		}
+		return nil
+	}
+	push := func(w *docClient, s *Server, round string) {
+		t.Helper()
+		if err := tryPush(w, s, round); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// Round 1: x works through A.
+	x, err := activateClient(ctx, a.Client(t), "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := x.attach(ctx, docKey, map[string]string{"name": `"x"`}); err != nil {
+		t.Fatal(err)
+	}
+	push(x, a, "round 1")
+
+	// Round 2: A dies, x carries on through B.
+	a.Kill()
+	push(x, b, "round 2 (A killed)")
+
+	// Round 3: A is back and preferred again; y joins through it.
+	a.Restart(t)
+	push(x, a, "round 3 (A restarted)")
+	push(x, a, "round 3 (A restarted)")
+	y, err := activateClient(ctx, a.Client(t), "y")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := y.attach(ctx, docKey, map[string]string{"name": `"y"`}); err != nil {
+		t.Fatal(err)
+	}
+	push(y, a, "round 3 (A restarted)")
+
+	// Round 4: A dies again; both carry on through B.
+	a.Kill()
+	errX := tryPush(x, b, "round 4 (A killed again), x")
+	errY := tryPush(y, b, "round 4 (A killed again), y")
+	if err := errors.Join(errX, errY); err != nil {
+		t.Fatal(err)
+	}
+
+	// Both see each other's edits, and the log read through B is whole.
+	reader, err := activateClient(ctx, b.Client(t), "failback-reader")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := reader.attach(ctx, docKey, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, e := range entries(p) {
+		if e.serverSeq != int64(i+1) {
+			t.Fatalf("change %d of the log has server_seq %d", i, e.serverSeq)
+		}
+	}
+	if got, want := len(setKeys(p)), int(x.lastSeq-1+y.lastSeq-1); got != want {
+		t.Fatalf("the document holds %d edits, the clients made %d", got, want)
 	}
 }
