@@ -153,6 +153,8 @@ func TestKilledProcessLosesNoAcknowledgedChange(t *testing.T) {
 	// case for the client, which must re-send it through B.
 	for acked.Load() < acksBeforeKill {
 		if ctx.Err() != nil {
+			a.Kill()
+			wg.Wait()
 			t.Fatalf("only %d changes acknowledged through %s before the deadline (errors: %v)", acked.Load(), a.Name, lastErr)
 		}
 		time.Sleep(time.Millisecond)
