@@ -116,6 +116,7 @@ func TestKilledProcessLosesNoAcknowledgedChange(t *testing.T) {
 		inFlight atomic.Int64
 		acked    atomic.Int64
 		maxAcked atomic.Int64
+		stopped  atomic.Int64
 		wg       sync.WaitGroup
 	)
 	acks := make([][]ack, writers)
@@ -125,6 +126,7 @@ func TestKilledProcessLosesNoAcknowledgedChange(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer stopped.Add(1)
 			for ctx.Err() == nil {
 				ch := w.newChange(nil)
 				inFlight.Add(1)
@@ -152,10 +154,10 @@ func TestKilledProcessLosesNoAcknowledgedChange(t *testing.T) {
 	// when it has stored a change but not yet answered for it: the worst
 	// case for the client, which must re-send it through B.
 	for acked.Load() < acksBeforeKill {
-		if ctx.Err() != nil {
+		if ctx.Err() != nil || stopped.Load() == writers {
 			a.Kill()
 			wg.Wait()
-			t.Fatalf("only %d changes acknowledged through %s before the deadline (errors: %v)", acked.Load(), a.Name, lastErr)
+			t.Fatalf("only %d changes acknowledged through %s before the writers stopped or the deadline (errors: %v)", acked.Load(), a.Name, lastErr)
 		}
 		time.Sleep(time.Millisecond)
 	}
