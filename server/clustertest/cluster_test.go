@@ -1,0 +1,537 @@
+package clustertest_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"slices"
+	"sync/atomic"
+	"testing"
+
+	"connectrpc.com/connect"
+
+	clusterv1 "github.com/yorkie-affinity/yorkie/api/yorkie/cluster/v1"
+	"github.com/yorkie-affinity/yorkie/api/yorkie/cluster/v1/clusterv1connect"
+	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
+	"github.com/yorkie-affinity/yorkie/server"
+	"github.com/yorkie-affinity/yorkie/server/affinity"
+	"github.com/yorkie-affinity/yorkie/server/cluster"
+	"github.com/yorkie-affinity/yorkie/server/clustertest"
+	"github.com/yorkie-affinity/yorkie/server/servertest"
+)
+
+const (
+	changed   = api.DocEventType_DOC_EVENT_TYPE_DOCUMENT_CHANGED
+	watched   = api.DocEventType_DOC_EVENT_TYPE_DOCUMENT_WATCHED
+	unwatched = api.DocEventType_DOC_EVENT_TYPE_DOCUMENT_UNWATCHED
+)
+
+// TestClientsOnDifferentNodesSeeEachOther attaches one client of a document
+// through each of three nodes (forward mode) and checks that every client
+// sees the others come and go on its Watch stream and pulls their edits and
+// presence, whichever node owns the document.
+func TestClientsOnDifferentNodesSeeEachOther(t *testing.T) {
+	for _, p := range []servertest.Protocol{servertest.ConnectJSON, servertest.GRPC, servertest.ConnectProto, servertest.GRPCWeb} {
+		t.Run(p.String(), func(t *testing.T) {
+			c := clustertest.Start(t, 3)
+			docKey := uniqueKey(t, "doc")
+			rs := make([]*replica, 3)
+			ws := make([]*stream[api.WatchResponse], 3)
+			for i := range rs {
+				rs[i] = newReplica(t, c.Node(i).Client(p))
+				rs[i].mustAttach(docKey)
+				var watchers []string
+				ws[i], watchers = rs[i].watchReady(t)
+				for j := range i + 1 {
+					if !slices.Contains(watchers, rs[j].id) {
+						t.Fatalf("initialization for client on node %d lists %v, missing the client on node %d", i, watchers, j)
+					}
+				}
+				for j := range i {
+					awaitEvent(t, ws[j], watched, rs[i].id)
+				}
+			}
+			owner := ownerOf(t, c, docKey)
+			for i, r := range rs {
+				if got := r.header.Get(sessionKeyHeader); got != owner.Node.SessionKey() {
+					t.Errorf("attach through node %d: %s %q, want the owner's %q", i, sessionKeyHeader, got, owner.Node.SessionKey())
+				}
+			}
+
+			// Each client edits and sets its presence in turn; the others are
+			// told and pull both.
+			for i, r := range rs {
+				r.edit(2)
+				presence := changeKey(r.record(map[string]string{"cursor": `"` + r.id + `"`}))
+				r.mustPushPull()
+				if len(r.pending) != 0 {
+					t.Fatalf("client on node %d: %d changes unacknowledged", i, len(r.pending))
+				}
+				for j, other := range rs {
+					if j == i {
+						continue
+					}
+					awaitEvent(t, ws[j], changed, r.id)
+					other.mustPushPull()
+					if err := other.hasPulled(r); err != nil {
+						t.Fatalf("client on node %d: %v", j, err)
+					}
+					if got := other.pulled[presence].GetPresenceChange().GetPresence().GetData()["cursor"]; got != `"`+r.id+`"` {
+						t.Fatalf("client on node %d got presence %q of client on node %d, want its id", j, got, i)
+					}
+				}
+			}
+			checkStored(t, checkLog(t, c.DB(), rs[0].docID), rs...)
+
+			// A client leaving: the others see UNWATCHED.
+			ws[2].close()
+			awaitEvent(t, ws[0], unwatched, rs[2].id)
+			awaitEvent(t, ws[1], unwatched, rs[2].id)
+		})
+	}
+}
+
+// redirectCall is one document call sent to a node in redirect mode.
+type redirectCall struct {
+	name string
+	// send sends the call through c and returns its error and response
+	// header (or, for a stream, the header of the stream's end).
+	send func(t *testing.T, c *clustertest.Node, p servertest.Protocol, r *replica) (http.Header, error)
+}
+
+var redirectCalls = []redirectCall{
+	{"PushPullChanges", func(t *testing.T, n *clustertest.Node, p servertest.Protocol, r *replica) (http.Header, error) {
+		resp, err := n.Client(p).PushPullChanges(testCtx(t), r.pushPullRequest())
+		if err != nil {
+			return nil, err
+		}
+		return resp.Header(), nil
+	}},
+	{"Watch", func(t *testing.T, n *clustertest.Node, p servertest.Protocol, r *replica) (http.Header, error) {
+		ctx, cancel := context.WithCancel(testCtx(t))
+		defer cancel()
+		s, err := n.Client(p).Watch(ctx, r.watchRequest())
+		if err != nil {
+			return nil, err
+		}
+		defer s.Close()
+		if !s.Receive() {
+			return s.ResponseHeader(), s.Err()
+		}
+		if s.Msg().GetInitialization() == nil {
+			t.Fatalf("first Watch message is not an initialization")
+		}
+		return s.ResponseHeader(), nil
+	}},
+	{"WatchDocument", func(t *testing.T, n *clustertest.Node, p servertest.Protocol, r *replica) (http.Header, error) {
+		ctx, cancel := context.WithCancel(testCtx(t))
+		defer cancel()
+		s, err := n.Client(p).WatchDocument(ctx, connect.NewRequest(&api.WatchDocumentRequest{ClientId: r.id, DocumentId: r.docID}))
+		if err != nil {
+			return nil, err
+		}
+		defer s.Close()
+		if !s.Receive() {
+			return s.ResponseHeader(), s.Err()
+		}
+		if s.Msg().GetInitialization() == nil {
+			t.Fatalf("first WatchDocument message is not an initialization")
+		}
+		return s.ResponseHeader(), nil
+	}},
+}
+
+// TestRedirectContract sends Watch, WatchDocument and PushPullChanges to a
+// node that does not own the document, in redirect mode, and checks every
+// field a client or a proxy relies on to reach the owner, then that the
+// same call sent to the owner succeeds.
+func TestRedirectContract(t *testing.T) {
+	c := clustertest.Start(t, 3, clustertest.WithMode(server.Redirect))
+	for _, p := range servertest.Protocols() {
+		t.Run(p.String(), func(t *testing.T) {
+			docKey := uniqueKey(t, "doc")
+			// Bind the document, then attach through its owner.
+			if _, err := c.Node(0).Affinity().Owner(testCtx(t), docKey); err != nil {
+				t.Fatalf("bind %s: %v", docKey, err)
+			}
+			owner := ownerOf(t, c, docKey)
+			r := newReplica(t, owner.Node.Client(p))
+			r.mustAttach(docKey)
+			r.edit(1)
+			wrong := otherNodes(c, owner.Node)[0]
+
+			for _, call := range redirectCalls {
+				t.Run(call.name, func(t *testing.T) {
+					header, err := call.send(t, wrong, p, r)
+					var cerr *connect.Error
+					if !errors.As(err, &cerr) {
+						t.Fatalf("%s on a non-owner: got %v, want a Connect error", call.name, err)
+					}
+					if cerr.Code() != connect.CodeUnavailable {
+						t.Errorf("code %s, want unavailable (%v)", cerr.Code(), err)
+					}
+					key := header.Get(sessionKeyHeader)
+					if key == "" {
+						key = cerr.Meta().Get(sessionKeyHeader)
+					}
+					if key != owner.Node.SessionKey() {
+						t.Errorf("header %s = %q, want the owner's key %q", sessionKeyHeader, key, owner.Node.SessionKey())
+					}
+					if want := affinity.SessionKey(owner.Node.Addr()); key != want {
+						t.Errorf("session key %q is not base64 of the owner's address %s (%q)", key, owner.Node.Addr(), want)
+					}
+					info := errorInfo(err)
+					if info["code"] != "ErrWrongNode" {
+						t.Errorf("ErrorInfo code %q, want ErrWrongNode", info["code"])
+					}
+					if info["session_key"] != key {
+						t.Errorf("ErrorInfo session_key %q, want %q", info["session_key"], key)
+					}
+					addr, perr := affinity.ParseSessionKey(key)
+					if perr != nil {
+						t.Fatalf("owner's key does not decode: %v", perr)
+					}
+					if !slices.Contains(wrong.Affinity().Members(), addr) {
+						t.Errorf("owner's key names %s, not a member of %v", addr, wrong.Affinity().Members())
+					}
+
+					// The same call at the named node succeeds.
+					var target *clustertest.Node
+					for _, n := range c.Running() {
+						if n.Addr() == addr {
+							target = n
+						}
+					}
+					if target == nil {
+						t.Fatalf("no node listens at %s", addr)
+					}
+					header, err = call.send(t, target, p, r)
+					if err != nil {
+						t.Fatalf("%s at the owner: %v", call.name, err)
+					}
+					if got := header.Get(sessionKeyHeader); got != key {
+						t.Errorf("owner's answer: %s = %q, want %q", sessionKeyHeader, got, key)
+					}
+				})
+			}
+		})
+	}
+}
+
+// TestRedirectModeAttachSucceedsAnywhere attaches a document through a node
+// that does not own it, in redirect mode: the design promises that
+// AttachDocument succeeds wherever it lands and names the owner.
+func TestRedirectModeAttachSucceedsAnywhere(t *testing.T) {
+	c := clustertest.Start(t, 3, clustertest.WithMode(server.Redirect))
+	docKey := uniqueKey(t, "doc")
+	if _, err := c.Node(0).Affinity().Owner(testCtx(t), docKey); err != nil {
+		t.Fatalf("bind %s: %v", docKey, err)
+	}
+	owner := ownerOf(t, c, docKey)
+	wrong := otherNodes(c, owner.Node)[0]
+	r := newReplica(t, wrong.ConnectJSON())
+	if err := r.attach(testCtx(t), docKey); err != nil {
+		t.Fatalf("attach through a non-owner in redirect mode: %v (ErrorInfo %v)", err, errorInfo(err))
+	}
+	if got := r.header.Get(sessionKeyHeader); got != owner.Node.SessionKey() {
+		t.Fatalf("attach answer: %s = %q, want the owner's %q", sessionKeyHeader, got, owner.Node.SessionKey())
+	}
+}
+
+// TestForwardModeRelays sends every document call through a node that does
+// not own the document: unary calls and both Watch forms are relayed to the
+// owner and answered with the owner's session key, and events published at
+// the owner reach the relayed streams.
+func TestForwardModeRelays(t *testing.T) {
+	for _, p := range []servertest.Protocol{servertest.ConnectJSON, servertest.GRPC} {
+		t.Run(p.String(), func(t *testing.T) {
+			c := clustertest.Start(t, 3)
+			docKey := uniqueKey(t, "doc")
+			if _, err := c.Node(0).Affinity().Owner(testCtx(t), docKey); err != nil {
+				t.Fatalf("bind %s: %v", docKey, err)
+			}
+			owner := ownerOf(t, c, docKey)
+			via := otherNodes(c, owner.Node)[0]
+			key := owner.Node.SessionKey()
+
+			far := newReplica(t, via.Client(p))
+			far.mustAttach(docKey)
+			if got := far.header.Get(sessionKeyHeader); got != key {
+				t.Errorf("relayed attach: %s = %q, want %q", sessionKeyHeader, got, key)
+			}
+			near := newReplica(t, owner.Node.Client(p))
+			near.mustAttach(docKey)
+
+			w, watchers := far.watchReady(t)
+			if got := w.header.Get(sessionKeyHeader); got != key {
+				t.Errorf("relayed Watch: %s = %q, want %q", sessionKeyHeader, got, key)
+			}
+			if !slices.Contains(watchers, far.id) {
+				t.Errorf("relayed Watch initialization lists %v, want %s in it", watchers, far.id)
+			}
+			wd := openStream(t, func(ctx context.Context) (*connect.ServerStreamForClient[api.WatchDocumentResponse], error) {
+				return via.Client(p).WatchDocument(ctx, connect.NewRequest(&api.WatchDocumentRequest{ClientId: far.id, DocumentId: far.docID}))
+			})
+			if wd.next(t).GetInitialization() == nil {
+				t.Fatalf("relayed WatchDocument did not start with an initialization")
+			}
+			if got := wd.header.Get(sessionKeyHeader); got != key {
+				t.Errorf("relayed WatchDocument: %s = %q, want %q", sessionKeyHeader, got, key)
+			}
+
+			// The owner's client joins and edits: the relayed streams see it.
+			nw, _ := near.watchReady(t)
+			awaitEvent(t, w, watched, near.id)
+			near.edit(3)
+			near.mustPushPull()
+			awaitEvent(t, w, changed, near.id)
+			for {
+				ev := wd.next(t).GetEvent()
+				if ev.GetType() == changed && ev.GetPublisher() == near.id {
+					break
+				}
+			}
+
+			// Relayed PushPull pushes and pulls.
+			far.edit(2)
+			far.mustPushPull()
+			if got := far.header.Get(sessionKeyHeader); got != key {
+				t.Errorf("relayed PushPull: %s = %q, want %q", sessionKeyHeader, got, key)
+			}
+			if err := far.hasPulled(near); err != nil {
+				t.Fatal(err)
+			}
+			awaitEvent(t, nw, changed, far.id)
+			near.mustPushPull()
+			if err := near.hasPulled(far); err != nil {
+				t.Fatal(err)
+			}
+
+			// Relayed detach and remove.
+			far.record(nil).Operations = nil
+			detach, err := via.Client(p).DetachDocument(testCtx(t), connect.NewRequest(&api.DetachDocumentRequest{
+				ClientId: far.id, DocumentId: far.docID, ChangePack: far.pack(),
+			}))
+			must(t, err, "relayed detach")
+			if got := detach.Header().Get(sessionKeyHeader); got != key {
+				t.Errorf("relayed DetachDocument: %s = %q, want %q", sessionKeyHeader, got, key)
+			}
+			att, err := c.DB().FindAttachment(testCtx(t), far.id, far.docID)
+			must(t, err, "find attachment")
+			if att.Status != "detached" {
+				t.Errorf("attachment after relayed detach: %s, want detached", att.Status)
+			}
+			remover := newReplica(t, via.Client(p))
+			remover.mustAttach(docKey)
+			pack := remover.pack()
+			pack.IsRemoved = true
+			rm, err := via.Client(p).RemoveDocument(testCtx(t), connect.NewRequest(&api.RemoveDocumentRequest{
+				ClientId: remover.id, DocumentId: remover.docID, ChangePack: pack,
+			}))
+			must(t, err, "relayed remove")
+			if !rm.Msg.GetChangePack().GetIsRemoved() {
+				t.Errorf("relayed remove answered is_removed=false")
+			}
+			if got := rm.Header().Get(sessionKeyHeader); got != key {
+				t.Errorf("relayed RemoveDocument: %s = %q, want %q", sessionKeyHeader, got, key)
+			}
+			info, err := c.DB().FindDocument(testCtx(t), remover.docID)
+			must(t, err, "find document")
+			if info.RemovedAt.IsZero() {
+				t.Errorf("document not removed after relayed RemoveDocument")
+			}
+		})
+	}
+}
+
+// TestOwnerPushPullMakesNoStoreCalls counts the session store calls of the
+// owner while a client attached to it runs 200 PushPulls after warming up.
+func TestOwnerPushPullMakesNoStoreCalls(t *testing.T) {
+	c := clustertest.Start(t, 3)
+	docKey := uniqueKey(t, "doc")
+	if _, err := c.Node(0).Affinity().Owner(testCtx(t), docKey); err != nil {
+		t.Fatalf("bind %s: %v", docKey, err)
+	}
+	owner := ownerOf(t, c, docKey).Node
+	r := newReplica(t, owner.ConnectProto())
+	r.mustAttach(docKey)
+	for range 5 {
+		r.edit(1)
+		r.mustPushPull()
+	}
+	before := owner.Affinity().StoreCalls()
+	const calls = 200
+	for range calls {
+		r.edit(1)
+		r.mustPushPull()
+	}
+	if got := owner.Affinity().StoreCalls() - before; got != 0 {
+		t.Fatalf("owner made %d session store calls during %d PushPulls, want 0", got, calls)
+	}
+	if r.acked != uint32(calls+6) {
+		t.Fatalf("acknowledged client_seq %d, want %d", r.acked, calls+6)
+	}
+}
+
+// TestForgedSessionKeyIsNeverDialled sends calls to a non-owner (forward
+// mode) carrying a session key that names a listener the test controls, or a
+// malformed key: the calls are relayed to the real owner and the listener
+// never sees a connection.
+func TestForgedSessionKeyIsNeverDialled(t *testing.T) {
+	c := clustertest.Start(t, 3)
+	var lc net.ListenConfig
+	ln, err := lc.Listen(context.Background(), "tcp", "127.0.0.1:0")
+	must(t, err, "listen")
+	t.Cleanup(func() { _ = ln.Close() })
+	var accepted atomic.Int64
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted.Add(1)
+			_ = conn.Close()
+		}
+	}()
+
+	docKey := uniqueKey(t, "doc")
+	if _, err := c.Node(0).Affinity().Owner(testCtx(t), docKey); err != nil {
+		t.Fatalf("bind %s: %v", docKey, err)
+	}
+	owner := ownerOf(t, c, docKey).Node
+	via := otherNodes(c, owner)[0]
+	writer := newReplica(t, owner.ConnectJSON())
+	writer.mustAttach(docKey)
+
+	for _, forged := range []struct{ name, key string }{
+		{"non-member", affinity.SessionKey(ln.Addr().String())},
+		{"malformed", "not*a*session*key"},
+		{"not-host-port", affinity.SessionKey("no port here")},
+	} {
+		t.Run(forged.name, func(t *testing.T) {
+			withKey := connect.WithInterceptors(connect.UnaryInterceptorFunc(func(next connect.UnaryFunc) connect.UnaryFunc {
+				return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
+					req.Header().Set(sessionKeyHeader, forged.key)
+					return next(ctx, req)
+				}
+			}), forgedStreamKey(forged.key))
+			cl := via.Client(servertest.ConnectJSON, withKey)
+			r := newReplica(t, cl)
+			r.mustAttach(docKey)
+			if got := r.header.Get(sessionKeyHeader); got != owner.SessionKey() {
+				t.Errorf("attach: %s = %q, want the real owner's %q", sessionKeyHeader, got, owner.SessionKey())
+			}
+			w, _ := r.watchReady(t)
+			if got := w.header.Get(sessionKeyHeader); got != owner.SessionKey() {
+				t.Errorf("watch: %s = %q, want the real owner's %q", sessionKeyHeader, got, owner.SessionKey())
+			}
+			writer.edit(1)
+			writer.mustPushPull()
+			awaitEvent(t, w, changed, writer.id)
+			r.edit(1)
+			r.mustPushPull()
+			if got := r.header.Get(sessionKeyHeader); got != owner.SessionKey() {
+				t.Errorf("pushpull: %s = %q, want the real owner's %q", sessionKeyHeader, got, owner.SessionKey())
+			}
+			if err := r.hasPulled(writer); err != nil {
+				t.Fatal(err)
+			}
+			if r.acked != r.lastSeq {
+				t.Errorf("acknowledged %d of %d changes", r.acked, r.lastSeq)
+			}
+		})
+	}
+	if n := accepted.Load(); n != 0 {
+		t.Fatalf("the address named by the forged key accepted %d connections, want 0", n)
+	}
+}
+
+// forgedStreamKey adds the session key header to streaming calls.
+func forgedStreamKey(key string) connect.Interceptor { return streamHeader{key: key} }
+
+type streamHeader struct{ key string }
+
+func (s streamHeader) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc { return next }
+
+func (s streamHeader) WrapStreamingClient(next connect.StreamingClientFunc) connect.StreamingClientFunc {
+	return func(ctx context.Context, spec connect.Spec) connect.StreamingClientConn {
+		conn := next(ctx, spec)
+		conn.RequestHeader().Set(sessionKeyHeader, s.key)
+		return conn
+	}
+}
+
+func (s streamHeader) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
+	return next
+}
+
+// TestNodeCallsNeedTheClusterSecret calls the node-to-node service and a
+// forwarded-looking YorkieService call on the public port without the
+// cluster secret, or with a wrong one: both are refused with
+// permission_denied, while the right secret is accepted.
+func TestNodeCallsNeedTheClusterSecret(t *testing.T) {
+	c := clustertest.Start(t, 3)
+	docKey := uniqueKey(t, "doc")
+	if _, err := c.Node(0).Affinity().Owner(testCtx(t), docKey); err != nil {
+		t.Fatalf("bind %s: %v", docKey, err)
+	}
+	owner := ownerOf(t, c, docKey).Node
+	victim := newReplica(t, owner.ConnectJSON())
+	victim.mustAttach(docKey)
+	secret, err := c.Store().ClusterSecret(testCtx(t))
+	must(t, err, "cluster secret")
+
+	signed := func(value string) connect.Interceptor {
+		return connect.UnaryInterceptorFunc(func(next connect.UnaryFunc) connect.UnaryFunc {
+			return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
+				if value != "" {
+					req.Header().Set(cluster.HeaderSecret, value)
+				}
+				return next(ctx, req)
+			}
+		})
+	}
+	detach := func(secretValue string) error {
+		cl := clusterv1connect.NewClusterServiceClient(servertest.HTTPClient(t, servertest.ConnectProto), owner.URL(), connect.WithInterceptors(signed(secretValue)))
+		_, err := cl.DetachClientDocument(testCtx(t), connect.NewRequest(&clusterv1.DetachClientDocumentRequest{
+			ClientId: victim.id, DocumentId: victim.docID, DocumentKey: docKey,
+		}))
+		return err
+	}
+	for _, tc := range []struct{ name, secret string }{{"no secret", ""}, {"wrong secret", "guess"}} {
+		t.Run("ClusterService/"+tc.name, func(t *testing.T) {
+			if code := connect.CodeOf(detach(tc.secret)); code != connect.CodePermissionDenied {
+				t.Fatalf("DetachClientDocument: code %s, want permission_denied", code)
+			}
+			att, err := c.DB().FindAttachment(testCtx(t), victim.id, victim.docID)
+			must(t, err, "find attachment")
+			if att.Status != "attached" {
+				t.Fatalf("victim's attachment is %s after a refused call", att.Status)
+			}
+		})
+		t.Run("YorkieService forwarded/"+tc.name, func(t *testing.T) {
+			forwarded := connect.WithInterceptors(connect.UnaryInterceptorFunc(func(next connect.UnaryFunc) connect.UnaryFunc {
+				return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
+					req.Header().Set(cluster.HeaderForwardedBy, otherNodes(c, owner)[0].Addr())
+					return next(ctx, req)
+				}
+			}), signed(tc.secret))
+			cl := owner.Client(servertest.ConnectJSON, forwarded)
+			victim.edit(1)
+			_, err := cl.PushPullChanges(testCtx(t), victim.pushPullRequest())
+			if code := connect.CodeOf(err); code != connect.CodePermissionDenied {
+				t.Fatalf("forwarded PushPull without the secret: code %s (%v), want permission_denied", code, err)
+			}
+		})
+	}
+	t.Run("ClusterService/right secret", func(t *testing.T) {
+		must(t, detach(secret), "DetachClientDocument with the cluster secret")
+		att, err := c.DB().FindAttachment(testCtx(t), victim.id, victim.docID)
+		must(t, err, "find attachment")
+		if att.Status != "detached" {
+			t.Fatalf("attachment is %s after an authentic detach, want detached", att.Status)
+		}
+	})
+}
