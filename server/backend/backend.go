@@ -275,6 +275,19 @@ func (b *Backend) DetachClient(ctx context.Context, clientID, docID string) erro
 // client IDs watching the document now, the new one included; the others
 // receive WATCHED, and UNWATCHED when the subscription is closed.
 func (b *Backend) Watch(ctx context.Context, clientID, docID string) (*Subscription, []string, error) {
+	var watchers []string
+	sub, err := fresh(ctx, b, docID, func() (*Subscription, error) {
+		var (
+			sub *Subscription
+			err error
+		)
+		sub, watchers, err = b.watch(ctx, clientID, docID)
+		return sub, err
+	})
+	return sub, watchers, err
+}
+
+func (b *Backend) watch(ctx context.Context, clientID, docID string) (*Subscription, []string, error) {
 	if err := b.checkOpen(); err != nil {
 		return nil, nil, err
 	}

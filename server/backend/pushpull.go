@@ -87,6 +87,10 @@ func (b *Backend) AttachDocument(ctx context.Context, clientID, docKey string, p
 // DetachDocument stores the pack (normally the client's presence clear),
 // then marks the client's attachment detached.
 func (b *Backend) DetachDocument(ctx context.Context, clientID, docID string, pack *api.ChangePack) (*api.ChangePack, error) {
+	return fresh(ctx, b, docID, func() (*api.ChangePack, error) { return b.detachDocument(ctx, clientID, docID, pack) })
+}
+
+func (b *Backend) detachDocument(ctx context.Context, clientID, docID string, pack *api.ChangePack) (*api.ChangePack, error) {
 	ds, e, err := b.begin(ctx, clientID, docID, pack)
 	if err != nil {
 		return nil, fmt.Errorf("detach document %s: %w", docID, err)
@@ -107,6 +111,10 @@ func (b *Backend) DetachDocument(ctx context.Context, clientID, docID string, pa
 // client's attachment removed. The other clients learn it on their next
 // PushPull (is_removed), which the CHANGED event published here prompts.
 func (b *Backend) RemoveDocument(ctx context.Context, clientID, docID string, pack *api.ChangePack) (*api.ChangePack, error) {
+	return fresh(ctx, b, docID, func() (*api.ChangePack, error) { return b.removeDocument(ctx, clientID, docID, pack) })
+}
+
+func (b *Backend) removeDocument(ctx context.Context, clientID, docID string, pack *api.ChangePack) (*api.ChangePack, error) {
 	ds, e, err := b.begin(ctx, clientID, docID, pack)
 	if err != nil {
 		return nil, fmt.Errorf("remove document %s: %w", docID, err)
@@ -134,6 +142,10 @@ func (b *Backend) RemoveDocument(ctx context.Context, clientID, docID string, pa
 // PushPull stores the client's new changes and returns the changes of others
 // it has not seen (none when pushOnly).
 func (b *Backend) PushPull(ctx context.Context, clientID, docID string, pack *api.ChangePack, pushOnly bool) (*api.ChangePack, error) {
+	return fresh(ctx, b, docID, func() (*api.ChangePack, error) { return b.pushPull(ctx, clientID, docID, pack, pushOnly) })
+}
+
+func (b *Backend) pushPull(ctx context.Context, clientID, docID string, pack *api.ChangePack, pushOnly bool) (*api.ChangePack, error) {
 	ds, e, err := b.begin(ctx, clientID, docID, pack)
 	if err != nil {
 		return nil, fmt.Errorf("push pull %s: %w", docID, err)
@@ -144,6 +156,39 @@ func (b *Backend) PushPull(ctx context.Context, clientID, docID string, pack *ap
 		return nil, fmt.Errorf("push pull %s: %w", docID, err)
 	}
 	return resp, nil
+}
+
+// fresh runs op, and once more with the document reloaded if op refused the
+// call from this node's cached view. Another node may have served the
+// document since this one loaded it (ownership moved away and back), so only
+// the database may say that a client is not attached or pushed out of order.
+func fresh[T any](ctx context.Context, b *Backend, docID string, op func() (T, error)) (T, error) {
+	v, err := op()
+	if errors.Is(err, ErrInvalidClientSeq) || errors.Is(err, ErrDocumentNotAttached) {
+		if b.invalidate(ctx, docID) {
+			return op()
+		}
+	}
+	return v, err
+}
+
+// invalidate makes the next call on the document reload it; it reports
+// whether there was cached state to drop.
+func (b *Backend) invalidate(ctx context.Context, docID string) bool {
+	b.mu.RLock()
+	ds := b.docs[docID]
+	b.mu.RUnlock()
+	if ds == nil {
+		return false
+	}
+	select {
+	case ds.lock <- struct{}{}:
+	case <-ctx.Done():
+		return false
+	}
+	ds.loaded = false
+	ds.unlock()
+	return true
 }
 
 // begin validates a call on an attached document and returns the document's
