@@ -95,6 +95,22 @@ func (s *Store) Client() *Client {
 	return &Client{s: s, done: make(chan struct{})}
 }
 
+// next draws the next value of a counter, never below the wall clock in
+// microseconds. Epochs then keep growing across process restarts, which
+// matters because the database remembers the epochs that claimed each
+// document: a restarted node counting from 1 again would be fenced out of
+// every document it owned before.
+func next(counter *atomic.Int64) int64 {
+	floor := time.Now().UnixMicro()
+	for {
+		cur := counter.Load()
+		v := max(cur+1, floor)
+		if counter.CompareAndSwap(cur, v) {
+			return v
+		}
+	}
+}
+
 // ExpireLease ends m's lease now, as if its node had stopped renewing it
 // (a partition): its Done closes, its bindings end, and watchers see it
 // leave. It is a fault-injection hook for tests; unknown members are ignored.
@@ -257,7 +273,7 @@ func (c *Client) Register(ctx context.Context, addr string, ttl time.Duration) (
 	}
 	l := &lease{
 		s:      c.s,
-		member: sessionstore.Member{Addr: addr, Incarnation: c.s.incarnations.Add(1)},
+		member: sessionstore.Member{Addr: addr, Incarnation: next(&c.s.incarnations)},
 		ttl:    ttl,
 		done:   make(chan struct{}),
 	}
@@ -378,7 +394,7 @@ func (c *Client) Bind(ctx context.Context, key string, owner sessionstore.Member
 	}
 	// Drawn under the key's write lock, after the previous binding was
 	// installed, so the epoch is larger than that binding's.
-	e := &entry{b: sessionstore.Binding{Key: key, Owner: owner, Epoch: c.s.epochs.Add(1)}, l: l}
+	e := &entry{b: sessionstore.Binding{Key: key, Owner: owner, Epoch: next(&c.s.epochs)}, l: l}
 	c.s.bindings.Store(key, e)
 	return e.b, nil
 }

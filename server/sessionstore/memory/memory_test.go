@@ -81,3 +81,39 @@ func TestLateRenewalDoesNotRevive(t *testing.T) {
 		t.Fatalf("late renewal revived the binding")
 	}
 }
+
+// TestEpochsGrowAcrossRestarts: a restarted process has a new store, but the
+// database still remembers the epochs that claimed its documents, so the new
+// store's epochs must be larger than the old one's.
+func TestEpochsGrowAcrossRestarts(t *testing.T) {
+	ctx := context.Background()
+	bind := func(st *Store) sessionstore.Binding {
+		t.Helper()
+		l, err := st.Register(ctx, "127.0.0.1:7001", time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 50 { // an old process has drawn many epochs
+			b, err := st.Bind(ctx, "doc", l.Member())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := st.Release(ctx, b); err != nil {
+				t.Fatal(err)
+			}
+		}
+		b, err := st.Bind(ctx, "doc", l.Member())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	before := New(Config{})
+	old := bind(before)
+	_ = before.Close()
+	restarted := New(Config{})
+	defer restarted.Close()
+	if b := bind(restarted); b.Epoch <= old.Epoch {
+		t.Fatalf("epoch %d after a restart, not above %d", b.Epoch, old.Epoch)
+	}
+}
