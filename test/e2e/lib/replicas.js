@@ -43,7 +43,7 @@ function describePresences(docs) {
  * Waits until every doc sees each client of `expected` (clientID -> presence)
  * online with exactly that presence (a doc's own client included).
  */
-async function waitPresences(docs, expected, { what = 'presences to be seen by every replica', timeoutMs } = {}) {
+async function waitPresences(docs, expected, { what = 'presences to be seen by every replica', timeoutMs, events } = {}) {
   await waitFor(
     () =>
       docs.every((d) =>
@@ -57,7 +57,11 @@ async function waitPresences(docs, expected, { what = 'presences to be seen by e
           }
         }),
       ),
-    { what: `${what}: ${JSON.stringify(expected)}`, timeoutMs, describe: () => describePresences(docs) },
+    {
+      what: `${what}: ${JSON.stringify(expected)}`,
+      timeoutMs,
+      describe: () => describePresences(docs) + (events ? `\nevents seen: ${JSON.stringify(events.events)}` : ''),
+    },
   );
 }
 

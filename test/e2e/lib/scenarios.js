@@ -793,7 +793,9 @@ async function reactivateAndReattach(s) {
   });
   const json = await waitConverged([d0, second], { expect: (j) => j.visit2 !== undefined });
   assert.deepEqual(json, { visit1: 'first session', visit2: 'second session' });
-  await waitPresences([d0, second], { [c0.getID()]: { name: 'stays' }, [c1.getID()]: { name: 'returns', visit: 2 } });
+  await waitPresences([d0, second], { [c0.getID()]: { name: 'stays' }, [c1.getID()]: { name: 'returns', visit: 2 } }, {
+    events: others,
+  });
   others.stop();
 }
 
@@ -848,6 +850,7 @@ async function reattachWhileOldStreamHalfOpen(s) {
   const again = await s.attach(c1, key, { initialPresence: { name: 'back' } });
   await waitPresences([d0, again], { [c0.getID()]: { name: 'stays' }, [c1.getID()]: { name: 'back' } }, {
     what: 'the re-attached client to be online for the others while its old connection lingers',
+    events: others,
   });
   // And still after the old connection is finally closed.
   d0.update((root) => {
