@@ -10,10 +10,11 @@ const { runInSession, singleTarget, roundRobinTarget, TRANSPORTS } = require('./
 const { startServer, yorkieBinary, serversRequired } = require('./server');
 
 /**
- * defineScenarioSuite({ title, transports, setup, teardown, only })
+ * defineScenarioSuite({ title, transports, setup, teardown, skip, list })
  *   setup(): Promise<target>   target = { name, addrFor(i), describe?() }
  *   teardown(target): Promise<void>
  *   skip: false | string (reason)
+ *   list: the scenarios to run (default: all), each { name, run(session) }
  */
 function defineScenarioSuite({ title, transports = Object.keys(TRANSPORTS), setup, teardown, skip = false, list = scenarios }) {
   describe(title, { skip }, () => {
