@@ -420,6 +420,29 @@ func awaitEvent(t testing.TB, s *stream[api.WatchResponse], typ api.DocEventType
 	}
 }
 
+// findEvent reads a Watch stream until an event of the type from the
+// publisher arrives, skipping others; it returns an error if none comes
+// within d or the stream ends first.
+func findEvent(s *stream[api.WatchResponse], typ api.DocEventType, publisher string, d time.Duration) error {
+	timeout := time.After(d)
+	for {
+		select {
+		case m := <-s.msgs:
+			ev := m.GetEvent().GetDocEvent().GetEvent()
+			if ev.GetType() == typ && ev.GetPublisher() == publisher {
+				return nil
+			}
+		case <-s.done:
+			if len(s.msgs) > 0 {
+				continue
+			}
+			return fmt.Errorf("stream ended (%v) before %s from %s", s.err, typ, publisher)
+		case <-timeout:
+			return fmt.Errorf("no %s from %s within %s", typ, publisher, d)
+		}
+	}
+}
+
 // checkLog reads the document's change log from the shared database and
 // fails t unless its server_seq values run 1..n without gap or duplicate
 // and no change of a client is stored twice. It returns the log by change key.

@@ -1,0 +1,405 @@
+package clustertest_test
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"connectrpc.com/connect"
+
+	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
+	"github.com/yorkie-affinity/yorkie/server/backend/database"
+	"github.com/yorkie-affinity/yorkie/server/clustertest"
+)
+
+// moveFixture is one document with a client through each of three nodes:
+// near talks to the owner directly, the others go through non-owners.
+type moveFixture struct {
+	c      *clustertest.Cluster
+	docKey string
+	owner  clustertest.Owner
+	near   *replica
+	far    []*replica
+	nearW  *stream[api.WatchResponse]
+	farW   []*stream[api.WatchResponse]
+}
+
+func (f *moveFixture) all() []*replica { return append([]*replica{f.near}, f.far...) }
+
+// newMoveFixture binds a document, attaches and watches it from every node,
+// and has every client push a few changes.
+func newMoveFixture(t *testing.T, c *clustertest.Cluster) *moveFixture {
+	t.Helper()
+	f := &moveFixture{c: c, docKey: uniqueKey(t, "doc")}
+	if _, err := c.Node(0).Affinity().Owner(testCtx(t), f.docKey); err != nil {
+		t.Fatalf("bind %s: %v", f.docKey, err)
+	}
+	f.owner = ownerOf(t, c, f.docKey)
+	f.near = newReplica(t, f.owner.Node.ConnectJSON())
+	f.near.mustAttach(f.docKey)
+	f.nearW, _ = f.near.watchReady(t)
+	for _, n := range otherNodes(c, f.owner.Node) {
+		r := newReplica(t, n.ConnectJSON())
+		r.mustAttach(f.docKey)
+		w, _ := r.watchReady(t)
+		f.far = append(f.far, r)
+		f.farW = append(f.farW, w)
+	}
+	for _, r := range f.all() {
+		r.edit(2)
+		r.mustPushPull()
+	}
+	return f
+}
+
+// wantUnavailable fails t unless a stream ended with code unavailable, which
+// clients retry.
+func wantUnavailable(t *testing.T, what string, err error) {
+	t.Helper()
+	if code := connect.CodeOf(err); err == nil || code != connect.CodeUnavailable {
+		t.Errorf("%s ended with %v (code %s), want unavailable", what, err, connect.CodeOf(err))
+	}
+}
+
+// continueOnNewOwner moves every client to a surviving node, syncs the
+// changes they made meanwhile, re-opens the Watch streams, and checks that
+// every client has every other client's changes and that the log is whole.
+// It returns the new owner.
+func (f *moveFixture) continueOnNewOwner(t *testing.T, survivors []*clustertest.Node) clustertest.Owner {
+	t.Helper()
+	f.near.c = survivors[0].ConnectJSON()
+	for i, r := range f.far {
+		r.c = survivors[i%len(survivors)].ConnectJSON()
+	}
+	for i, r := range f.all() {
+		r.edit(2)
+		r.sync(fmt.Sprintf("client %d syncs after the move", i))
+	}
+	owner := ownerOf(t, f.c, f.docKey)
+	if owner.Binding.Epoch <= f.owner.Binding.Epoch {
+		t.Fatalf("new binding epoch %d, want more than the old %d", owner.Binding.Epoch, f.owner.Binding.Epoch)
+	}
+	for _, n := range survivors {
+		if n == owner.Node {
+			goto found
+		}
+	}
+	t.Fatalf("document owned by node %d, which is not among the survivors", owner.Node.Index())
+found:
+	// Watch again, edit once more: everyone is told and pulls everything.
+	rs := f.all()
+	ws := make([]*stream[api.WatchResponse], len(rs))
+	for i, r := range rs {
+		ws[i], _ = r.watchReady(t)
+	}
+	rs[0].edit(1)
+	rs[0].mustPushPull()
+	for i := 1; i < len(rs); i++ {
+		awaitEvent(t, ws[i], changed, rs[0].id)
+	}
+	for _, r := range rs {
+		r.mustPushPull()
+		for _, other := range rs {
+			if other != r {
+				if err := r.hasPulled(other); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	checkStored(t, checkLog(t, f.c.DB(), f.near.docID), rs...)
+	return owner
+}
+
+// checkOldEpochFenced writes one change to the log with the old owner's
+// epoch, as a paused old owner would: the database must refuse it and the
+// log must not change.
+func checkOldEpochFenced(t *testing.T, f *moveFixture) {
+	t.Helper()
+	before := checkLog(t, f.c.DB(), f.near.docID)
+	late := &database.Change{
+		ServerSeq: int64(len(before) + 1),
+		ActorID:   f.near.id,
+		ClientSeq: f.near.lastSeq + 100,
+		Body: &api.Change{Id: &api.ChangeID{
+			ClientSeq: f.near.lastSeq + 100, ServerSeq: int64(len(before) + 1), ActorId: f.near.actor,
+			VersionVector: &api.VersionVector{},
+		}},
+	}
+	err := f.c.DB().AppendChanges(testCtx(t), f.near.docID, f.owner.Binding.Epoch, []*database.Change{late})
+	if !errors.Is(err, database.ErrFenced) {
+		t.Fatalf("append with the old owner's epoch %d: %v, want ErrFenced", f.owner.Binding.Epoch, err)
+	}
+	if after := checkLog(t, f.c.DB(), f.near.docID); len(after) != len(before) {
+		t.Fatalf("log grew from %d to %d changes after a refused write", len(before), len(after))
+	}
+}
+
+// TestGracefulStopMovesDocumentsAtOnce stops a document's owner gracefully
+// with a long TTL: its Watch streams (direct and relayed) end with
+// unavailable at once, the binding is released, and the clients continue on
+// a new owner long before the TTL could have freed the document.
+func TestGracefulStopMovesDocumentsAtOnce(t *testing.T) {
+	const ttl = 10 * time.Second
+	c := clustertest.Start(t, 3, clustertest.WithNodeTTL(ttl))
+	f := newMoveFixture(t, c)
+	for _, r := range f.all() {
+		r.edit(1) // not yet pushed when the owner goes
+	}
+
+	start := time.Now()
+	c.Stop(f.owner.Node.Index())
+	for i, w := range append([]*stream[api.WatchResponse]{f.nearW}, f.farW...) {
+		err, ended := w.end(t)
+		wantUnavailable(t, fmt.Sprintf("Watch stream %d", i), err)
+		if d := ended.Sub(start); d > ttl/4 {
+			t.Errorf("Watch stream %d ended %s after the stop, want well under the TTL %s", i, d, ttl)
+		}
+	}
+	f.continueOnNewOwner(t, otherNodes(c))
+	if d := time.Since(start); d > ttl/2 {
+		t.Errorf("clients continued %s after the stop, want well under the TTL %s", d, ttl)
+	}
+	checkOldEpochFenced(t, f)
+}
+
+// TestCrashedOwnerIsReplacedAfterTTL crashes a document's owner: its
+// streams break, and once its lease has run out (not before) another node
+// owns the document with a larger epoch and the clients continue.
+func TestCrashedOwnerIsReplacedAfterTTL(t *testing.T) {
+	const ttl = 500 * time.Millisecond
+	c := clustertest.Start(t, 3, clustertest.WithNodeTTL(ttl))
+	f := newMoveFixture(t, c)
+	for _, r := range f.all() {
+		r.edit(1)
+	}
+
+	start := time.Now()
+	c.Abort(f.owner.Node.Index())
+	for i, w := range f.farW {
+		err, _ := w.end(t)
+		wantUnavailable(t, fmt.Sprintf("relayed Watch stream %d", i), err)
+	}
+	if err, _ := f.nearW.end(t); err == nil {
+		t.Fatalf("direct Watch stream on the crashed owner ended without an error")
+	}
+	// Clients through the survivors keep trying; the document moves only
+	// when the dead owner's lease is over.
+	survivors := otherNodes(c)
+	var moved time.Duration
+	eventually(t, "another node owns the document", func() error {
+		f.far[0].c = survivors[0].ConnectJSON()
+		_ = f.far[0].pushPull(testCtx(t))
+		o, err := c.OwnerOf(testCtx(t), f.docKey)
+		if err != nil {
+			return err
+		}
+		if o.Node == f.owner.Node {
+			return fmt.Errorf("still bound to the crashed node %d", o.Node.Index())
+		}
+		moved = time.Since(start)
+		return nil
+	})
+	if moved < ttl/2 {
+		t.Errorf("document taken over %s after the crash, before the dead owner's lease (TTL %s) could have ended", moved, ttl)
+	}
+	if moved > ttl+5*time.Second {
+		t.Errorf("document taken over only %s after the crash, TTL %s", moved, ttl)
+	}
+	f.continueOnNewOwner(t, survivors)
+	checkOldEpochFenced(t, f)
+}
+
+// TestPartitionedOwnerStopsServing cuts a document's owner off the session
+// store while it keeps running: it ends the document's streams, refuses to
+// serve it, another node takes the document over, and after the partition
+// heals the binding stays where it is.
+func TestPartitionedOwnerStopsServing(t *testing.T) {
+	const ttl = 2 * time.Second
+	c := clustertest.Start(t, 3, clustertest.WithNodeTTL(ttl))
+	f := newMoveFixture(t, c)
+	old := f.owner.Node
+	for _, r := range f.all() {
+		r.edit(1)
+	}
+
+	c.Partition(old.Index())
+	err, _ := f.nearW.end(t)
+	wantUnavailable(t, "direct Watch stream on the partitioned owner", err)
+	for i, w := range f.farW {
+		err, _ := w.end(t)
+		wantUnavailable(t, fmt.Sprintf("relayed Watch stream %d", i), err)
+	}
+	// The partitioned node serves the document no more, directly or not.
+	err = f.near.pushPull(testCtx(t))
+	if code := connect.CodeOf(err); code != connect.CodeUnavailable {
+		t.Fatalf("PushPull at the partitioned node: %v (code %s), want unavailable", err, code)
+	}
+	_, err = old.Server().Backend().PushPull(testCtx(t), f.near.id, f.near.docID, f.near.pack(), false)
+	if err == nil {
+		t.Fatalf("the partitioned node's backend accepted a write")
+	}
+
+	survivors := otherNodes(c, old)
+	c.WaitMembers(2)
+	owner := f.continueOnNewOwner(t, survivors)
+	if owner.Node == old {
+		t.Fatalf("the partitioned node still owns the document")
+	}
+	checkOldEpochFenced(t, f)
+	_, err = old.Server().Backend().PushPull(testCtx(t), f.near.id, f.near.docID, f.near.pack(), false)
+	if err == nil {
+		t.Fatalf("the partitioned node's backend accepted a write after the takeover")
+	}
+	checkLog(t, c.DB(), f.near.docID)
+
+	// Healing brings the node back without moving the document.
+	c.Heal(old.Index())
+	c.WaitMembers(3)
+	for _, r := range f.all() {
+		r.edit(1)
+		r.sync("sync after the partition healed")
+	}
+	if now := ownerOf(t, c, f.docKey); now.Binding != owner.Binding {
+		t.Fatalf("binding moved from %+v to %+v when the partitioned node came back", owner.Binding, now.Binding)
+	}
+	checkStored(t, checkLog(t, c.DB(), f.near.docID), f.all()...)
+}
+
+// keyOwnedBy binds fresh document keys until one lands on node want.
+func keyOwnedBy(t *testing.T, c *clustertest.Cluster, want *clustertest.Node) string {
+	t.Helper()
+	for range 200 {
+		key := uniqueKey(t, "doc")
+		o, err := c.Node(0).Affinity().Owner(testCtx(t), key)
+		must(t, err, "bind "+key)
+		if o.Addr == want.Addr() {
+			return key
+		}
+	}
+	t.Fatalf("no key placed on node %d in 200 tries", want.Index())
+	return ""
+}
+
+// TestDeactivateDetachesAtEveryOwner deactivates, through node 0, a client
+// attached to documents owned by nodes 1 and 2: the other watchers of each
+// document see it leave and pull its presence clear, its attachments end,
+// and its own streams close.
+func TestDeactivateDetachesAtEveryOwner(t *testing.T) {
+	c := clustertest.Start(t, 3)
+	a := c.Node(0)
+	x := newReplica(t, a.ConnectJSON())
+	var (
+		others []*replica
+		xDocs  []*replica
+		xW     []*stream[api.WatchResponse]
+		oW     []*stream[api.WatchResponse]
+	)
+	for _, n := range []*clustertest.Node{c.Node(1), c.Node(2)} {
+		key := keyOwnedBy(t, c, n)
+		xd := *x
+		xd.pulled = map[string]*api.Change{}
+		xd.mustAttach(key)
+		w, _ := xd.watchReady(t)
+		xDocs, xW = append(xDocs, &xd), append(xW, w)
+
+		o := newReplica(t, n.ConnectJSON())
+		o.mustAttach(key)
+		ow, watchers := o.watchReady(t)
+		if len(watchers) != 2 {
+			t.Fatalf("watchers of %s: %v, want both clients", key, watchers)
+		}
+		others, oW = append(others, o), append(oW, ow)
+	}
+
+	_, err := a.ConnectJSON().DeactivateClient(testCtx(t), connect.NewRequest(&api.DeactivateClientRequest{ClientId: x.id}))
+	must(t, err, "deactivate through node 0")
+
+	for i, o := range others {
+		awaitEvent(t, oW[i], changed, x.id)
+		o.mustPushPull()
+		var cleared bool
+		for _, ch := range o.pulled {
+			if fmt.Sprintf("%x", ch.GetId().GetActorId()) == x.id &&
+				ch.GetPresenceChange().GetType() == api.PresenceChange_CHANGE_TYPE_CLEAR {
+				cleared = true
+			}
+		}
+		if !cleared {
+			t.Errorf("watcher of document %d did not pull the deactivated client's presence clear", i)
+		}
+		att, err := c.DB().FindAttachment(testCtx(t), x.id, xDocs[i].docID)
+		must(t, err, "find attachment")
+		if att.Status != database.Detached {
+			t.Errorf("deactivated client's attachment to document %d is %s, want detached", i, att.Status)
+		}
+	}
+	until := time.Now().Add(waitTimeout)
+	for i, w := range xW {
+		select {
+		case <-w.done:
+			if w.err == nil {
+				t.Errorf("deactivated client's Watch stream %d ended without an error", i)
+			}
+		case <-time.After(time.Until(until)):
+			t.Errorf("deactivated client's Watch stream %d (through node 0, owner node %d) still open %s after DeactivateClient", i, i+1, waitTimeout)
+		}
+	}
+	for i := range others {
+		if err := findEvent(oW[i], unwatched, x.id, max(time.Until(until), time.Second)); err != nil {
+			t.Errorf("watcher of document %d (owner node %d): %v", i, i+1, err)
+		}
+	}
+}
+
+// TestJoinKeepsBindings adds a node to a cluster whose documents are in use:
+// no binding moves while its owner lives, and the documents' clients, old
+// and new (through the new node), keep working.
+func TestJoinKeepsBindings(t *testing.T) {
+	c := clustertest.Start(t, 3)
+	type doc struct {
+		key     string
+		owner   clustertest.Owner
+		writer  *replica
+		watcher *replica
+		w       *stream[api.WatchResponse]
+	}
+	docs := make([]*doc, 12)
+	for i := range docs {
+		d := &doc{key: uniqueKey(t, "doc")}
+		d.writer = newReplica(t, c.Node(i%3).ConnectJSON())
+		d.writer.mustAttach(d.key)
+		d.watcher = newReplica(t, c.Node((i+1)%3).ConnectJSON())
+		d.watcher.mustAttach(d.key)
+		d.w, _ = d.watcher.watchReady(t)
+		d.owner = ownerOf(t, c, d.key)
+		docs[i] = d
+	}
+
+	joined := c.Add()
+	c.WaitMembers(4)
+
+	for i, d := range docs {
+		if now := ownerOf(t, c, d.key); now.Binding != d.owner.Binding {
+			t.Fatalf("document %d: binding moved from %+v to %+v when a node joined", i, d.owner.Binding, now.Binding)
+		}
+		d.writer.edit(2)
+		d.writer.mustPushPull()
+		awaitEvent(t, d.w, changed, d.writer.id)
+		d.watcher.mustPushPull()
+		if err := d.watcher.hasPulled(d.writer); err != nil {
+			t.Fatalf("document %d: %v", i, err)
+		}
+		late := newReplica(t, joined.ConnectJSON())
+		late.mustAttach(d.key)
+		if got := late.header.Get(sessionKeyHeader); got != d.owner.Node.SessionKey() {
+			t.Fatalf("document %d through the new node: %s = %q, want the owner's %q", i, sessionKeyHeader, got, d.owner.Node.SessionKey())
+		}
+		if err := late.hasPulled(d.writer); err != nil {
+			t.Fatalf("document %d through the new node: %v", i, err)
+		}
+		awaitEvent(t, d.w, changed, late.id) // its attach presence
+		checkStored(t, checkLog(t, c.DB(), d.writer.docID), d.writer, d.watcher, late)
+	}
+}
