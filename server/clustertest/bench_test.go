@@ -1,0 +1,125 @@
+package clustertest_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/yorkie-affinity/yorkie/server"
+	"github.com/yorkie-affinity/yorkie/server/clustertest"
+	"github.com/yorkie-affinity/yorkie/server/servertest"
+)
+
+// benchRounds is how many calls each path makes per benchmark iteration, so
+// that a run with -benchtime 1x still gives percentiles worth reading.
+const benchRounds = 200
+
+// timedPushPull pushes one new change and pulls, returning the call's time.
+func timedPushPull(b *testing.B, r *replica) time.Duration {
+	r.edit(1)
+	start := time.Now()
+	err := r.pushPull(context.Background())
+	d := time.Since(start)
+	if err != nil {
+		b.Fatalf("pushpull: %v", err)
+	}
+	return d
+}
+
+// percentile returns the p-th percentile (0..1) of ds, sorting it.
+func percentile(ds []time.Duration, p float64) time.Duration {
+	slices.Sort(ds)
+	return ds[min(len(ds)-1, int(float64(len(ds))*p))]
+}
+
+func micros(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+
+// BenchmarkPushPullAffinityCost compares, in one run, a PushPull (one
+// change pushed, Connect binary protobuf) on a document's owner in a
+// three-node cluster on the memory session store with the same call on a
+// server whose cluster layer is off. The two paths alternate call by call,
+// so machine noise hits both alike; the ratio of their medians is the price
+// of affinity on the owner's hot path. ns/op is one round of both calls.
+func BenchmarkPushPullAffinityCost(b *testing.B) {
+	plain := servertest.Start(b, func(cfg *server.Config) {
+		cfg.ProfilingPort = -1
+		cfg.Epoch = func(context.Context, string) (int64, error) { return 0, nil }
+	})
+	c := clustertest.Start(b, 3)
+	docKey := uniqueKey(b, "doc")
+	if _, err := c.Node(0).Affinity().Owner(testCtx(b), docKey); err != nil {
+		b.Fatalf("bind %s: %v", docKey, err)
+	}
+	owner := ownerOf(b, c, docKey).Node
+
+	off := newReplica(b, servertest.Client(b, plain, servertest.ConnectProto))
+	off.mustAttach(uniqueKey(b, "doc"))
+	on := newReplica(b, owner.ConnectProto())
+	on.mustAttach(docKey)
+	for range 20 { // warm up connections and caches
+		timedPushPull(b, off)
+		timedPushPull(b, on)
+	}
+	calls := owner.Affinity().StoreCalls()
+
+	var offD, onD []time.Duration
+	for b.Loop() {
+		for range benchRounds {
+			offD = append(offD, timedPushPull(b, off))
+			onD = append(onD, timedPushPull(b, on))
+		}
+	}
+	b.StopTimer()
+	offP50, onP50 := percentile(offD, 0.5), percentile(onD, 0.5)
+	b.ReportMetric(micros(offP50), "off-p50-us")
+	b.ReportMetric(micros(percentile(offD, 0.99)), "off-p99-us")
+	b.ReportMetric(micros(onP50), "affinity-p50-us")
+	b.ReportMetric(micros(percentile(onD, 0.99)), "affinity-p99-us")
+	b.ReportMetric(float64(onP50)/float64(offP50), "affinity/off-p50")
+	b.ReportMetric(float64(owner.Affinity().StoreCalls()-calls), "store-calls")
+}
+
+// BenchmarkForwardOverhead compares, in one run, a PushPull sent straight
+// to a document's owner with one sent through another node in forward mode
+// (Connect binary protobuf, loopback). The two clients edit the same
+// document and alternate, so each pulls one change of the other per call.
+// added-p50-us is what the relay adds per call; the target is 500 us or
+// less on loopback.
+func BenchmarkForwardOverhead(b *testing.B) {
+	c := clustertest.Start(b, 3)
+	docKey := uniqueKey(b, "doc")
+	if _, err := c.Node(0).Affinity().Owner(testCtx(b), docKey); err != nil {
+		b.Fatalf("bind %s: %v", docKey, err)
+	}
+	owner := ownerOf(b, c, docKey).Node
+	via := otherNodes(c, owner)[0]
+
+	direct := newReplica(b, owner.ConnectProto())
+	direct.mustAttach(docKey)
+	relayed := newReplica(b, via.ConnectProto())
+	relayed.mustAttach(docKey)
+	for range 20 {
+		timedPushPull(b, direct)
+		timedPushPull(b, relayed)
+	}
+
+	var directD, relayedD []time.Duration
+	for b.Loop() {
+		for range benchRounds {
+			directD = append(directD, timedPushPull(b, direct))
+			relayedD = append(relayedD, timedPushPull(b, relayed))
+		}
+	}
+	b.StopTimer()
+	if got := relayed.header.Get(sessionKeyHeader); got != owner.SessionKey() {
+		b.Fatalf("relayed answer names %q, want the owner %q", got, owner.SessionKey())
+	}
+	dP50, rP50 := percentile(directD, 0.5), percentile(relayedD, 0.5)
+	b.ReportMetric(micros(dP50), "direct-p50-us")
+	b.ReportMetric(micros(percentile(directD, 0.99)), "direct-p99-us")
+	b.ReportMetric(micros(rP50), "forward-p50-us")
+	b.ReportMetric(micros(percentile(relayedD, 0.99)), "forward-p99-us")
+	b.ReportMetric(micros(rP50-dP50), "added-p50-us")
+	b.ReportMetric(float64(rP50)/float64(dP50), "forward/direct-p50")
+}
