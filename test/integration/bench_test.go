@@ -108,8 +108,10 @@ func pushPullLoop(b *testing.B, c v1connect.YorkieServiceClient) {
 
 // BenchmarkPushPull measures a PushPull round trip carrying one change over
 // loopback. In-process, cpu-us/op is the whole process's CPU per call, client
-// included. The child-process variant runs the server in its own process and
-// reports server-cpu-us/op and client-cpu-us/op apart.
+// included. The child-server variants run the server in its own process and
+// report server-cpu-us/op and client-cpu-us/op apart, for every protocol;
+// connect-json sends the headers of the JS SDK running on Node's fetch, the
+// path most clients take.
 func BenchmarkPushPull(b *testing.B) {
 	for _, p := range []servertest.Protocol{servertest.ConnectProto, servertest.ConnectJSON} {
 		b.Run("in-process/"+p.String(), func(b *testing.B) {
@@ -122,9 +124,15 @@ func BenchmarkPushPull(b *testing.B) {
 			used := processCPU(b) - before
 			b.ReportMetric(float64(used.Microseconds())/float64(b.N), "cpu-us/op")
 		})
+	}
+	for _, p := range servertest.Protocols() {
 		b.Run("child-server/"+p.String(), func(b *testing.B) {
 			addr, pid := startChildServer(b)
-			c := v1connect.NewYorkieServiceClient(servertest.HTTPClient(b, p), "http://"+addr, p.ClientOptions()...)
+			opts := p.ClientOptions()
+			if p == servertest.ConnectJSON {
+				opts = append(opts, connect.WithInterceptors(sdkHeaders{}))
+			}
+			c := v1connect.NewYorkieServiceClient(servertest.HTTPClient(b, p), "http://"+addr, opts...)
 			b.ResetTimer()
 			serverBefore := childCPU(b, pid)
 			before := processCPU(b)
@@ -137,13 +145,46 @@ func BenchmarkPushPull(b *testing.B) {
 	}
 }
 
+// sdkHeaders adds to unary calls the request headers the JS SDK sends from
+// Node's fetch, so the server parses what it parses in production.
+type sdkHeaders struct{}
+
+func (sdkHeaders) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
+	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
+		h := req.Header()
+		h.Set("Accept", "*/*")
+		h.Set("Accept-Language", "*")
+		h.Set("Sec-Fetch-Mode", "cors")
+		h.Set("User-Agent", "node")
+		h.Set("Accept-Encoding", "gzip, deflate")
+		h.Set("X-Yorkie-User-Agent", "@yorkie-js/sdk/0.7.7")
+		return next(ctx, req)
+	}
+}
+
+func (sdkHeaders) WrapStreamingClient(next connect.StreamingClientFunc) connect.StreamingClientFunc {
+	return next
+}
+
+func (sdkHeaders) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
+	return next
+}
+
+// childBinaryEnv names another build of this test binary to run as the child
+// server, so two server builds compare in one benchmark run.
+const childBinaryEnv = "YORKIE_INTEGRATION_CHILD_BINARY"
+
 // startChildServer runs this test binary as a server process and returns its
 // address and process ID; it stops when the benchmark ends.
 func startChildServer(b *testing.B) (string, int) {
 	if _, err := os.Stat("/proc/self/stat"); err != nil {
 		b.Skip("needs /proc to read a child's CPU time")
 	}
-	cmd := exec.Command(os.Args[0])
+	bin := os.Args[0]
+	if other := os.Getenv(childBinaryEnv); other != "" {
+		bin = other
+	}
+	cmd := exec.Command(bin)
 	cmd.Env = append(os.Environ(), childServerEnv+"=1")
 	stdin, err := cmd.StdinPipe()
 	must(b, err, "child stdin")
