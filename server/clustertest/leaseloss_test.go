@@ -1,0 +1,51 @@
+package clustertest_test
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/yorkie-affinity/yorkie/server/clustertest"
+)
+
+// TestCallsDuringLeaseLossFailRetryably ends a node's lease (as a stalled
+// renewal would) while clients attach new documents through it. The node
+// registers again at once; calls caught in between may fail, but only with
+// a code the SDK retries: any other code stops the client's sync loop.
+func TestCallsDuringLeaseLossFailRetryably(t *testing.T) {
+	c := clustertest.Start(t, 2)
+	n := c.Node(0)
+	const rounds, callers = 100, 4
+	var (
+		mu       sync.Mutex
+		failures = map[string]int{}
+		calls    int
+	)
+	for range rounds {
+		members, err := c.Store().Members(testCtx(t))
+		must(t, err, "list members")
+		var wg sync.WaitGroup
+		for range callers {
+			wg.Go(func() {
+				r := newReplica(t, n.ConnectProto())
+				err := r.attach(testCtx(t), uniqueKey(t, "doc"))
+				mu.Lock()
+				defer mu.Unlock()
+				calls++
+				if err != nil && !retryable(err) {
+					failures[fmt.Sprintf("%v (ErrorInfo %v)", err, errorInfo(err))]++
+				}
+			})
+		}
+		for _, m := range members {
+			if m.Addr == n.Addr() {
+				c.Store().ExpireLease(m)
+			}
+		}
+		wg.Wait()
+		c.WaitMembers(2)
+	}
+	if len(failures) > 0 {
+		t.Fatalf("attaches during a lease loss failed with codes the SDK does not retry (of %d calls): %v", calls, failures)
+	}
+}
