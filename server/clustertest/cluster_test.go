@@ -346,7 +346,8 @@ func TestForwardModeRelays(t *testing.T) {
 }
 
 // TestOwnerPushPullMakesNoStoreCalls counts the session store calls of the
-// owner while a client attached to it runs 200 PushPulls after warming up.
+// owner while a client attached to it runs 200 PushPulls after warming up,
+// then those of both nodes while 200 PushPulls are relayed to the owner.
 func TestOwnerPushPullMakesNoStoreCalls(t *testing.T) {
 	c := clustertest.Start(t, 3)
 	docKey := uniqueKey(t, "doc")
@@ -354,13 +355,18 @@ func TestOwnerPushPullMakesNoStoreCalls(t *testing.T) {
 		t.Fatalf("bind %s: %v", docKey, err)
 	}
 	owner := ownerOf(t, c, docKey).Node
+	via := otherNodes(c, owner)[0]
 	r := newReplica(t, owner.ConnectProto())
 	r.mustAttach(docKey)
+	relayed := newReplica(t, via.ConnectProto())
+	relayed.mustAttach(docKey)
 	for range 5 {
 		r.edit(1)
 		r.mustPushPull()
+		relayed.edit(1)
+		relayed.mustPushPull()
 	}
-	before := owner.Affinity().StoreCalls()
+	before, viaBefore := owner.Affinity().StoreCalls(), via.Affinity().StoreCalls()
 	const calls = 200
 	for range calls {
 		r.edit(1)
@@ -371,6 +377,21 @@ func TestOwnerPushPullMakesNoStoreCalls(t *testing.T) {
 	}
 	if r.acked != uint32(calls+6) {
 		t.Fatalf("acknowledged client_seq %d, want %d", r.acked, calls+6)
+	}
+	// A node relaying to a live owner it knows does not ask the store either.
+	before = owner.Affinity().StoreCalls()
+	for range calls {
+		relayed.edit(1)
+		relayed.mustPushPull()
+	}
+	if got := via.Affinity().StoreCalls() - viaBefore; got != 0 {
+		t.Fatalf("forwarding node made %d session store calls during %d relayed PushPulls, want 0", got, calls)
+	}
+	if got := owner.Affinity().StoreCalls() - before; got != 0 {
+		t.Fatalf("owner made %d session store calls during %d relayed PushPulls, want 0", got, calls)
+	}
+	if err := relayed.hasPulled(r); err != nil {
+		t.Fatal(err)
 	}
 }
 
