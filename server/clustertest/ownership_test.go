@@ -150,6 +150,14 @@ func TestGracefulStopMovesDocumentsAtOnce(t *testing.T) {
 
 	start := time.Now()
 	c.Stop(f.owner.Node.Index())
+	members, err := c.Store().Members(testCtx(t))
+	must(t, err, "list members")
+	for _, m := range members {
+		if m.Addr == f.owner.Node.Addr() {
+			t.Errorf("the stopped owner %s is still a member (incarnation %d, bound epoch %d's owner was %d)",
+				m.Addr, m.Incarnation, f.owner.Binding.Epoch, f.owner.Binding.Owner.Incarnation)
+		}
+	}
 	for i, w := range append([]*stream[api.WatchResponse]{f.nearW}, f.farW...) {
 		err, ended := w.end(t)
 		wantUnavailable(t, fmt.Sprintf("Watch stream %d", i), err)
