@@ -97,8 +97,11 @@ func (s *Service) Handler() (string, http.Handler) {
 		interceptors = append(interceptors, s.metrics)
 	}
 	interceptors = append(interceptors, &failureLogger{logger: s.logger})
+	jsonPlain, jsonUTF8 := newJSONCodecs()
 	path, h := v1connect.NewYorkieServiceHandler(s,
 		connect.WithInterceptors(interceptors...),
+		connect.WithCodec(jsonPlain),
+		connect.WithCodec(jsonUTF8),
 		connect.WithReadMaxBytes(s.maxRequestBytes),
 		connect.WithRecover(s.recovered),
 		// Compressing a small answer costs more CPU than it saves bandwidth.
