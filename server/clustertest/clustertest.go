@@ -78,8 +78,9 @@ func WithConfig(f func(i int, cfg *server.Config)) Option {
 }
 
 // Cluster is a set of in-process nodes sharing one session store and one
-// database. Its methods may be called from the test goroutine only, apart
-// from Node, Nodes and OwnerOf, which are safe from any goroutine.
+// database. Nodes, Running, Node, OwnerOf, Store and DB are safe from any
+// goroutine; the other methods may fail the test and belong to the test
+// goroutine.
 type Cluster struct {
 	t     testing.TB
 	opts  options
@@ -169,7 +170,8 @@ func (c *Cluster) Nodes() []*Node {
 	return slices.Clone(c.nodes)
 }
 
-// Running returns the nodes that are neither stopped nor aborted.
+// Running returns the nodes that are neither stopped nor aborted (a
+// partitioned node is still running).
 func (c *Cluster) Running() []*Node {
 	var out []*Node
 	for _, n := range c.Nodes() {
