@@ -120,11 +120,14 @@ func (s *Service) failRouted(ctx context.Context, procedure string, rt Route, er
 // owner returned keeps its code and details; a failure to reach the owner is
 // unavailable, which clients retry.
 func (s *Service) relayFailed(ctx context.Context, procedure string, call DocumentCall, rt Route, err error) error {
-	s.router.RelayFailed(ctx, call, err)
 	var ce *connect.Error
-	if !errors.As(err, &ce) {
+	if !errors.As(err, &ce) || errorName(ce) == "" {
+		// Every error the owner itself returns names a Yorkie code; one
+		// without is the transport failing (the owner crashed mid-stream, a
+		// refused connection), which the client must retry, not give up on.
 		ce = newError(connect.CodeUnavailable, CodeUnavailable, fmt.Errorf("relay to owner: %w", err))
 	}
+	s.router.RelayFailed(ctx, call, ce)
 	if ce.Code() == connect.CodeUnavailable || ce.Code() == connect.CodeUnknown {
 		s.logger.DebugContext(ctx, "relay to owner failed", "procedure", procedure, "error", err)
 	}
