@@ -62,8 +62,10 @@ func classify(err error) (connect.Code, string, bool) {
 		// A fenced or conflicting write that survived the backend's retries
 		// means another owner took the document: the client must try again.
 		errors.Is(err, database.ErrFenced), errors.Is(err, database.ErrConflict),
-		// Without the session store no node can tell who owns a document.
-		errors.Is(err, sessionstore.ErrUnavailable):
+		// Without the session store no node can tell who owns a document;
+		// a node whose lease just ended registers again and serves anew.
+		errors.Is(err, sessionstore.ErrUnavailable),
+		errors.Is(err, sessionstore.ErrNotMember), errors.Is(err, sessionstore.ErrLeaseLost):
 		return connect.CodeUnavailable, CodeUnavailable, true
 	case errors.Is(err, context.Canceled):
 		return connect.CodeCanceled, CodeCanceled, true
