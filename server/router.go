@@ -97,8 +97,10 @@ func (r *router) Route(ctx context.Context, call rpc.DocumentCall) (rpc.Route, e
 		return rt, nil
 	}
 	// A forwarded call is never forwarded again: two nodes with different
-	// views of the owner must not pass a call back and forth.
-	if forwarded || r.mode == Redirect {
+	// views of the owner must not pass a call back and forth. An attach is
+	// handed to the owner even in redirect mode: it must succeed wherever it
+	// lands, and its answer tells the client the owner's session key.
+	if forwarded || (r.mode == Redirect && call.Kind != rpc.CallAttach) {
 		r.redirects.Inc()
 		return rpc.Route{}, rpc.WrongNode(r.header, owner.SessionKey,
 			fmt.Errorf("document %q is owned by another node", call.DocumentKey))
