@@ -257,10 +257,10 @@ func (b *Backend) AttachedDocuments(ctx context.Context, clientID string) ([]str
 	return ids, nil
 }
 
-// DetachClient detaches the client from one document on the server's
-// initiative, as DeactivateClient does for each: a presence-clear change is
-// stored for it and the other watchers are told. Detaching a client that is
-// not attached does nothing.
+// DetachClient detaches a deactivating client from one document on the
+// server's initiative, as DeactivateClient does for each: a presence-clear
+// change is stored for it, its streams on this node end and the other
+// watchers are told. Detaching a client that is not attached does nothing.
 func (b *Backend) DetachClient(ctx context.Context, clientID, docID string) error {
 	if err := b.checkOpen(); err != nil {
 		return err
@@ -268,6 +268,9 @@ func (b *Backend) DetachClient(ctx context.Context, clientID, docID string) erro
 	if err := b.detachOnDeactivate(ctx, clientID, docID); err != nil {
 		return fmt.Errorf("detach client %s: %w", clientID, err)
 	}
+	// The client is going away: its streams here end and the other watchers
+	// hear UNWATCHED, as on the node that deactivates it.
+	b.ps.EndClient(clientID, fmt.Errorf("client %s deactivated: %w", clientID, ErrClientNotActivated))
 	return nil
 }
 
