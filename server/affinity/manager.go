@@ -203,6 +203,14 @@ func (m *Manager) Stop(ctx context.Context) error {
 		return nil
 	}
 	m.stopped = true
+	cancel := m.cancel
+	m.mu.Unlock()
+	// Stop following the lease first: the revocation below must not look
+	// like a lost lease, which would register the node again.
+	cancel()
+	<-m.done
+
+	m.mu.Lock()
 	var own []sessionstore.Binding
 	for k, b := range m.bindings {
 		if b.Owner == m.self {
@@ -210,7 +218,7 @@ func (m *Manager) Stop(ctx context.Context) error {
 			m.dropLocked(k)
 		}
 	}
-	lease, cancel := m.lease, m.cancel
+	lease := m.lease
 	m.mu.Unlock()
 
 	var errs []error
@@ -222,8 +230,6 @@ func (m *Manager) Stop(ctx context.Context) error {
 	if err := lease.Revoke(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("revoke lease: %w", err))
 	}
-	cancel()
-	<-m.done
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("affinity: stop: %w", err)
 	}
@@ -429,11 +435,15 @@ func (m *Manager) leaseLost(ctx context.Context) {
 	}
 	old := m.self
 	delete(m.members, old.Addr)
+	stopped := m.stopped
 	m.mu.Unlock()
 	m.log.Warn("lease lost; documents released", "documents", len(keys))
 	m.metrics.lost.Add(float64(len(keys)))
 	if len(keys) > 0 {
 		m.cfg.OnLost(keys)
+	}
+	if stopped {
+		return
 	}
 	for delay := 100 * time.Millisecond; ; delay = min(2*delay, m.cfg.TTL) {
 		lease, err := m.store.Register(ctx, m.cfg.AdvertiseAddr, m.cfg.TTL)
