@@ -20,6 +20,10 @@ import (
 // its clients sync again within about TTL + 1 s.
 const DefaultTTL = 2 * time.Second
 
+// maxOrphans bounds the memory of documents whose owner left, kept only to
+// count takeovers.
+const maxOrphans = 10000
+
 // ErrStopped: the manager was stopped and serves no more requests.
 var ErrStopped = errors.New("affinity manager stopped")
 
@@ -76,7 +80,10 @@ type Manager struct {
 	ring     *Ring
 	bindings map[string]sessionstore.Binding // by document key
 	loads    map[string]int                  // cached bindings per owner address
-	stopped  bool
+	// orphans are keys whose owner was seen to leave; binding one of them
+	// here is a takeover.
+	orphans map[string]struct{}
+	stopped bool
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -107,6 +114,7 @@ func New(cfg Config) (*Manager, error) {
 		ring:     NewRing(nil, cfg.LoadFactor),
 		bindings: map[string]sessionstore.Binding{},
 		loads:    map[string]int{},
+		orphans:  map[string]struct{}{},
 		done:     make(chan struct{}),
 	}
 	m.store = &meteredStore{Store: cfg.Store, m: m.metrics}
@@ -327,7 +335,11 @@ func (m *Manager) remember(b sessionstore.Binding) (Owner, error) {
 	m.loads[b.Owner.Addr]++
 	if b.Owner == m.self {
 		m.metrics.owned.Inc()
+		if _, ok := m.orphans[b.Key]; ok {
+			m.metrics.takeovers.Inc()
+		}
 	}
+	delete(m.orphans, b.Key)
 	return m.ownerLocked(b), nil
 }
 
@@ -408,6 +420,11 @@ func (m *Manager) apply(ev sessionstore.MemberEvent) {
 			return
 		}
 		delete(m.members, ev.Member.Addr)
+		for k, b := range m.bindings {
+			if b.Owner == ev.Member && len(m.orphans) < maxOrphans {
+				m.orphans[k] = struct{}{}
+			}
+		}
 		m.dropOwnerLocked(ev.Member.Addr)
 	}
 	m.ring = NewRing(slices.Collect(maps.Keys(m.members)), m.cfg.LoadFactor)

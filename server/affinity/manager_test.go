@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/yorkie-affinity/yorkie/server/affinity"
 	"github.com/yorkie-affinity/yorkie/server/sessionstore"
 	"github.com/yorkie-affinity/yorkie/server/sessionstore/memory"
@@ -227,5 +229,64 @@ func memberIncarnation(t *testing.T, st *memory.Store, addr string) int64 {
 		}
 	}
 	t.Fatalf("%s is not a member", addr)
+	return 0
+}
+
+func TestTakeoverOfACrashedOwnersDocumentIsCounted(t *testing.T) {
+	st := memory.New(memory.Config{})
+	a := node(t, st, "127.0.0.1:9301", nil)
+	reg := prometheus.NewRegistry()
+	b, err := affinity.New(affinity.Config{Store: st.Client(), AdvertiseAddr: "127.0.0.1:9302", TTL: 300 * time.Millisecond, Registerer: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := b.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Stop(context.Background()) })
+	eventually(t, "membership", func() bool { return len(b.Members()) == 2 })
+	var key string
+	for d := 0; ; d++ {
+		key = fmt.Sprintf("p/takeover-%d", d)
+		if o, err := a.Owner(ctx, key); err == nil && o.Self {
+			break
+		}
+	}
+	if o, err := b.Owner(ctx, key); err != nil || o.Addr != a.Addr() {
+		t.Fatalf("b sees owner %+v (%v), want %s", o, err, a.Addr())
+	}
+	// a crashes: nothing is released, and its lease runs out.
+	incarnation := memberIncarnation(t, st, a.Addr())
+	a.Abandon()
+	st.ExpireLease(sessionstore.Member{Addr: a.Addr(), Incarnation: incarnation})
+	eventually(t, "b to see a leave", func() bool { return len(b.Members()) == 1 })
+	if o, err := b.Owner(ctx, key); err != nil || !o.Self {
+		t.Fatalf("after a crashed, owner is %+v (%v), want b", o, err)
+	}
+	if got := counterValue(t, reg, "yorkie_affinity_takeovers_total"); got != 1 {
+		t.Fatalf("takeovers = %v, want 1", got)
+	}
+	// A document nobody owned before is a plain bind, not a takeover.
+	if _, err := b.Owner(ctx, "p/never-owned"); err != nil {
+		t.Fatal(err)
+	}
+	if got := counterValue(t, reg, "yorkie_affinity_takeovers_total"); got != 1 {
+		t.Fatalf("takeovers = %v after a fresh bind, want 1", got)
+	}
+}
+
+func counterValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() == name {
+			return f.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	t.Fatalf("no metric %s", name)
 	return 0
 }

@@ -16,6 +16,7 @@ type managerMetrics struct {
 	owned      prometheus.Gauge
 	members    prometheus.Gauge
 	binds      prometheus.Counter
+	takeovers  prometheus.Counter
 	lost       prometheus.Counter
 }
 
@@ -38,13 +39,17 @@ func newManagerMetrics(reg prometheus.Registerer) *managerMetrics {
 			Name: "yorkie_affinity_binds_total",
 			Help: "Bindings created or taken over by this node's placement.",
 		}),
+		takeovers: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "yorkie_affinity_takeovers_total",
+			Help: "Documents this node bound after seeing their previous owner leave.",
+		}),
 		lost: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "yorkie_affinity_bindings_lost_total",
 			Help: "Documents this node stopped owning through lease loss or fencing.",
 		}),
 	}
 	if reg != nil {
-		reg.MustRegister(mm.latency, mm.owned, mm.members, mm.binds, mm.lost)
+		reg.MustRegister(mm.latency, mm.owned, mm.members, mm.binds, mm.takeovers, mm.lost)
 	}
 	return mm
 }
