@@ -29,8 +29,8 @@ done
 node -e 'process.exit(Number(process.versions.node.split(".")[0]) >= 20 ? 0 : 1)' ||
 	{ echo "Node.js 20 or newer is required, found $(node --version)" >&2; exit 1; }
 redis-server --version
-etcd --version | head -n 1
-haproxy -v | head -n 1
+etcd --version | sed -n 1p
+haproxy -v | sed -n 1p
 node --version
 
 step "build"
