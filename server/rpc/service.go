@@ -198,90 +198,85 @@ func (s *Service) AttachDocument(ctx context.Context, req *connect.Request[api.A
 
 // DetachDocument detaches the client from the document.
 func (s *Service) DetachDocument(ctx context.Context, req *connect.Request[api.DetachDocumentRequest]) (*connect.Response[api.DetachDocumentResponse], error) {
-	clientID, docID, pack, err := docRequest(req.Msg.GetClientId(), req.Msg.GetDocumentId(), req.Msg.GetChangePack(), true)
-	if err != nil {
-		return nil, err
-	}
-	procedure := req.Spec().Procedure
-	call := DocumentCall{Kind: CallDetach, ClientID: clientID, DocumentID: docID, Header: req.Header()}
-	rt, err := s.route(ctx, call)
-	if err != nil {
-		return nil, s.fail(ctx, procedure, err)
-	}
-	if rt.Owner != nil {
-		return relay(ctx, s, procedure, call, rt, rt.Owner.DetachDocument, req.Msg)
-	}
-	resp, err := s.backend.DetachDocument(ctx, clientID, docID, pack)
-	if err != nil {
-		return nil, s.failRouted(ctx, procedure, rt, fmt.Errorf("detach document %s by %s: %w", docID, clientID, err))
-	}
-	out := connect.NewResponse(&api.DetachDocumentResponse{ChangePack: resp})
-	s.stamp(out.Header(), rt)
-	return out, nil
+	return documentCall(ctx, s, req, CallDetach, req.Msg.GetClientId(), req.Msg.GetDocumentId(), req.Msg.GetChangePack(),
+		func(o v1connect.YorkieServiceClient) relayFunc[api.DetachDocumentRequest, api.DetachDocumentResponse] {
+			return o.DetachDocument
+		},
+		func(clientID, docID string, pack *api.ChangePack) (*api.DetachDocumentResponse, error) {
+			resp, err := s.backend.DetachDocument(ctx, clientID, docID, pack)
+			return &api.DetachDocumentResponse{ChangePack: resp}, err
+		})
 }
 
 // RemoveDocument removes the document on behalf of the client.
 func (s *Service) RemoveDocument(ctx context.Context, req *connect.Request[api.RemoveDocumentRequest]) (*connect.Response[api.RemoveDocumentResponse], error) {
-	clientID, docID, pack, err := docRequest(req.Msg.GetClientId(), req.Msg.GetDocumentId(), req.Msg.GetChangePack(), true)
-	if err != nil {
-		return nil, err
-	}
-	procedure := req.Spec().Procedure
-	call := DocumentCall{Kind: CallRemove, ClientID: clientID, DocumentID: docID, Header: req.Header()}
-	rt, err := s.route(ctx, call)
-	if err != nil {
-		return nil, s.fail(ctx, procedure, err)
-	}
-	if rt.Owner != nil {
-		return relay(ctx, s, procedure, call, rt, rt.Owner.RemoveDocument, req.Msg)
-	}
-	resp, err := s.backend.RemoveDocument(ctx, clientID, docID, pack)
-	if err != nil {
-		return nil, s.failRouted(ctx, procedure, rt, fmt.Errorf("remove document %s by %s: %w", docID, clientID, err))
-	}
-	out := connect.NewResponse(&api.RemoveDocumentResponse{ChangePack: resp})
-	s.stamp(out.Header(), rt)
-	return out, nil
+	return documentCall(ctx, s, req, CallRemove, req.Msg.GetClientId(), req.Msg.GetDocumentId(), req.Msg.GetChangePack(),
+		func(o v1connect.YorkieServiceClient) relayFunc[api.RemoveDocumentRequest, api.RemoveDocumentResponse] {
+			return o.RemoveDocument
+		},
+		func(clientID, docID string, pack *api.ChangePack) (*api.RemoveDocumentResponse, error) {
+			resp, err := s.backend.RemoveDocument(ctx, clientID, docID, pack)
+			return &api.RemoveDocumentResponse{ChangePack: resp}, err
+		})
 }
 
 // PushPullChanges stores the client's changes and returns the others'.
 func (s *Service) PushPullChanges(ctx context.Context, req *connect.Request[api.PushPullChangesRequest]) (*connect.Response[api.PushPullChangesResponse], error) {
-	clientID, docID, pack, err := docRequest(req.Msg.GetClientId(), req.Msg.GetDocumentId(), req.Msg.GetChangePack(), true)
-	if err != nil {
+	return documentCall(ctx, s, req, CallPushPull, req.Msg.GetClientId(), req.Msg.GetDocumentId(), req.Msg.GetChangePack(),
+		func(o v1connect.YorkieServiceClient) relayFunc[api.PushPullChangesRequest, api.PushPullChangesResponse] {
+			return o.PushPullChanges
+		},
+		func(clientID, docID string, pack *api.ChangePack) (*api.PushPullChangesResponse, error) {
+			resp, err := s.backend.PushPull(ctx, clientID, docID, pack, req.Msg.GetPushOnly())
+			return &api.PushPullChangesResponse{ChangePack: resp}, err
+		})
+}
+
+// relayFunc is a unary method of the owner's service client.
+type relayFunc[Req, Res any] func(context.Context, *connect.Request[Req]) (*connect.Response[Res], error)
+
+// documentCall serves a unary call on an attached document: it validates
+// the shared fields, routes the call, and either relays it to the owner or
+// serves it here, answering with the owner's session key either way.
+func documentCall[Req, Res any](ctx context.Context, s *Service, req *connect.Request[Req], kind CallKind,
+	clientID, docID string, pack *api.ChangePack,
+	method func(v1connect.YorkieServiceClient) relayFunc[Req, Res],
+	serve func(clientID, docID string, pack *api.ChangePack) (*Res, error),
+) (*connect.Response[Res], error) {
+	if err := validateDocumentCall(clientID, docID, pack); err != nil {
 		return nil, err
 	}
 	procedure := req.Spec().Procedure
-	call := DocumentCall{Kind: CallPushPull, ClientID: clientID, DocumentID: docID, Header: req.Header()}
+	call := DocumentCall{Kind: kind, ClientID: clientID, DocumentID: docID, Header: req.Header()}
 	rt, err := s.route(ctx, call)
 	if err != nil {
 		return nil, s.fail(ctx, procedure, err)
 	}
 	if rt.Owner != nil {
-		return relay(ctx, s, procedure, call, rt, rt.Owner.PushPullChanges, req.Msg)
+		return relay(ctx, s, procedure, call, rt, method(rt.Owner), req.Msg)
 	}
-	resp, err := s.backend.PushPull(ctx, clientID, docID, pack, req.Msg.GetPushOnly())
+	resp, err := serve(clientID, docID, pack)
 	if err != nil {
-		return nil, s.failRouted(ctx, procedure, rt, fmt.Errorf("pushpull document %s by %s: %w", docID, clientID, err))
+		return nil, s.failRouted(ctx, procedure, rt, fmt.Errorf("%s document %s by %s: %w", kind, docID, clientID, err))
 	}
-	out := connect.NewResponse(&api.PushPullChangesResponse{ChangePack: resp})
+	out := connect.NewResponse(resp)
 	s.stamp(out.Header(), rt)
 	return out, nil
 }
 
-// docRequest validates the fields shared by the calls on an attached document.
-func docRequest(clientID, docID string, pack *api.ChangePack, needPack bool) (string, string, *api.ChangePack, error) {
+// validateDocumentCall checks the fields shared by the calls on an attached
+// document.
+func validateDocumentCall(clientID, docID string, pack *api.ChangePack) error {
 	if err := validateClientID(clientID); err != nil {
-		return "", "", nil, invalidArgument(err)
+		return invalidArgument(err)
 	}
 	if err := validateDocumentID(docID); err != nil {
-		return "", "", nil, invalidArgument(err)
+		return invalidArgument(err)
 	}
-	if needPack {
-		if err := validatePack(pack); err != nil {
-			return "", "", nil, invalidArgument(err)
-		}
+	if err := validatePack(pack); err != nil {
+		return invalidArgument(err)
 	}
-	return clientID, docID, pack, nil
+	return nil
 }
 
 // Watch streams the events of one document: first the initialization listing
