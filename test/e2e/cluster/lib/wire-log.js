@@ -1,0 +1,102 @@
+'use strict';
+// Records every call the SDK makes, with what a cluster test needs to know
+// about it: which document and client it was for, whether it succeeded, which
+// node owned the document (x-session-key) and, behind the test balancer,
+// which server and configuration routed it (x-lb-server, x-lb-generation).
+// The SDK looks up globalThis.fetch on every call, so one wrapper sees all.
+
+const diagnostics = require('../../lib/diagnostics');
+
+/** Calls that name one document, with x-shard-key = <apiKey>/<docKey>. */
+const DOCUMENT_METHODS = new Set([
+  'AttachDocument',
+  'DetachDocument',
+  'PushPullChanges',
+  'Watch',
+  'WatchDocument',
+  'RemoveDocument',
+]);
+
+const entries = [];
+let installed = false;
+
+function headerOf(headers, name) {
+  if (!headers) return undefined;
+  if (typeof headers.get === 'function') return headers.get(name) ?? undefined;
+  if (Array.isArray(headers)) {
+    const found = headers.find(([k]) => k.toLowerCase() === name);
+    return found ? found[1] : undefined;
+  }
+  const key = Object.keys(headers).find((k) => k.toLowerCase() === name);
+  return key ? headers[key] : undefined;
+}
+
+function bodyText(body) {
+  if (typeof body === 'string') return body;
+  if (body instanceof Uint8Array) return Buffer.from(body).toString('utf8');
+  return '';
+}
+
+/**
+ * Wraps globalThis.fetch (once per process; the shared diagnostics recorder
+ * is installed first so both see every call). Returns the module.
+ */
+function install() {
+  if (installed) return module.exports;
+  installed = true;
+  diagnostics.install();
+  const inner = globalThis.fetch;
+  globalThis.fetch = async function wireLoggingFetch(input, init = {}) {
+    const url = typeof input === 'string' ? input : input.url;
+    const method = url.split('/').pop();
+    const shardKey = headerOf(init.headers, 'x-shard-key') || '';
+    const slash = shardKey.indexOf('/');
+    const clientMatch = /"clientId"\s*:\s*"([0-9a-f]+)"/.exec(bodyText(init.body));
+    const entry = {
+      sentAt: Date.now(),
+      at: null,
+      method,
+      url,
+      document: DOCUMENT_METHODS.has(method),
+      key: slash >= 0 ? shardKey.slice(slash + 1) : shardKey,
+      clientId: clientMatch ? clientMatch[1] : undefined,
+      status: 0,
+      ok: false,
+    };
+    entries.push(entry);
+    let res;
+    try {
+      res = await inner(input, init);
+    } catch (err) {
+      entry.at = Date.now();
+      entry.networkError = String((err && (err.cause || err.message)) || err);
+      throw err;
+    }
+    entry.at = Date.now();
+    entry.status = res.status;
+    const grpcStatus = res.headers.get('grpc-status');
+    entry.ok = res.status === 200 && (!grpcStatus || grpcStatus === '0');
+    entry.sessionKey = res.headers.get('x-session-key') || undefined;
+    entry.lbServer = res.headers.get('x-lb-server') || undefined;
+    entry.lbGeneration = Number(res.headers.get('x-lb-generation') || 0) || undefined;
+    return res;
+  };
+  return module.exports;
+}
+
+/** Position to pass to `since()` to get only the calls made after now. */
+function mark() {
+  return entries.length;
+}
+
+/** Calls recorded since `position` (all when omitted), oldest first. */
+function since(position = 0) {
+  return entries.slice(position);
+}
+
+/** Forgets recorded calls (between tests of a long file). */
+function clear() {
+  entries.length = 0;
+}
+
+module.exports = { install, mark, since, clear, entries, DOCUMENT_METHODS };
