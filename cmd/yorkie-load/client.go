@@ -1,0 +1,356 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"connectrpc.com/connect"
+
+	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
+	"github.com/yorkie-affinity/yorkie/api/yorkie/v1/v1connect"
+)
+
+// transport is the wire protocol the synthetic clients speak.
+type transport string
+
+const (
+	// connectJSONHTTP1 is what the JS SDK does: Connect JSON over HTTP/1.1,
+	// so every open Watch stream holds a TCP connection of its own.
+	connectJSONHTTP1 transport = "connect-json-http1"
+	// grpcH2C is gRPC over cleartext HTTP/2: streams share connections.
+	grpcH2C transport = "grpc-h2c"
+)
+
+func parseTransport(s string) (transport, error) {
+	switch t := transport(s); t {
+	case connectJSONHTTP1, grpcH2C:
+		return t, nil
+	}
+	return "", fmt.Errorf("unknown -transport %q (want %s or %s)", s, connectJSONHTTP1, grpcH2C)
+}
+
+// newClient returns a YorkieService client for addr over tr, and a function
+// that drops its idle connections.
+func newClient(addr string, tr transport) (v1connect.YorkieServiceClient, func()) {
+	var protocols http.Protocols
+	var opts []connect.ClientOption
+	ht := &http.Transport{
+		// Keep enough idle connections that unary calls during setup reuse
+		// them instead of dialling a fresh one per call.
+		MaxIdleConns:        1024,
+		MaxIdleConnsPerHost: 1024,
+		IdleConnTimeout:     30 * time.Second,
+	}
+	switch tr {
+	case grpcH2C:
+		protocols.SetUnencryptedHTTP2(true)
+		opts = append(opts, connect.WithGRPC())
+	default:
+		protocols.SetHTTP1(true)
+		opts = append(opts, connect.WithProtoJSON())
+	}
+	ht.Protocols = &protocols
+	c := v1connect.NewYorkieServiceClient(&http.Client{Transport: ht}, "http://"+addr, opts...)
+	return c, ht.CloseIdleConnections
+}
+
+// runID returns a short random tag that keeps the keys of one run apart from
+// those of earlier runs against the same server.
+func runID() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// session is one synthetic client attached to one document. It numbers its
+// changes like the SDK and keeps the checkpoint the server last sent. It is
+// not safe for concurrent use.
+type session struct {
+	c         v1connect.YorkieServiceClient
+	id        string
+	actor     []byte
+	vvKey     string
+	docKey    string
+	docID     string
+	lamport   int64
+	clientSeq uint32
+	serverSeq int64
+}
+
+// activate activates a client with key.
+func activate(ctx context.Context, c v1connect.YorkieServiceClient, key string) (*session, error) {
+	resp, err := c.ActivateClient(ctx, connect.NewRequest(&api.ActivateClientRequest{ClientKey: key}))
+	if err != nil {
+		return nil, fmt.Errorf("activate client %s: %w", key, err)
+	}
+	id := resp.Msg.GetClientId()
+	actor, err := hex.DecodeString(id)
+	if err != nil {
+		return nil, fmt.Errorf("activate client %s: decode client id %q: %w", key, id, err)
+	}
+	return &session{c: c, id: id, actor: actor, vvKey: base64.StdEncoding.EncodeToString(actor)}, nil
+}
+
+// newChange returns the next change of the session: a presence PUT when
+// presence is true (what attach sends), otherwise one Set operation.
+func (s *session) newChange(presence bool) *api.Change {
+	s.lamport++
+	s.clientSeq++
+	ch := &api.Change{Id: &api.ChangeID{
+		ClientSeq:     s.clientSeq,
+		Lamport:       s.lamport,
+		ActorId:       s.actor,
+		VersionVector: &api.VersionVector{Vector: map[string]int64{s.vvKey: s.lamport}},
+	}}
+	if presence {
+		ch.PresenceChange = &api.PresenceChange{
+			Type:     api.PresenceChange_CHANGE_TYPE_PUT,
+			Presence: &api.Presence{Data: map[string]string{"name": strconv.Quote(s.id)}},
+		}
+		return ch
+	}
+	ticket := &api.TimeTicket{Lamport: s.lamport, ActorId: s.actor}
+	value := binary.LittleEndian.AppendUint32(nil, s.clientSeq)
+	ch.Operations = []*api.Operation{{Body: &api.Operation_Set_{Set: &api.Operation_Set{
+		ParentCreatedAt: &api.TimeTicket{},
+		Key:             "k" + s.id,
+		Value:           &api.JSONElementSimple{CreatedAt: ticket, Type: api.ValueType_VALUE_TYPE_INTEGER, Value: value},
+		ExecutedAt:      ticket,
+	}}}}
+	return ch
+}
+
+// pack wraps one change (or none) with the session's checkpoint.
+func (s *session) pack(ch *api.Change) *api.ChangePack {
+	p := &api.ChangePack{
+		DocumentKey: s.docKey,
+		Checkpoint:  &api.Checkpoint{ServerSeq: s.serverSeq, ClientSeq: s.clientSeq},
+	}
+	if ch != nil {
+		p.Changes = []*api.Change{ch}
+	}
+	return p
+}
+
+// absorb takes in the checkpoint and pulled changes of a response. Every
+// call waits for its answer, so the one change sent is always acknowledged.
+func (s *session) absorb(p *api.ChangePack) {
+	if cp := p.GetCheckpoint(); cp.GetServerSeq() > s.serverSeq {
+		s.serverSeq = cp.GetServerSeq()
+	}
+	for _, ch := range p.GetChanges() {
+		if l := ch.GetId().GetLamport(); l > s.lamport {
+			s.lamport = l
+		}
+	}
+}
+
+// attach attaches docKey with the SDK's initial presence change.
+func (s *session) attach(ctx context.Context, docKey string) error {
+	s.docKey = docKey
+	resp, err := s.c.AttachDocument(ctx, connect.NewRequest(&api.AttachDocumentRequest{
+		ClientId:   s.id,
+		ChangePack: s.pack(s.newChange(true)),
+	}))
+	if err != nil {
+		return fmt.Errorf("attach %s to %s: %w", s.id, docKey, err)
+	}
+	s.docID = resp.Msg.GetDocumentId()
+	if s.docID == "" {
+		return fmt.Errorf("attach %s to %s: no document ID in the answer", s.id, docKey)
+	}
+	s.absorb(resp.Msg.GetChangePack())
+	return nil
+}
+
+// pushChange pushes one Set change and pulls what others stored.
+func (s *session) pushChange(ctx context.Context) error {
+	resp, err := s.c.PushPullChanges(ctx, connect.NewRequest(&api.PushPullChangesRequest{
+		ClientId:   s.id,
+		DocumentId: s.docID,
+		ChangePack: s.pack(s.newChange(false)),
+	}))
+	if err != nil {
+		return fmt.Errorf("pushpull %s on %s: %w", s.id, s.docKey, err)
+	}
+	s.absorb(resp.Msg.GetChangePack())
+	return nil
+}
+
+// watch opens the session's Watch stream and waits for its first message,
+// which must be the initialization, as the SDK's attach does.
+func (s *session) watch(ctx context.Context) (*connect.ServerStreamForClient[api.WatchResponse], error) {
+	stream, err := s.c.Watch(ctx, connect.NewRequest(&api.WatchRequest{
+		ClientId: s.id,
+		Resources: []*api.ResourceDescriptor{{Resource: &api.ResourceDescriptor_Document{
+			Document: &api.DocumentDescriptor{DocumentId: s.docID},
+		}}},
+	}))
+	if err != nil {
+		return nil, fmt.Errorf("watch %s by %s: %w", s.docKey, s.id, err)
+	}
+	if !stream.Receive() {
+		err := stream.Err()
+		_ = stream.Close()
+		if err == nil {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, fmt.Errorf("watch %s by %s: first message: %w", s.docKey, s.id, err)
+	}
+	if stream.Msg().GetInitialization() == nil {
+		_ = stream.Close()
+		return nil, fmt.Errorf("watch %s by %s: first message is not the initialization", s.docKey, s.id)
+	}
+	return stream, nil
+}
+
+// setup activates n clients, attaching client i to document docOf(i), with
+// up to conc calls in flight.
+func setup(ctx context.Context, c v1connect.YorkieServiceClient, tag string, n, conc int, docOf func(i int) int) ([]*session, error) {
+	sessions := make([]*session, n)
+	err := parallel(ctx, n, conc, func(ctx context.Context, i int) error {
+		s, err := activate(ctx, c, fmt.Sprintf("load-%s-client-%d", tag, i))
+		if err != nil {
+			return err
+		}
+		if err := s.attach(ctx, fmt.Sprintf("load-%s-doc-%d", tag, docOf(i))); err != nil {
+			return err
+		}
+		sessions[i] = s
+		return nil
+	})
+	return sessions, err
+}
+
+// parallel runs f for 0..n-1 with up to conc at once and returns the first
+// error, after which the remaining indexes are skipped.
+func parallel(ctx context.Context, n, conc int, f func(ctx context.Context, i int) error) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(conc, n) {
+		wg.Go(func() {
+			for i := range next {
+				if err := f(ctx, i); err != nil {
+					cancel(err)
+				}
+			}
+		})
+	}
+feed:
+	for i := range n {
+		select {
+		case next <- i:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return ctx.Err()
+}
+
+// metrics is a scrape of the server's /metrics: each family's samples
+// summed over their labels.
+type metrics map[string]float64
+
+// scrape reads the server's Prometheus text exposition. When gc is set it
+// first asks pprof for a heap profile with gc=1, which runs a collection in
+// the server, so memory figures do not depend on when the last GC ran.
+func scrape(ctx context.Context, metricsAddr string, gc bool) (metrics, error) {
+	if gc {
+		if err := get(ctx, "http://"+metricsAddr+"/debug/pprof/heap?gc=1", nil); err != nil {
+			return nil, fmt.Errorf("force server GC: %w", err)
+		}
+	}
+	m := metrics{}
+	err := get(ctx, "http://"+metricsAddr+"/metrics", func(r io.Reader) error {
+		sc := bufio.NewScanner(r)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			line := sc.Text()
+			if line == "" || line[0] == '#' {
+				continue
+			}
+			name, rest, _ := strings.Cut(line, " ")
+			if i := strings.IndexByte(line, '{'); i >= 0 {
+				name = line[:i]
+				if j := strings.LastIndexByte(line, '}'); j >= 0 {
+					rest = strings.TrimSpace(line[j+1:])
+				}
+			}
+			if fields := strings.Fields(rest); len(fields) > 0 {
+				if v, err := strconv.ParseFloat(fields[0], 64); err == nil {
+					m[name] += v
+				}
+			}
+		}
+		return sc.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("scrape metrics: %w", err)
+	}
+	return m, nil
+}
+
+// get fetches url and hands the body to read (nil: discard it).
+func get(ctx context.Context, url string, read func(io.Reader) error) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return fmt.Errorf("GET %s: %w", url, err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("GET %s: %w", url, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: status %s", url, resp.Status)
+	}
+	if read == nil {
+		_, err = io.Copy(io.Discard, resp.Body)
+	} else {
+		err = read(resp.Body)
+	}
+	if err != nil {
+		return fmt.Errorf("GET %s: read body: %w", url, err)
+	}
+	return nil
+}
+
+// raiseFileLimit lifts the soft RLIMIT_NOFILE to the hard limit and checks
+// that need descriptors fit; with one TCP connection per stream the soft
+// limit is what usually stops a run first.
+func raiseFileLimit(need uint64) (uint64, error) {
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		return 0, fmt.Errorf("read RLIMIT_NOFILE: %w", err)
+	}
+	if lim.Cur < lim.Max {
+		lim.Cur = lim.Max
+		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+			return 0, fmt.Errorf("raise RLIMIT_NOFILE to %d: %w", lim.Max, err)
+		}
+	}
+	if lim.Cur < need {
+		return lim.Cur, fmt.Errorf("file descriptor limit %d is below the %d this run needs (raise the hard limit: ulimit -Hn)", lim.Cur, need)
+	}
+	return lim.Cur, nil
+}
