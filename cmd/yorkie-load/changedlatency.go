@@ -14,7 +14,7 @@ import (
 
 // changedConfig sizes a changed-latency run.
 type changedConfig struct {
-	watchers int // per document, pushers included
+	watchers int // per document, besides the pushers
 	pushers  int // per document
 	docs     int
 	pushes   int     // per pusher
@@ -26,7 +26,7 @@ type changedConfig struct {
 type changedResult struct {
 	Transport string `json:"transport"`
 	Docs      int    `json:"docs"`
-	Watchers  int    `json:"watchers_per_doc"`
+	Watchers  int    `json:"watchers_per_doc"` // besides the pushers
 	Pushers   int    `json:"pushers_per_doc"`
 	Pushes    int    `json:"pushes"`
 	// Expected is the deliveries a run should see: each push counts once
@@ -48,7 +48,7 @@ type changedResult struct {
 
 func changedLatencyFlags(fs *flag.FlagSet) func(context.Context, common, *slog.Logger) (result, error) {
 	var cfg changedConfig
-	fs.IntVar(&cfg.watchers, "w", 10, "watchers per document (the pushers are among them)")
+	fs.IntVar(&cfg.watchers, "w", 10, "watchers per document besides the pushers (which watch too)")
 	fs.IntVar(&cfg.pushers, "p", 1, "pushers per document")
 	fs.IntVar(&cfg.docs, "docs", 1, "documents")
 	fs.IntVar(&cfg.pushes, "n", 200, "pushes per pusher")
@@ -114,25 +114,26 @@ func (w *changedWatcher) onChanged(t time.Time) {
 }
 
 func runChangedLatency(ctx context.Context, c common, cfg changedConfig, logger *slog.Logger) (*changedResult, error) {
-	if cfg.watchers < 2 || cfg.pushers < 1 || cfg.pushers > cfg.watchers || cfg.docs < 1 || cfg.pushes < 1 || cfg.rate <= 0 {
-		return nil, errors.New("changed-latency: want -w >= 2, 1 <= -p <= -w, -docs >= 1, -n >= 1, -rate > 0")
+	if cfg.watchers < 1 || cfg.pushers < 1 || cfg.docs < 1 || cfg.pushes < 1 || cfg.rate <= 0 {
+		return nil, errors.New("changed-latency: want -w >= 1, -p >= 1, -docs >= 1, -n >= 1, -rate > 0")
 	}
 	tr, err := parseTransport(c.transport)
 	if err != nil {
 		return nil, err
 	}
+	perDoc := cfg.watchers + cfg.pushers
 	if tr == connectJSONHTTP1 {
-		if _, err := raiseFileLimit(uint64(cfg.watchers*cfg.docs) + 256); err != nil {
+		if _, err := raiseFileLimit(uint64(perDoc*cfg.docs) + 256); err != nil {
 			return nil, fmt.Errorf("changed-latency: %w", err)
 		}
 	}
-	n := cfg.watchers * cfg.docs
+	n := perDoc * cfg.docs
 	client, closeIdle := newClient(c.addr, tr)
 	defer closeIdle()
 	logger.Info("activating and attaching clients", "clients", n, "docs", cfg.docs)
-	// Session i watches document i / watchers; the first pushers of each
+	// Session i watches document i / perDoc; the first pushers of each
 	// document also push.
-	sessions, err := setup(ctx, client, runID(), n, c.concurrency, func(i int) int { return i / cfg.watchers })
+	sessions, err := setup(ctx, client, runID(), n, c.concurrency, func(i int) int { return i / perDoc })
 	if err != nil {
 		return nil, fmt.Errorf("changed-latency: set up clients: %w", err)
 	}
@@ -143,10 +144,10 @@ func runChangedLatency(ctx context.Context, c common, cfg changedConfig, logger 
 	watchers := make([]*changedWatcher, n)
 	for i := range watchers {
 		expect := cfg.pushers * cfg.pushes
-		if i%cfg.watchers < cfg.pushers {
+		if i%perDoc < cfg.pushers {
 			expect -= cfg.pushes
 		}
-		watchers[i] = &changedWatcher{self: i, doc: docs[i/cfg.watchers], expect: expect, full: make(chan struct{})}
+		watchers[i] = &changedWatcher{self: i, doc: docs[i/perDoc], expect: expect, full: make(chan struct{})}
 		if expect == 0 {
 			close(watchers[i].full)
 		}
@@ -195,17 +196,17 @@ func runChangedLatency(ctx context.Context, c common, cfg changedConfig, logger 
 	interval := time.Duration(float64(time.Second) / cfg.rate)
 	began := time.Now()
 	for i := range sessions {
-		if i%cfg.watchers >= cfg.pushers {
+		if i%perDoc >= cfg.pushers {
 			continue
 		}
 		// Spread the pushers of a document over the interval: pushes landing
 		// together would have their CHANGED events merged by the server.
-		offset := interval * time.Duration(i%cfg.watchers) / time.Duration(cfg.pushers)
+		offset := interval * time.Duration(i%perDoc) / time.Duration(cfg.pushers)
 		pushWG.Go(func() {
 			if err := sleep(ctx, offset); err != nil {
 				return
 			}
-			lats, err := pushAtRate(ctx, sessions[i], i, docs[i/cfg.watchers], cfg.pushes, interval)
+			lats, err := pushAtRate(ctx, sessions[i], i, docs[i/perDoc], cfg.pushes, interval)
 			pushMu.Lock()
 			defer pushMu.Unlock()
 			pushLats = append(pushLats, lats...)
@@ -282,7 +283,7 @@ func pushAtRate(ctx context.Context, s *session, self int, doc *docPushes, n int
 func (r *changedResult) rows() [][2]string {
 	return [][2]string{
 		{"transport", r.Transport},
-		{"docs x watchers (pushers)", fmt.Sprintf("%d x %d (%d)", r.Docs, r.Watchers, r.Pushers)},
+		{"docs x (watchers + pushers)", fmt.Sprintf("%d x (%d + %d)", r.Docs, r.Watchers, r.Pushers)},
 		{"pushes", fmt.Sprintf("%d in %.1fs", r.Pushes, r.Seconds)},
 		{"deliveries expected / missing", fmt.Sprintf("%d / %d", r.Expected, r.Missing)},
 		{"CHANGED events received", fmt.Sprintf("%d", r.Events)},

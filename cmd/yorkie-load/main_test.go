@@ -71,7 +71,7 @@ func TestChangedLatency(t *testing.T) {
 				t.Errorf("pushes = %d (PushPull samples %d), want %d", res.Pushes, res.PushPull.Count, pushes)
 			}
 			// Every push reaches the other watchers of its document.
-			want := pushes * (cfg.watchers - 1)
+			want := pushes * cfg.watchers
 			if res.Expected != want || res.Latency.Count != want || res.Missing != 0 {
 				t.Errorf("deliveries expected %d, measured %d, missing %d; want %d, %d, 0",
 					res.Expected, res.Latency.Count, res.Missing, want, want)
