@@ -330,6 +330,21 @@ async function forwardScenario(t, storeKind, ferret) {
     }
     const overOwned = ownedSamples.filter((s) => s.sum > keys.length);
     assert.deepEqual(overOwned.slice(0, 5), [], `live nodes together claimed more than ${keys.length} documents`);
+    // With every client still attached, the live nodes own each document once.
+    await waitFor(
+      async () => {
+        const byNode = await cluster.metricByNode('yorkie_affinity_bindings_owned');
+        return Object.values(byNode).reduce((a, v) => a + (v || 0), 0) === keys.length;
+      },
+      {
+        timeoutMs: LIVENESS_MS,
+        what: `yorkie_affinity_bindings_owned to add up to ${keys.length} over the live nodes`,
+        describe: async () => JSON.stringify(await cluster.metricByNode('yorkie_affinity_bindings_owned')),
+      },
+    );
+    t.diagnostic(
+      `${storeKind}: ${ownedSamples.length} samples of yorkie_affinity_bindings_owned, largest sum ${Math.max(...ownedSamples.map((s) => s.sum))}`,
+    );
 
     // Kill-to-sync times of the affected clients.
     const rec = recoveryTimes(entries, affectedPairs, { from: killAt });
