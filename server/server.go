@@ -105,6 +105,7 @@ type Server struct {
 	mgr      *affinity.Manager
 
 	rpcServer       *http.Server
+	rpcHTTP1        *rpc.HTTP1Server // serves the RPC port, rpcServer is its fallback
 	profilingServer *http.Server
 
 	mu            sync.Mutex
@@ -193,6 +194,11 @@ func New(cfg Config) (*Server, error) {
 		_, _ = w.Write([]byte("ok"))
 	})
 	s.rpcServer = newHTTPServer(withCORS(mux, cfg.AllowedOrigins), logger)
+	s.rpcHTTP1 = rpc.NewHTTP1Server(rpc.HTTP1Config{
+		Fallback:        s.rpcServer,
+		Logger:          logger,
+		MaxRequestBytes: cfg.MaxRequestBytes,
+	})
 
 	if cfg.ProfilingPort >= 0 {
 		pmux := http.NewServeMux()
@@ -340,7 +346,7 @@ func (s *Server) Start(ctx context.Context) error {
 			return fmt.Errorf("server: listen profiling port: %w", err)
 		}
 		s.profilingAddr = profLn.Addr().String()
-		s.serve(s.profilingServer, profLn, "profiling")
+		s.serve(s.profilingServer.Serve, profLn, "profiling")
 	}
 	s.rpcAddr = rpcLn.Addr().String()
 	if s.router != nil {
@@ -352,18 +358,18 @@ func (s *Server) Start(ctx context.Context) error {
 			return err
 		}
 	}
-	s.serve(s.rpcServer, rpcLn, "rpc")
+	s.serve(s.rpcHTTP1.Serve, rpcLn, "rpc")
 	s.started = true
 	s.logger.InfoContext(ctx, "server started", "rpc_addr", s.rpcAddr, "profiling_addr", s.profilingAddr)
 	return nil
 }
 
-// serve runs srv on ln until it is shut down.
-func (s *Server) serve(srv *http.Server, ln net.Listener, name string) {
+// serve runs a server's Serve on ln until it is shut down.
+func (s *Server) serve(serve func(net.Listener) error, ln net.Listener, name string) {
 	s.serveDone.Add(1)
 	go func() {
 		defer s.serveDone.Done()
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			s.logger.Error("server stopped serving", "port", name, "error", err)
 		}
 	}()
@@ -412,9 +418,9 @@ func (s *Server) shutdown(ctx context.Context) error {
 		}
 	}
 	s.service.CloseStreams()
-	if err := s.rpcServer.Shutdown(ctx); err != nil {
+	if err := s.rpcHTTP1.Shutdown(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("shut down rpc port: %w", err))
-		_ = s.rpcServer.Close()
+		_ = s.rpcHTTP1.Close()
 	}
 	if s.profilingServer != nil {
 		if err := s.profilingServer.Shutdown(ctx); err != nil {
@@ -466,7 +472,7 @@ func (s *Server) Abort() {
 		if s.mgr != nil {
 			s.mgr.Abandon()
 		}
-		_ = s.rpcServer.Close()
+		_ = s.rpcHTTP1.Close()
 		if s.profilingServer != nil {
 			_ = s.profilingServer.Close()
 		}

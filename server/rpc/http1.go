@@ -1,0 +1,713 @@
+package rpc
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/textproto"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
+	"github.com/yorkie-affinity/yorkie/api/yorkie/v1/v1connect"
+)
+
+// HTTP1Server serves the RPC port. It answers the calls that dominate the
+// load, unary YorkieService calls over HTTP/1.1 keep-alive connections (the
+// JS SDK's), on a lean loop of its own, and hands each connection to a
+// net/http server the moment it carries anything else: HTTP/2 (gRPC), a
+// stream, a preflight, an unusual request. From then on net/http serves it.
+//
+// net/http's HTTP/1.1 server starts a goroutine per request to notice
+// clients going away, and wakes and stops it again after the handler; on a
+// small machine those scheduler wakeups cost more CPU than a PushPull itself.
+// A unary call here has no such watcher: when its client leaves, the call
+// still completes and the answer is dropped with the connection.
+type HTTP1Server struct {
+	handler           http.Handler
+	fallback          *http.Server
+	logger            *slog.Logger
+	readHeaderTimeout time.Duration
+	idleTimeout       time.Duration
+	bodyTimeout       time.Duration
+	maxBody           int
+	paths             map[string]bool   // unary procedures, served here
+	headerNames       map[string]string // common header names, canonical
+	contentTypes      map[string]bool   // unary content types, served here
+
+	handoff *handoffListener
+
+	mu       sync.Mutex
+	ln       net.Listener
+	conns    map[*fastConn]bool // the value is whether a request is in flight
+	closing  bool
+	fallDone chan struct{}
+}
+
+// HTTP1Config configures an HTTP1Server.
+type HTTP1Config struct {
+	// Fallback serves every connection the fast loop does not; its Handler
+	// is also the fast loop's handler.
+	Fallback *http.Server
+	Logger   *slog.Logger
+	// MaxRequestBytes bounds request bodies the fast loop reads; larger
+	// ones go to the fallback, which applies the service's limits.
+	MaxRequestBytes int
+}
+
+// fastBufferSize is a fast connection's read buffer; requests that do not fit
+// go to the fallback.
+const fastBufferSize = 16 << 10
+
+// NewHTTP1Server returns a server for the RPC port.
+func NewHTTP1Server(cfg HTTP1Config) *HTTP1Server {
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	s := &HTTP1Server{
+		handler:           cfg.Fallback.Handler,
+		fallback:          cfg.Fallback,
+		logger:            logger,
+		readHeaderTimeout: cfg.Fallback.ReadHeaderTimeout,
+		idleTimeout:       cfg.Fallback.IdleTimeout,
+		bodyTimeout:       bodyReadTimeout,
+		maxBody:           min(cfg.MaxRequestBytes+envelopePrefix, fastBufferSize),
+		paths:             unaryPaths(),
+		headerNames:       commonHeaders(),
+		contentTypes:      unaryContentTypes(),
+		conns:             map[*fastConn]bool{},
+		fallDone:          make(chan struct{}),
+	}
+	if s.idleTimeout <= 0 {
+		s.idleTimeout = s.readHeaderTimeout
+	}
+	return s
+}
+
+// unaryPaths lists the paths of the YorkieService's unary procedures.
+func unaryPaths() map[string]bool {
+	paths := map[string]bool{}
+	methods := api.File_yorkie_v1_yorkie_proto.Services().ByName("YorkieService").Methods()
+	for i := range methods.Len() {
+		m := methods.Get(i)
+		if !m.IsStreamingClient() && !m.IsStreamingServer() {
+			paths["/"+v1connect.YorkieServiceName+"/"+string(m.Name())] = true
+		}
+	}
+	return paths
+}
+
+// Serve accepts connections on ln until Shutdown or Close; it returns
+// http.ErrServerClosed then.
+func (s *HTTP1Server) Serve(ln net.Listener) error {
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		return http.ErrServerClosed
+	}
+	s.ln = ln
+	s.handoff = newHandoffListener(ln.Addr())
+	s.mu.Unlock()
+	go func() {
+		defer close(s.fallDone)
+		if err := s.fallback.Serve(s.handoff); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.logger.Error("rpc port fallback stopped serving", "error", err)
+		}
+	}()
+	base := context.WithValue(context.Background(), http.ServerContextKey, s.fallback)
+	var backoff time.Duration
+	for {
+		conn, err := ln.Accept()
+		if err != nil {
+			s.mu.Lock()
+			closing := s.closing
+			s.mu.Unlock()
+			if closing {
+				return http.ErrServerClosed
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+				s.logger.Warn("rpc port accept failed; retrying", "error", err, "delay", backoff)
+				time.Sleep(backoff)
+				continue
+			}
+			_ = s.handoff.Close()
+			return fmt.Errorf("accept: %w", err)
+		}
+		backoff = 0
+		fc := &fastConn{srv: s, conn: conn, remote: conn.RemoteAddr().String()}
+		if !s.track(fc, true) {
+			_ = conn.Close()
+			continue
+		}
+		ctx := context.WithValue(base, http.LocalAddrContextKey, conn.LocalAddr())
+		go fc.serve(ctx)
+	}
+}
+
+// track adds or removes a connection; adding fails once the server closes.
+func (s *HTTP1Server) track(fc *fastConn, add bool) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !add {
+		delete(s.conns, fc)
+		return true
+	}
+	if s.closing {
+		return false
+	}
+	s.conns[fc] = false
+	return true
+}
+
+// setActive marks a connection busy with a request or idle. It reports false
+// when the server is closing and the connection should end instead.
+func (s *HTTP1Server) setActive(fc *fastConn, active bool) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return false
+	}
+	s.conns[fc] = active
+	return true
+}
+
+// Shutdown stops accepting, closes idle connections, waits for requests in
+// flight to finish (until ctx ends), then shuts the fallback down.
+func (s *HTTP1Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	s.closing = true
+	var err error
+	if s.ln != nil {
+		err = s.ln.Close()
+	}
+	s.mu.Unlock()
+	ticker := time.NewTicker(10 * time.Millisecond)
+	defer ticker.Stop()
+	for {
+		if s.closeIdle() {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			s.closeAll()
+			return errors.Join(err, ctx.Err(), s.fallback.Shutdown(ctx))
+		case <-ticker.C:
+		}
+	}
+	err = errors.Join(err, s.fallback.Shutdown(ctx))
+	s.waitFallback()
+	return err
+}
+
+// Close closes the listener and every connection at once.
+func (s *HTTP1Server) Close() error {
+	s.mu.Lock()
+	s.closing = true
+	var err error
+	if s.ln != nil {
+		err = s.ln.Close()
+	}
+	s.mu.Unlock()
+	s.closeAll()
+	err = errors.Join(err, s.fallback.Close())
+	s.waitFallback()
+	return err
+}
+
+func (s *HTTP1Server) waitFallback() {
+	s.mu.Lock()
+	started := s.handoff != nil
+	s.mu.Unlock()
+	if started {
+		<-s.fallDone
+	}
+}
+
+// closeIdle closes the idle connections and reports whether none is left.
+func (s *HTTP1Server) closeIdle() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for fc, active := range s.conns {
+		if !active {
+			_ = fc.conn.Close()
+			delete(s.conns, fc)
+		}
+	}
+	return len(s.conns) == 0
+}
+
+func (s *HTTP1Server) closeAll() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for fc := range s.conns {
+		_ = fc.conn.Close()
+		delete(s.conns, fc)
+	}
+}
+
+// fastConn is one connection served by the fast loop.
+type fastConn struct {
+	srv    *HTTP1Server
+	conn   net.Conn
+	remote string
+	br     *bufio.Reader
+	out    []byte // answer buffer, reused
+	wbody  []byte // answer body buffer, reused
+	body   fastBody
+	// deadline is the read deadline set on conn; it is moved only when it
+	// must move by more than a second, to spare the timer updates.
+	deadline time.Time
+}
+
+// serve runs the connection's requests until it closes or is handed off.
+func (fc *fastConn) serve(ctx context.Context) {
+	handedOff := false
+	defer func() {
+		if p := recover(); p != nil && p != http.ErrAbortHandler {
+			fc.srv.logger.Error("panic serving rpc connection", "remote", fc.remote, "panic", p)
+		}
+		fc.srv.track(fc, false)
+		if !handedOff {
+			_ = fc.conn.Close()
+		}
+	}()
+	fc.br = bufio.NewReaderSize(fc.conn, fastBufferSize)
+	first := true
+	for {
+		wait := fc.srv.idleTimeout
+		if first {
+			wait = fc.srv.readHeaderTimeout
+		}
+		first = false
+		fc.setDeadline(time.Now().Add(wait), false)
+		if _, err := fc.br.Peek(1); err != nil {
+			return
+		}
+		if !fc.srv.setActive(fc, true) {
+			return
+		}
+		req, size, next := fc.readRequest()
+		switch next {
+		case nextDrop:
+			return // the client left or was too slow
+		case nextHandOff:
+			handedOff = fc.handOff()
+			return
+		}
+		keep := fc.handle(ctx, req)
+		if _, err := fc.br.Discard(size); err != nil || !keep {
+			return
+		}
+		if !fc.srv.setActive(fc, false) {
+			return
+		}
+	}
+}
+
+// setDeadline moves the read deadline to t; unless exact, a deadline within
+// a second of the current one is left alone.
+func (fc *fastConn) setDeadline(t time.Time, exact bool) {
+	if !exact && !fc.deadline.IsZero() && t.Sub(fc.deadline).Abs() < time.Second {
+		return
+	}
+	fc.deadline = t
+	_ = fc.conn.SetReadDeadline(t)
+}
+
+// handOff gives the connection, with what was read of it, to the fallback.
+func (fc *fastConn) handOff() bool {
+	fc.srv.track(fc, false)
+	buffered, _ := fc.br.Peek(fc.br.Buffered())
+	_ = fc.conn.SetReadDeadline(time.Time{})
+	rc := &replayConn{Conn: fc.conn, pending: bytes.Clone(buffered)}
+	return fc.srv.handoff.deliver(rc)
+}
+
+// next says what becomes of a connection after reading a request head.
+type next int
+
+const (
+	nextServe   next = iota // the fast loop serves the request
+	nextHandOff             // the fallback takes the connection
+	nextDrop                // the connection closes
+)
+
+// readRequest reads the next request whole, if the fast loop serves it.
+func (fc *fastConn) readRequest() (*http.Request, int, next) {
+	hdr, n := fc.header()
+	if n != nextServe {
+		return nil, 0, n
+	}
+	req, bodyLen, ok := fc.parse(hdr)
+	if !ok {
+		return nil, 0, nextHandOff
+	}
+	size := len(hdr) + bodyLen
+	if size > fc.br.Size() {
+		return nil, 0, nextHandOff
+	}
+	if fc.br.Buffered() < size {
+		fc.setDeadline(time.Now().Add(fc.srv.bodyTimeout), true)
+		if _, err := fc.br.Peek(size); err != nil {
+			return nil, 0, nextDrop
+		}
+	}
+	buf, _ := fc.br.Peek(size)
+	fc.body.Reset(buf[len(hdr):])
+	req.Body = &fc.body
+	return req, size, nextServe
+}
+
+// header returns the request head, through the blank line.
+func (fc *fastConn) header() ([]byte, next) {
+	slow := false
+	for {
+		buf, _ := fc.br.Peek(fc.br.Buffered())
+		if bytes.HasPrefix(buf, []byte("PRI ")) {
+			return nil, nextHandOff // HTTP/2 with prior knowledge
+		}
+		if i := bytes.Index(buf, []byte("\r\n\r\n")); i >= 0 {
+			if bytes.Contains(buf[:i], []byte("\n\n")) {
+				return nil, nextHandOff
+			}
+			return buf[:i+4], nextServe
+		}
+		if bytes.Contains(buf, []byte("\n\n")) || len(buf) >= fc.br.Size() {
+			return nil, nextHandOff
+		}
+		if !slow {
+			// The head came in pieces: the header timeout bounds the rest.
+			slow = true
+			fc.setDeadline(time.Now().Add(fc.srv.readHeaderTimeout), true)
+		}
+		if _, err := fc.br.Peek(len(buf) + 1); err != nil {
+			return nil, nextDrop
+		}
+	}
+}
+
+// commonHeaders maps the header names clients commonly send, in any case,
+// to their canonical form, which saves allocating one per request.
+func commonHeaders() map[string]string {
+	m := map[string]string{}
+	for _, k := range []string{
+		"Accept", "Accept-Encoding", "Accept-Language", "Authorization", "Connect-Protocol-Version",
+		"Connect-Timeout-Ms", "Connection", "Content-Encoding", "Content-Length", "Content-Type",
+		"Host", "Origin", "Referer", "Sec-Fetch-Mode", "Sec-Fetch-Site", "Sec-Fetch-Dest",
+		"User-Agent", "X-Yorkie-User-Agent", "X-Shard-Key", "X-Session-Key", "X-Api-Key",
+		"X-Grpc-Web", "X-User-Agent", "Grpc-Timeout", "Priority", "Cookie",
+	} {
+		m[k] = k
+		m[string(bytes.ToLower([]byte(k)))] = k
+	}
+	return m
+}
+
+// unaryContentTypes are the unary content types the fast loop serves.
+func unaryContentTypes() map[string]bool {
+	return map[string]bool{
+		"application/json": true, "application/json; charset=utf-8": true, "application/proto": true,
+		"application/grpc-web": true, "application/grpc-web+proto": true, "application/grpc-web+json": true,
+	}
+}
+
+// parse reads a request head the fast loop serves: a POST to a unary
+// procedure, HTTP/1.1, with a Content-Length body and only plain headers.
+// Anything else (ok false) goes to the fallback, which answers it as
+// net/http does, errors included.
+func (fc *fastConn) parse(hdr []byte) (*http.Request, int, bool) {
+	line, rest, _ := bytes.Cut(hdr, []byte("\r\n"))
+	method, line, ok1 := bytes.Cut(line, []byte(" "))
+	uri, proto, ok2 := bytes.Cut(line, []byte(" "))
+	if !ok1 || !ok2 || string(method) != http.MethodPost || string(proto) != "HTTP/1.1" || !fc.srv.paths[string(uri)] {
+		return nil, 0, false
+	}
+	h := make(http.Header, 8)
+	var host string
+	hosts, lengths := 0, 0
+	bodyLen := -1
+	contentType := false
+	for len(rest) > 2 {
+		var kv []byte
+		kv, rest, _ = bytes.Cut(rest, []byte("\r\n"))
+		k, v, ok := bytes.Cut(kv, []byte(":"))
+		if !ok || !validHeaderName(k) {
+			return nil, 0, false
+		}
+		v = bytes.Trim(v, " \t")
+		if !validHeaderValue(v) {
+			return nil, 0, false
+		}
+		key, known := fc.srv.headerNames[string(k)]
+		if !known {
+			key = textproto.CanonicalMIMEHeaderKey(string(k))
+		}
+		switch key {
+		case "Host":
+			hosts++
+			host = string(v)
+			continue
+		case "Content-Length":
+			lengths++
+			n, err := strconv.ParseUint(string(v), 10, 31)
+			if err != nil || len(v) == 0 || v[0] == '+' {
+				return nil, 0, false
+			}
+			bodyLen = int(n)
+		case "Connection":
+			if !bytes.EqualFold(v, []byte("keep-alive")) {
+				return nil, 0, false
+			}
+		case "Content-Type":
+			contentType = fc.srv.contentTypes[string(v)]
+			if !contentType {
+				return nil, 0, false
+			}
+		case "Transfer-Encoding", "Expect", "Upgrade", "Trailer", "Te", "Pragma", "Http2-Settings":
+			return nil, 0, false
+		}
+		h[key] = append(h[key], string(v))
+	}
+	if hosts != 1 || !validHost(host) || lengths != 1 || bodyLen < 0 || bodyLen > fc.srv.maxBody || !contentType {
+		return nil, 0, false
+	}
+	path := string(uri)
+	req := &http.Request{
+		Method:        http.MethodPost,
+		URL:           &url.URL{Path: path},
+		Proto:         "HTTP/1.1",
+		ProtoMajor:    1,
+		ProtoMinor:    1,
+		Header:        h,
+		ContentLength: int64(bodyLen),
+		Host:          host,
+		RemoteAddr:    fc.remote,
+		RequestURI:    path,
+	}
+	return req, bodyLen, true
+}
+
+// validHeaderName reports whether k is an HTTP token.
+func validHeaderName(k []byte) bool {
+	if len(k) == 0 {
+		return false
+	}
+	for _, c := range k {
+		if !isTokenChar(c) {
+			return false
+		}
+	}
+	return true
+}
+
+func isTokenChar(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
+		strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0
+}
+
+// validHeaderValue accepts printable ASCII, tabs and spaces; anything else
+// is left to net/http's rules.
+func validHeaderValue(v []byte) bool {
+	for _, c := range v {
+		if (c < ' ' && c != '\t') || c >= 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// validHost accepts a plain host[:port]; anything else is left to net/http.
+func validHost(h string) bool {
+	if h == "" {
+		return false
+	}
+	for i := range len(h) {
+		c := h[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '-' || c == ':' || c == '[' || c == ']') {
+			return false
+		}
+	}
+	return true
+}
+
+// handle runs the handler and writes its answer; it reports whether the
+// connection stays open.
+func (fc *fastConn) handle(ctx context.Context, req *http.Request) bool {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	req = req.WithContext(ctx)
+	w := &fastWriter{header: make(http.Header, 4), out: fc.out[:0], body: fc.wbody[:0]}
+	fc.srv.handler.ServeHTTP(w, req)
+	keep := w.finish()
+	_, err := fc.conn.Write(w.out)
+	// Keep ordinary buffers for the next answer; let big ones go.
+	if cap(w.out) <= 64<<10 && cap(w.body) <= 64<<10 {
+		fc.out, fc.wbody = w.out[:0], w.body[:0]
+	}
+	return err == nil && keep
+}
+
+// fastBody is a request body already read.
+type fastBody struct{ bytes.Reader }
+
+func (*fastBody) Close() error { return nil }
+
+// fastWriter buffers a whole answer and frames it with a Content-Length.
+type fastWriter struct {
+	header      http.Header
+	status      int
+	wroteHeader bool
+	out         []byte
+	body        []byte
+}
+
+func (w *fastWriter) Header() http.Header { return w.header }
+
+func (w *fastWriter) WriteHeader(code int) {
+	if w.wroteHeader || code < 200 {
+		return // informational answers are not sent; the final one is
+	}
+	w.wroteHeader = true
+	w.status = code
+}
+
+func (w *fastWriter) Write(p []byte) (int, error) {
+	if !w.wroteHeader {
+		w.WriteHeader(http.StatusOK)
+	}
+	if !bodyAllowed(w.status) {
+		return 0, http.ErrBodyNotAllowed
+	}
+	w.body = append(w.body, p...)
+	return len(p), nil
+}
+
+// Flush is a no-op: the answer goes out whole when the handler returns.
+func (w *fastWriter) Flush() {}
+
+func bodyAllowed(status int) bool {
+	return status != http.StatusNoContent && status != http.StatusNotModified
+}
+
+// finish writes the head and body to out and reports whether the
+// connection may carry another request.
+func (w *fastWriter) finish() bool {
+	if !w.wroteHeader {
+		w.WriteHeader(http.StatusOK)
+	}
+	out := w.out
+	out = append(out, "HTTP/1.1 "...)
+	out = strconv.AppendInt(out, int64(w.status), 10)
+	out = append(out, ' ')
+	out = append(out, http.StatusText(w.status)...)
+	out = append(out, "\r\n"...)
+	keep := true
+	w.header.Del("Content-Length")
+	w.header.Del("Transfer-Encoding")
+	if len(w.body) > 0 && w.header.Get("Content-Type") == "" {
+		w.header.Set("Content-Type", http.DetectContentType(w.body))
+	}
+	for k, vs := range w.header {
+		if !validHeaderName([]byte(k)) {
+			continue
+		}
+		if k == "Connection" {
+			for _, v := range vs {
+				if bytes.EqualFold([]byte(textproto.TrimString(v)), []byte("close")) {
+					keep = false
+				}
+			}
+		}
+		for _, v := range vs {
+			out = append(out, k...)
+			out = append(out, ": "...)
+			for i := range len(v) {
+				c := v[i]
+				if c == '\r' || c == '\n' {
+					c = ' '
+				}
+				out = append(out, c)
+			}
+			out = append(out, "\r\n"...)
+		}
+	}
+	if _, ok := w.header["Date"]; !ok {
+		out = append(out, "Date: "...)
+		out = time.Now().UTC().AppendFormat(out, http.TimeFormat)
+		out = append(out, "\r\n"...)
+	}
+	if bodyAllowed(w.status) {
+		out = append(out, "Content-Length: "...)
+		out = strconv.AppendInt(out, int64(len(w.body)), 10)
+		out = append(out, "\r\n"...)
+	}
+	out = append(out, "\r\n"...)
+	out = append(out, w.body...)
+	w.out = out
+	return keep
+}
+
+// replayConn is a connection handed to the fallback with the bytes the fast
+// loop already read from it.
+type replayConn struct {
+	net.Conn
+	pending []byte
+}
+
+func (c *replayConn) Read(p []byte) (int, error) {
+	if len(c.pending) > 0 {
+		n := copy(p, c.pending)
+		c.pending = c.pending[n:]
+		return n, nil
+	}
+	return c.Conn.Read(p)
+}
+
+// handoffListener passes handed-off connections to the fallback's Serve.
+type handoffListener struct {
+	addr   net.Addr
+	conns  chan net.Conn
+	done   chan struct{}
+	closed sync.Once
+}
+
+func newHandoffListener(addr net.Addr) *handoffListener {
+	return &handoffListener{addr: addr, conns: make(chan net.Conn), done: make(chan struct{})}
+}
+
+// deliver passes c on, or reports false once the listener is closed.
+func (l *handoffListener) deliver(c net.Conn) bool {
+	select {
+	case l.conns <- c:
+		return true
+	case <-l.done:
+		return false
+	}
+}
+
+func (l *handoffListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *handoffListener) Close() error {
+	l.closed.Do(func() { close(l.done) })
+	return nil
+}
+
+func (l *handoffListener) Addr() net.Addr { return l.addr }
