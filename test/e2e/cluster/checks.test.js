@@ -39,9 +39,15 @@ test('an answer from a dead node or an unknown key is reported', () => {
   assert.ok(stranger.some((p) => p.includes('unknown session key')), stranger.join('\n'));
 });
 
-test('stream answers and failed calls do not count as served', () => {
+test('failed calls and streams that delivered nothing do not count as served', () => {
   const entries = [call(1, A), call(2, B, { method: 'Watch' }), call(3, B, { ok: false }), call(4, A)];
   assert.deepEqual(ownershipProblems(entries, ['doc'], { knownKeys: known }), []);
+});
+
+test('a stream counts as served when its first message arrived', () => {
+  const watch = { ...call(2, B, { method: 'Watch' }), firstMessageAt: 3 };
+  const problems = ownershipProblems([call(1, A), watch, call(4, A)], ['doc'], { knownKeys: known });
+  assert.ok(problems.some((p) => p.includes('served the document again')), problems.join('\n'));
 });
 
 test('recovery time is from the kill to the first success after a failure', () => {

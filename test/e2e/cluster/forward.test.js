@@ -305,6 +305,21 @@ async function forwardScenario(t, storeKind, ferret) {
       await waitPresences(docsOf(key), expected, { what: `last presences on ${key}`, timeoutMs: LIVENESS_MS });
     }
 
+    // Every client ends with one open Watch stream per document that has
+    // delivered its initialization; the clients of the dead node's documents
+    // opened theirs after the SIGKILL.
+    for (const e of editors) {
+      const key = e.doc.getKey();
+      const watches = wireLog
+        .since(wireMark)
+        .filter((w) => w.method === 'Watch' && w.key === key && w.clientId === e.client.getID());
+      const open = watches.filter((w) => w.firstMessageAt && !w.endedAt);
+      assert.equal(open.length, 1, `${e.label} on ${key}: open Watch streams ${JSON.stringify(watches)}`);
+      if (affected.includes(key)) {
+        assert.ok(open[0].firstMessageAt > killAt, `${e.label} on ${key}: its Watch stream predates the SIGKILL`);
+      }
+    }
+
     // The stored log, read by a fresh client from server_seq 0, is gapless.
     for (const key of keys) {
       const log = await readChangeLog(lb.addr, key);

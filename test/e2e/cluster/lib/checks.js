@@ -5,14 +5,22 @@
 // is gapless, read by a fresh client from server_seq 0.
 
 // Streams answer 200 with their headers before the owner is reached (a failed
-// relay ends the stream with an error frame), so only unary answers say who
-// served a call.
+// relay ends the stream with an error frame), so a stream counts as served
+// only once its first message arrived (wire-log's firstMessageAt), at that time.
 const STREAM_METHODS = new Set(['Watch', 'WatchDocument']);
 
-/** Successful unary calls for document `key`, in the order their answers arrived. */
+/**
+ * Calls for document `key` that an owner answered: successful unary calls
+ * and streams that delivered a message, in the order the answers arrived.
+ */
 function servedCalls(entries, key) {
   return entries
-    .filter((e) => e.document && !STREAM_METHODS.has(e.method) && e.key === key && e.ok && e.sessionKey)
+    .filter((e) => e.document && e.key === key && e.ok && e.sessionKey)
+    .map((e) => {
+      if (!STREAM_METHODS.has(e.method)) return e;
+      return e.firstMessageAt ? { ...e, at: e.firstMessageAt } : null;
+    })
+    .filter(Boolean)
     .sort((a, b) => a.at - b.at);
 }
 

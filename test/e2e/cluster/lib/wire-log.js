@@ -17,6 +17,9 @@ const DOCUMENT_METHODS = new Set([
   'RemoveDocument',
 ]);
 
+/** Server streams: their 200 comes before the owner answers anything. */
+const STREAM_METHODS = new Set(['Watch', 'WatchDocument']);
+
 const entries = [];
 let installed = false;
 
@@ -35,6 +38,60 @@ function bodyText(body) {
   if (typeof body === 'string') return body;
   if (body instanceof Uint8Array) return Buffer.from(body).toString('utf8');
   return '';
+}
+
+/**
+ * Passes a Connect stream through unchanged while noting on `entry` when its
+ * first message arrived (`firstMessageAt`), how many followed (`messages`),
+ * and how it ended (`endedAt`, `endError`: the Connect error code of its
+ * end-of-stream frame, or 'transport' when the connection failed).
+ */
+function observeStream(res, entry) {
+  let pending = Buffer.alloc(0);
+  entry.messages = 0;
+  const inspect = (chunk) => {
+    pending = pending.length ? Buffer.concat([pending, Buffer.from(chunk)]) : Buffer.from(chunk);
+    while (pending.length >= 5) {
+      const size = pending.readUInt32BE(1);
+      if (pending.length < 5 + size) break;
+      const flags = pending[0];
+      const payload = pending.subarray(5, 5 + size);
+      pending = pending.subarray(5 + size);
+      if (flags & 0x02) {
+        entry.endedAt = Date.now();
+        try {
+          const end = JSON.parse(payload.toString('utf8') || '{}');
+          entry.endError = end.error ? end.error.code || 'unknown' : null;
+        } catch {
+          entry.endError = 'unparsable end-of-stream';
+        }
+      } else {
+        entry.messages += 1;
+        if (!entry.firstMessageAt) entry.firstMessageAt = Date.now();
+      }
+    }
+  };
+  const observer = new TransformStream({
+    transform(chunk, controller) {
+      try {
+        inspect(chunk);
+      } catch {
+        // a frame we cannot read is still passed on
+      }
+      controller.enqueue(chunk);
+    },
+    flush() {
+      if (!entry.endedAt) entry.endedAt = Date.now();
+    },
+  });
+  res.body.pipeTo(observer.writable).catch(() => {
+    // The connection failed, or the SDK cancelled the stream.
+    if (!entry.endedAt) {
+      entry.endedAt = Date.now();
+      entry.endError = 'transport';
+    }
+  });
+  return new Response(observer.readable, { status: res.status, statusText: res.statusText, headers: res.headers });
 }
 
 /**
@@ -79,6 +136,7 @@ function install() {
     entry.sessionKey = res.headers.get('x-session-key') || undefined;
     entry.lbServer = res.headers.get('x-lb-server') || undefined;
     entry.lbGeneration = Number(res.headers.get('x-lb-generation') || 0) || undefined;
+    if (STREAM_METHODS.has(method) && res.status === 200 && res.body) return observeStream(res, entry);
     return res;
   };
   return module.exports;
@@ -99,4 +157,4 @@ function clear() {
   entries.length = 0;
 }
 
-module.exports = { install, mark, since, clear, entries, DOCUMENT_METHODS };
+module.exports = { install, mark, since, clear, entries, DOCUMENT_METHODS, STREAM_METHODS };
