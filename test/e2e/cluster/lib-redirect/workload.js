@@ -46,10 +46,30 @@ class DocGroup {
     return this.editors.map((e) => e.doc);
   }
 
-  /** Attaches `clients` to the document (the first creates the list). */
-  async attach(session, clients) {
+  /**
+   * Attaches `clients` to the document (the first creates the list). With
+   * `retryUnavailable`, an attach refused with code unavailable is tried
+   * again with a new Document, as an application must: the SDK retries its
+   * sync loop by itself, but not attach(). Refusals are counted in
+   * `this.attachRefusals`.
+   */
+  async attach(session, clients, { retryUnavailable = false } = {}) {
+    this.attachRefusals = this.attachRefusals || [];
     for (const client of clients) {
-      const doc = await session.attach(client, this.key, { initialPresence: { n: 0 } });
+      let doc;
+      await waitFor(
+        async () => {
+          try {
+            doc = await session.attach(client, this.key, { initialPresence: { n: 0 } });
+            return true;
+          } catch (err) {
+            if (!retryUnavailable || !/\[unavailable\]/.test(String(err && err.message))) throw err;
+            this.attachRefusals.push(String(err.message).slice(0, 300));
+            return false;
+          }
+        },
+        { what: `attach of ${this.key} by client ${client.e2eIndex}`, intervalMs: 1000 },
+      );
       if (!this.editors.length) {
         doc.update((root) => {
           if (!root.log) root.log = [];
