@@ -427,62 +427,71 @@ func unaryContentTypes() map[string]bool {
 // Anything else (ok false) goes to the fallback, which answers it as
 // net/http does, errors included.
 func (fc *fastConn) parse(hdr []byte) (*http.Request, int, bool) {
-	line, rest, _ := bytes.Cut(hdr, []byte("\r\n"))
-	method, line, ok1 := bytes.Cut(line, []byte(" "))
-	uri, proto, ok2 := bytes.Cut(line, []byte(" "))
-	if !ok1 || !ok2 || string(method) != http.MethodPost || string(proto) != "HTTP/1.1" || !fc.srv.paths[string(uri)] {
+	// One string holds the whole head; names and values are slices of it.
+	hs := string(hdr)
+	line, rest, _ := strings.Cut(hs, "\r\n")
+	method, line, ok1 := strings.Cut(line, " ")
+	uri, proto, ok2 := strings.Cut(line, " ")
+	if !ok1 || !ok2 || method != http.MethodPost || proto != "HTTP/1.1" || !fc.srv.paths[uri] {
 		return nil, 0, false
 	}
-	h := make(http.Header, 8)
+	lines := strings.Count(rest, "\r\n")
+	h := make(http.Header, lines)
+	values := make([]string, 0, lines)
 	var host string
 	hosts, lengths := 0, 0
 	bodyLen := -1
 	contentType := false
 	for len(rest) > 2 {
-		var kv []byte
-		kv, rest, _ = bytes.Cut(rest, []byte("\r\n"))
-		k, v, ok := bytes.Cut(kv, []byte(":"))
+		var kv string
+		kv, rest, _ = strings.Cut(rest, "\r\n")
+		k, v, ok := strings.Cut(kv, ":")
 		if !ok || !validHeaderName(k) {
 			return nil, 0, false
 		}
-		v = bytes.Trim(v, " \t")
+		v = strings.Trim(v, " \t")
 		if !validHeaderValue(v) {
 			return nil, 0, false
 		}
-		key, known := fc.srv.headerNames[string(k)]
+		key, known := fc.srv.headerNames[k]
 		if !known {
-			key = textproto.CanonicalMIMEHeaderKey(string(k))
+			key = textproto.CanonicalMIMEHeaderKey(k)
 		}
 		switch key {
 		case "Host":
 			hosts++
-			host = string(v)
+			host = v
 			continue
 		case "Content-Length":
 			lengths++
-			n, err := strconv.ParseUint(string(v), 10, 31)
+			n, err := strconv.ParseUint(v, 10, 31)
 			if err != nil || len(v) == 0 || v[0] == '+' {
 				return nil, 0, false
 			}
 			bodyLen = int(n)
 		case "Connection":
-			if !bytes.EqualFold(v, []byte("keep-alive")) {
+			if !strings.EqualFold(v, "keep-alive") {
 				return nil, 0, false
 			}
 		case "Content-Type":
-			contentType = fc.srv.contentTypes[string(v)]
+			contentType = fc.srv.contentTypes[v]
 			if !contentType {
 				return nil, 0, false
 			}
 		case "Transfer-Encoding", "Expect", "Upgrade", "Trailer", "Te", "Pragma", "Http2-Settings":
 			return nil, 0, false
 		}
-		h[key] = append(h[key], string(v))
+		if prev, ok := h[key]; ok {
+			h[key] = append(prev, v)
+			continue
+		}
+		values = append(values, v)
+		h[key] = values[len(values)-1 : len(values) : len(values)]
 	}
 	if hosts != 1 || !validHost(host) || lengths != 1 || bodyLen < 0 || bodyLen > fc.srv.maxBody || !contentType {
 		return nil, 0, false
 	}
-	path := string(uri)
+	path := uri
 	req := &http.Request{
 		Method:        http.MethodPost,
 		URL:           &url.URL{Path: path},
@@ -499,12 +508,12 @@ func (fc *fastConn) parse(hdr []byte) (*http.Request, int, bool) {
 }
 
 // validHeaderName reports whether k is an HTTP token.
-func validHeaderName(k []byte) bool {
+func validHeaderName(k string) bool {
 	if len(k) == 0 {
 		return false
 	}
-	for _, c := range k {
-		if !isTokenChar(c) {
+	for i := range len(k) {
+		if !isTokenChar(k[i]) {
 			return false
 		}
 	}
@@ -518,8 +527,9 @@ func isTokenChar(c byte) bool {
 
 // validHeaderValue accepts printable ASCII, tabs and spaces; anything else
 // is left to net/http's rules.
-func validHeaderValue(v []byte) bool {
-	for _, c := range v {
+func validHeaderValue(v string) bool {
+	for i := range len(v) {
+		c := v[i]
 		if (c < ' ' && c != '\t') || c >= 0x7f {
 			return false
 		}
@@ -619,7 +629,7 @@ func (w *fastWriter) finish() bool {
 		w.header.Set("Content-Type", http.DetectContentType(w.body))
 	}
 	for k, vs := range w.header {
-		if !validHeaderName([]byte(k)) {
+		if !validHeaderName(k) {
 			continue
 		}
 		if k == "Connection" {
