@@ -44,6 +44,12 @@ func limitBody(next http.Handler, maxBytes int) http.Handler {
 			tooLarge(w, r, fmt.Sprint(r.ContentLength))
 			return
 		}
+		if _, whole := r.Body.(*fastBody); whole {
+			// The fast loop read the body already, within its limit and the
+			// read timeout.
+			next.ServeHTTP(w, r)
+			return
+		}
 		rc := http.NewResponseController(w)
 		_ = rc.SetReadDeadline(time.Now().Add(bodyReadTimeout))
 		body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
