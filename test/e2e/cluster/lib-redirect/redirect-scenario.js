@@ -214,7 +214,10 @@ async function runRedirectScenario({ store, log = console.log }) {
     report.wrongNodeAfterKill = keys.stats.wrongNode - beforeKill.wrongNode;
     report.keyChanges = keys.stats.changed;
     report.keysForgotten = keys.stats.forgotten;
-    report.gatewayErrorsAfterKill = wire.calls.slice(beforeKill.calls).filter((c) => c.status >= 502 && c.status <= 504).length;
+    // Answers haproxy made itself (no node behind them), and calls that failed
+    // below HTTP, from the kill on.
+    report.proxyErrorsAfterKill = wire.calls.slice(beforeKill.calls).filter((c) => c.status >= 500 && !c.servedBy).length;
+    report.networkErrorsAfterKill = wire.calls.slice(beforeKill.calls).filter((c) => c.error).length;
     report.redirectsByNode = await nodes.metric('yorkie_affinity_redirects_total');
     report.victim = victim.hostPort;
     report.affectedDocs = affected.length;
