@@ -128,7 +128,7 @@ func runChangedLatency(ctx context.Context, c common, cfg changedConfig, logger 
 		}
 	}
 	n := perDoc * cfg.docs
-	client, closeIdle := newClient(c.addr, tr)
+	client, closeIdle := newClient(c.addr, tr, c.gzip)
 	defer closeIdle()
 	logger.Info("activating and attaching clients", "clients", n, "docs", cfg.docs)
 	// Session i watches document i / perDoc; the first pushers of each
@@ -268,7 +268,7 @@ func pushAtRate(ctx context.Context, s *session, self int, doc *docPushes, n int
 		doc.mu.Lock()
 		doc.pushes = append(doc.pushes, p)
 		doc.mu.Unlock()
-		if err := s.pushChange(ctx); err != nil {
+		if _, err := s.pushChange(ctx); err != nil {
 			return lats, err
 		}
 		now := time.Now()

@@ -43,8 +43,10 @@ func parseTransport(s string) (transport, error) {
 }
 
 // newClient returns a YorkieService client for addr over tr, and a function
-// that drops its idle connections.
-func newClient(addr string, tr transport) (v1connect.YorkieServiceClient, func()) {
+// that drops its idle connections. Unless gzip is set it asks for
+// uncompressed answers, as the JS SDK gets them; otherwise a JSON answer
+// large enough is gzipped by the server, which then dominates its CPU.
+func newClient(addr string, tr transport, gzip bool) (v1connect.YorkieServiceClient, func()) {
 	var protocols http.Protocols
 	var opts []connect.ClientOption
 	ht := &http.Transport{
@@ -53,6 +55,10 @@ func newClient(addr string, tr transport) (v1connect.YorkieServiceClient, func()
 		MaxIdleConns:        1024,
 		MaxIdleConnsPerHost: 1024,
 		IdleConnTimeout:     30 * time.Second,
+		DisableCompression:  !gzip,
+	}
+	if !gzip {
+		opts = append(opts, connect.WithAcceptCompression("gzip", nil, nil))
 	}
 	switch tr {
 	case grpcH2C:
@@ -145,9 +151,10 @@ func (s *session) pack(ch *api.Change) *api.ChangePack {
 	return p
 }
 
-// absorb takes in the checkpoint and pulled changes of a response. Every
-// call waits for its answer, so the one change sent is always acknowledged.
-func (s *session) absorb(p *api.ChangePack) {
+// absorb takes in the checkpoint and pulled changes of a response and
+// returns how many changes were pulled. Every call waits for its answer, so
+// the one change sent is always acknowledged.
+func (s *session) absorb(p *api.ChangePack) int {
 	if cp := p.GetCheckpoint(); cp.GetServerSeq() > s.serverSeq {
 		s.serverSeq = cp.GetServerSeq()
 	}
@@ -156,6 +163,7 @@ func (s *session) absorb(p *api.ChangePack) {
 			s.lamport = l
 		}
 	}
+	return len(p.GetChanges())
 }
 
 // attach attaches docKey with the SDK's initial presence change.
@@ -176,18 +184,18 @@ func (s *session) attach(ctx context.Context, docKey string) error {
 	return nil
 }
 
-// pushChange pushes one Set change and pulls what others stored.
-func (s *session) pushChange(ctx context.Context) error {
+// pushChange pushes one Set change and pulls what others stored, returning
+// the number of changes pulled.
+func (s *session) pushChange(ctx context.Context) (int, error) {
 	resp, err := s.c.PushPullChanges(ctx, connect.NewRequest(&api.PushPullChangesRequest{
 		ClientId:   s.id,
 		DocumentId: s.docID,
 		ChangePack: s.pack(s.newChange(false)),
 	}))
 	if err != nil {
-		return fmt.Errorf("pushpull %s on %s: %w", s.id, s.docKey, err)
+		return 0, fmt.Errorf("pushpull %s on %s: %w", s.id, s.docKey, err)
 	}
-	s.absorb(resp.Msg.GetChangePack())
-	return nil
+	return s.absorb(resp.Msg.GetChangePack()), nil
 }
 
 // watch opens the session's Watch stream and waits for its first message,
@@ -353,4 +361,13 @@ func raiseFileLimit(need uint64) (uint64, error) {
 		return lim.Cur, fmt.Errorf("file descriptor limit %d is below the %d this run needs (raise the hard limit: ulimit -Hn)", lim.Cur, need)
 	}
 	return lim.Cur, nil
+}
+
+// cpuTime returns the CPU time this process has used, user and system.
+func cpuTime() (time.Duration, error) {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0, fmt.Errorf("getrusage: %w", err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), nil
 }

@@ -45,6 +45,7 @@ type common struct {
 	timeout     time.Duration
 	concurrency int
 	verbose     bool
+	gzip        bool
 }
 
 func (c *common) register(fs *flag.FlagSet) {
@@ -56,6 +57,7 @@ func (c *common) register(fs *flag.FlagSet) {
 	fs.DurationVar(&c.timeout, "timeout", 5*time.Minute, "upper bound on the whole run")
 	fs.IntVar(&c.concurrency, "c", 64, "calls in flight while setting up clients and streams")
 	fs.BoolVar(&c.verbose, "v", false, "log progress at debug level")
+	fs.BoolVar(&c.gzip, "gzip", false, "accept gzipped answers (the JS SDK's answers are not compressed)")
 }
 
 // check validates the shared flags.

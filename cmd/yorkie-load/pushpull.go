@@ -29,9 +29,16 @@ type pushPullResult struct {
 	Latency   summary `json:"latency"`
 	// ServerCPUSeconds is the server's process_cpu_seconds_total growth over
 	// the loop, so the load generator's own CPU is left out.
+	// PulledPerOp is the mean number of other clients' changes each answer
+	// carried: with C clients on a document about C-1, so the work of one
+	// PushPull grows with the clients sharing its document.
+	PulledPerOp      float64 `json:"pulled_changes_per_op"`
 	ServerCPUSeconds float64 `json:"server_cpu_seconds"`
 	ServerCPUPerOp   float64 `json:"server_cpu_us_per_op"`
 	ServerCores      float64 `json:"server_cores_busy"`
+	// ClientCores is this load generator's CPU over the loop: near the
+	// machine's free cores, the clients rather than the server set the pace.
+	ClientCores float64 `json:"client_cores_busy"`
 }
 
 func pushPullFlags(fs *flag.FlagSet) func(context.Context, common, *slog.Logger) (result, error) {
@@ -53,7 +60,7 @@ func runPushPull(ctx context.Context, c common, cfg pushPullConfig, logger *slog
 	if err != nil {
 		return nil, err
 	}
-	client, closeIdle := newClient(c.addr, tr)
+	client, closeIdle := newClient(c.addr, tr, c.gzip)
 	defer closeIdle()
 	logger.Info("activating and attaching clients", "clients", cfg.clients, "docs", cfg.docs)
 	sessions, err := setup(ctx, client, runID(), cfg.clients, c.concurrency, func(i int) int { return i % cfg.docs })
@@ -70,20 +77,28 @@ func runPushPull(ctx context.Context, c common, cfg pushPullConfig, logger *slog
 	var (
 		mu       sync.Mutex
 		lats     []time.Duration
+		pulled   int
 		firstErr error
 		wg       sync.WaitGroup
 	)
+	clientCPU, err := cpuTime()
+	if err != nil {
+		return nil, fmt.Errorf("pushpull: %w", err)
+	}
 	began := time.Now()
 	for _, s := range sessions {
 		wg.Go(func() {
 			var mine []time.Duration
+			var got int
 			var err error
 			for cfg.ops == 0 || len(mine) < cfg.ops {
 				t := time.Now()
-				if err = s.pushChange(loopCtx); err != nil {
+				var n int
+				if n, err = s.pushChange(loopCtx); err != nil {
 					break
 				}
 				mine = append(mine, time.Since(t))
+				got += n
 			}
 			// The loop's own deadline ending a call is how it stops.
 			if loopCtx.Err() != nil && ctx.Err() == nil {
@@ -92,6 +107,7 @@ func runPushPull(ctx context.Context, c common, cfg pushPullConfig, logger *slog
 			mu.Lock()
 			defer mu.Unlock()
 			lats = append(lats, mine...)
+			pulled += got
 			if err != nil && firstErr == nil {
 				firstErr = err
 			}
@@ -99,6 +115,10 @@ func runPushPull(ctx context.Context, c common, cfg pushPullConfig, logger *slog
 	}
 	wg.Wait()
 	elapsed := time.Since(began).Seconds()
+	clientCPUEnd, err := cpuTime()
+	if err != nil {
+		return nil, fmt.Errorf("pushpull: %w", err)
+	}
 	if firstErr != nil {
 		return nil, fmt.Errorf("pushpull: %w", firstErr)
 	}
@@ -113,7 +133,9 @@ func runPushPull(ctx context.Context, c common, cfg pushPullConfig, logger *slog
 	res.OpsPerSec = float64(res.Ops) / elapsed
 	res.ServerCPUSeconds = after["process_cpu_seconds_total"] - before["process_cpu_seconds_total"]
 	res.ServerCores = res.ServerCPUSeconds / elapsed
+	res.ClientCores = (clientCPUEnd - clientCPU).Seconds() / elapsed
 	if res.Ops > 0 {
+		res.PulledPerOp = float64(pulled) / float64(res.Ops)
 		res.ServerCPUPerOp = res.ServerCPUSeconds / float64(res.Ops) * 1e6
 	}
 	return res, nil
@@ -126,7 +148,9 @@ func (r *pushPullResult) rows() [][2]string {
 		{"ops", fmt.Sprintf("%d in %.1fs", r.Ops, r.Seconds)},
 		{"throughput", fmt.Sprintf("%.0f ops/s", r.OpsPerSec)},
 		{"latency", r.Latency.String()},
+		{"changes pulled per op", fmt.Sprintf("%.1f", r.PulledPerOp)},
 		{"server CPU", fmt.Sprintf("%.2fs (%.2f cores busy)", r.ServerCPUSeconds, r.ServerCores)},
 		{"server CPU per op", fmt.Sprintf("%.0f µs", r.ServerCPUPerOp)},
+		{"load generator CPU", fmt.Sprintf("%.2f cores busy", r.ClientCores)},
 	}
 }

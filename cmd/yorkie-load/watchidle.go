@@ -81,7 +81,7 @@ func runWatchIdle(ctx context.Context, c common, cfg watchIdleConfig, logger *sl
 	if err != nil {
 		return nil, fmt.Errorf("watch-idle: baseline: %w", err)
 	}
-	client, closeIdle := newClient(c.addr, tr)
+	client, closeIdle := newClient(c.addr, tr, c.gzip)
 	defer closeIdle()
 	logger.Info("activating and attaching clients", "clients", cfg.streams, "docs", cfg.docs)
 	sessions, err := setup(ctx, client, runID(), cfg.streams, c.concurrency, func(i int) int { return i % cfg.docs })
