@@ -371,6 +371,10 @@ async function forwardScenario(t, storeKind, ferret) {
     console.log(line);
     t.diagnostic(line);
     t.diagnostic(
+      `${storeKind}: per client (first error / synced, ms after the SIGKILL, failed calls): ` +
+        rec.map((r) => `${r.label} ${r.firstFailureMs}/${r.syncedMs} x${r.failures}`).join(', '),
+    );
+    t.diagnostic(
       `${storeKind}: owners ${keys.map((k) => `${k.split('-').slice(0, 3).join('-')}: ${ownerTimeline(entries, k).map((s) => nodeName(s.sessionKey)).join('->')}`).join('; ')}`,
     );
   } catch (err) {

@@ -13,7 +13,16 @@
 const { execFileSync } = require('node:child_process');
 const fs = require('node:fs');
 const path = require('node:path');
-const { binaries, missingBinary, spawnLogged, waitReady, makeTempDir, removeDir, freePort } = require('./processes');
+const {
+  binaries,
+  missingBinary,
+  spawnLogged,
+  waitReady,
+  retryOnEarlyExit,
+  makeTempDir,
+  removeDir,
+  freePort,
+} = require('./processes');
 const { waitFor } = require('../../lib/wait');
 
 /**
@@ -150,14 +159,16 @@ class Balancer {
  */
 async function startBalancer({ servers, bin = binaries().haproxy, ...configOptions }) {
   if (!bin) throw missingBinary('haproxy', 'install haproxy or set HAPROXY_BIN');
-  const lb = new Balancer({ bin, port: await freePort(), dir: makeTempDir('haproxy'), configOptions });
-  try {
-    await lb.start(servers);
-  } catch (err) {
-    removeDir(lb.dir);
-    throw err;
-  }
-  return lb;
+  return retryOnEarlyExit(async () => {
+    const lb = new Balancer({ bin, port: await freePort(), dir: makeTempDir('haproxy'), configOptions });
+    try {
+      await lb.start(servers);
+    } catch (err) {
+      removeDir(lb.dir);
+      throw err;
+    }
+    return lb;
+  });
 }
 
 /**

@@ -198,7 +198,11 @@ async function waitReady(proc, ready, { timeoutMs = 20000, what }) {
     await waitFor(
       async () => {
         if (proc.spawnError) throw proc.spawnError;
-        if (proc.exitInfo) throw new Error(`${proc.name} exited before it was ready: ${JSON.stringify(proc.exitInfo)}`);
+        if (proc.exitInfo) {
+          const err = new Error(`${proc.name} exited before it was ready: ${JSON.stringify(proc.exitInfo)}`);
+          err.code = 'EXITED_BEFORE_READY';
+          throw err;
+        }
         return ready();
       },
       { timeoutMs, intervalMs: 50, what },
@@ -211,11 +215,26 @@ async function waitReady(proc, ready, { timeoutMs = 20000, what }) {
 }
 
 /**
+ * Runs `start()` again (up to `attempts` times) when the process it starts
+ * exits before it is ready, as it does when a free port was taken by someone
+ * else between choosing it and binding it.
+ */
+async function retryOnEarlyExit(start, attempts = 3) {
+  for (let i = 1; ; i++) {
+    try {
+      return await start();
+    } catch (err) {
+      if (err.code !== 'EXITED_BEFORE_READY' || i >= attempts) throw err;
+    }
+  }
+}
+
+/**
  * A single-member etcd on free loopback ports with a new data directory.
  * Resolves with { endpoint, process, stop() } once a client port answers
  * /health with health true.
  */
-async function startEtcd({ bin = binaries().etcd, readyTimeoutMs = 20000 } = {}) {
+async function startEtcdOnce({ bin = binaries().etcd, readyTimeoutMs = 20000 } = {}) {
   if (!bin) throw missingBinary('etcd', 'install etcd-server or set ETCD_BIN');
   const dir = makeTempDir('etcd');
   const clientPort = await freePort();
@@ -271,7 +290,7 @@ async function startEtcd({ bin = binaries().etcd, readyTimeoutMs = 20000 } = {})
  * persistence. Resolves with { addr: 'host:port', process, stop() } once it
  * accepts connections.
  */
-async function startRedis({ bin = binaries().redis, readyTimeoutMs = 15000, extraArgs = [] } = {}) {
+async function startRedisOnce({ bin = binaries().redis, readyTimeoutMs = 15000, extraArgs = [] } = {}) {
   if (!bin) throw missingBinary('redis-server', 'install redis-server or set REDIS_SERVER_BIN');
   const dir = makeTempDir('redis');
   const port = await freePort();
@@ -312,7 +331,7 @@ async function startRedis({ bin = binaries().redis, readyTimeoutMs = 15000, extr
  * The MongoDB-wire test server (bin/ferretdb, SQLite) on a free port with a
  * new state directory. Resolves with { uri, process, stop() }.
  */
-async function startFerretDB({ bin = binaries().ferretdb, readyTimeoutMs = 20000 } = {}) {
+async function startFerretDBOnce({ bin = binaries().ferretdb, readyTimeoutMs = 20000 } = {}) {
   if (!bin) {
     throw missingBinary('bin/ferretdb', 'cd test/ferretdb && go build -o ../../bin/ferretdb . , or set FERRETDB_BIN');
   }
@@ -342,6 +361,10 @@ async function startFerretDB({ bin = binaries().ferretdb, readyTimeoutMs = 20000
   };
 }
 
+const startEtcd = (opts) => retryOnEarlyExit(() => startEtcdOnce(opts));
+const startRedis = (opts) => retryOnEarlyExit(() => startRedisOnce(opts));
+const startFerretDB = (opts) => retryOnEarlyExit(() => startFerretDBOnce(opts));
+
 /**
  * Starts the session store a cluster uses: 'etcd' or 'redis' (or 'memory',
  * which needs no server). Resolves with { kind, args, stop() } where `args`
@@ -369,6 +392,7 @@ module.exports = {
   ManagedProcess,
   spawnLogged,
   waitReady,
+  retryOnEarlyExit,
   tcpOpen,
   findBinary,
   binaries,

@@ -5,7 +5,16 @@
 
 const crypto = require('node:crypto');
 const path = require('node:path');
-const { binaries, missingBinary, spawnLogged, waitReady, makeTempDir, removeDir, freePort } = require('./processes');
+const {
+  binaries,
+  missingBinary,
+  spawnLogged,
+  waitReady,
+  retryOnEarlyExit,
+  makeTempDir,
+  removeDir,
+  freePort,
+} = require('./processes');
 
 /** The session key of an advertised host:port: padded standard base64. */
 function sessionKeyOf(hostPort) {
@@ -122,6 +131,7 @@ class YorkieCluster {
     this.keepLogs = Boolean(logDir || process.env.YORKIE_E2E_LOG_DIR);
     this.logDir = logDir || process.env.YORKIE_E2E_LOG_DIR || makeTempDir('yorkie');
     this.nodes = [];
+    this.retired = [];
     this.nextId = 1;
   }
 
@@ -150,9 +160,17 @@ class YorkieCluster {
    * place) and resolves once its /healthz answers 200. `extraArgs` are added
    * after the cluster's own.
    */
-  async addNode({ extraArgs = [], rpcPort, profilingPort, readyTimeoutMs = 20000 } = {}) {
+  async addNode(opts = {}) {
     if (!this.bin) throw missingBinary('bin/yorkie', 'go build -o bin/yorkie ./cmd/yorkie, or set YORKIE_BIN');
     const id = this.nextId++;
+    // Fixed ports (a restart in place) are not retried: they will not free up.
+    const attempts = opts.rpcPort || opts.profilingPort ? 1 : 3;
+    const node = await retryOnEarlyExit(() => this.startNode(id, opts), attempts);
+    this.nodes.push(node);
+    return node;
+  }
+
+  async startNode(id, { extraArgs = [], rpcPort, profilingPort, readyTimeoutMs = 20000 }) {
     rpcPort = rpcPort || (await freePort());
     profilingPort = profilingPort || (await freePort());
     while (profilingPort === rpcPort) profilingPort = await freePort();
@@ -168,8 +186,25 @@ class YorkieCluster {
       timeoutMs: readyTimeoutMs,
       what: `GET ${node.rpcAddr}/healthz of ${name} to answer 200`,
     });
-    this.nodes.push(node);
     return node;
+  }
+
+  /**
+   * Starts `node` again on the same ports with the same name (SIGKILL first
+   * if it still runs). The new YorkieNode takes its place in `nodes`; the old
+   * one is kept in `retired`.
+   */
+  async restart(node, { extraArgs = [], readyTimeoutMs } = {}) {
+    if (node.alive) await this.kill(node);
+    const fresh = await this.startNode(node.id, {
+      rpcPort: node.rpcPort,
+      profilingPort: node.profilingPort,
+      extraArgs,
+      readyTimeoutMs,
+    });
+    this.nodes[this.nodes.indexOf(node)] = fresh;
+    this.retired.push(node);
+    return fresh;
   }
 
   /** Nodes whose process still runs. */
