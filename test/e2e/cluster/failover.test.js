@@ -211,7 +211,7 @@ test(
         convergedAfterFailoverMs: convergedMs,
         quietAfterFailoverMs: quietFrom.at - tF,
         entries: [...groups, ...fresh].reduce((s, g) => s + g.written().length, 0),
-        attachRefusedAfterFailover: fresh.flatMap((g) => g.attachRefusals),
+        attachRefusedAfterFailover: fresh.flatMap((g) => g.attachRefusals).map((r) => ({ afterFailoverMs: r.at - tF, message: r.message })),
         perNode: Object.fromEntries(
           nodes.nodes.map((n) => [
             n.rpcPort,

@@ -165,6 +165,24 @@ test('a Watch stream that ends with ErrWrongNode in its end-of-stream frame upda
   assert.equal(f.stats.wrongNode, 1);
 });
 
+test('a gRPC-web stream ending with ErrWrongNode in its trailer frame updates the key', async () => {
+  // google.rpc.Status { code: 14, details: [ErrorInfo{ reason: ErrWrongNode }] }, only as bytes.
+  const status = Buffer.concat([Buffer.from([0x08, 0x0e, 0x1a, 0x0e]), Buffer.from('..ErrWrongNode')]).toString('base64').replace(/=+$/, '');
+  const trailer = Buffer.from(`grpc-status: 14\r\nx-session-key: ${KEY_B}\r\ngrpc-status-details-bin: ${status}\r\n`);
+  const head = Buffer.alloc(5);
+  head[0] = 0x80;
+  head.writeUInt32BE(trailer.length, 1);
+  const base = fakeFetch(() =>
+    new Response(new Uint8Array(Buffer.concat([head, trailer])), { status: 200, headers: { 'content-type': 'application/grpc-web+proto' } }),
+  );
+  const f = createSessionKeyFetch(base);
+  f.sessionKeys.set(`${BASE} k/doc`, KEY_A);
+  await (await call(f, 'Watch', 'k/doc')).arrayBuffer();
+  await (await call(f, 'Watch', 'k/doc')).arrayBuffer();
+  assert.deepEqual(base.calls.map((c) => c.sessionKey), [KEY_A, KEY_B]);
+  assert.equal(f.stats.wrongNode, 2);
+});
+
 test('a gateway error without a key drops the stale key so the next call is placed afresh', async () => {
   let status = 503;
   const base = fakeFetch(() => new Response('<html>no server is available</html>', { status, headers: { 'content-type': 'text/html' } }));

@@ -64,7 +64,7 @@ class DocGroup {
             return true;
           } catch (err) {
             if (!retryUnavailable || !/\[unavailable\]/.test(String(err && err.message))) throw err;
-            this.attachRefusals.push(String(err.message).slice(0, 300));
+            this.attachRefusals.push({ at: Date.now(), message: String(err.message).slice(0, 300) });
             return false;
           }
         },
