@@ -3,6 +3,7 @@ package redis
 import (
 	"cmp"
 	"context"
+	"crypto/rand"
 	"fmt"
 	"slices"
 	"sync"
@@ -154,11 +155,31 @@ func (s *Store) subscribe(ctx context.Context, subscribed, message func()) error
 	ps := radix.PubSubConfig{}.New(conn)
 	defer ps.Close()
 	subCtx, cancel := context.WithTimeout(ctx, s.cfg.CommandTimeout)
-	err = ps.Subscribe(subCtx, s.channel)
-	cancel()
-	if err != nil {
+	defer cancel()
+	// radix returns from Subscribe before Redis has processed it, and a
+	// message published in between is lost (a join nobody re-reads until the
+	// next interval). A probe channel of our own, subscribed by the same
+	// command, tells when the subscription is in place: PUBLISH to it
+	// reports a receiver only then.
+	probe := s.channel + ":probe:" + rand.Text()
+	if err := ps.Subscribe(subCtx, s.channel, probe); err != nil {
 		return fmt.Errorf("subscribe: %w", err)
 	}
+	for {
+		var receivers int
+		if err := s.do(subCtx, radix.Cmd(&receivers, "PUBLISH", probe, "")); err != nil {
+			return fmt.Errorf("confirm subscription: %w", err)
+		}
+		if receivers > 0 {
+			break
+		}
+		select {
+		case <-subCtx.Done():
+			return fmt.Errorf("confirm subscription: %w", subCtx.Err())
+		case <-time.After(2 * time.Millisecond):
+		}
+	}
+	cancel()
 	subscribed()
 	for {
 		if _, err := ps.Next(ctx); err != nil {
