@@ -7,7 +7,7 @@ const { spawn, execFileSync } = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { freePort } = require('./server');
+const { freePort, trackChild } = require('./server');
 const { waitFor } = require('./wait');
 
 function haproxyBinary() {
@@ -103,6 +103,7 @@ async function startHAProxy({ servers, bin = haproxyBinary(), extraBackendLines,
   const fd = fs.openSync(logFile, 'a');
   const child = spawn(bin, ['-db', '-f', configFile], { stdio: ['ignore', fd, fd] });
   fs.closeSync(fd);
+  trackChild(child);
   const proxy = new HAProxyProcess({ child, port, configFile, logFile });
   try {
     await waitFor(

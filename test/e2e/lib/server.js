@@ -20,6 +20,38 @@ const FETCH_BAD_PORTS = new Set([
   6679, 6697, 10080,
 ]);
 
+// Child processes started by these helpers. If this test process ends
+// without stopping them (a file timeout, --test-force-exit, Ctrl-C), they are
+// killed on the way out so that no server outlives its test.
+const children = new Set();
+let exitHooksInstalled = false;
+
+function killChildren() {
+  for (const child of children) {
+    try {
+      process.kill(child.pid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+  children.clear();
+}
+
+/** Registers a spawned child for killing when this process exits. */
+function trackChild(child) {
+  children.add(child);
+  child.once('exit', () => children.delete(child));
+  if (exitHooksInstalled) return;
+  exitHooksInstalled = true;
+  process.on('exit', killChildren);
+  for (const signal of ['SIGINT', 'SIGTERM']) {
+    process.once(signal, () => {
+      killChildren();
+      process.kill(process.pid, signal);
+    });
+  }
+}
+
 /** Path of the server binary: $YORKIE_BIN, else bin/yorkie at the repository root. */
 function yorkieBinary() {
   const fromEnv = process.env.YORKIE_BIN;
@@ -156,6 +188,7 @@ async function startServer({
     env: { ...process.env, ...env },
   });
   fs.closeSync(fd);
+  trackChild(child);
   const server = new ServerProcess({ child, rpcPort, profilingPort, logFile, args });
   let spawnError = null;
   child.once('error', (err) => {
@@ -178,4 +211,4 @@ async function startServer({
   return server;
 }
 
-module.exports = { startServer, freePort, yorkieBinary, serversRequired, ServerProcess, REPO_ROOT };
+module.exports = { startServer, freePort, yorkieBinary, serversRequired, ServerProcess, REPO_ROOT, trackChild };
