@@ -16,7 +16,7 @@ const { setTimeout: delay } = require('node:timers/promises');
 const yorkie = require('@yorkie-js/sdk');
 
 const { Session, singleTarget } = require('../lib/session');
-const { waitConverged, waitPresences, waitPushed, describeReplicas } = require('../lib/replicas');
+const { waitConverged, waitPresences, waitPushed } = require('../lib/replicas');
 const { waitFor } = require('../lib/wait');
 const { skipUnlessPresent, startFerretDB, startSessionStore } = require('./lib/processes');
 const { YorkieCluster } = require('./lib/yorkie-cluster');
