@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -46,11 +47,7 @@ func (c *jsonCodec) Name() string { return c.name }
 func (c *jsonCodec) IsBinary() bool { return false }
 
 func (c *jsonCodec) Marshal(message any) ([]byte, error) {
-	m, ok := message.(proto.Message)
-	if !ok {
-		return nil, errNotProto(message)
-	}
-	return protojson.MarshalOptions{}.Marshal(m)
+	return c.MarshalAppend(nil, message)
 }
 
 func (c *jsonCodec) MarshalAppend(dst []byte, message any) ([]byte, error) {
@@ -58,7 +55,34 @@ func (c *jsonCodec) MarshalAppend(dst []byte, message any) ([]byte, error) {
 	if !ok {
 		return nil, errNotProto(message)
 	}
+	if out, ok := c.marshalFast(dst, m); ok {
+		return out, nil
+	}
 	return protojson.MarshalOptions{}.MarshalAppend(dst, m)
+}
+
+// marshalFast writes m as protojson does, compactly, by marshaling it to
+// the wire format (with map keys sorted, as protojson sorts them) and
+// transcoding that. It reports false where protojson must write it.
+func (c *jsonCodec) marshalFast(dst []byte, m proto.Message) ([]byte, bool) {
+	s := c.schema(m.ProtoReflect().Descriptor())
+	e, _ := c.pool.Get().(*transcoder)
+	if e == nil {
+		e = &transcoder{}
+	}
+	defer c.pool.Put(e)
+	wire, err := proto.MarshalOptions{Deterministic: true}.MarshalAppend(e.scratch[:0], m)
+	if err != nil {
+		return nil, false
+	}
+	if cap(wire) <= maxPooledBuffer {
+		e.scratch = wire
+	}
+	out, ok := encodeMessage(dst, s, wire)
+	if !ok {
+		return nil, false
+	}
+	return out, true
 }
 
 // MarshalStable is Marshal without protojson's randomised whitespace.
@@ -104,7 +128,12 @@ func (c *jsonCodec) unmarshalFast(data []byte, m proto.Message) bool {
 	if t == nil {
 		t = &transcoder{}
 	}
-	defer c.pool.Put(t)
+	defer func() {
+		if cap(t.out) > maxPooledBuffer {
+			t.out = nil
+		}
+		c.pool.Put(t)
+	}()
 	t.reset(data)
 	if !t.message(s) {
 		return false
@@ -116,6 +145,10 @@ func (c *jsonCodec) unmarshalFast(data []byte, m proto.Message) bool {
 	return proto.Unmarshal(t.out, m) == nil
 }
 
+// maxPooledBuffer is the largest buffer kept for reuse; a rare huge message
+// should not pin its memory.
+const maxPooledBuffer = 64 << 10
+
 // maxFastDepth bounds the nesting the fast decoder follows; deeper input is
 // left to protojson and its own limit.
 const maxFastDepth = 64
@@ -125,6 +158,10 @@ type msgSchema struct {
 	// byName finds a field by its JSON name or, failing that, its proto name,
 	// as protojson looks them up.
 	byName map[string]*fieldSchema
+	// byNum finds a field by number, for the encoder; fields lists them in
+	// declaration order.
+	byNum  map[protowire.Number]*fieldSchema
+	fields []*fieldSchema
 	// unsupported: a well-known type (with its own JSON form), or too many
 	// fields for the duplicate check.
 	unsupported bool
@@ -141,6 +178,8 @@ type fieldSchema struct {
 	mapKey, mapValue *fieldSchema
 	msg              *msgSchema
 	enum             map[string]int32
+	enumNames        map[int32]string // the name protojson writes per number
+	jsonKey          []byte           // "jsonName":
 	// unsupported: a value with a JSON form of its own (a well-known type,
 	// where null may mean something) or a group.
 	unsupported bool
@@ -160,7 +199,7 @@ func buildSchema(md protoreflect.MessageDescriptor, seen map[protoreflect.FullNa
 	if s, ok := seen[md.FullName()]; ok {
 		return s
 	}
-	s := &msgSchema{byName: map[string]*fieldSchema{}}
+	s := &msgSchema{byName: map[string]*fieldSchema{}, byNum: map[protowire.Number]*fieldSchema{}}
 	seen[md.FullName()] = s
 	fields := md.Fields()
 	if md.ParentFile().Package() == "google.protobuf" || fields.Len() > 64 || md.Oneofs().Len() > 64 {
@@ -171,7 +210,11 @@ func buildSchema(md protoreflect.MessageDescriptor, seen map[protoreflect.FullNa
 		fd := fields.Get(i)
 		f := buildField(fd, seen)
 		f.index = uint(i)
+		f.jsonKey = strconv.AppendQuote(nil, fd.JSONName())
+		f.jsonKey = append(f.jsonKey, ':')
 		s.byName[string(fd.Name())] = f
+		s.byNum[fd.Number()] = f
+		s.fields = append(s.fields, f)
 	}
 	// JSON names win over proto names, as in protojson.
 	for i := range fields.Len() {
@@ -200,9 +243,13 @@ func buildField(fd protoreflect.FieldDescriptor, seen map[protoreflect.FullName]
 		f.unsupported = fd.Enum().ParentFile().Package() == "google.protobuf"
 		values := fd.Enum().Values()
 		f.enum = make(map[string]int32, values.Len())
+		f.enumNames = make(map[int32]string, values.Len())
 		for i := range values.Len() {
 			v := values.Get(i)
 			f.enum[string(v.Name())] = int32(v.Number())
+			if _, ok := f.enumNames[int32(v.Number())]; !ok {
+				f.enumNames[int32(v.Number())] = string(v.Name())
+			}
 		}
 	}
 	return f
@@ -883,4 +930,311 @@ func (t *transcoder) skip(depth int) bool {
 		_, ok := t.integer()
 		return ok
 	}
+}
+
+// encodeMessage appends the JSON object of the wire-format message b of
+// schema s, fields in declaration order as protojson writes them.
+func encodeMessage(out []byte, s *msgSchema, b []byte) ([]byte, bool) {
+	if s.unsupported {
+		return nil, false
+	}
+	// Where each field's occurrences lie in b; proto.Marshal writes them
+	// together, and a singular field once.
+	var spans [64]struct{ start, end int }
+	prev := -1
+	for pos := 0; pos < len(b); {
+		num, typ, n := protowire.ConsumeTag(b[pos:])
+		if n < 0 {
+			return nil, false
+		}
+		m := protowire.ConsumeFieldValue(num, typ, b[pos+n:])
+		if m < 0 {
+			return nil, false
+		}
+		f := s.byNum[num]
+		if f == nil {
+			pos += n + m // unknown fields are not written
+			continue
+		}
+		if f.unsupported {
+			return nil, false
+		}
+		span := &spans[f.index]
+		switch {
+		case span.end == 0:
+			span.start = pos
+		case int(f.index) != prev || (!f.list && f.mapKey == nil):
+			return nil, false
+		}
+		pos += n + m
+		span.end = pos
+		prev = int(f.index)
+	}
+	out = append(out, '{')
+	first := true
+	for i, f := range s.fields {
+		span := spans[i]
+		if span.end == 0 {
+			continue
+		}
+		if !first {
+			out = append(out, ',')
+		}
+		first = false
+		out = append(out, f.jsonKey...)
+		run := b[span.start:span.end]
+		var ok bool
+		switch {
+		case f.mapKey != nil:
+			out, _, ok = encodeMap(out, f, run)
+		case f.list:
+			out, _, ok = encodeList(out, f, run)
+		default:
+			_, typ, n := protowire.ConsumeTag(run)
+			out, ok = encodeValue(out, f, typ, run[n:])
+		}
+		if !ok {
+			return nil, false
+		}
+	}
+	return append(out, '}'), true
+}
+
+// encodeList writes the occurrences of repeated field f at the head of b,
+// packed or not, as one array, and returns the rest of b.
+func encodeList(out []byte, f *fieldSchema, b []byte) ([]byte, []byte, bool) {
+	out = append(out, '[')
+	first := true
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 || num != f.num {
+			break
+		}
+		m := protowire.ConsumeFieldValue(num, typ, b[n:])
+		if m < 0 {
+			return nil, nil, false
+		}
+		val := b[n : n+m]
+		b = b[n+m:]
+		if typ == protowire.BytesType && f.kind != protoreflect.StringKind &&
+			f.kind != protoreflect.BytesKind && f.kind != protoreflect.MessageKind {
+			packed, k := protowire.ConsumeBytes(val)
+			if k < 0 {
+				return nil, nil, false
+			}
+			elemType := protowire.VarintType
+			switch f.kind {
+			case protoreflect.Fixed32Kind, protoreflect.Sfixed32Kind:
+				elemType = protowire.Fixed32Type
+			case protoreflect.Fixed64Kind, protoreflect.Sfixed64Kind:
+				elemType = protowire.Fixed64Type
+			}
+			for len(packed) > 0 {
+				k := protowire.ConsumeFieldValue(f.num, elemType, packed)
+				if k < 0 {
+					return nil, nil, false
+				}
+				if !first {
+					out = append(out, ',')
+				}
+				first = false
+				var ok bool
+				if out, ok = encodeValue(out, f, elemType, packed[:k]); !ok {
+					return nil, nil, false
+				}
+				packed = packed[k:]
+			}
+			continue
+		}
+		if !first {
+			out = append(out, ',')
+		}
+		first = false
+		var ok bool
+		if out, ok = encodeValue(out, f, typ, val); !ok {
+			return nil, nil, false
+		}
+	}
+	return append(out, ']'), b, true
+}
+
+// encodeMap writes the entries of map field f at the head of b as one
+// object; only string keys are handled.
+func encodeMap(out []byte, f *fieldSchema, b []byte) ([]byte, []byte, bool) {
+	if f.mapKey.kind != protoreflect.StringKind || f.mapValue.unsupported {
+		return nil, nil, false
+	}
+	out = append(out, '{')
+	first := true
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 || num != f.num {
+			break
+		}
+		if typ != protowire.BytesType {
+			return nil, nil, false
+		}
+		entry, m := protowire.ConsumeBytes(b[n:])
+		if m < 0 {
+			return nil, nil, false
+		}
+		b = b[n+m:]
+		var key []byte
+		var val []byte
+		valType := protowire.Type(-1)
+		for len(entry) > 0 {
+			enum, etyp, en := protowire.ConsumeTag(entry)
+			if en < 0 {
+				return nil, nil, false
+			}
+			em := protowire.ConsumeFieldValue(enum, etyp, entry[en:])
+			if em < 0 {
+				return nil, nil, false
+			}
+			switch enum {
+			case 1:
+				k, kn := protowire.ConsumeBytes(entry[en:])
+				if etyp != protowire.BytesType || kn < 0 {
+					return nil, nil, false
+				}
+				key = k
+			case 2:
+				val, valType = entry[en:en+em], etyp
+			}
+			entry = entry[en+em:]
+		}
+		if valType < 0 {
+			return nil, nil, false // protojson writes the zero value; rare
+		}
+		if !first {
+			out = append(out, ',')
+		}
+		first = false
+		var ok bool
+		if out, ok = appendJSONString(out, key); !ok {
+			return nil, nil, false
+		}
+		out = append(out, ':')
+		if out, ok = encodeValue(out, f.mapValue, valType, val); !ok {
+			return nil, nil, false
+		}
+	}
+	return append(out, '}'), b, true
+}
+
+// encodeValue writes one value of field f, given as wire type typ and the
+// bytes of that value.
+func encodeValue(out []byte, f *fieldSchema, typ protowire.Type, val []byte) ([]byte, bool) {
+	switch typ {
+	case protowire.VarintType:
+		v, n := protowire.ConsumeVarint(val)
+		if n < 0 {
+			return nil, false
+		}
+		switch f.kind {
+		case protoreflect.BoolKind:
+			if v != 0 {
+				return append(out, "true"...), true
+			}
+			return append(out, "false"...), true
+		case protoreflect.Int32Kind:
+			return strconv.AppendInt(out, int64(int32(v)), 10), true
+		case protoreflect.Sint32Kind:
+			return strconv.AppendInt(out, int64(int32(protowire.DecodeZigZag(v&0xffffffff))), 10), true
+		case protoreflect.Uint32Kind:
+			return strconv.AppendUint(out, uint64(uint32(v)), 10), true
+		case protoreflect.Int64Kind:
+			return quoted(strconv.AppendInt(append(out, '"'), int64(v), 10)), true
+		case protoreflect.Sint64Kind:
+			return quoted(strconv.AppendInt(append(out, '"'), protowire.DecodeZigZag(v), 10)), true
+		case protoreflect.Uint64Kind:
+			return quoted(strconv.AppendUint(append(out, '"'), v, 10)), true
+		case protoreflect.EnumKind:
+			if name, ok := f.enumNames[int32(v)]; ok {
+				out = append(out, '"')
+				out = append(out, name...)
+				return append(out, '"'), true
+			}
+			return strconv.AppendInt(out, int64(int32(v)), 10), true
+		}
+	case protowire.Fixed32Type:
+		v, n := protowire.ConsumeFixed32(val)
+		if n < 0 {
+			return nil, false
+		}
+		switch f.kind {
+		case protoreflect.Fixed32Kind:
+			return strconv.AppendUint(out, uint64(v), 10), true
+		case protoreflect.Sfixed32Kind:
+			return strconv.AppendInt(out, int64(int32(v)), 10), true
+		}
+	case protowire.Fixed64Type:
+		v, n := protowire.ConsumeFixed64(val)
+		if n < 0 {
+			return nil, false
+		}
+		switch f.kind {
+		case protoreflect.Fixed64Kind:
+			return quoted(strconv.AppendUint(append(out, '"'), v, 10)), true
+		case protoreflect.Sfixed64Kind:
+			return quoted(strconv.AppendInt(append(out, '"'), int64(v), 10)), true
+		}
+	case protowire.BytesType:
+		v, n := protowire.ConsumeBytes(val)
+		if n < 0 {
+			return nil, false
+		}
+		switch f.kind {
+		case protoreflect.StringKind:
+			return appendJSONString(out, v)
+		case protoreflect.BytesKind:
+			out = append(out, '"')
+			out = base64.StdEncoding.AppendEncode(out, v)
+			return append(out, '"'), true
+		case protoreflect.MessageKind:
+			return encodeMessage(out, f.msg, v)
+		}
+	}
+	// Floats, groups and wire types that do not match the field.
+	return nil, false
+}
+
+func quoted(out []byte) []byte { return append(out, '"') }
+
+// appendJSONString writes s as a JSON string with protojson's escapes:
+// quotes, backslashes and control characters; invalid UTF-8 is refused.
+func appendJSONString(out, s []byte) ([]byte, bool) {
+	out = append(out, '"')
+	for len(s) > 0 {
+		c := s[0]
+		switch {
+		case c >= utf8.RuneSelf:
+			r, n := utf8.DecodeRune(s)
+			if r == utf8.RuneError && n == 1 {
+				return nil, false
+			}
+			out = append(out, s[:n]...)
+			s = s[n:]
+			continue
+		case c == '"' || c == '\\':
+			out = append(out, '\\', c)
+		case c >= ' ':
+			out = append(out, c)
+		case c == '\b':
+			out = append(out, '\\', 'b')
+		case c == '\f':
+			out = append(out, '\\', 'f')
+		case c == '\n':
+			out = append(out, '\\', 'n')
+		case c == '\r':
+			out = append(out, '\\', 'r')
+		case c == '\t':
+			out = append(out, '\\', 't')
+		default:
+			const hex = "0123456789abcdef"
+			out = append(out, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+		}
+		s = s[1:]
+	}
+	return append(out, '"'), true
 }
