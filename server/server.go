@@ -37,7 +37,9 @@ const (
 	DefaultMaxRequestBytes   = rpc.DefaultMaxRequestBytes
 	DefaultMaxChangesPerPack = 1000
 	readHeaderTimeout        = 10 * time.Second
-	idleTimeout              = 2 * time.Minute
+	// fencedReleaseTimeout bounds releasing a binding the database fenced.
+	fencedReleaseTimeout = 2 * time.Second
+	idleTimeout          = 2 * time.Minute
 )
 
 // Config configures a Server.
@@ -157,7 +159,11 @@ func New(cfg Config) (*Server, error) {
 			return nil, err
 		}
 		bcfg.Epoch = s.router.epoch
-		bcfg.OnFenced = func(_, key string) { s.router.mgr.Forget(key) }
+		bcfg.OnFenced = func(_, key string) {
+			ctx, cancel := context.WithTimeout(context.Background(), fencedReleaseTimeout)
+			defer cancel()
+			s.router.mgr.Fenced(ctx, key)
+		}
 		routing = s.router
 	}
 	b, err := backend.New(bcfg)

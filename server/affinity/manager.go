@@ -193,12 +193,24 @@ func (m *Manager) Forget(key string) {
 	m.dropLocked(key)
 }
 
-// Lost tells the manager that this node lost key (a fencing check failed):
-// the binding is forgotten and OnLost runs for it.
-func (m *Manager) Lost(key string) {
-	m.Forget(key)
-	m.metrics.lost.Add(1)
-	m.cfg.OnLost([]string{key})
+// Fenced tells the manager that the database refused this node's epoch for
+// key: a newer owner epoch has claimed the document. If the store still
+// binds key to this node, that binding is older than what the database has
+// seen (a store that lost writes in a failover, or nodes that do not share
+// one store), so it is released; the next Owner then binds the document
+// afresh with a larger epoch, and whichever node the store names owns it.
+func (m *Manager) Fenced(ctx context.Context, key string) {
+	m.mu.Lock()
+	b, ok := m.bindings[key]
+	m.dropLocked(key)
+	self := m.self
+	m.mu.Unlock()
+	m.metrics.lost.Inc()
+	if ok && b.Owner == self {
+		if err := m.store.Release(ctx, b); err != nil && !errors.Is(err, sessionstore.ErrNotOwner) {
+			m.log.Warn("release fenced binding", "key", key, "err", err)
+		}
+	}
 }
 
 // Stop releases this node's bindings, so their documents move at once rather

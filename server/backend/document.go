@@ -84,23 +84,19 @@ func (b *Backend) lockDoc(ctx context.Context, docID string) (*docState, error) 
 // load reads the document's state from the database, claiming it with this
 // node's epoch. The caller holds the lock.
 func (b *Backend) load(ctx context.Context, ds *docState) error {
-	var epoch int64
-	if b.epochOf != nil {
-		e, err := b.epochOf(ctx, ds.id)
-		if err != nil {
-			return fmt.Errorf("document %s: owner epoch: %w", ds.id, err)
-		}
-		epoch = e
+	info, epoch, err := b.claim(ctx, ds.id)
+	if errors.Is(err, database.ErrFenced) {
+		// The cluster layer's binding was older than the database's
+		// knowledge; it has released it, and the epoch it gives now is fresh.
+		key, _ := b.DocumentKey(ctx, ds.id)
+		b.fenced(ds.id, key)
+		info, epoch, err = b.claim(ctx, ds.id)
 	}
-	info, err := b.db.ClaimDocument(ctx, ds.id, epoch)
 	if errors.Is(err, database.ErrDocumentNotFound) {
 		return fmt.Errorf("document %s: %w: %w", ds.id, ErrDocumentNotFound, err)
 	}
 	if errors.Is(err, database.ErrFenced) {
 		b.forget(ds)
-		key, _ := b.DocumentKey(ctx, ds.id)
-		b.fenced(ds.id, key)
-		return fmt.Errorf("claim document %s: %w", ds.id, err)
 	}
 	if err != nil {
 		return fmt.Errorf("claim document %s: %w", ds.id, err)
@@ -120,6 +116,21 @@ func (b *Backend) load(ctx context.Context, ds *docState) error {
 	ds.loaded = true
 	b.rememberKey(ds.id, info.Key)
 	return nil
+}
+
+// claim records this node's epoch for the document in the database and
+// returns the document as the database knows it.
+func (b *Backend) claim(ctx context.Context, docID string) (*database.DocInfo, int64, error) {
+	var epoch int64
+	if b.epochOf != nil {
+		e, err := b.epochOf(ctx, docID)
+		if err != nil {
+			return nil, 0, fmt.Errorf("document %s: owner epoch: %w", docID, err)
+		}
+		epoch = e
+	}
+	info, err := b.db.ClaimDocument(ctx, docID, epoch)
+	return info, epoch, err
 }
 
 // forget drops the document's state; the caller holds its lock. A later call
