@@ -290,3 +290,42 @@ func counterValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	t.Fatalf("no metric %s", name)
 	return 0
 }
+
+func TestFailedStoreCallsAreCountedAsErrors(t *testing.T) {
+	st := memory.New(memory.Config{})
+	client := st.Client()
+	reg := prometheus.NewRegistry()
+	m, err := affinity.New(affinity.Config{Store: client, AdvertiseAddr: "127.0.0.1:9401", TTL: time.Second, Registerer: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := m.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer m.Abandon()
+	_ = client.Close() // the store becomes unreachable for this node
+	if _, err := m.Owner(ctx, "p/doc"); err == nil {
+		t.Fatal("Owner succeeded with a closed store")
+	}
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var errors float64
+	for _, f := range families {
+		if f.GetName() != "yorkie_sessionstore_call_seconds" {
+			continue
+		}
+		for _, metric := range f.GetMetric() {
+			for _, l := range metric.GetLabel() {
+				if l.GetName() == "outcome" && l.GetValue() == "error" {
+					errors += float64(metric.GetHistogram().GetSampleCount())
+				}
+			}
+		}
+	}
+	if errors == 0 {
+		t.Fatal("a failed resolve was not counted with outcome=error")
+	}
+}

@@ -64,36 +64,38 @@ type meteredStore struct {
 	m *managerMetrics
 }
 
-func (s *meteredStore) observe(op string, start time.Time, err error) {
+// observe records one call; it takes the address of the call's named
+// error, since a deferred call's arguments are evaluated at the defer.
+func (s *meteredStore) observe(op string, start time.Time, err *error) {
 	s.m.storeCalls.Add(1)
 	outcome := "ok"
-	if err != nil {
+	if *err != nil {
 		outcome = "error"
 	}
 	s.m.latency.WithLabelValues(op, outcome).Observe(time.Since(start).Seconds())
 }
 
 func (s *meteredStore) Register(ctx context.Context, addr string, ttl time.Duration) (l sessionstore.Lease, err error) {
-	defer s.observe("register", time.Now(), err)
+	defer s.observe("register", time.Now(), &err)
 	return s.Store.Register(ctx, addr, ttl)
 }
 
 func (s *meteredStore) Resolve(ctx context.Context, key string) (b sessionstore.Binding, ok bool, err error) {
-	defer s.observe("resolve", time.Now(), err)
+	defer s.observe("resolve", time.Now(), &err)
 	return s.Store.Resolve(ctx, key)
 }
 
 func (s *meteredStore) Bind(ctx context.Context, key string, owner sessionstore.Member) (b sessionstore.Binding, err error) {
-	defer s.observe("bind", time.Now(), err)
+	defer s.observe("bind", time.Now(), &err)
 	return s.Store.Bind(ctx, key, owner)
 }
 
 func (s *meteredStore) Release(ctx context.Context, b sessionstore.Binding) (err error) {
-	defer s.observe("release", time.Now(), err)
+	defer s.observe("release", time.Now(), &err)
 	return s.Store.Release(ctx, b)
 }
 
 func (s *meteredStore) WatchMembers(ctx context.Context) (ch <-chan sessionstore.MemberEvent, err error) {
-	defer s.observe("watch_members", time.Now(), err)
+	defer s.observe("watch_members", time.Now(), &err)
 	return s.Store.WatchMembers(ctx)
 }
