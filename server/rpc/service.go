@@ -303,7 +303,7 @@ func (s *Service) Watch(ctx context.Context, req *connect.Request[api.WatchReque
 	}
 	procedure := req.Spec().Procedure
 	call := DocumentCall{Kind: CallWatch, ClientID: clientID, DocumentID: docID, Header: req.Header()}
-	rt, err := s.routeWatch(ctx, procedure, call)
+	rt, err := s.routeWatch(ctx, procedure, call, stream.ResponseHeader())
 	if err != nil {
 		return err
 	}
@@ -345,7 +345,7 @@ func (s *Service) WatchDocument(ctx context.Context, req *connect.Request[api.Wa
 	}
 	procedure := req.Spec().Procedure
 	call := DocumentCall{Kind: CallWatch, ClientID: clientID, DocumentID: docID, Header: req.Header()}
-	rt, err := s.routeWatch(ctx, procedure, call)
+	rt, err := s.routeWatch(ctx, procedure, call, stream.ResponseHeader())
 	if err != nil {
 		return err
 	}
@@ -408,7 +408,10 @@ func (s *Service) watch(ctx context.Context, procedure string, rt Route, clientI
 }
 
 // routeWatch refuses new streams while the server shuts down, then routes.
-func (s *Service) routeWatch(ctx context.Context, procedure string, call DocumentCall) (Route, error) {
+// A refused stream's session key also goes into the response headers:
+// streams carry an error's metadata in the final frame, where clients and
+// proxies that route by the header would not look.
+func (s *Service) routeWatch(ctx context.Context, procedure string, call DocumentCall, header http.Header) (Route, error) {
 	select {
 	case <-s.closing:
 		return Route{}, newError(connect.CodeUnavailable, CodeShuttingDown, ErrShuttingDown)
@@ -416,7 +419,14 @@ func (s *Service) routeWatch(ctx context.Context, procedure string, call Documen
 	}
 	rt, err := s.route(ctx, call)
 	if err != nil {
-		return Route{}, s.fail(ctx, procedure, err)
+		err = s.fail(ctx, procedure, err)
+		var ce *connect.Error
+		if errors.As(err, &ce) && s.router != nil {
+			if key := ce.Meta().Get(s.router.SessionKeyHeader()); key != "" {
+				header.Set(s.router.SessionKeyHeader(), key)
+			}
+		}
+		return Route{}, err
 	}
 	return rt, nil
 }
