@@ -385,3 +385,46 @@ func TestFailoverRecovery(t *testing.T) {
 		})
 	}
 }
+
+// TestLeaseSurvivesFailover: after a failover every pooled connection is
+// stale, and each renewal that meets READONLY uses one up. The lease must
+// still be renewed within its TTL, so a failover alone never costs a node
+// its documents.
+func TestLeaseSurvivesFailover(t *testing.T) {
+	master := testenv.StartRedis(t)
+	replica := testenv.StartRedis(t, "--replicaof", "127.0.0.1", strconv.Itoa(master.Port))
+	waitReplicaSynced(t, replica)
+	proxy := startFailoverProxy(t, master.Addr)
+	s := newTestStore(t, proxy.Addr(), Config{PoolSize: failoverPool})
+	s.viaWithConn = true // every command takes a pooled connection of its own
+	ctx := ctxT(t)
+
+	const ttl = time.Second
+	lease, err := s.Register(ctx, "owner:1", ttl)
+	if err != nil {
+		t.Fatalf("Register: %v", err)
+	}
+	// Fill the pool with connections to the master that is about to go.
+	var warm sync.WaitGroup
+	for i := range failoverPool * 4 {
+		warm.Go(func() { _, _, _ = s.Resolve(ctx, fmt.Sprintf("warm-%d", i)) })
+	}
+	warm.Wait()
+	memberKey := s.memberKey(lease.Member())
+	for replica.MustCommand(t, "EXISTS", memberKey) != "1" {
+		time.Sleep(5 * time.Millisecond)
+	}
+
+	replica.MustCommand(t, "REPLICAOF", "NO", "ONE")
+	proxy.Repoint(replica.Addr)
+	master.MustCommand(t, "REPLICAOF", "127.0.0.1", strconv.Itoa(replica.Port))
+
+	select {
+	case <-lease.Done():
+		t.Fatalf("lease lost in the failover (TTL %v, pool of %d)", ttl, failoverPool)
+	case <-time.After(3 * ttl):
+	}
+	if replica.MustCommand(t, "EXISTS", memberKey) != "1" {
+		t.Fatalf("the member key is not on the new master")
+	}
+}

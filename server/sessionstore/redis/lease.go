@@ -125,6 +125,12 @@ func (l *lease) keepAlive(lastOK time.Time) {
 		case errors.Is(err, sessionstore.ErrMalformed):
 			log.Warn("lease lost: the member key is unreadable", "err", err)
 			return
+		case errors.As(err, new(*ReadOnlyError)):
+			// A failover: the stale connection is gone and the next try dials
+			// the new master. Waiting between tries would spend the whole TTL
+			// on the pool's other stale connections.
+			log.Info("lease renewal met a demoted master; retrying at once", "err", err)
+			timer.Reset(0)
 		default:
 			// Retry sooner than the normal interval, but never past the
 			// deadline, where the loop ends the lease.
