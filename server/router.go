@@ -107,6 +107,7 @@ func (r *router) Route(ctx context.Context, call rpc.DocumentCall) (rpc.Route, e
 	}
 	r.forwards.Inc()
 	rt.Owner = r.peers.Yorkie(owner.Addr)
+	rt.OwnerGone = r.mgr.Gone(owner.Addr)
 	return rt, nil
 }
 

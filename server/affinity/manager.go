@@ -73,10 +73,12 @@ type Manager struct {
 	store   *meteredStore
 	metrics *managerMetrics
 
-	mu       sync.RWMutex
-	lease    sessionstore.Lease
-	self     sessionstore.Member
-	members  map[string]sessionstore.Member // by address
+	mu      sync.RWMutex
+	lease   sessionstore.Lease
+	self    sessionstore.Member
+	members map[string]sessionstore.Member // by address
+	// gone holds, per member, a channel closed when that member leaves.
+	gone     map[sessionstore.Member]chan struct{}
 	ring     *Ring
 	bindings map[string]sessionstore.Binding // by document key
 	loads    map[string]int                  // cached bindings per owner address
@@ -111,6 +113,7 @@ func New(cfg Config) (*Manager, error) {
 		log:      cfg.Logger.With("component", "affinity", "node", cfg.AdvertiseAddr),
 		metrics:  newManagerMetrics(cfg.Registerer),
 		members:  map[string]sessionstore.Member{},
+		gone:     map[sessionstore.Member]chan struct{}{},
 		ring:     NewRing(nil, cfg.LoadFactor),
 		bindings: map[string]sessionstore.Binding{},
 		loads:    map[string]int{},
@@ -156,6 +159,23 @@ func (m *Manager) IsMember(addr string) bool {
 	defer m.mu.RUnlock()
 	_, ok := m.members[addr]
 	return ok
+}
+
+// Gone returns a channel that is closed when the member now at addr leaves
+// (its lease ended or it left gracefully); it is closed already if addr is
+// not a member. A call relayed to an owner stops waiting on it then, rather
+// than hang on a node that froze.
+func (m *Manager) Gone(addr string) <-chan struct{} {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if mem, ok := m.members[addr]; ok {
+		if ch, ok := m.gone[mem]; ok {
+			return ch
+		}
+	}
+	closed := make(chan struct{})
+	close(closed)
+	return closed
 }
 
 // Members lists the live members' addresses, sorted.
@@ -422,16 +442,22 @@ func (m *Manager) apply(ev sessionstore.MemberEvent) {
 	defer m.mu.Unlock()
 	switch ev.Type {
 	case sessionstore.MemberJoined:
-		if old, ok := m.members[ev.Member.Addr]; ok && old == ev.Member {
+		old, ok := m.members[ev.Member.Addr]
+		if ok && old == ev.Member {
 			return
+		}
+		if ok {
+			m.leftLocked(old)
 		}
 		m.dropOwnerLocked(ev.Member.Addr)
 		m.members[ev.Member.Addr] = ev.Member
+		m.gone[ev.Member] = make(chan struct{})
 	case sessionstore.MemberLeft:
 		if m.members[ev.Member.Addr] != ev.Member {
 			return
 		}
 		delete(m.members, ev.Member.Addr)
+		m.leftLocked(ev.Member)
 		for k, b := range m.bindings {
 			if b.Owner == ev.Member && len(m.orphans) < maxOrphans {
 				m.orphans[k] = struct{}{}
@@ -441,6 +467,14 @@ func (m *Manager) apply(ev sessionstore.MemberEvent) {
 	}
 	m.ring = NewRing(slices.Collect(maps.Keys(m.members)), m.cfg.LoadFactor)
 	m.metrics.members.Set(float64(len(m.members)))
+}
+
+// leftLocked closes the channel that tells relays to mem that it has gone.
+func (m *Manager) leftLocked(mem sessionstore.Member) {
+	if ch, ok := m.gone[mem]; ok {
+		close(ch)
+		delete(m.gone, mem)
+	}
 }
 
 func (m *Manager) dropOwnerLocked(addr string) {
@@ -464,6 +498,7 @@ func (m *Manager) leaseLost(ctx context.Context) {
 	}
 	old := m.self
 	delete(m.members, old.Addr)
+	m.leftLocked(old)
 	stopped := m.stopped
 	m.mu.Unlock()
 	m.log.Warn("lease lost; documents released", "documents", len(keys))

@@ -329,3 +329,27 @@ func TestFailedStoreCallsAreCountedAsErrors(t *testing.T) {
 		t.Fatal("a failed resolve was not counted with outcome=error")
 	}
 }
+
+func TestGoneClosesWhenTheMemberLeaves(t *testing.T) {
+	st := memory.New(memory.Config{})
+	a := node(t, st, "127.0.0.1:9501", nil)
+	b := node(t, st, "127.0.0.1:9502", nil)
+	eventually(t, "membership", func() bool { return len(a.Members()) == 2 })
+	gone := a.Gone(b.Addr())
+	select {
+	case <-gone:
+		t.Fatal("Gone is closed while the member lives")
+	default:
+	}
+	select {
+	case <-a.Gone("127.0.0.1:1"):
+	default:
+		t.Fatal("Gone of a non-member is not closed")
+	}
+	st.ExpireLease(sessionstore.Member{Addr: b.Addr(), Incarnation: memberIncarnation(t, st, b.Addr())})
+	select {
+	case <-gone:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Gone not closed after the member's lease ended")
+	}
+}

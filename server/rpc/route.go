@@ -61,6 +61,9 @@ type Route struct {
 	// Owner, when set, is the owner's service: this node relays the call
 	// there. Nil serves the call here.
 	Owner v1connect.YorkieServiceClient
+	// OwnerGone is closed when the owner leaves the cluster; a relay to it
+	// then ends with unavailable instead of waiting on a node that froze.
+	OwnerGone <-chan struct{}
 }
 
 // Router decides where document calls are served. The cluster layer
@@ -140,6 +143,8 @@ func (s *Service) relayFailed(ctx context.Context, procedure string, call Docume
 func relay[Req, Res any](ctx context.Context, s *Service, procedure string, call DocumentCall, rt Route,
 	send func(context.Context, *connect.Request[Req]) (*connect.Response[Res], error), msg *Req,
 ) (*connect.Response[Res], error) {
+	ctx, stop := whileOwnerLives(ctx, rt)
+	defer stop()
 	resp, err := send(ctx, connect.NewRequest(msg))
 	if err != nil {
 		return nil, s.relayFailed(ctx, procedure, call, rt, err)
@@ -154,6 +159,8 @@ func relay[Req, Res any](ctx context.Context, s *Service, procedure string, call
 func relayStream[Res any](ctx context.Context, s *Service, procedure string, call DocumentCall, rt Route,
 	open func(context.Context) (*connect.ServerStreamForClient[Res], error), header http.Header, send func(*Res) error,
 ) error {
+	ctx, stop := whileOwnerLives(ctx, rt)
+	defer stop()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() {
@@ -180,10 +187,40 @@ func relayStream[Res any](ctx context.Context, s *Service, procedure string, cal
 	default:
 	}
 	if err := up.Err(); err != nil {
-		if ctx.Err() != nil {
+		if ctx.Err() != nil && !ownerGone(rt) {
 			return nil // the client left
 		}
 		return s.relayFailed(ctx, procedure, call, rt, err)
 	}
 	return nil
+}
+
+// errOwnerGone ends relays to an owner that left the cluster.
+var errOwnerGone = errors.New("the owner left the cluster")
+
+// whileOwnerLives derives a context that ends when the owner leaves.
+func whileOwnerLives(ctx context.Context, rt Route) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	if rt.OwnerGone == nil {
+		return ctx, func() { cancel(nil) }
+	}
+	stop := make(chan struct{})
+	go func() {
+		select {
+		case <-rt.OwnerGone:
+			cancel(errOwnerGone)
+		case <-stop:
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() { close(stop); cancel(nil) }
+}
+
+func ownerGone(rt Route) bool {
+	select {
+	case <-rt.OwnerGone: // a nil channel never fires
+		return true
+	default:
+		return false
+	}
 }
