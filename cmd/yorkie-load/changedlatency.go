@@ -44,6 +44,12 @@ type changedResult struct {
 	Seconds  float64 `json:"push_seconds"`
 	Latency  summary `json:"changed_latency"`
 	PushPull summary `json:"pushpull_latency"`
+	// ServerCPUPerDelivery is the server's CPU from the first push to the
+	// end of the drain divided by the CHANGED events delivered (the pushes'
+	// own cost included), in microseconds; ServerCores is the same CPU over
+	// that time.
+	ServerCPUPerDelivery float64 `json:"server_cpu_us_per_delivery"`
+	ServerCores          float64 `json:"server_cores_busy"`
 }
 
 func changedLatencyFlags(fs *flag.FlagSet) func(context.Context, common, *slog.Logger) (result, error) {
@@ -193,15 +199,21 @@ func runChangedLatency(ctx context.Context, c common, cfg changedConfig, logger 
 		pushErr  error
 		pushWG   sync.WaitGroup
 	)
+	before, err := scrape(ctx, c.metricsAddr, false)
+	if err != nil {
+		return nil, fmt.Errorf("changed-latency: %w", err)
+	}
 	interval := time.Duration(float64(time.Second) / cfg.rate)
 	began := time.Now()
 	for i := range sessions {
 		if i%perDoc >= cfg.pushers {
 			continue
 		}
-		// Spread the pushers of a document over the interval: pushes landing
-		// together would have their CHANGED events merged by the server.
-		offset := interval * time.Duration(i%perDoc) / time.Duration(cfg.pushers)
+		// Spread all pushers evenly over the interval: pushes landing together
+		// would measure a burst (and have their CHANGED events merged by the
+		// server) rather than the steady rate asked for.
+		nth := (i/perDoc)*cfg.pushers + i%perDoc
+		offset := interval * time.Duration(nth) / time.Duration(cfg.pushers*cfg.docs)
 		pushWG.Go(func() {
 			if err := sleep(ctx, offset); err != nil {
 				return
@@ -236,6 +248,11 @@ wait:
 	}
 	stopStreams()
 	readers.Wait()
+	elapsed := time.Since(began).Seconds()
+	after, err := scrape(ctx, c.metricsAddr, false)
+	if err != nil {
+		return nil, fmt.Errorf("changed-latency: %w", err)
+	}
 
 	res := &changedResult{
 		Transport: string(tr), Docs: cfg.docs, Watchers: cfg.watchers, Pushers: cfg.pushers,
@@ -249,6 +266,11 @@ wait:
 	}
 	res.Latency = summarize(all)
 	res.Missing = res.Expected - res.Latency.Count
+	cpu := after["process_cpu_seconds_total"] - before["process_cpu_seconds_total"]
+	res.ServerCores = cpu / elapsed
+	if res.Events > 0 {
+		res.ServerCPUPerDelivery = cpu / float64(res.Events) * 1e6
+	}
 	return res, nil
 }
 
@@ -289,5 +311,6 @@ func (r *changedResult) rows() [][2]string {
 		{"CHANGED events received", fmt.Sprintf("%d", r.Events)},
 		{"push -> CHANGED", r.Latency.String()},
 		{"PushPull", r.PushPull.String()},
+		{"server CPU per CHANGED delivered", fmt.Sprintf("%.0f µs (%.2f cores busy)", r.ServerCPUPerDelivery, r.ServerCores)},
 	}
 }
