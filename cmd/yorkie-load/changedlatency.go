@@ -44,6 +44,10 @@ type changedResult struct {
 	Seconds  float64 `json:"push_seconds"`
 	Latency  summary `json:"changed_latency"`
 	PushPull summary `json:"pushpull_latency"`
+	// PushHandlerP50MS and PushHandlerP99MS bound the server's own handling
+	// time of the pushes (histogram bucket upper bounds).
+	PushHandlerP50MS float64 `json:"server_pushpull_handler_p50_ms_at_most"`
+	PushHandlerP99MS float64 `json:"server_pushpull_handler_p99_ms_at_most"`
 	// ServerCPUPerDelivery is the server's CPU from the first push to the
 	// end of the drain divided by the CHANGED events delivered (the pushes'
 	// own cost included), in microseconds; ServerCores is the same CPU over
@@ -266,6 +270,8 @@ wait:
 	}
 	res.Latency = summarize(all)
 	res.Missing = res.Expected - res.Latency.Count
+	res.PushHandlerP50MS = handlerQuantile(before, after, "PushPullChanges", 0.50)
+	res.PushHandlerP99MS = handlerQuantile(before, after, "PushPullChanges", 0.99)
 	cpu := after["process_cpu_seconds_total"] - before["process_cpu_seconds_total"]
 	res.ServerCores = cpu / elapsed
 	if res.Events > 0 {
@@ -311,6 +317,7 @@ func (r *changedResult) rows() [][2]string {
 		{"CHANGED events received", fmt.Sprintf("%d", r.Events)},
 		{"push -> CHANGED", r.Latency.String()},
 		{"PushPull", r.PushPull.String()},
+		{"server PushPull handler time", fmt.Sprintf("p50 <= %gms p99 <= %gms", r.PushHandlerP50MS, r.PushHandlerP99MS)},
 		{"server CPU per CHANGED delivered", fmt.Sprintf("%.0f µs (%.2f cores busy)", r.ServerCPUPerDelivery, r.ServerCores)},
 	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
@@ -10,7 +11,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -276,7 +279,8 @@ feed:
 }
 
 // metrics is a scrape of the server's /metrics: each family's samples
-// summed over their labels.
+// summed over their labels under the bare name, and each labelled sample
+// under its full series name (name{labels}) for histogram buckets.
 type metrics map[string]float64
 
 // scrape reads the server's Prometheus text exposition. When gc is set it
@@ -298,15 +302,20 @@ func scrape(ctx context.Context, metricsAddr string, gc bool) (metrics, error) {
 				continue
 			}
 			name, rest, _ := strings.Cut(line, " ")
+			series := ""
 			if i := strings.IndexByte(line, '{'); i >= 0 {
 				name = line[:i]
 				if j := strings.LastIndexByte(line, '}'); j >= 0 {
+					series = line[:j+1]
 					rest = strings.TrimSpace(line[j+1:])
 				}
 			}
 			if fields := strings.Fields(rest); len(fields) > 0 {
 				if v, err := strconv.ParseFloat(fields[0], 64); err == nil {
 					m[name] += v
+					if series != "" {
+						m[series] = v
+					}
 				}
 			}
 		}
@@ -370,4 +379,47 @@ func cpuTime() (time.Duration, error) {
 		return 0, fmt.Errorf("getrusage: %w", err)
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), nil
+}
+
+// handlerQuantile estimates the q-quantile of the server's own handling time
+// of procedure between two scrapes, from the yorkie_rpc_duration_seconds
+// histogram: the upper bound of the bucket the quantile falls in, in
+// milliseconds (0 when no call finished in between, -1 when it lies beyond
+// the largest finite bucket, which JSON could not carry). Set beside the
+// latency the client saw, it separates time in the server's handler from
+// time in connections, queues and scheduling on either side.
+func handlerQuantile(before, after metrics, procedure string, q float64) float64 {
+	type bucket struct{ le, n float64 }
+	var buckets []bucket
+	want := `procedure="/yorkie.v1.YorkieService/` + procedure + `"`
+	for series, v := range after {
+		if !strings.HasPrefix(series, "yorkie_rpc_duration_seconds_bucket{") ||
+			!strings.Contains(series, want) || !strings.Contains(series, `code="ok"`) {
+			continue
+		}
+		_, le, ok := strings.Cut(series, `le="`)
+		if !ok {
+			continue
+		}
+		le, _, _ = strings.Cut(le, `"`)
+		bound, err := strconv.ParseFloat(le, 64) // "+Inf" parses as +Inf
+		if err != nil {
+			continue
+		}
+		buckets = append(buckets, bucket{bound, v - before[series]})
+	}
+	slices.SortFunc(buckets, func(a, b bucket) int { return cmp.Compare(a.le, b.le) })
+	if len(buckets) == 0 || buckets[len(buckets)-1].n == 0 {
+		return 0
+	}
+	total := buckets[len(buckets)-1].n
+	for _, b := range buckets {
+		if b.n >= q*total {
+			if math.IsInf(b.le, 1) {
+				return -1
+			}
+			return b.le * 1000
+		}
+	}
+	return -1
 }

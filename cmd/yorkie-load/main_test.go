@@ -96,6 +96,9 @@ func TestPushPull(t *testing.T) {
 	if want := cfg.clients * cfg.ops; res.Ops != want || res.Latency.Count != want {
 		t.Errorf("ops = %d (latency samples %d), want %d", res.Ops, res.Latency.Count, want)
 	}
+	if res.HandlerP99MS <= 0 || res.HandlerP50MS > res.HandlerP99MS {
+		t.Errorf("server handler quantiles p50 %v p99 %v, want 0 < p50 <= p99", res.HandlerP50MS, res.HandlerP99MS)
+	}
 	if res.ServerCPUSeconds < 0 || res.OpsPerSec <= 0 {
 		t.Errorf("implausible figures: %+v", res)
 	}

@@ -27,6 +27,10 @@ type pushPullResult struct {
 	Seconds   float64 `json:"seconds"`
 	OpsPerSec float64 `json:"ops_per_second"`
 	Latency   summary `json:"latency"`
+	// HandlerP50MS and HandlerP99MS bound the server's own handling time
+	// (histogram bucket upper bounds); see handlerQuantile.
+	HandlerP50MS float64 `json:"server_handler_p50_ms_at_most"`
+	HandlerP99MS float64 `json:"server_handler_p99_ms_at_most"`
 	// ServerCPUSeconds is the server's process_cpu_seconds_total growth over
 	// the loop, so the load generator's own CPU is left out.
 	// PulledPerOp is the mean number of other clients' changes each answer
@@ -131,6 +135,8 @@ func runPushPull(ctx context.Context, c common, cfg pushPullConfig, logger *slog
 		Ops: len(lats), Seconds: elapsed, Latency: summarize(lats),
 	}
 	res.OpsPerSec = float64(res.Ops) / elapsed
+	res.HandlerP50MS = handlerQuantile(before, after, "PushPullChanges", 0.50)
+	res.HandlerP99MS = handlerQuantile(before, after, "PushPullChanges", 0.99)
 	res.ServerCPUSeconds = after["process_cpu_seconds_total"] - before["process_cpu_seconds_total"]
 	res.ServerCores = res.ServerCPUSeconds / elapsed
 	res.ClientCores = (clientCPUEnd - clientCPU).Seconds() / elapsed
@@ -148,6 +154,7 @@ func (r *pushPullResult) rows() [][2]string {
 		{"ops", fmt.Sprintf("%d in %.1fs", r.Ops, r.Seconds)},
 		{"throughput", fmt.Sprintf("%.0f ops/s", r.OpsPerSec)},
 		{"latency", r.Latency.String()},
+		{"server handler time", fmt.Sprintf("p50 <= %gms p99 <= %gms", r.HandlerP50MS, r.HandlerP99MS)},
 		{"changes pulled per op", fmt.Sprintf("%.1f", r.PulledPerOp)},
 		{"server CPU", fmt.Sprintf("%.2fs (%.2f cores busy)", r.ServerCPUSeconds, r.ServerCores)},
 		{"server CPU per op", fmt.Sprintf("%.0f µs", r.ServerCPUPerOp)},
