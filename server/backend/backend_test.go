@@ -602,3 +602,95 @@ func TestConcurrentLifecycles(t *testing.T) {
 		}
 	}
 }
+
+// TestReattachWhileOldStreamLingers: a client detaches while the server
+// still believes its old Watch stream open (a half-open connection), then
+// attaches and watches again. The others must see it come back (WATCHED),
+// and the stale stream must end.
+func TestReattachWhileOldStreamLingers(t *testing.T) {
+	ctx := context.Background()
+	b, _ := newBackend(t, nil)
+	a := activate(t, b, "a")
+	c := activate(t, b, "c")
+	docID, _, err := b.AttachDocument(ctx, a, "doc", pack(0, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := b.AttachDocument(ctx, c, "doc", pack(0, 0)); err != nil {
+		t.Fatal(err)
+	}
+	subA, _, err := b.Watch(ctx, a, docID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer subA.Close()
+	stale, _, err := b.Watch(ctx, c, docID) // never closed by its client
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev := nextEvent(t, subA); ev.Type != api.DocEventType_DOC_EVENT_TYPE_DOCUMENT_WATCHED {
+		t.Fatalf("first event %v, want WATCHED", ev)
+	}
+	if _, err := b.DetachDocument(ctx, c, docID, pack(0, 0)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-stale.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the detached client's stream is still open")
+	}
+	if _, _, err := b.AttachDocument(ctx, c, "doc", pack(0, 0)); err != nil {
+		t.Fatal(err)
+	}
+	again, _, err := b.Watch(ctx, c, docID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close()
+	for {
+		ev := nextEvent(t, subA)
+		if ev == (backend.Event{Type: api.DocEventType_DOC_EVENT_TYPE_DOCUMENT_WATCHED, Publisher: c}) {
+			return
+		}
+		if ev.Type != api.DocEventType_DOC_EVENT_TYPE_DOCUMENT_CHANGED && ev.Type != api.DocEventType_DOC_EVENT_TYPE_DOCUMENT_UNWATCHED {
+			t.Fatalf("unexpected event %v", ev)
+		}
+	}
+}
+
+// TestStalePresenceOfAReturningClientIsNotSent: a client leaves (presence
+// CLEAR) and attaches again; another client pulling afterwards must not get
+// the old CLEAR, which the SDK would apply to the client as it is now.
+func TestStalePresenceOfAReturningClientIsNotSent(t *testing.T) {
+	ctx := context.Background()
+	b, _ := newBackend(t, nil)
+	x := activate(t, b, "x")
+	w := activate(t, b, "w")
+	docID, _, err := b.AttachDocument(ctx, x, "doc", pack(0, 1, edit(t, x, 1, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	clear := edit(t, x, 2, 1)
+	clear.PresenceChange = &api.PresenceChange{Type: api.PresenceChange_CHANGE_TYPE_CLEAR}
+	if _, err := b.DetachDocument(ctx, x, docID, pack(1, 2, clear)); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := b.AttachDocument(ctx, x, "doc", pack(0, 1, edit(t, x, 1, 2))); err != nil {
+		t.Fatal(err)
+	}
+	_, resp, err := b.AttachDocument(ctx, w, "doc", pack(0, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Changes) != 3 {
+		t.Fatalf("late attacher got %d changes, want 3", len(resp.Changes))
+	}
+	for _, c := range resp.Changes[:2] {
+		if c.PresenceChange != nil {
+			t.Fatalf("change %d of x's earlier attachment came with its presence %v", c.Id.ServerSeq, c.PresenceChange)
+		}
+	}
+	if p := resp.Changes[2].PresenceChange; p == nil || p.Type != api.PresenceChange_CHANGE_TYPE_PUT {
+		t.Fatalf("x's current presence did not come: %v", resp.Changes[2])
+	}
+}

@@ -216,10 +216,25 @@ func (ps *PubSub) EndDocument(docID string, err error) {
 // EndClient ends every subscription of the client with err, announcing
 // UNWATCHED to the other watchers of its documents.
 func (ps *PubSub) EndClient(clientID string, err error) {
+	ps.endClient(clientID, "", err)
+}
+
+// EndWatch ends the client's subscriptions to one document with err,
+// announcing UNWATCHED to the document's other watchers. A client that left
+// a document may still have a stream the server believes open (a half-open
+// connection); it must not keep the client counted as watching.
+func (ps *PubSub) EndWatch(clientID, docID string, err error) {
+	ps.endClient(clientID, docID, err)
+}
+
+// endClient ends the client's subscriptions, to docID only unless it is "".
+func (ps *PubSub) endClient(clientID, docID string, err error) {
 	ps.mu.RLock()
 	subs := make([]*Subscription, 0, len(ps.byClient[clientID]))
 	for s := range ps.byClient[clientID] {
-		subs = append(subs, s)
+		if docID == "" || s.docID == docID {
+			subs = append(subs, s)
+		}
 	}
 	ps.mu.RUnlock()
 	for _, s := range subs {
