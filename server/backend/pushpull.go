@@ -104,6 +104,7 @@ func (b *Backend) detachDocument(ctx context.Context, clientID, docID string, pa
 	if err := b.endAttachment(ctx, ds, clientID, e, database.Detached); err != nil {
 		return nil, fmt.Errorf("detach document %s: %w", docID, err)
 	}
+	b.leftDocument(clientID, docID)
 	return resp, nil
 }
 
@@ -135,6 +136,7 @@ func (b *Backend) removeDocument(ctx context.Context, clientID, docID string, pa
 	if err := b.endAttachment(ctx, ds, clientID, e, database.Removed); err != nil {
 		return nil, fmt.Errorf("remove document %s: %w", docID, err)
 	}
+	b.leftDocument(clientID, docID)
 	resp.IsRemoved = true
 	return resp, nil
 }
@@ -419,10 +421,11 @@ func (b *Backend) verify(ctx context.Context, ds *docState, clientID string, e *
 }
 
 // pull returns the stored changes after from, except the client's own of
-// this attachment, each with a version vector. The client's own changes of an
-// earlier attachment come back without their presence: the SDK applies a
-// change's presence to the change's actor, so an old PUT or CLEAR would
-// overwrite the presence the client has just set on attaching again.
+// this attachment, each with a version vector. Changes made in an earlier
+// attachment of a client that is attached again (the requester or another)
+// come back without their presence: the SDK applies a change's presence to
+// the change's actor as it is now, so an old PUT or CLEAR would overwrite
+// its current presence or take it offline.
 func (b *Backend) pull(ctx context.Context, ds *docState, clientID string, e *attState, from int64) ([]*api.Change, error) {
 	stored, err := b.db.FindChanges(ctx, ds.id, from+1, ds.head)
 	if err != nil {
@@ -436,7 +439,10 @@ func (b *Backend) pull(ctx context.Context, ds *docState, clientID string, e *at
 		}
 		body := c.Body
 		noVV := body.GetId().GetVersionVector() == nil
-		oldPresence := own && body.GetPresenceChange() != nil
+		// A presence from before its actor's current attachment is stale: the
+		// SDK applies it to the actor as it is now, so the old CLEAR of a
+		// client that left and came back would take it offline for good.
+		oldPresence := body.GetPresenceChange() != nil && (own || attachedSince(ds, c.ActorID, c.ServerSeq))
 		if noVV || oldPresence {
 			// Stored bodies are shared and immutable: fix a copy.
 			body = proto.CloneOf(body)
@@ -455,6 +461,13 @@ func (b *Backend) pull(ctx context.Context, ds *docState, clientID string, e *at
 	return out, nil
 }
 
+// attachedSince reports whether the actor is attached now through an
+// attachment that began after the change at serverSeq.
+func attachedSince(ds *docState, actorID string, serverSeq int64) bool {
+	e := ds.atts[actorID]
+	return e != nil && e.att.AttachedAt >= serverSeq
+}
+
 // writeFailed reacts to a failed write: a fenced owner gives the document up;
 // any other failure leaves the outcome unsure, so the state is reloaded on
 // the next call. The caller holds the lock.
@@ -467,6 +480,14 @@ func (b *Backend) writeFailed(ds *docState, err error) {
 		return
 	}
 	ds.loaded = false
+}
+
+// leftDocument ends the streams of a client that detached from or removed
+// the document: one the server still believes open (its connection
+// half-open) would otherwise keep the client counted as watching, and its
+// next attach would announce no WATCHED to the others.
+func (b *Backend) leftDocument(clientID, docID string) {
+	b.ps.EndWatch(clientID, docID, fmt.Errorf("client %s left document %s: %w", clientID, docID, ErrDocumentNotAttached))
 }
 
 // endAttachment marks the client's attachment detached or removed and drops
