@@ -194,6 +194,12 @@ func (b *Backend) ActivateClient(ctx context.Context, key string, metadata map[s
 	return info, nil
 }
 
+// CheckClient fails with ErrClientNotFound or ErrClientNotActivated unless
+// the client exists and is activated.
+func (b *Backend) CheckClient(ctx context.Context, clientID string) error {
+	return b.ensureActivated(ctx, clientID)
+}
+
 // ensureActivated fails unless the client exists and is activated.
 func (b *Backend) ensureActivated(ctx context.Context, clientID string) error {
 	if _, ok := b.clients.Load(clientID); ok {

@@ -91,6 +91,12 @@ func (s *Service) route(ctx context.Context, call DocumentCall) (Route, error) {
 	if call.DocumentKey == "" {
 		key, err := s.backend.DocumentKey(ctx, call.DocumentID)
 		if err != nil {
+			// A client the server does not know (a restart lost its state)
+			// must hear that first: the SDK then starts over, while a document
+			// error would stop its sync without a word.
+			if cerr := s.backend.CheckClient(ctx, call.ClientID); cerr != nil {
+				err = cerr
+			}
 			return Route{}, fmt.Errorf("route %s of document %s: %w", call.Kind, call.DocumentID, err)
 		}
 		call.DocumentKey = key

@@ -97,6 +97,14 @@ func TestUnknownClient(t *testing.T) {
 		ghost.docID = owner.docID
 		_, err = ghost.pushPull(ctx, false)
 		wantError(t, err, connect.CodeNotFound, rpc.CodeClientNotFound)
+
+		// After a restart that lost everything, the client and its document
+		// are both unknown: the client must hear about itself first, since
+		// the SDK starts over on ErrClientNotFound but gives up silently on a
+		// document error.
+		ghost.docID = "0123456789abcdef01234567"
+		_, err = ghost.pushPull(ctx, false)
+		wantError(t, err, connect.CodeNotFound, rpc.CodeClientNotFound)
 	})
 }
 
