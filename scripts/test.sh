@@ -50,3 +50,9 @@ go test -count=1 -run '^$' -bench . -benchtime 1x -timeout 10m ./...
 
 step "JavaScript SDK end-to-end"
 (cd test/e2e && npm ci --no-audit --no-fund --loglevel=error && npm test)
+
+step "JavaScript SDK end-to-end on the MongoDB backend"
+(cd test/e2e && npm run test:mongo)
+
+step "JavaScript SDK against multi-process clusters (etcd and Redis stores, haproxy, failover)"
+(cd test/e2e && npm run test:cluster)

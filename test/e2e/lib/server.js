@@ -149,6 +149,26 @@ class ServerProcess {
 }
 
 /**
+ * The flags that pick the server's database. YORKIE_E2E_DATABASE=mongo runs
+ * the suite on the MongoDB backend: one MongoDB-wire test server
+ * (bin/ferretdb) per test process, and a database of its own for every server
+ * started, so no two servers share state unless a test says so.
+ */
+let ferretdb = null;
+async function databaseArgs(rpcPort) {
+  const kind = process.env.YORKIE_E2E_DATABASE || 'memory';
+  if (kind === 'memory') return [];
+  if (kind !== 'mongo') throw new Error(`YORKIE_E2E_DATABASE=${kind}: want memory or mongo`);
+  if (!ferretdb) {
+    // Required here, not at the top: the cluster library requires this file.
+    const { startFerretDB } = require('../cluster/lib/processes');
+    ferretdb = startFerretDB();
+  }
+  const { uri } = await ferretdb;
+  return ['--mongo-connection-uri', uri, '--mongo-database', `e2e-${rpcPort}-${Date.now()}`];
+}
+
+/**
  * Starts `yorkie server` on free loopback ports (or the given `rpcPort` /
  * `profilingPort`, e.g. to restart a server in place) and resolves once GET /healthz
  * on the RPC port answers 200. Rejects (with the log tail) if the process
@@ -177,6 +197,7 @@ async function startServer({
     '--rpc-port', String(rpcPort),
     '--profiling-port', String(profilingPort),
     '--log-level', logLevel,
+    ...(await databaseArgs(rpcPort)),
     ...extraArgs,
   ];
   const logDir = process.env.YORKIE_E2E_LOG_DIR || fs.mkdtempSync(path.join(os.tmpdir(), 'yorkie-e2e-'));
