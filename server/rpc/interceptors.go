@@ -126,17 +126,23 @@ func (l *failureLogger) log(ctx context.Context, procedure string, start time.Ti
 		return
 	}
 	code := connect.CodeOf(err)
+	name := ""
+	var cerr *connect.Error
+	if errors.As(err, &cerr) {
+		name = errorName(cerr)
+	}
 	level := slog.LevelDebug
 	switch code {
 	case connect.CodeInternal, connect.CodeUnknown, connect.CodeDataLoss:
 		level = slog.LevelError
 	case connect.CodeUnavailable:
-		level = slog.LevelWarn
-	}
-	name := ""
-	var cerr *connect.Error
-	if errors.As(err, &cerr) {
-		name = errorName(cerr)
+		// Streams ending because their client left or the server hands the
+		// document on are the normal course, not trouble.
+		switch name {
+		case CodeClientNotActivated, CodeDocumentNotAttached, CodeShuttingDown, CodeWrongNode:
+		default:
+			level = slog.LevelWarn
+		}
 	}
 	l.logger.Log(ctx, level, "rpc failed",
 		"procedure", procedure,
