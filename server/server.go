@@ -37,6 +37,8 @@ const (
 	DefaultMaxRequestBytes   = rpc.DefaultMaxRequestBytes
 	DefaultMaxChangesPerPack = 1000
 	readHeaderTimeout        = 10 * time.Second
+	// soloNodeTTL is the lease of a node on a session store of its own.
+	soloNodeTTL = time.Minute
 	// fencedReleaseTimeout bounds releasing a binding the database fenced.
 	fencedReleaseTimeout = 2 * time.Second
 	idleTimeout          = 2 * time.Minute
@@ -77,7 +79,8 @@ type Config struct {
 	// SessionKeyHeader names the response header carrying the owner's
 	// session key (default DefaultSessionKeyHeader).
 	SessionKeyHeader string
-	// NodeTTL is the node's lease TTL (default affinity.DefaultTTL).
+	// NodeTTL is the node's lease TTL (default affinity.DefaultTTL, or a
+	// minute on a session store of its own, where no node could take over).
 	NodeTTL time.Duration
 	// ClusterSecret authenticates node-to-node calls; "" uses the secret the
 	// session store holds for the cluster.
@@ -247,6 +250,11 @@ func (s *Server) newRouter() error {
 	if s.store == nil {
 		s.store = sessmemory.New(sessmemory.Config{Logger: s.logger})
 		s.ownStore = true
+		if cfg.NodeTTL == 0 {
+			// No other node shares this store, so none could take over: a short
+			// lease would only let a CPU-starved process drop its own documents.
+			cfg.NodeTTL = soloNodeTTL
+		}
 	}
 	return nil
 }
