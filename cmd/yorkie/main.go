@@ -81,7 +81,7 @@ func runServer(args []string, stderr io.Writer) int {
 	advertiseAddr := fs.String("advertise-addr", "", "host:port other nodes and proxies reach this node at (default 127.0.0.1:<rpc-port>)")
 	affinityMode := fs.String("affinity-mode", string(server.Forward), "a call for a document another node owns is forwarded to it (forward) or refused naming it (redirect)")
 	sessionKeyHeader := fs.String("session-key-header", server.DefaultSessionKeyHeader, "response header carrying the owner's session key")
-	nodeTTL := fs.Duration("node-ttl", affinity.DefaultTTL, "lease TTL of this node in the session store")
+	nodeTTL := fs.Duration("node-ttl", 0, fmt.Sprintf("lease TTL of this node in the session store (default %v with etcd or redis, a minute with memory)", affinity.DefaultTTL))
 	clusterSecret := fs.String("cluster-secret", "", "secret of node-to-node calls (default: one the session store keeps for the cluster)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
