@@ -81,7 +81,6 @@ type push struct {
 type docPushes struct {
 	mu     sync.Mutex
 	pushes []*push
-	done   chan struct{} // closed when all pushes are in
 }
 
 // changedWatcher matches one watcher's CHANGED events to pushes.
@@ -149,7 +148,7 @@ func runChangedLatency(ctx context.Context, c common, cfg changedConfig, logger 
 	}
 	docs := make([]*docPushes, cfg.docs)
 	for d := range docs {
-		docs[d] = &docPushes{done: make(chan struct{})}
+		docs[d] = &docPushes{}
 	}
 	watchers := make([]*changedWatcher, n)
 	for i := range watchers {
