@@ -141,7 +141,10 @@ func TestShutdownEndsWatchWithUnavailable(t *testing.T) {
 			must(t, srv.Shutdown(ctx), "shutdown")
 			wantError(t, aw.end(t), connect.CodeUnavailable, rpc.CodeShuttingDown)
 
-			_, err := c.ActivateClient(ctx, connect.NewRequest(&api.ActivateClientRequest{ClientKey: "late"}))
+			// A fresh client, so the call dials: a pooled connection the server
+			// closed would fail on the client's side before reaching anyone.
+			late := servertest.Client(t, srv, p)
+			_, err := late.ActivateClient(ctx, connect.NewRequest(&api.ActivateClientRequest{ClientKey: "late"}))
 			if connect.CodeOf(err) != connect.CodeUnavailable {
 				t.Fatalf("call after shutdown: %v, want unavailable", err)
 			}
