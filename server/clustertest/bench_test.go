@@ -9,6 +9,7 @@ import (
 	"github.com/yorkie-affinity/yorkie/server"
 	"github.com/yorkie-affinity/yorkie/server/clustertest"
 	"github.com/yorkie-affinity/yorkie/server/servertest"
+	"github.com/yorkie-affinity/yorkie/server/servertest/wire"
 )
 
 // benchRounds is how many calls each path makes per benchmark iteration, so
@@ -16,10 +17,10 @@ import (
 const benchRounds = 200
 
 // timedPushPull pushes one new change and pulls, returning the call's time.
-func timedPushPull(b *testing.B, r *replica) time.Duration {
-	r.edit(1)
+func timedPushPull(b *testing.B, r *wire.Replica) time.Duration {
+	r.Edit(1)
 	start := time.Now()
-	err := r.pushPull(context.Background())
+	_, err := r.PushPull(context.Background())
 	d := time.Since(start)
 	if err != nil {
 		b.Fatalf("pushpull: %v", err)
@@ -47,16 +48,16 @@ func BenchmarkPushPullAffinityCost(b *testing.B) {
 		cfg.Epoch = func(context.Context, string) (int64, error) { return 0, nil }
 	})
 	c := clustertest.Start(b, 3)
-	docKey := uniqueKey(b, "doc")
-	if _, err := c.Node(0).Affinity().Owner(testCtx(b), docKey); err != nil {
+	docKey := wire.UniqueKey(b, "doc")
+	if _, err := c.Node(0).Affinity().Owner(wire.Context(b), docKey); err != nil {
 		b.Fatalf("bind %s: %v", docKey, err)
 	}
 	owner := ownerOf(b, c, docKey).Node
 
-	off := newReplica(b, servertest.Client(b, plain, servertest.ConnectProto))
-	off.mustAttach(uniqueKey(b, "doc"))
-	on := newReplica(b, owner.ConnectProto())
-	on.mustAttach(docKey)
+	off := wire.NewReplica(b, servertest.Client(b, plain, servertest.ConnectProto))
+	off.MustAttach(wire.UniqueKey(b, "doc"))
+	on := wire.NewReplica(b, owner.ConnectProto())
+	on.MustAttach(docKey)
 	for range 20 { // warm up connections and caches
 		timedPushPull(b, off)
 		timedPushPull(b, on)
@@ -88,17 +89,17 @@ func BenchmarkPushPullAffinityCost(b *testing.B) {
 // less on loopback.
 func BenchmarkForwardOverhead(b *testing.B) {
 	c := clustertest.Start(b, 3)
-	docKey := uniqueKey(b, "doc")
-	if _, err := c.Node(0).Affinity().Owner(testCtx(b), docKey); err != nil {
+	docKey := wire.UniqueKey(b, "doc")
+	if _, err := c.Node(0).Affinity().Owner(wire.Context(b), docKey); err != nil {
 		b.Fatalf("bind %s: %v", docKey, err)
 	}
 	owner := ownerOf(b, c, docKey).Node
 	via := otherNodes(c, owner)[0]
 
-	direct := newReplica(b, owner.ConnectProto())
-	direct.mustAttach(docKey)
-	relayed := newReplica(b, via.ConnectProto())
-	relayed.mustAttach(docKey)
+	direct := wire.NewReplica(b, owner.ConnectProto())
+	direct.MustAttach(docKey)
+	relayed := wire.NewReplica(b, via.ConnectProto())
+	relayed.MustAttach(docKey)
 	for range 20 {
 		timedPushPull(b, direct)
 		timedPushPull(b, relayed)
@@ -112,7 +113,7 @@ func BenchmarkForwardOverhead(b *testing.B) {
 		}
 	}
 	b.StopTimer()
-	if got := relayed.header.Get(sessionKeyHeader); got != owner.SessionKey() {
+	if got := relayed.Header.Get(sessionKeyHeader); got != owner.SessionKey() {
 		b.Fatalf("relayed answer names %q, want the owner %q", got, owner.SessionKey())
 	}
 	dP50, rP50 := percentile(directD, 0.5), percentile(relayedD, 0.5)

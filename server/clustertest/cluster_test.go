@@ -19,6 +19,7 @@ import (
 	"github.com/yorkie-affinity/yorkie/server/cluster"
 	"github.com/yorkie-affinity/yorkie/server/clustertest"
 	"github.com/yorkie-affinity/yorkie/server/servertest"
+	"github.com/yorkie-affinity/yorkie/server/servertest/wire"
 )
 
 const (
@@ -35,26 +36,26 @@ func TestClientsOnDifferentNodesSeeEachOther(t *testing.T) {
 	for _, p := range []servertest.Protocol{servertest.ConnectJSON, servertest.GRPC, servertest.ConnectProto, servertest.GRPCWeb} {
 		t.Run(p.String(), func(t *testing.T) {
 			c := clustertest.Start(t, 3)
-			docKey := uniqueKey(t, "doc")
-			rs := make([]*replica, 3)
-			ws := make([]*stream[api.WatchResponse], 3)
+			docKey := wire.UniqueKey(t, "doc")
+			rs := make([]*wire.Replica, 3)
+			ws := make([]*wire.Stream[api.WatchResponse], 3)
 			for i := range rs {
-				rs[i] = newReplica(t, c.Node(i).Client(p))
-				rs[i].mustAttach(docKey)
+				rs[i] = wire.NewReplica(t, c.Node(i).Client(p))
+				rs[i].MustAttach(docKey)
 				var watchers []string
-				ws[i], watchers = rs[i].watchReady(t)
+				ws[i], watchers = watchReady(t, rs[i])
 				for j := range i + 1 {
-					if !slices.Contains(watchers, rs[j].id) {
+					if !slices.Contains(watchers, rs[j].ID) {
 						t.Fatalf("initialization for client on node %d lists %v, missing the client on node %d", i, watchers, j)
 					}
 				}
 				for j := range i {
-					awaitEvent(t, ws[j], watched, rs[i].id)
+					awaitEvent(t, ws[j], watched, rs[i].ID)
 				}
 			}
 			owner := ownerOf(t, c, docKey)
 			for i, r := range rs {
-				if got := r.header.Get(sessionKeyHeader); got != owner.Node.SessionKey() {
+				if got := r.Header.Get(sessionKeyHeader); got != owner.Node.SessionKey() {
 					t.Errorf("attach through node %d: %s %q, want the owner's %q", i, sessionKeyHeader, got, owner.Node.SessionKey())
 				}
 			}
@@ -62,32 +63,32 @@ func TestClientsOnDifferentNodesSeeEachOther(t *testing.T) {
 			// Each client edits and sets its presence in turn; the others are
 			// told and pull both.
 			for i, r := range rs {
-				r.edit(2)
-				presence := changeKey(r.record(map[string]string{"cursor": `"` + r.id + `"`}))
-				r.mustPushPull()
-				if len(r.pending) != 0 {
-					t.Fatalf("client on node %d: %d changes unacknowledged", i, len(r.pending))
+				r.Edit(2)
+				presence := wire.ChangeKey(r.NewChange(map[string]string{"cursor": `"` + r.ID + `"`}))
+				r.MustPushPull()
+				if len(r.Pending) != 0 {
+					t.Fatalf("client on node %d: %d changes unacknowledged", i, len(r.Pending))
 				}
 				for j, other := range rs {
 					if j == i {
 						continue
 					}
-					awaitEvent(t, ws[j], changed, r.id)
-					other.mustPushPull()
-					if err := other.hasPulled(r); err != nil {
+					awaitEvent(t, ws[j], changed, r.ID)
+					other.MustPushPull()
+					if err := hasPulled(other, r); err != nil {
 						t.Fatalf("client on node %d: %v", j, err)
 					}
-					if got := other.pulled[presence].GetPresenceChange().GetPresence().GetData()["cursor"]; got != `"`+r.id+`"` {
+					if got := other.Pulled[presence].GetPresenceChange().GetPresence().GetData()["cursor"]; got != `"`+r.ID+`"` {
 						t.Fatalf("client on node %d got presence %q of client on node %d, want its id", j, got, i)
 					}
 				}
 			}
-			checkStored(t, checkLog(t, c.DB(), rs[0].docID), rs...)
+			checkStored(t, checkLog(t, c.DB(), rs[0].DocID), rs...)
 
 			// A client leaving: the others see UNWATCHED.
-			ws[2].close()
-			awaitEvent(t, ws[0], unwatched, rs[2].id)
-			awaitEvent(t, ws[1], unwatched, rs[2].id)
+			ws[2].Close()
+			awaitEvent(t, ws[0], unwatched, rs[2].ID)
+			awaitEvent(t, ws[1], unwatched, rs[2].ID)
 		})
 	}
 }
@@ -97,12 +98,12 @@ type redirectCall struct {
 	name string
 	// send sends the call through c and returns its error and response
 	// header (or, for a stream, the header of the stream's end).
-	send func(t *testing.T, c *clustertest.Node, p servertest.Protocol, r *replica) (http.Header, error)
+	send func(t *testing.T, c *clustertest.Node, p servertest.Protocol, r *wire.Replica) (http.Header, error)
 }
 
 var redirectCalls = []redirectCall{
-	{"PushPullChanges", func(t *testing.T, n *clustertest.Node, p servertest.Protocol, r *replica) (http.Header, error) {
-		resp, err := n.Client(p).PushPullChanges(testCtx(t), r.pushPullRequest())
+	{"PushPullChanges", func(t *testing.T, n *clustertest.Node, p servertest.Protocol, r *wire.Replica) (http.Header, error) {
+		resp, err := n.Client(p).PushPullChanges(wire.Context(t), r.PushPullRequest())
 		var cerr *connect.Error
 		if errors.As(err, &cerr) {
 			// A unary call's response headers come with its error.
@@ -113,10 +114,10 @@ var redirectCalls = []redirectCall{
 		}
 		return resp.Header(), nil
 	}},
-	{"Watch", func(t *testing.T, n *clustertest.Node, p servertest.Protocol, r *replica) (http.Header, error) {
-		ctx, cancel := context.WithCancel(testCtx(t))
+	{"Watch", func(t *testing.T, n *clustertest.Node, p servertest.Protocol, r *wire.Replica) (http.Header, error) {
+		ctx, cancel := context.WithCancel(wire.Context(t))
 		defer cancel()
-		s, err := n.Client(p).Watch(ctx, r.watchRequest())
+		s, err := n.Client(p).Watch(ctx, r.WatchRequest())
 		if err != nil {
 			return nil, err
 		}
@@ -129,10 +130,10 @@ var redirectCalls = []redirectCall{
 		}
 		return s.ResponseHeader(), nil
 	}},
-	{"WatchDocument", func(t *testing.T, n *clustertest.Node, p servertest.Protocol, r *replica) (http.Header, error) {
-		ctx, cancel := context.WithCancel(testCtx(t))
+	{"WatchDocument", func(t *testing.T, n *clustertest.Node, p servertest.Protocol, r *wire.Replica) (http.Header, error) {
+		ctx, cancel := context.WithCancel(wire.Context(t))
 		defer cancel()
-		s, err := n.Client(p).WatchDocument(ctx, connect.NewRequest(&api.WatchDocumentRequest{ClientId: r.id, DocumentId: r.docID}))
+		s, err := n.Client(p).WatchDocument(ctx, connect.NewRequest(&api.WatchDocumentRequest{ClientId: r.ID, DocumentId: r.DocID}))
 		if err != nil {
 			return nil, err
 		}
@@ -155,15 +156,15 @@ func TestRedirectContract(t *testing.T) {
 	c := clustertest.Start(t, 3, clustertest.WithMode(server.Redirect))
 	for _, p := range servertest.Protocols() {
 		t.Run(p.String(), func(t *testing.T) {
-			docKey := uniqueKey(t, "doc")
+			docKey := wire.UniqueKey(t, "doc")
 			// Bind the document, then attach through its owner.
-			if _, err := c.Node(0).Affinity().Owner(testCtx(t), docKey); err != nil {
+			if _, err := c.Node(0).Affinity().Owner(wire.Context(t), docKey); err != nil {
 				t.Fatalf("bind %s: %v", docKey, err)
 			}
 			owner := ownerOf(t, c, docKey)
-			r := newReplica(t, owner.Node.Client(p))
-			r.mustAttach(docKey)
-			r.edit(1)
+			r := wire.NewReplica(t, owner.Node.Client(p))
+			r.MustAttach(docKey)
+			r.Edit(1)
 			wrong := otherNodes(c, owner.Node)[0]
 
 			for _, call := range redirectCalls {
@@ -185,7 +186,7 @@ func TestRedirectContract(t *testing.T) {
 					if want := affinity.SessionKey(owner.Node.Addr()); key != want {
 						t.Errorf("session key %q is not base64 of the owner's address %s (%q)", key, owner.Node.Addr(), want)
 					}
-					info := errorInfo(err)
+					info := wire.ErrorInfo(err)
 					if info["code"] != "ErrWrongNode" {
 						t.Errorf("ErrorInfo code %q, want ErrWrongNode", info["code"])
 					}
@@ -228,17 +229,17 @@ func TestRedirectContract(t *testing.T) {
 // AttachDocument succeeds wherever it lands and names the owner.
 func TestRedirectModeAttachSucceedsAnywhere(t *testing.T) {
 	c := clustertest.Start(t, 3, clustertest.WithMode(server.Redirect))
-	docKey := uniqueKey(t, "doc")
-	if _, err := c.Node(0).Affinity().Owner(testCtx(t), docKey); err != nil {
+	docKey := wire.UniqueKey(t, "doc")
+	if _, err := c.Node(0).Affinity().Owner(wire.Context(t), docKey); err != nil {
 		t.Fatalf("bind %s: %v", docKey, err)
 	}
 	owner := ownerOf(t, c, docKey)
 	wrong := otherNodes(c, owner.Node)[0]
-	r := newReplica(t, wrong.ConnectJSON())
-	if err := r.attach(testCtx(t), docKey); err != nil {
-		t.Fatalf("attach through a non-owner in redirect mode: %v (ErrorInfo %v)", err, errorInfo(err))
+	r := wire.NewReplica(t, wrong.ConnectJSON())
+	if _, err := r.Attach(wire.Context(t), docKey); err != nil {
+		t.Fatalf("attach through a non-owner in redirect mode: %v (ErrorInfo %v)", err, wire.ErrorInfo(err))
 	}
-	if got := r.header.Get(sessionKeyHeader); got != owner.Node.SessionKey() {
+	if got := r.Header.Get(sessionKeyHeader); got != owner.Node.SessionKey() {
 		t.Fatalf("attach answer: %s = %q, want the owner's %q", sessionKeyHeader, got, owner.Node.SessionKey())
 	}
 }
@@ -251,97 +252,97 @@ func TestForwardModeRelays(t *testing.T) {
 	for _, p := range []servertest.Protocol{servertest.ConnectJSON, servertest.GRPC} {
 		t.Run(p.String(), func(t *testing.T) {
 			c := clustertest.Start(t, 3)
-			docKey := uniqueKey(t, "doc")
-			if _, err := c.Node(0).Affinity().Owner(testCtx(t), docKey); err != nil {
+			docKey := wire.UniqueKey(t, "doc")
+			if _, err := c.Node(0).Affinity().Owner(wire.Context(t), docKey); err != nil {
 				t.Fatalf("bind %s: %v", docKey, err)
 			}
 			owner := ownerOf(t, c, docKey)
 			via := otherNodes(c, owner.Node)[0]
 			key := owner.Node.SessionKey()
 
-			far := newReplica(t, via.Client(p))
-			far.mustAttach(docKey)
-			if got := far.header.Get(sessionKeyHeader); got != key {
+			far := wire.NewReplica(t, via.Client(p))
+			far.MustAttach(docKey)
+			if got := far.Header.Get(sessionKeyHeader); got != key {
 				t.Errorf("relayed attach: %s = %q, want %q", sessionKeyHeader, got, key)
 			}
-			near := newReplica(t, owner.Node.Client(p))
-			near.mustAttach(docKey)
+			near := wire.NewReplica(t, owner.Node.Client(p))
+			near.MustAttach(docKey)
 
-			w, watchers := far.watchReady(t)
-			if got := w.header.Get(sessionKeyHeader); got != key {
+			w, watchers := watchReady(t, far)
+			if got := w.Header().Get(sessionKeyHeader); got != key {
 				t.Errorf("relayed Watch: %s = %q, want %q", sessionKeyHeader, got, key)
 			}
-			if !slices.Contains(watchers, far.id) {
-				t.Errorf("relayed Watch initialization lists %v, want %s in it", watchers, far.id)
+			if !slices.Contains(watchers, far.ID) {
+				t.Errorf("relayed Watch initialization lists %v, want %s in it", watchers, far.ID)
 			}
-			wd := openStream(t, func(ctx context.Context) (*connect.ServerStreamForClient[api.WatchDocumentResponse], error) {
-				return via.Client(p).WatchDocument(ctx, connect.NewRequest(&api.WatchDocumentRequest{ClientId: far.id, DocumentId: far.docID}))
+			wd := wire.OpenStream(t, func(ctx context.Context) (*connect.ServerStreamForClient[api.WatchDocumentResponse], error) {
+				return via.Client(p).WatchDocument(ctx, connect.NewRequest(&api.WatchDocumentRequest{ClientId: far.ID, DocumentId: far.DocID}))
 			})
-			if wd.next(t).GetInitialization() == nil {
+			if wd.Next(t).GetInitialization() == nil {
 				t.Fatalf("relayed WatchDocument did not start with an initialization")
 			}
-			if got := wd.header.Get(sessionKeyHeader); got != key {
+			if got := wd.Header().Get(sessionKeyHeader); got != key {
 				t.Errorf("relayed WatchDocument: %s = %q, want %q", sessionKeyHeader, got, key)
 			}
 
 			// The owner's client joins and edits: the relayed streams see it.
-			nw, _ := near.watchReady(t)
-			awaitEvent(t, w, watched, near.id)
-			near.edit(3)
-			near.mustPushPull()
-			awaitEvent(t, w, changed, near.id)
+			nw, _ := watchReady(t, near)
+			awaitEvent(t, w, watched, near.ID)
+			near.Edit(3)
+			near.MustPushPull()
+			awaitEvent(t, w, changed, near.ID)
 			for {
-				ev := wd.next(t).GetEvent()
-				if ev.GetType() == changed && ev.GetPublisher() == near.id {
+				ev := wd.Next(t).GetEvent()
+				if ev.GetType() == changed && ev.GetPublisher() == near.ID {
 					break
 				}
 			}
 
 			// Relayed PushPull pushes and pulls.
-			far.edit(2)
-			far.mustPushPull()
-			if got := far.header.Get(sessionKeyHeader); got != key {
+			far.Edit(2)
+			far.MustPushPull()
+			if got := far.Header.Get(sessionKeyHeader); got != key {
 				t.Errorf("relayed PushPull: %s = %q, want %q", sessionKeyHeader, got, key)
 			}
-			if err := far.hasPulled(near); err != nil {
+			if err := hasPulled(far, near); err != nil {
 				t.Fatal(err)
 			}
-			awaitEvent(t, nw, changed, far.id)
-			near.mustPushPull()
-			if err := near.hasPulled(far); err != nil {
+			awaitEvent(t, nw, changed, far.ID)
+			near.MustPushPull()
+			if err := hasPulled(near, far); err != nil {
 				t.Fatal(err)
 			}
 
 			// Relayed detach and remove.
-			far.record(nil).Operations = nil
-			detach, err := via.Client(p).DetachDocument(testCtx(t), connect.NewRequest(&api.DetachDocumentRequest{
-				ClientId: far.id, DocumentId: far.docID, ChangePack: far.pack(),
+			far.NewChange(nil).Operations = nil
+			detach, err := via.Client(p).DetachDocument(wire.Context(t), connect.NewRequest(&api.DetachDocumentRequest{
+				ClientId: far.ID, DocumentId: far.DocID, ChangePack: far.Pack(),
 			}))
-			must(t, err, "relayed detach")
+			wire.Must(t, err, "relayed detach")
 			if got := detach.Header().Get(sessionKeyHeader); got != key {
 				t.Errorf("relayed DetachDocument: %s = %q, want %q", sessionKeyHeader, got, key)
 			}
-			att, err := c.DB().FindAttachment(testCtx(t), far.id, far.docID)
-			must(t, err, "find attachment")
+			att, err := c.DB().FindAttachment(wire.Context(t), far.ID, far.DocID)
+			wire.Must(t, err, "find attachment")
 			if att.Status != "detached" {
 				t.Errorf("attachment after relayed detach: %s, want detached", att.Status)
 			}
-			remover := newReplica(t, via.Client(p))
-			remover.mustAttach(docKey)
-			pack := remover.pack()
+			remover := wire.NewReplica(t, via.Client(p))
+			remover.MustAttach(docKey)
+			pack := remover.Pack()
 			pack.IsRemoved = true
-			rm, err := via.Client(p).RemoveDocument(testCtx(t), connect.NewRequest(&api.RemoveDocumentRequest{
-				ClientId: remover.id, DocumentId: remover.docID, ChangePack: pack,
+			rm, err := via.Client(p).RemoveDocument(wire.Context(t), connect.NewRequest(&api.RemoveDocumentRequest{
+				ClientId: remover.ID, DocumentId: remover.DocID, ChangePack: pack,
 			}))
-			must(t, err, "relayed remove")
+			wire.Must(t, err, "relayed remove")
 			if !rm.Msg.GetChangePack().GetIsRemoved() {
 				t.Errorf("relayed remove answered is_removed=false")
 			}
 			if got := rm.Header().Get(sessionKeyHeader); got != key {
 				t.Errorf("relayed RemoveDocument: %s = %q, want %q", sessionKeyHeader, got, key)
 			}
-			info, err := c.DB().FindDocument(testCtx(t), remover.docID)
-			must(t, err, "find document")
+			info, err := c.DB().FindDocument(wire.Context(t), remover.DocID)
+			wire.Must(t, err, "find document")
 			if info.RemovedAt.IsZero() {
 				t.Errorf("document not removed after relayed RemoveDocument")
 			}
@@ -354,39 +355,39 @@ func TestForwardModeRelays(t *testing.T) {
 // then those of both nodes while 200 PushPulls are relayed to the owner.
 func TestOwnerPushPullMakesNoStoreCalls(t *testing.T) {
 	c := clustertest.Start(t, 3)
-	docKey := uniqueKey(t, "doc")
-	if _, err := c.Node(0).Affinity().Owner(testCtx(t), docKey); err != nil {
+	docKey := wire.UniqueKey(t, "doc")
+	if _, err := c.Node(0).Affinity().Owner(wire.Context(t), docKey); err != nil {
 		t.Fatalf("bind %s: %v", docKey, err)
 	}
 	owner := ownerOf(t, c, docKey).Node
 	via := otherNodes(c, owner)[0]
-	r := newReplica(t, owner.ConnectProto())
-	r.mustAttach(docKey)
-	relayed := newReplica(t, via.ConnectProto())
-	relayed.mustAttach(docKey)
+	r := wire.NewReplica(t, owner.ConnectProto())
+	r.MustAttach(docKey)
+	relayed := wire.NewReplica(t, via.ConnectProto())
+	relayed.MustAttach(docKey)
 	for range 5 {
-		r.edit(1)
-		r.mustPushPull()
-		relayed.edit(1)
-		relayed.mustPushPull()
+		r.Edit(1)
+		r.MustPushPull()
+		relayed.Edit(1)
+		relayed.MustPushPull()
 	}
 	before, viaBefore := owner.Affinity().StoreCalls(), via.Affinity().StoreCalls()
 	const calls = 200
 	for range calls {
-		r.edit(1)
-		r.mustPushPull()
+		r.Edit(1)
+		r.MustPushPull()
 	}
 	if got := owner.Affinity().StoreCalls() - before; got != 0 {
 		t.Fatalf("owner made %d session store calls during %d PushPulls, want 0", got, calls)
 	}
-	if r.acked != uint32(calls+6) {
-		t.Fatalf("acknowledged client_seq %d, want %d", r.acked, calls+6)
+	if r.Acked != uint32(calls+6) {
+		t.Fatalf("acknowledged client_seq %d, want %d", r.Acked, calls+6)
 	}
 	// A node relaying to a live owner it knows does not ask the store either.
 	before = owner.Affinity().StoreCalls()
 	for range calls {
-		relayed.edit(1)
-		relayed.mustPushPull()
+		relayed.Edit(1)
+		relayed.MustPushPull()
 	}
 	if got := via.Affinity().StoreCalls() - viaBefore; got != 0 {
 		t.Fatalf("forwarding node made %d session store calls during %d relayed PushPulls, want 0", got, calls)
@@ -394,7 +395,7 @@ func TestOwnerPushPullMakesNoStoreCalls(t *testing.T) {
 	if got := owner.Affinity().StoreCalls() - before; got != 0 {
 		t.Fatalf("owner made %d session store calls during %d relayed PushPulls, want 0", got, calls)
 	}
-	if err := relayed.hasPulled(r); err != nil {
+	if err := hasPulled(relayed, r); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -407,7 +408,7 @@ func TestForgedSessionKeyIsNeverDialled(t *testing.T) {
 	c := clustertest.Start(t, 3)
 	var lc net.ListenConfig
 	ln, err := lc.Listen(context.Background(), "tcp", "127.0.0.1:0")
-	must(t, err, "listen")
+	wire.Must(t, err, "listen")
 	t.Cleanup(func() { _ = ln.Close() })
 	var accepted atomic.Int64
 	go func() {
@@ -421,14 +422,14 @@ func TestForgedSessionKeyIsNeverDialled(t *testing.T) {
 		}
 	}()
 
-	docKey := uniqueKey(t, "doc")
-	if _, err := c.Node(0).Affinity().Owner(testCtx(t), docKey); err != nil {
+	docKey := wire.UniqueKey(t, "doc")
+	if _, err := c.Node(0).Affinity().Owner(wire.Context(t), docKey); err != nil {
 		t.Fatalf("bind %s: %v", docKey, err)
 	}
 	owner := ownerOf(t, c, docKey).Node
 	via := otherNodes(c, owner)[0]
-	writer := newReplica(t, owner.ConnectJSON())
-	writer.mustAttach(docKey)
+	writer := wire.NewReplica(t, owner.ConnectJSON())
+	writer.MustAttach(docKey)
 
 	for _, forged := range []struct{ name, key string }{
 		{"non-member", affinity.SessionKey(ln.Addr().String())},
@@ -443,28 +444,28 @@ func TestForgedSessionKeyIsNeverDialled(t *testing.T) {
 				}
 			}), forgedStreamKey(forged.key))
 			cl := via.Client(servertest.ConnectJSON, withKey)
-			r := newReplica(t, cl)
-			r.mustAttach(docKey)
-			if got := r.header.Get(sessionKeyHeader); got != owner.SessionKey() {
+			r := wire.NewReplica(t, cl)
+			r.MustAttach(docKey)
+			if got := r.Header.Get(sessionKeyHeader); got != owner.SessionKey() {
 				t.Errorf("attach: %s = %q, want the real owner's %q", sessionKeyHeader, got, owner.SessionKey())
 			}
-			w, _ := r.watchReady(t)
-			if got := w.header.Get(sessionKeyHeader); got != owner.SessionKey() {
+			w, _ := watchReady(t, r)
+			if got := w.Header().Get(sessionKeyHeader); got != owner.SessionKey() {
 				t.Errorf("watch: %s = %q, want the real owner's %q", sessionKeyHeader, got, owner.SessionKey())
 			}
-			writer.edit(1)
-			writer.mustPushPull()
-			awaitEvent(t, w, changed, writer.id)
-			r.edit(1)
-			r.mustPushPull()
-			if got := r.header.Get(sessionKeyHeader); got != owner.SessionKey() {
+			writer.Edit(1)
+			writer.MustPushPull()
+			awaitEvent(t, w, changed, writer.ID)
+			r.Edit(1)
+			r.MustPushPull()
+			if got := r.Header.Get(sessionKeyHeader); got != owner.SessionKey() {
 				t.Errorf("pushpull: %s = %q, want the real owner's %q", sessionKeyHeader, got, owner.SessionKey())
 			}
-			if err := r.hasPulled(writer); err != nil {
+			if err := hasPulled(r, writer); err != nil {
 				t.Fatal(err)
 			}
-			if r.acked != r.lastSeq {
-				t.Errorf("acknowledged %d of %d changes", r.acked, r.lastSeq)
+			if r.Acked != r.LastSeq {
+				t.Errorf("acknowledged %d of %d changes", r.Acked, r.LastSeq)
 			}
 		})
 	}
@@ -498,15 +499,15 @@ func (s streamHeader) WrapStreamingHandler(next connect.StreamingHandlerFunc) co
 // permission_denied, while the right secret is accepted.
 func TestNodeCallsNeedTheClusterSecret(t *testing.T) {
 	c := clustertest.Start(t, 3)
-	docKey := uniqueKey(t, "doc")
-	if _, err := c.Node(0).Affinity().Owner(testCtx(t), docKey); err != nil {
+	docKey := wire.UniqueKey(t, "doc")
+	if _, err := c.Node(0).Affinity().Owner(wire.Context(t), docKey); err != nil {
 		t.Fatalf("bind %s: %v", docKey, err)
 	}
 	owner := ownerOf(t, c, docKey).Node
-	victim := newReplica(t, owner.ConnectJSON())
-	victim.mustAttach(docKey)
-	secret, err := c.Store().ClusterSecret(testCtx(t))
-	must(t, err, "cluster secret")
+	victim := wire.NewReplica(t, owner.ConnectJSON())
+	victim.MustAttach(docKey)
+	secret, err := c.Store().ClusterSecret(wire.Context(t))
+	wire.Must(t, err, "cluster secret")
 
 	signed := func(value string) connect.Interceptor {
 		return connect.UnaryInterceptorFunc(func(next connect.UnaryFunc) connect.UnaryFunc {
@@ -520,8 +521,8 @@ func TestNodeCallsNeedTheClusterSecret(t *testing.T) {
 	}
 	detach := func(secretValue string) error {
 		cl := clusterv1connect.NewClusterServiceClient(servertest.HTTPClient(t, servertest.ConnectProto), owner.URL(), connect.WithInterceptors(signed(secretValue)))
-		_, err := cl.DetachClientDocument(testCtx(t), connect.NewRequest(&clusterv1.DetachClientDocumentRequest{
-			ClientId: victim.id, DocumentId: victim.docID, DocumentKey: docKey,
+		_, err := cl.DetachClientDocument(wire.Context(t), connect.NewRequest(&clusterv1.DetachClientDocumentRequest{
+			ClientId: victim.ID, DocumentId: victim.DocID, DocumentKey: docKey,
 		}))
 		return err
 	}
@@ -530,8 +531,8 @@ func TestNodeCallsNeedTheClusterSecret(t *testing.T) {
 			if code := connect.CodeOf(detach(tc.secret)); code != connect.CodePermissionDenied {
 				t.Fatalf("DetachClientDocument: code %s, want permission_denied", code)
 			}
-			att, err := c.DB().FindAttachment(testCtx(t), victim.id, victim.docID)
-			must(t, err, "find attachment")
+			att, err := c.DB().FindAttachment(wire.Context(t), victim.ID, victim.DocID)
+			wire.Must(t, err, "find attachment")
 			if att.Status != "attached" {
 				t.Fatalf("victim's attachment is %s after a refused call", att.Status)
 			}
@@ -544,17 +545,17 @@ func TestNodeCallsNeedTheClusterSecret(t *testing.T) {
 				}
 			}), signed(tc.secret))
 			cl := owner.Client(servertest.ConnectJSON, forwarded)
-			victim.edit(1)
-			_, err := cl.PushPullChanges(testCtx(t), victim.pushPullRequest())
+			victim.Edit(1)
+			_, err := cl.PushPullChanges(wire.Context(t), victim.PushPullRequest())
 			if code := connect.CodeOf(err); code != connect.CodePermissionDenied {
 				t.Fatalf("forwarded PushPull without the secret: code %s (%v), want permission_denied", code, err)
 			}
 		})
 	}
 	t.Run("ClusterService/right secret", func(t *testing.T) {
-		must(t, detach(secret), "DetachClientDocument with the cluster secret")
-		att, err := c.DB().FindAttachment(testCtx(t), victim.id, victim.docID)
-		must(t, err, "find attachment")
+		wire.Must(t, detach(secret), "DetachClientDocument with the cluster secret")
+		att, err := c.DB().FindAttachment(wire.Context(t), victim.ID, victim.DocID)
+		wire.Must(t, err, "find attachment")
 		if att.Status != "detached" {
 			t.Fatalf("attachment is %s after an authentic detach, want detached", att.Status)
 		}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/yorkie-affinity/yorkie/server/clustertest"
+	"github.com/yorkie-affinity/yorkie/server/servertest/wire"
 )
 
 // TestCallsDuringLeaseLossFailRetryably ends a node's lease (as a stalled
@@ -22,18 +23,18 @@ func TestCallsDuringLeaseLossFailRetryably(t *testing.T) {
 		calls    int
 	)
 	for range rounds {
-		members, err := c.Store().Members(testCtx(t))
-		must(t, err, "list members")
+		members, err := c.Store().Members(wire.Context(t))
+		wire.Must(t, err, "list members")
 		var wg sync.WaitGroup
 		for range callers {
 			wg.Go(func() {
-				r := newReplica(t, n.ConnectProto())
-				err := r.attach(testCtx(t), uniqueKey(t, "doc"))
+				r := wire.NewReplica(t, n.ConnectProto())
+				_, err := r.Attach(wire.Context(t), wire.UniqueKey(t, "doc"))
 				mu.Lock()
 				defer mu.Unlock()
 				calls++
 				if err != nil && !retryable(err) {
-					failures[fmt.Sprintf("%v (ErrorInfo %v)", err, errorInfo(err))]++
+					failures[fmt.Sprintf("%v (ErrorInfo %v)", err, wire.ErrorInfo(err))]++
 				}
 			})
 		}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/yorkie-affinity/yorkie/server/clustertest"
+	"github.com/yorkie-affinity/yorkie/server/servertest/wire"
 )
 
 // TestStoppedNodeLeavesMembership stops nodes gracefully and checks that a
@@ -16,8 +17,8 @@ func TestStoppedNodeLeavesMembership(t *testing.T) {
 		c := clustertest.Start(t, 2)
 		stopped := c.Node(0)
 		c.Stop(0)
-		members, err := c.Store().Members(testCtx(t))
-		must(t, err, "list members")
+		members, err := c.Store().Members(wire.Context(t))
+		wire.Must(t, err, "list members")
 		for _, m := range members {
 			if m.Addr == stopped.Addr() {
 				t.Fatalf("round %d: the stopped node %s is a member again (incarnation %d) after a graceful stop; members %v",

@@ -10,6 +10,7 @@ import (
 
 	"github.com/yorkie-affinity/yorkie/api/yorkie/v1/v1connect"
 	"github.com/yorkie-affinity/yorkie/server/clustertest"
+	"github.com/yorkie-affinity/yorkie/server/servertest/wire"
 )
 
 // TestOwnerChangesUnderLoad keeps six clients (two through each node)
@@ -21,15 +22,15 @@ import (
 // document at once.
 func TestOwnerChangesUnderLoad(t *testing.T) {
 	c := clustertest.Start(t, 4, clustertest.WithNodeTTL(time.Second))
-	docKey := uniqueKey(t, "doc")
+	docKey := wire.UniqueKey(t, "doc")
 	clients := map[*clustertest.Node]v1connect.YorkieServiceClient{}
 	for _, n := range c.Nodes() {
 		clients[n] = n.ConnectJSON()
 	}
-	var rs []*replica
+	var rs []*wire.Replica
 	for i := range 6 {
-		r := newReplica(t, clients[c.Node(i%3)])
-		r.mustAttach(docKey)
+		r := wire.NewReplica(t, clients[c.Node(i%3)])
+		r.MustAttach(docKey)
 		rs = append(rs, r)
 	}
 
@@ -44,9 +45,9 @@ func TestOwnerChangesUnderLoad(t *testing.T) {
 		wg.Go(func() {
 			next := i
 			for ctx.Err() == nil {
-				r.edit(1)
-				callCtx, callCancel := context.WithTimeout(ctx, waitTimeout)
-				err := r.pushPull(callCtx)
+				r.Edit(1)
+				callCtx, callCancel := context.WithTimeout(ctx, wire.WaitTimeout)
+				_, err := r.PushPull(callCtx)
 				callCancel()
 				switch {
 				case err == nil:
@@ -61,7 +62,7 @@ func TestOwnerChangesUnderLoad(t *testing.T) {
 					// Try another node next, as a load balancer would.
 					running := c.Running()
 					next++
-					r.c = clients[running[next%len(running)]]
+					r.C = clients[running[next%len(running)]]
 					time.Sleep(20 * time.Millisecond)
 				}
 			}
@@ -99,22 +100,22 @@ func TestOwnerChangesUnderLoad(t *testing.T) {
 
 	// Everyone settles through a live node and pulls everything.
 	for i, r := range rs {
-		r.c = clients[c.Running()[i%len(c.Running())]]
-		r.sync(fmt.Sprintf("client %d final sync", i))
+		r.C = clients[c.Running()[i%len(c.Running())]]
+		syncUntilAcked(r, fmt.Sprintf("client %d final sync", i))
 	}
 	for _, r := range rs {
-		r.mustPushPull()
+		r.MustPushPull()
 	}
 	for i, r := range rs {
 		for _, other := range rs {
 			if other != r {
-				if err := r.hasPulled(other); err != nil {
+				if err := hasPulled(r, other); err != nil {
 					t.Fatalf("client %d: %v", i, err)
 				}
 			}
 		}
 	}
-	log := checkLog(t, c.DB(), rs[0].docID)
+	log := checkLog(t, c.DB(), rs[0].DocID)
 	checkStored(t, log, rs...)
 	t.Logf("%d changes stored, %d PushPulls acknowledged, %d retried", len(log), acks.Load(), failures.Load())
 }

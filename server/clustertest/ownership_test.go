@@ -11,6 +11,7 @@ import (
 	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
 	"github.com/yorkie-affinity/yorkie/server/clustertest"
+	"github.com/yorkie-affinity/yorkie/server/servertest/wire"
 )
 
 // moveFixture is one document with a client through each of three nodes:
@@ -19,36 +20,36 @@ type moveFixture struct {
 	c      *clustertest.Cluster
 	docKey string
 	owner  clustertest.Owner
-	near   *replica
-	far    []*replica
-	nearW  *stream[api.WatchResponse]
-	farW   []*stream[api.WatchResponse]
+	near   *wire.Replica
+	far    []*wire.Replica
+	nearW  *wire.Stream[api.WatchResponse]
+	farW   []*wire.Stream[api.WatchResponse]
 }
 
-func (f *moveFixture) all() []*replica { return append([]*replica{f.near}, f.far...) }
+func (f *moveFixture) all() []*wire.Replica { return append([]*wire.Replica{f.near}, f.far...) }
 
 // newMoveFixture binds a document, attaches and watches it from every node,
 // and has every client push a few changes.
 func newMoveFixture(t *testing.T, c *clustertest.Cluster) *moveFixture {
 	t.Helper()
-	f := &moveFixture{c: c, docKey: uniqueKey(t, "doc")}
-	if _, err := c.Node(0).Affinity().Owner(testCtx(t), f.docKey); err != nil {
+	f := &moveFixture{c: c, docKey: wire.UniqueKey(t, "doc")}
+	if _, err := c.Node(0).Affinity().Owner(wire.Context(t), f.docKey); err != nil {
 		t.Fatalf("bind %s: %v", f.docKey, err)
 	}
 	f.owner = ownerOf(t, c, f.docKey)
-	f.near = newReplica(t, f.owner.Node.ConnectJSON())
-	f.near.mustAttach(f.docKey)
-	f.nearW, _ = f.near.watchReady(t)
+	f.near = wire.NewReplica(t, f.owner.Node.ConnectJSON())
+	f.near.MustAttach(f.docKey)
+	f.nearW, _ = watchReady(t, f.near)
 	for _, n := range otherNodes(c, f.owner.Node) {
-		r := newReplica(t, n.ConnectJSON())
-		r.mustAttach(f.docKey)
-		w, _ := r.watchReady(t)
+		r := wire.NewReplica(t, n.ConnectJSON())
+		r.MustAttach(f.docKey)
+		w, _ := watchReady(t, r)
 		f.far = append(f.far, r)
 		f.farW = append(f.farW, w)
 	}
 	for _, r := range f.all() {
-		r.edit(2)
-		r.mustPushPull()
+		r.Edit(2)
+		r.MustPushPull()
 	}
 	return f
 }
@@ -68,13 +69,13 @@ func wantUnavailable(t *testing.T, what string, err error) {
 // It returns the new owner.
 func (f *moveFixture) continueOnNewOwner(t *testing.T, survivors []*clustertest.Node) clustertest.Owner {
 	t.Helper()
-	f.near.c = survivors[0].ConnectJSON()
+	f.near.C = survivors[0].ConnectJSON()
 	for i, r := range f.far {
-		r.c = survivors[i%len(survivors)].ConnectJSON()
+		r.C = survivors[i%len(survivors)].ConnectJSON()
 	}
 	for i, r := range f.all() {
-		r.edit(2)
-		r.sync(fmt.Sprintf("client %d syncs after the move", i))
+		r.Edit(2)
+		syncUntilAcked(r, fmt.Sprintf("client %d syncs after the move", i))
 	}
 	owner := ownerOf(t, f.c, f.docKey)
 	if owner.Binding.Epoch <= f.owner.Binding.Epoch {
@@ -89,26 +90,26 @@ func (f *moveFixture) continueOnNewOwner(t *testing.T, survivors []*clustertest.
 found:
 	// Watch again, edit once more: everyone is told and pulls everything.
 	rs := f.all()
-	ws := make([]*stream[api.WatchResponse], len(rs))
+	ws := make([]*wire.Stream[api.WatchResponse], len(rs))
 	for i, r := range rs {
-		ws[i], _ = r.watchReady(t)
+		ws[i], _ = watchReady(t, r)
 	}
-	rs[0].edit(1)
-	rs[0].mustPushPull()
+	rs[0].Edit(1)
+	rs[0].MustPushPull()
 	for i := 1; i < len(rs); i++ {
-		awaitEvent(t, ws[i], changed, rs[0].id)
+		awaitEvent(t, ws[i], changed, rs[0].ID)
 	}
 	for _, r := range rs {
-		r.mustPushPull()
+		r.MustPushPull()
 		for _, other := range rs {
 			if other != r {
-				if err := r.hasPulled(other); err != nil {
+				if err := hasPulled(r, other); err != nil {
 					t.Fatal(err)
 				}
 			}
 		}
 	}
-	checkStored(t, checkLog(t, f.c.DB(), f.near.docID), rs...)
+	checkStored(t, checkLog(t, f.c.DB(), f.near.DocID), rs...)
 	return owner
 }
 
@@ -117,21 +118,21 @@ found:
 // log must not change.
 func checkOldEpochFenced(t *testing.T, f *moveFixture) {
 	t.Helper()
-	before := checkLog(t, f.c.DB(), f.near.docID)
+	before := checkLog(t, f.c.DB(), f.near.DocID)
 	late := &database.Change{
 		ServerSeq: int64(len(before) + 1),
-		ActorID:   f.near.id,
-		ClientSeq: f.near.lastSeq + 100,
+		ActorID:   f.near.ID,
+		ClientSeq: f.near.LastSeq + 100,
 		Body: &api.Change{Id: &api.ChangeID{
-			ClientSeq: f.near.lastSeq + 100, ServerSeq: int64(len(before) + 1), ActorId: f.near.actor,
+			ClientSeq: f.near.LastSeq + 100, ServerSeq: int64(len(before) + 1), ActorId: f.near.Actor,
 			VersionVector: &api.VersionVector{},
 		}},
 	}
-	err := f.c.DB().AppendChanges(testCtx(t), f.near.docID, f.owner.Binding.Epoch, []*database.Change{late})
+	err := f.c.DB().AppendChanges(wire.Context(t), f.near.DocID, f.owner.Binding.Epoch, []*database.Change{late})
 	if !errors.Is(err, database.ErrFenced) {
 		t.Fatalf("append with the old owner's epoch %d: %v, want ErrFenced", f.owner.Binding.Epoch, err)
 	}
-	if after := checkLog(t, f.c.DB(), f.near.docID); len(after) != len(before) {
+	if after := checkLog(t, f.c.DB(), f.near.DocID); len(after) != len(before) {
 		t.Fatalf("log grew from %d to %d changes after a refused write", len(before), len(after))
 	}
 }
@@ -145,21 +146,21 @@ func TestGracefulStopMovesDocumentsAtOnce(t *testing.T) {
 	c := clustertest.Start(t, 3, clustertest.WithNodeTTL(ttl))
 	f := newMoveFixture(t, c)
 	for _, r := range f.all() {
-		r.edit(1) // not yet pushed when the owner goes
+		r.Edit(1) // not yet pushed when the owner goes
 	}
 
 	start := time.Now()
 	c.Stop(f.owner.Node.Index())
-	members, err := c.Store().Members(testCtx(t))
-	must(t, err, "list members")
+	members, err := c.Store().Members(wire.Context(t))
+	wire.Must(t, err, "list members")
 	for _, m := range members {
 		if m.Addr == f.owner.Node.Addr() {
 			t.Errorf("the stopped owner %s is still a member (incarnation %d, bound epoch %d's owner was %d)",
 				m.Addr, m.Incarnation, f.owner.Binding.Epoch, f.owner.Binding.Owner.Incarnation)
 		}
 	}
-	for i, w := range append([]*stream[api.WatchResponse]{f.nearW}, f.farW...) {
-		err, ended := w.end(t)
+	for i, w := range append([]*wire.Stream[api.WatchResponse]{f.nearW}, f.farW...) {
+		err, ended := w.End(t), w.Ended()
 		wantUnavailable(t, fmt.Sprintf("Watch stream %d", i), err)
 		if d := ended.Sub(start); d > ttl/4 {
 			t.Errorf("Watch stream %d ended %s after the stop, want well under the TTL %s", i, d, ttl)
@@ -181,16 +182,16 @@ func TestCrashedOwnerIsReplacedAfterTTL(t *testing.T) {
 	c := clustertest.Start(t, 3, clustertest.WithNodeTTL(ttl))
 	f := newMoveFixture(t, c)
 	for _, r := range f.all() {
-		r.edit(1)
+		r.Edit(1)
 	}
 
 	start := time.Now()
 	c.Abort(f.owner.Node.Index())
 	for i, w := range f.farW {
-		err, _ := w.end(t)
+		err := w.End(t)
 		wantUnavailable(t, fmt.Sprintf("relayed Watch stream %d", i), err)
 	}
-	if err, _ := f.nearW.end(t); err == nil {
+	if err := f.nearW.End(t); err == nil {
 		t.Fatalf("direct Watch stream on the crashed owner ended without an error")
 	}
 	// Clients through the survivors keep trying; the document moves only
@@ -198,9 +199,9 @@ func TestCrashedOwnerIsReplacedAfterTTL(t *testing.T) {
 	survivors := otherNodes(c)
 	var moved time.Duration
 	eventually(t, "another node owns the document", func() error {
-		f.far[0].c = survivors[0].ConnectJSON()
-		_ = f.far[0].pushPull(testCtx(t))
-		o, err := c.OwnerOf(testCtx(t), f.docKey)
+		f.far[0].C = survivors[0].ConnectJSON()
+		_, _ = f.far[0].PushPull(wire.Context(t))
+		o, err := c.OwnerOf(wire.Context(t), f.docKey)
 		if err != nil {
 			return err
 		}
@@ -227,22 +228,22 @@ func TestPartitionedOwnerStopsServing(t *testing.T) {
 	f := newMoveFixture(t, c)
 	old := f.owner.Node
 	for _, r := range f.all() {
-		r.edit(1)
+		r.Edit(1)
 	}
 
 	c.Partition(old.Index())
-	err, _ := f.nearW.end(t)
+	err := f.nearW.End(t)
 	wantUnavailable(t, "direct Watch stream on the partitioned owner", err)
 	for i, w := range f.farW {
-		err, _ := w.end(t)
+		err := w.End(t)
 		wantUnavailable(t, fmt.Sprintf("relayed Watch stream %d", i), err)
 	}
 	// The partitioned node serves the document no more, directly or not.
-	err = f.near.pushPull(testCtx(t))
+	_, err = f.near.PushPull(wire.Context(t))
 	if code := connect.CodeOf(err); code != connect.CodeUnavailable {
 		t.Fatalf("PushPull at the partitioned node: %v (code %s), want unavailable", err, code)
 	}
-	_, err = old.Server().Backend().PushPull(testCtx(t), f.near.id, f.near.docID, f.near.pack(), false)
+	_, err = old.Server().Backend().PushPull(wire.Context(t), f.near.ID, f.near.DocID, f.near.Pack(), false)
 	if err == nil {
 		t.Fatalf("the partitioned node's backend accepted a write")
 	}
@@ -254,32 +255,32 @@ func TestPartitionedOwnerStopsServing(t *testing.T) {
 		t.Fatalf("the partitioned node still owns the document")
 	}
 	checkOldEpochFenced(t, f)
-	_, err = old.Server().Backend().PushPull(testCtx(t), f.near.id, f.near.docID, f.near.pack(), false)
+	_, err = old.Server().Backend().PushPull(wire.Context(t), f.near.ID, f.near.DocID, f.near.Pack(), false)
 	if err == nil {
 		t.Fatalf("the partitioned node's backend accepted a write after the takeover")
 	}
-	checkLog(t, c.DB(), f.near.docID)
+	checkLog(t, c.DB(), f.near.DocID)
 
 	// Healing brings the node back without moving the document.
 	c.Heal(old.Index())
 	c.WaitMembers(3)
 	for _, r := range f.all() {
-		r.edit(1)
-		r.sync("sync after the partition healed")
+		r.Edit(1)
+		syncUntilAcked(r, "sync after the partition healed")
 	}
 	if now := ownerOf(t, c, f.docKey); now.Binding != owner.Binding {
 		t.Fatalf("binding moved from %+v to %+v when the partitioned node came back", owner.Binding, now.Binding)
 	}
-	checkStored(t, checkLog(t, c.DB(), f.near.docID), f.all()...)
+	checkStored(t, checkLog(t, c.DB(), f.near.DocID), f.all()...)
 }
 
 // keyOwnedBy binds fresh document keys until one lands on node want.
 func keyOwnedBy(t *testing.T, c *clustertest.Cluster, want *clustertest.Node) string {
 	t.Helper()
 	for range 200 {
-		key := uniqueKey(t, "doc")
-		o, err := c.Node(0).Affinity().Owner(testCtx(t), key)
-		must(t, err, "bind "+key)
+		key := wire.UniqueKey(t, "doc")
+		o, err := c.Node(0).Affinity().Owner(wire.Context(t), key)
+		wire.Must(t, err, "bind "+key)
 		if o.Addr == want.Addr() {
 			return key
 		}
@@ -295,39 +296,39 @@ func keyOwnedBy(t *testing.T, c *clustertest.Cluster, want *clustertest.Node) st
 func TestDeactivateDetachesAtEveryOwner(t *testing.T) {
 	c := clustertest.Start(t, 3)
 	a := c.Node(0)
-	x := newReplica(t, a.ConnectJSON())
+	x := wire.NewReplica(t, a.ConnectJSON())
 	var (
-		others []*replica
-		xDocs  []*replica
-		xW     []*stream[api.WatchResponse]
-		oW     []*stream[api.WatchResponse]
+		others []*wire.Replica
+		xDocs  []*wire.Replica
+		xW     []*wire.Stream[api.WatchResponse]
+		oW     []*wire.Stream[api.WatchResponse]
 	)
 	for _, n := range []*clustertest.Node{c.Node(1), c.Node(2)} {
 		key := keyOwnedBy(t, c, n)
 		xd := *x
-		xd.pulled = map[string]*api.Change{}
-		xd.mustAttach(key)
-		w, _ := xd.watchReady(t)
+		xd.Pulled = map[string]*api.Change{}
+		xd.MustAttach(key)
+		w, _ := watchReady(t, &xd)
 		xDocs, xW = append(xDocs, &xd), append(xW, w)
 
-		o := newReplica(t, n.ConnectJSON())
-		o.mustAttach(key)
-		ow, watchers := o.watchReady(t)
+		o := wire.NewReplica(t, n.ConnectJSON())
+		o.MustAttach(key)
+		ow, watchers := watchReady(t, o)
 		if len(watchers) != 2 {
 			t.Fatalf("watchers of %s: %v, want both clients", key, watchers)
 		}
 		others, oW = append(others, o), append(oW, ow)
 	}
 
-	_, err := a.ConnectJSON().DeactivateClient(testCtx(t), connect.NewRequest(&api.DeactivateClientRequest{ClientId: x.id}))
-	must(t, err, "deactivate through node 0")
+	_, err := a.ConnectJSON().DeactivateClient(wire.Context(t), connect.NewRequest(&api.DeactivateClientRequest{ClientId: x.ID}))
+	wire.Must(t, err, "deactivate through node 0")
 
 	for i, o := range others {
-		awaitEvent(t, oW[i], changed, x.id)
-		o.mustPushPull()
+		awaitEvent(t, oW[i], changed, x.ID)
+		o.MustPushPull()
 		var cleared bool
-		for _, ch := range o.pulled {
-			if fmt.Sprintf("%x", ch.GetId().GetActorId()) == x.id &&
+		for _, ch := range o.Pulled {
+			if fmt.Sprintf("%x", ch.GetId().GetActorId()) == x.ID &&
 				ch.GetPresenceChange().GetType() == api.PresenceChange_CHANGE_TYPE_CLEAR {
 				cleared = true
 			}
@@ -335,25 +336,25 @@ func TestDeactivateDetachesAtEveryOwner(t *testing.T) {
 		if !cleared {
 			t.Errorf("watcher of document %d did not pull the deactivated client's presence clear", i)
 		}
-		att, err := c.DB().FindAttachment(testCtx(t), x.id, xDocs[i].docID)
-		must(t, err, "find attachment")
+		att, err := c.DB().FindAttachment(wire.Context(t), x.ID, xDocs[i].DocID)
+		wire.Must(t, err, "find attachment")
 		if att.Status != database.Detached {
 			t.Errorf("deactivated client's attachment to document %d is %s, want detached", i, att.Status)
 		}
 	}
-	until := time.Now().Add(waitTimeout)
+	until := time.Now().Add(wire.WaitTimeout)
 	for i, w := range xW {
 		select {
-		case <-w.done:
-			if w.err == nil {
+		case <-w.Done():
+			if w.Err() == nil {
 				t.Errorf("deactivated client's Watch stream %d ended without an error", i)
 			}
 		case <-time.After(time.Until(until)):
-			t.Errorf("deactivated client's Watch stream %d (through node 0, owner node %d) still open %s after DeactivateClient", i, i+1, waitTimeout)
+			t.Errorf("deactivated client's Watch stream %d (through node 0, owner node %d) still open %s after DeactivateClient", i, i+1, wire.WaitTimeout)
 		}
 	}
 	for i := range others {
-		if err := findEvent(oW[i], unwatched, x.id, max(time.Until(until), time.Second)); err != nil {
+		if err := findEvent(oW[i], unwatched, x.ID, max(time.Until(until), time.Second)); err != nil {
 			t.Errorf("watcher of document %d (owner node %d): %v", i, i+1, err)
 		}
 	}
@@ -367,18 +368,18 @@ func TestJoinKeepsBindings(t *testing.T) {
 	type doc struct {
 		key     string
 		owner   clustertest.Owner
-		writer  *replica
-		watcher *replica
-		w       *stream[api.WatchResponse]
+		writer  *wire.Replica
+		watcher *wire.Replica
+		w       *wire.Stream[api.WatchResponse]
 	}
 	docs := make([]*doc, 12)
 	for i := range docs {
-		d := &doc{key: uniqueKey(t, "doc")}
-		d.writer = newReplica(t, c.Node(i%3).ConnectJSON())
-		d.writer.mustAttach(d.key)
-		d.watcher = newReplica(t, c.Node((i+1)%3).ConnectJSON())
-		d.watcher.mustAttach(d.key)
-		d.w, _ = d.watcher.watchReady(t)
+		d := &doc{key: wire.UniqueKey(t, "doc")}
+		d.writer = wire.NewReplica(t, c.Node(i%3).ConnectJSON())
+		d.writer.MustAttach(d.key)
+		d.watcher = wire.NewReplica(t, c.Node((i+1)%3).ConnectJSON())
+		d.watcher.MustAttach(d.key)
+		d.w, _ = watchReady(t, d.watcher)
 		d.owner = ownerOf(t, c, d.key)
 		docs[i] = d
 	}
@@ -390,22 +391,22 @@ func TestJoinKeepsBindings(t *testing.T) {
 		if now := ownerOf(t, c, d.key); now.Binding != d.owner.Binding {
 			t.Fatalf("document %d: binding moved from %+v to %+v when a node joined", i, d.owner.Binding, now.Binding)
 		}
-		d.writer.edit(2)
-		d.writer.mustPushPull()
-		awaitEvent(t, d.w, changed, d.writer.id)
-		d.watcher.mustPushPull()
-		if err := d.watcher.hasPulled(d.writer); err != nil {
+		d.writer.Edit(2)
+		d.writer.MustPushPull()
+		awaitEvent(t, d.w, changed, d.writer.ID)
+		d.watcher.MustPushPull()
+		if err := hasPulled(d.watcher, d.writer); err != nil {
 			t.Fatalf("document %d: %v", i, err)
 		}
-		late := newReplica(t, joined.ConnectJSON())
-		late.mustAttach(d.key)
-		if got := late.header.Get(sessionKeyHeader); got != d.owner.Node.SessionKey() {
+		late := wire.NewReplica(t, joined.ConnectJSON())
+		late.MustAttach(d.key)
+		if got := late.Header.Get(sessionKeyHeader); got != d.owner.Node.SessionKey() {
 			t.Fatalf("document %d through the new node: %s = %q, want the owner's %q", i, sessionKeyHeader, got, d.owner.Node.SessionKey())
 		}
-		if err := late.hasPulled(d.writer); err != nil {
+		if err := hasPulled(late, d.writer); err != nil {
 			t.Fatalf("document %d through the new node: %v", i, err)
 		}
-		awaitEvent(t, d.w, changed, late.id) // its attach presence
-		checkStored(t, checkLog(t, c.DB(), d.writer.docID), d.writer, d.watcher, late)
+		awaitEvent(t, d.w, changed, late.ID) // its attach presence
+		checkStored(t, checkLog(t, c.DB(), d.writer.DocID), d.writer, d.watcher, late)
 	}
 }

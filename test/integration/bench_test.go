@@ -18,6 +18,7 @@ import (
 	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
 	"github.com/yorkie-affinity/yorkie/api/yorkie/v1/v1connect"
 	"github.com/yorkie-affinity/yorkie/server/servertest"
+	"github.com/yorkie-affinity/yorkie/server/servertest/wire"
 )
 
 // BenchmarkWatchChangedLatency measures the time from the start of a push to
@@ -28,20 +29,20 @@ func BenchmarkWatchChangedLatency(b *testing.B) {
 		b.Run(fmt.Sprintf("watchers=%d", n), func(b *testing.B) {
 			srv := servertest.Start(b)
 			c := servertest.Client(b, srv, servertest.ConnectJSON)
-			docKey := uniqueKey(b, "doc")
+			docKey := wire.UniqueKey(b, "doc")
 			writer := newReplica(b, c)
-			writer.mustAttach(docKey)
+			writer.MustAttach(docKey)
 
 			arrivals := make(chan time.Time, n)
 			for range n {
 				r := newReplica(b, c)
-				r.mustAttach(docKey)
+				r.MustAttach(docKey)
 				ctx, cancel := context.WithCancel(context.Background())
 				b.Cleanup(cancel)
-				stream, err := c.Watch(ctx, connect.NewRequest(&api.WatchRequest{ClientId: r.id,
+				stream, err := c.Watch(ctx, connect.NewRequest(&api.WatchRequest{ClientId: r.ID,
 					Resources: []*api.ResourceDescriptor{{Resource: &api.ResourceDescriptor_Document{
-						Document: &api.DocumentDescriptor{DocumentId: r.docID}}}}}))
-				must(b, err, "watch")
+						Document: &api.DocumentDescriptor{DocumentId: r.DocID}}}}}))
+				wire.Must(b, err, "watch")
 				if !stream.Receive() || stream.Msg().GetInitialization() == nil {
 					b.Fatalf("watch did not start with an initialization: %v", stream.Err())
 				}
@@ -49,7 +50,7 @@ func BenchmarkWatchChangedLatency(b *testing.B) {
 					defer stream.Close()
 					for stream.Receive() {
 						ev := stream.Msg().GetEvent().GetDocEvent().GetEvent()
-						if ev.GetType() == changed && ev.GetPublisher() == writer.id {
+						if ev.GetType() == changed && ev.GetPublisher() == writer.ID {
 							arrivals <- time.Now()
 						}
 					}
@@ -60,15 +61,15 @@ func BenchmarkWatchChangedLatency(b *testing.B) {
 			latencies := make([]time.Duration, 0, b.N*n)
 			b.ResetTimer()
 			for range b.N {
-				writer.edit(1)
+				writer.Edit(1)
 				start := time.Now()
-				writer.mustPushPull()
+				writer.MustPushPull()
 				for range n {
 					select {
 					case at := <-arrivals:
 						latencies = append(latencies, at.Sub(start))
-					case <-time.After(waitTimeout):
-						b.Fatalf("a watcher got no CHANGED within %s", waitTimeout)
+					case <-time.After(wire.WaitTimeout):
+						b.Fatalf("a watcher got no CHANGED within %s", wire.WaitTimeout)
 					}
 				}
 			}
@@ -96,11 +97,11 @@ func processCPU(b *testing.B) time.Duration {
 // pushPullLoop runs b.N PushPull round trips of one change each.
 func pushPullLoop(b *testing.B, c v1connect.YorkieServiceClient) {
 	r := newReplica(b, c)
-	r.mustAttach(uniqueKey(b, "doc"))
+	r.MustAttach(wire.UniqueKey(b, "doc"))
 	ctx := context.Background()
 	for range b.N {
-		r.edit(1)
-		if _, err := r.pushPull(ctx, false); err != nil {
+		r.Edit(1)
+		if _, err := r.PushPull(ctx); err != nil {
 			b.Fatalf("pushpull: %v", err)
 		}
 	}
@@ -187,24 +188,24 @@ func startChildServer(b *testing.B) (string, int) {
 	cmd := exec.Command(bin)
 	cmd.Env = append(os.Environ(), childServerEnv+"=1")
 	stdin, err := cmd.StdinPipe()
-	must(b, err, "child stdin")
+	wire.Must(b, err, "child stdin")
 	stdout, err := cmd.StdoutPipe()
-	must(b, err, "child stdout")
+	wire.Must(b, err, "child stdout")
 	cmd.Stderr = os.Stderr
-	must(b, cmd.Start(), "start child server")
+	wire.Must(b, cmd.Start(), "start child server")
 	b.Cleanup(func() {
 		_ = stdin.Close()
 		_ = cmd.Wait()
 	})
 	line, err := bufio.NewReader(stdout).ReadString('\n')
-	must(b, err, "read child server address")
+	wire.Must(b, err, "read child server address")
 	return strings.TrimSpace(line), cmd.Process.Pid
 }
 
 // childCPU reads a process's user and system CPU time from /proc.
 func childCPU(b *testing.B, pid int) time.Duration {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	must(b, err, "read child stat")
+	wire.Must(b, err, "read child stat")
 	// Fields after the parenthesised command name; utime and stime are the
 	// 14th and 15th fields of the whole line, in clock ticks.
 	s := string(data)

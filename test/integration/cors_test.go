@@ -8,6 +8,7 @@ import (
 	"github.com/yorkie-affinity/yorkie/api/yorkie/v1/v1connect"
 	"github.com/yorkie-affinity/yorkie/server"
 	"github.com/yorkie-affinity/yorkie/server/servertest"
+	"github.com/yorkie-affinity/yorkie/server/servertest/wire"
 )
 
 // TestCORS checks what a browser running the JS SDK on another origin needs:
@@ -19,13 +20,13 @@ func TestCORS(t *testing.T) {
 
 	preflight := func(origin string) *http.Response {
 		t.Helper()
-		req, err := http.NewRequestWithContext(testCtx(t), http.MethodOptions, url, nil)
-		must(t, err, "build preflight")
+		req, err := http.NewRequestWithContext(wire.Context(t), http.MethodOptions, url, nil)
+		wire.Must(t, err, "build preflight")
 		req.Header.Set("Origin", origin)
 		req.Header.Set("Access-Control-Request-Method", "POST")
 		req.Header.Set("Access-Control-Request-Headers", "content-type,connect-protocol-version,x-yorkie-user-agent,x-shard-key")
 		resp, err := hc.Do(req)
-		must(t, err, "preflight")
+		wire.Must(t, err, "preflight")
 		resp.Body.Close()
 		return resp
 	}
@@ -40,12 +41,12 @@ func TestCORS(t *testing.T) {
 		t.Fatalf("preflight from another origin: %d %v", resp.StatusCode, resp.Header)
 	}
 
-	req, err := http.NewRequestWithContext(testCtx(t), http.MethodPost, url, strings.NewReader(`{"clientKey":"browser"}`))
-	must(t, err, "build request")
+	req, err := http.NewRequestWithContext(wire.Context(t), http.MethodPost, url, strings.NewReader(`{"clientKey":"browser"}`))
+	wire.Must(t, err, "build request")
 	req.Header.Set("Origin", "https://app.example")
 	req.Header.Set("Content-Type", "application/json")
 	post, err := hc.Do(req)
-	must(t, err, "post")
+	wire.Must(t, err, "post")
 	post.Body.Close()
 	if post.StatusCode != http.StatusOK || post.Header.Get("Access-Control-Allow-Origin") != "https://app.example" ||
 		!strings.Contains(post.Header.Get("Access-Control-Expose-Headers"), "Grpc-Status") {

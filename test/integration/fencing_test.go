@@ -20,6 +20,7 @@ import (
 	"github.com/yorkie-affinity/yorkie/server/backend/database/mongo"
 	"github.com/yorkie-affinity/yorkie/server/rpc"
 	"github.com/yorkie-affinity/yorkie/server/servertest"
+	"github.com/yorkie-affinity/yorkie/server/servertest/wire"
 	"github.com/yorkie-affinity/yorkie/test/testenv"
 )
 
@@ -91,16 +92,16 @@ func testFencing(t *testing.T, dbA, dbB database.Database) {
 	cb := servertest.Client(t, b, servertest.ConnectJSON)
 	ctx, cancel := context.WithTimeout(context.Background(), fencingTimeout)
 	defer cancel()
-	docKey := uniqueKey(t, "doc")
+	docKey := wire.UniqueKey(t, "doc")
 
 	// A serves the document first: its clients attach and push through it.
 	const aClients, bClients, bEdits = 3, 2, 5
-	onA := make([]*replica, aClients)
+	onA := make([]*wire.Replica, aClients)
 	for i := range onA {
 		onA[i] = newReplica(t, ca)
-		onA[i].mustAttach(docKey)
-		onA[i].edit(1)
-		onA[i].mustPushPull()
+		onA[i].MustAttach(docKey)
+		onA[i].Edit(1)
+		onA[i].MustPushPull()
 	}
 
 	// A's clients keep pushing, one new change per call, until A refuses.
@@ -114,9 +115,9 @@ func testFencing(t *testing.T, dbA, dbB database.Database) {
 		go func() {
 			defer wg.Done()
 			for ctx.Err() == nil {
-				r.edit(1)
+				r.Edit(1)
 				start := time.Now()
-				_, err := r.pushPull(ctx, false)
+				_, err := r.PushPull(ctx)
 				pushes[i] = append(pushes[i], pushRecord{start: start, err: err})
 				if err != nil {
 					return
@@ -132,10 +133,10 @@ func testFencing(t *testing.T, dbA, dbB database.Database) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	onB := make([]*replica, bClients)
+	onB := make([]*wire.Replica, bClients)
 	for i := range onB {
 		onB[i] = newReplica(t, cb)
-		if _, err := onB[i].attach(ctx, docKey); err != nil {
+		if _, err := onB[i].Attach(ctx, docKey); err != nil {
 			t.Fatalf("attach through B: %v", err)
 		}
 	}
@@ -146,8 +147,8 @@ func testFencing(t *testing.T, dbA, dbB database.Database) {
 		go func() {
 			defer wg.Done()
 			for range bEdits {
-				r.edit(1)
-				if _, err := r.pushPull(ctx, false); err != nil {
+				r.Edit(1)
+				if _, err := r.PushPull(ctx); err != nil {
 					bErrs[i] = fmt.Errorf("client %d through B: %w", i, err)
 					return
 				}
@@ -177,31 +178,31 @@ func testFencing(t *testing.T, dbA, dbB database.Database) {
 	}
 
 	// A keeps refusing and stores nothing more.
-	before := len(fencingLog(t, dbB, onA[0].docID))
+	before := len(fencingLog(t, dbB, onA[0].DocID))
 	for i, r := range onA {
-		r.edit(1)
-		_, err := r.pushPull(ctx, false)
+		r.Edit(1)
+		_, err := r.PushPull(ctx)
 		if err == nil {
 			t.Fatalf("client %d: A acknowledged a push after it was fenced", i)
 		}
 		wantError(t, err, connect.CodeUnavailable, rpc.CodeUnavailable)
 	}
-	if after := len(fencingLog(t, dbB, onA[0].docID)); after != before {
+	if after := len(fencingLog(t, dbB, onA[0].DocID)); after != before {
 		t.Fatalf("the log grew from %d to %d changes through the fenced owner", before, after)
 	}
 
 	// The turned-away clients re-send everything through B, as the SDK does.
 	for i, r := range onA {
-		r.c = cb
-		if _, err := r.pushPull(ctx, false); err != nil {
+		r.C = cb
+		if _, err := r.PushPull(ctx); err != nil {
 			t.Fatalf("client %d re-sending through B: %v", i, err)
 		}
-		if len(r.pending) != 0 || r.acked != r.lastSeq {
-			t.Fatalf("client %d: B acknowledged up to %d of %d changes", i, r.acked, r.lastSeq)
+		if len(r.Pending) != 0 || r.Acked != r.LastSeq {
+			t.Fatalf("client %d: B acknowledged up to %d of %d changes", i, r.Acked, r.LastSeq)
 		}
 	}
 
-	log := fencingLog(t, dbB, onA[0].docID)
+	log := fencingLog(t, dbB, onA[0].DocID)
 	checkGapless(t, log)
 	for i, r := range append(onA, onB...) {
 		checkAllStoredOnce(t, fmt.Sprintf("client %d", i), r, log)
@@ -210,11 +211,11 @@ func testFencing(t *testing.T, dbA, dbB database.Database) {
 
 	// A new client of B sees the whole document.
 	late := newReplica(t, cb)
-	late.mustAttach(docKey)
+	late.MustAttach(docKey)
 	for _, r := range append(onA, onB...) {
-		for seq := uint32(1); seq <= r.lastSeq; seq++ {
-			if late.byLabel[r.label(r.generation, seq)] != 1 {
-				t.Fatalf("a client attached afterwards did not get change %s", r.label(r.generation, seq))
+		for seq := uint32(1); seq <= r.LastSeq; seq++ {
+			if late.ByLabel[r.Label(r.Generation, seq)] != 1 {
+				t.Fatalf("a client attached afterwards did not get change %s", r.Label(r.Generation, seq))
 			}
 		}
 	}
@@ -223,7 +224,7 @@ func testFencing(t *testing.T, dbA, dbB database.Database) {
 // fencingLog reads the document's whole stored log.
 func fencingLog(t *testing.T, db database.Database, docID string) []*database.Change {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), wire.WaitTimeout)
 	defer cancel()
 	log, err := db.FindChanges(ctx, docID, 1, 1<<62)
 	if err != nil {
@@ -248,20 +249,20 @@ func checkGapless(t *testing.T, log []*database.Change) {
 
 // checkAllStoredOnce fails unless every change the replica made in its
 // attachment is in the log exactly once, in the replica's order.
-func checkAllStoredOnce(t *testing.T, who string, r *replica, log []*database.Change) {
+func checkAllStoredOnce(t *testing.T, who string, r *wire.Replica, log []*database.Change) {
 	t.Helper()
 	var seqs []uint32
 	for _, c := range log {
-		if c.ActorID == r.id {
+		if c.ActorID == r.ID {
 			seqs = append(seqs, c.ClientSeq)
 		}
 	}
-	if len(seqs) != int(r.lastSeq) {
-		t.Fatalf("%s made %d changes, the log has %d of it: %v", who, r.lastSeq, len(seqs), seqs)
+	if len(seqs) != int(r.LastSeq) {
+		t.Fatalf("%s made %d changes, the log has %d of it: %v", who, r.LastSeq, len(seqs), seqs)
 	}
 	for i, s := range seqs {
 		if s != uint32(i+1) {
-			t.Fatalf("%s: the log holds its changes as %v, want 1..%d once each in order", who, seqs, r.lastSeq)
+			t.Fatalf("%s: the log holds its changes as %v, want 1..%d once each in order", who, seqs, r.LastSeq)
 		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
 	"github.com/yorkie-affinity/yorkie/server"
 	"github.com/yorkie-affinity/yorkie/server/servertest"
+	"github.com/yorkie-affinity/yorkie/server/servertest/wire"
 )
 
 // fuzzProcedure is one YorkieService method as the fuzz test posts to it.
@@ -55,28 +56,28 @@ func FuzzRequestDecoding(f *testing.F) {
 	procs := fuzzProcedures()
 
 	// Good clients on their own document, checked after every input.
-	goodKey := uniqueKey(f, "good")
+	goodKey := wire.UniqueKey(f, "good")
 	writer, reader := newReplica(f, c), newReplica(f, c)
-	writer.mustAttach(goodKey)
-	reader.mustAttach(goodKey)
+	writer.MustAttach(goodKey)
+	reader.MustAttach(goodKey)
 
 	// Seeds are valid requests of a separate client and document, so mutations
 	// reach the backend's checks, not only the decoder's.
 	fz := newReplica(f, c)
-	fz.mustAttach(uniqueKey(f, "fuzz"))
-	fz.edit(1)
-	pack := fz.pack()
+	fz.MustAttach(wire.UniqueKey(f, "fuzz"))
+	fz.Edit(1)
+	pack := fz.Pack()
 	seeds := map[string]proto.Message{
 		"ActivateClient":   &api.ActivateClientRequest{ClientKey: "fuzz-client", Metadata: map[string]string{"k": "v"}},
 		"DeactivateClient": &api.DeactivateClientRequest{ClientId: "00112233445566778899aabb"},
-		"AttachDocument":   &api.AttachDocumentRequest{ClientId: fz.id, ChangePack: &api.ChangePack{DocumentKey: "fuzz-doc", Checkpoint: &api.Checkpoint{}}},
-		"DetachDocument":   &api.DetachDocumentRequest{ClientId: fz.id, DocumentId: fz.docID, ChangePack: pack},
-		"RemoveDocument":   &api.RemoveDocumentRequest{ClientId: fz.id, DocumentId: fz.docID, ChangePack: pack},
-		"PushPullChanges":  &api.PushPullChangesRequest{ClientId: fz.id, DocumentId: fz.docID, ChangePack: pack},
-		"Watch": &api.WatchRequest{ClientId: fz.id, Resources: []*api.ResourceDescriptor{{
-			Resource: &api.ResourceDescriptor_Document{Document: &api.DocumentDescriptor{DocumentId: fz.docID}},
+		"AttachDocument":   &api.AttachDocumentRequest{ClientId: fz.ID, ChangePack: &api.ChangePack{DocumentKey: "fuzz-doc", Checkpoint: &api.Checkpoint{}}},
+		"DetachDocument":   &api.DetachDocumentRequest{ClientId: fz.ID, DocumentId: fz.DocID, ChangePack: pack},
+		"RemoveDocument":   &api.RemoveDocumentRequest{ClientId: fz.ID, DocumentId: fz.DocID, ChangePack: pack},
+		"PushPullChanges":  &api.PushPullChangesRequest{ClientId: fz.ID, DocumentId: fz.DocID, ChangePack: pack},
+		"Watch": &api.WatchRequest{ClientId: fz.ID, Resources: []*api.ResourceDescriptor{{
+			Resource: &api.ResourceDescriptor_Document{Document: &api.DocumentDescriptor{DocumentId: fz.DocID}},
 		}}},
-		"WatchDocument": &api.WatchDocumentRequest{ClientId: fz.id, DocumentId: fz.docID},
+		"WatchDocument": &api.WatchDocumentRequest{ClientId: fz.ID, DocumentId: fz.DocID},
 	}
 	for i, p := range procs {
 		name := p.path[strings.LastIndex(p.path, "/")+1:]
@@ -85,9 +86,9 @@ func FuzzRequestDecoding(f *testing.F) {
 			continue
 		}
 		js, err := protojson.Marshal(msg)
-		must(f, err, "marshal json seed")
+		wire.Must(f, err, "marshal json seed")
 		bin, err := proto.Marshal(msg)
-		must(f, err, "marshal proto seed")
+		wire.Must(f, err, "marshal proto seed")
 		f.Add(uint8(i), uint8(0), js)
 		f.Add(uint8(i), uint8(1), bin)
 	}
@@ -110,9 +111,9 @@ func FuzzRequestDecoding(f *testing.F) {
 			ctype = "application/connect+" + enc
 			payload = envelope(body)
 		}
-		ctx := testCtx(t)
+		ctx := wire.Context(t)
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+p.path, bytes.NewReader(payload))
-		must(t, err, "build request")
+		wire.Must(t, err, "build request")
 		req.Header.Set("Content-Type", ctype)
 		req.Header.Set("Connect-Protocol-Version", "1")
 		resp, err := hc.Do(req)
@@ -144,15 +145,15 @@ func FuzzRequestDecoding(f *testing.F) {
 		}
 
 		// The good clients still sync.
-		writer.t, reader.t = t, t
-		writer.edit(1)
-		writer.mustPushPull()
-		if len(writer.pending) != 0 {
+		writer.T, reader.T = t, t
+		writer.Edit(1)
+		writer.MustPushPull()
+		if len(writer.Pending) != 0 {
 			t.Fatalf("writer's change not acknowledged after garbage")
 		}
-		reader.mustPushPull()
-		if n := reader.seen[fmt.Sprintf("%s/%d", writer.id, writer.lastSeq)]; n != 1 {
-			t.Fatalf("reader pulled the writer's change %d %d times, want once", writer.lastSeq, n)
+		reader.MustPushPull()
+		if n := reader.Seen[fmt.Sprintf("%s/%d", writer.ID, writer.LastSeq)]; n != 1 {
+			t.Fatalf("reader pulled the writer's change %d %d times, want once", writer.LastSeq, n)
 		}
 	})
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/yorkie-affinity/yorkie/server"
 	"github.com/yorkie-affinity/yorkie/server/rpc"
 	"github.com/yorkie-affinity/yorkie/server/servertest"
+	"github.com/yorkie-affinity/yorkie/server/servertest/wire"
 )
 
 // TestRouterSeesEveryDocumentCall checks that each document call passes the
@@ -41,22 +42,22 @@ func TestRouterSeesEveryDocumentCall(t *testing.T) {
 	})
 	srv := servertest.Start(t, func(cfg *server.Config) { cfg.Router = router })
 	c := servertest.Client(t, srv, servertest.ConnectJSON)
-	ctx := testCtx(t)
+	ctx := wire.Context(t)
 
-	docKey := uniqueKey(t, "doc")
+	docKey := wire.UniqueKey(t, "doc")
 	a := newReplica(t, c)
-	a.mustAttach(docKey)
-	a.mustPushPull()
-	w := a.watch(t)
-	w.next(t)
-	w.close()
-	_, err := a.detach(ctx)
-	must(t, err, "detach")
-	a.mustAttach(docKey)
-	pack := a.pack()
+	a.MustAttach(docKey)
+	a.MustPushPull()
+	w := a.Watch(t)
+	w.Next(t)
+	w.Close()
+	_, err := a.Detach(ctx)
+	wire.Must(t, err, "detach")
+	a.MustAttach(docKey)
+	pack := a.Pack()
 	pack.IsRemoved = true
-	_, err = c.RemoveDocument(ctx, connect.NewRequest(&api.RemoveDocumentRequest{ClientId: a.id, DocumentId: a.docID, ChangePack: pack}))
-	must(t, err, "remove")
+	_, err = c.RemoveDocument(ctx, connect.NewRequest(&api.RemoveDocumentRequest{ClientId: a.ID, DocumentId: a.DocID, ChangePack: pack}))
+	wire.Must(t, err, "remove")
 
 	want := []seen{
 		{rpc.CallAttach, docKey}, {rpc.CallPushPull, docKey}, {rpc.CallWatch, docKey},
@@ -69,7 +70,7 @@ func TestRouterSeesEveryDocumentCall(t *testing.T) {
 		t.Fatalf("routed calls %v, want %v", got, want)
 	}
 
-	_, err = newReplica(t, c).attach(ctx, refuse)
+	_, err = newReplica(t, c).Attach(ctx, refuse)
 	if connect.CodeOf(err) != connect.CodeUnavailable {
 		t.Fatalf("attach of a refused document: %v, want unavailable", err)
 	}
@@ -93,31 +94,31 @@ func TestShutdownLetsUnaryCallsFinish(t *testing.T) {
 	srv := servertest.Start(t, func(cfg *server.Config) { cfg.Router = router })
 	c := servertest.Client(t, srv, servertest.ConnectProto)
 	a := newReplica(t, c)
-	a.mustAttach(uniqueKey(t, "doc"))
-	a.edit(1)
+	a.MustAttach(wire.UniqueKey(t, "doc"))
+	a.Edit(1)
 
 	callDone := make(chan error, 1)
 	go func() {
-		_, err := a.c.PushPullChanges(context.Background(), connect.NewRequest(&api.PushPullChangesRequest{
-			ClientId: a.id, DocumentId: a.docID, ChangePack: a.pack(),
+		_, err := a.C.PushPullChanges(context.Background(), connect.NewRequest(&api.PushPullChangesRequest{
+			ClientId: a.ID, DocumentId: a.DocID, ChangePack: a.Pack(),
 		}))
 		callDone <- err
 	}()
 	select {
 	case <-entered:
-	case <-time.After(waitTimeout):
+	case <-time.After(wire.WaitTimeout):
 		t.Fatalf("PushPull never reached the routing step")
 	}
 
 	shutdownDone := make(chan error, 1)
 	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), wire.WaitTimeout)
 		defer cancel()
 		shutdownDone <- srv.Shutdown(ctx)
 	}()
 	// Shutdown must wait for the call; it cannot finish while the call is held.
 	// Poll with new calls until the server stops taking them.
-	deadline := time.Now().Add(waitTimeout)
+	deadline := time.Now().Add(wire.WaitTimeout)
 	for {
 		_, err := c.ActivateClient(context.Background(), connect.NewRequest(&api.ActivateClientRequest{ClientKey: "probe"}))
 		if err != nil {
@@ -136,14 +137,14 @@ func TestShutdownLetsUnaryCallsFinish(t *testing.T) {
 	close(release)
 	select {
 	case err := <-callDone:
-		must(t, err, "in-flight PushPull")
-	case <-time.After(waitTimeout):
+		wire.Must(t, err, "in-flight PushPull")
+	case <-time.After(wire.WaitTimeout):
 		t.Fatalf("in-flight PushPull did not finish")
 	}
 	select {
 	case err := <-shutdownDone:
-		must(t, err, "shutdown")
-	case <-time.After(waitTimeout):
+		wire.Must(t, err, "shutdown")
+	case <-time.After(wire.WaitTimeout):
 		t.Fatalf("Shutdown did not return after the call finished")
 	}
 }

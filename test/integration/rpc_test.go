@@ -12,6 +12,7 @@ import (
 	"github.com/yorkie-affinity/yorkie/api/yorkie/v1/v1connect"
 	"github.com/yorkie-affinity/yorkie/server"
 	"github.com/yorkie-affinity/yorkie/server/rpc"
+	"github.com/yorkie-affinity/yorkie/server/servertest/wire"
 )
 
 // unknownClientID is well formed but belongs to no client.
@@ -19,12 +20,12 @@ const unknownClientID = "0123456789abcdef01234567"
 
 func TestActivateClient(t *testing.T) {
 	forEachProtocol(t, func(t *testing.T, c v1connect.YorkieServiceClient, _ *server.Server) {
-		ctx := testCtx(t)
-		key := uniqueKey(t, "client")
+		ctx := wire.Context(t)
+		key := wire.UniqueKey(t, "client")
 		first, err := c.ActivateClient(ctx, connect.NewRequest(&api.ActivateClientRequest{
 			ClientKey: key, Metadata: map[string]string{"userID": "u1"},
 		}))
-		must(t, err, "activate")
+		wire.Must(t, err, "activate")
 		id := first.Msg.GetClientId()
 		if len(id) != 24 || strings.ToLower(id) != id {
 			t.Fatalf("client_id %q: want 24 lowercase hex characters", id)
@@ -33,12 +34,12 @@ func TestActivateClient(t *testing.T) {
 			t.Fatalf("client_id %q is not hex: %v", id, err)
 		}
 		again, err := c.ActivateClient(ctx, connect.NewRequest(&api.ActivateClientRequest{ClientKey: key}))
-		must(t, err, "activate again")
+		wire.Must(t, err, "activate again")
 		if again.Msg.GetClientId() != id {
 			t.Fatalf("same key gave client %s then %s", id, again.Msg.GetClientId())
 		}
 		other, err := c.ActivateClient(ctx, connect.NewRequest(&api.ActivateClientRequest{ClientKey: key + "-other"}))
-		must(t, err, "activate another key")
+		wire.Must(t, err, "activate another key")
 		if other.Msg.GetClientId() == id {
 			t.Fatalf("two keys share client %s", id)
 		}
@@ -50,32 +51,32 @@ func TestActivateClient(t *testing.T) {
 
 func TestDeactivateClient(t *testing.T) {
 	forEachProtocol(t, func(t *testing.T, c v1connect.YorkieServiceClient, _ *server.Server) {
-		ctx := testCtx(t)
+		ctx := wire.Context(t)
 		a := newReplica(t, c)
 		b := newReplica(t, c)
-		docKey := uniqueKey(t, "doc")
-		a.mustAttach(docKey)
-		b.mustAttach(docKey)
-		b.mustPushPull()
-		bw := b.watch(t)
-		if got := bw.next(t).GetInitialization(); got == nil {
+		docKey := wire.UniqueKey(t, "doc")
+		a.MustAttach(docKey)
+		b.MustAttach(docKey)
+		b.MustPushPull()
+		bw := b.Watch(t)
+		if got := bw.Next(t).GetInitialization(); got == nil {
 			t.Fatalf("first watch message is not the initialization")
 		}
 
-		_, err := c.DeactivateClient(ctx, connect.NewRequest(&api.DeactivateClientRequest{ClientId: a.id, Synchronous: true}))
-		must(t, err, "deactivate")
+		_, err := c.DeactivateClient(ctx, connect.NewRequest(&api.DeactivateClientRequest{ClientId: a.ID, Synchronous: true}))
+		wire.Must(t, err, "deactivate")
 
 		// The server detached a's document by itself: b pulls a's presence
 		// clear change.
-		before := len(b.seen)
-		b.mustPushPull()
-		if len(b.seen) <= before {
+		before := len(b.Seen)
+		b.MustPushPull()
+		if len(b.Seen) <= before {
 			t.Fatalf("after a deactivated, b pulled nothing; want a's presence-clear change")
 		}
 
-		_, err = a.pushPull(ctx, false)
+		_, err = a.PushPull(ctx)
 		wantError(t, err, connect.CodeFailedPrecondition, rpc.CodeClientNotActivated)
-		_, err = a.attach(ctx, uniqueKey(t, "doc"))
+		_, err = a.Attach(ctx, wire.UniqueKey(t, "doc"))
 		wantError(t, err, connect.CodeFailedPrecondition, rpc.CodeClientNotActivated)
 
 		_, err = c.DeactivateClient(ctx, connect.NewRequest(&api.DeactivateClientRequest{ClientId: unknownClientID}))
@@ -85,73 +86,73 @@ func TestDeactivateClient(t *testing.T) {
 
 func TestUnknownClient(t *testing.T) {
 	forEachProtocol(t, func(t *testing.T, c v1connect.YorkieServiceClient, _ *server.Server) {
-		ctx := testCtx(t)
+		ctx := wire.Context(t)
 		owner := newReplica(t, c)
-		owner.mustAttach(uniqueKey(t, "doc"))
+		owner.MustAttach(wire.UniqueKey(t, "doc"))
 
-		ghost := &replica{t: t, c: c, id: unknownClientID, seen: map[string]int{}}
-		ghost.actor, _ = hex.DecodeString(unknownClientID)
-		_, err := ghost.attach(ctx, uniqueKey(t, "doc"))
+		ghost := &wire.Replica{T: t, C: c, ID: unknownClientID, Seen: map[string]int{}, FailFast: true}
+		ghost.Actor, _ = hex.DecodeString(unknownClientID)
+		_, err := ghost.Attach(ctx, wire.UniqueKey(t, "doc"))
 		wantError(t, err, connect.CodeNotFound, rpc.CodeClientNotFound)
 
-		ghost.docID = owner.docID
-		_, err = ghost.pushPull(ctx, false)
+		ghost.DocID = owner.DocID
+		_, err = ghost.PushPull(ctx)
 		wantError(t, err, connect.CodeNotFound, rpc.CodeClientNotFound)
 
 		// After a restart that lost everything, the client and its document
 		// are both unknown: the client must hear about itself first, since
 		// the SDK starts over on ErrClientNotFound but gives up silently on a
 		// document error.
-		ghost.docID = "0123456789abcdef01234567"
-		_, err = ghost.pushPull(ctx, false)
+		ghost.DocID = "0123456789abcdef01234567"
+		_, err = ghost.PushPull(ctx)
 		wantError(t, err, connect.CodeNotFound, rpc.CodeClientNotFound)
 	})
 }
 
 func TestMalformedRequests(t *testing.T) {
 	forEachProtocol(t, func(t *testing.T, c v1connect.YorkieServiceClient, _ *server.Server) {
-		ctx := testCtx(t)
+		ctx := wire.Context(t)
 		r := newReplica(t, c)
-		r.mustAttach(uniqueKey(t, "doc"))
-		goodPack := &api.ChangePack{DocumentKey: r.docKey, Checkpoint: &api.Checkpoint{ServerSeq: r.serverSeq, ClientSeq: r.acked}}
+		r.MustAttach(wire.UniqueKey(t, "doc"))
+		goodPack := &api.ChangePack{DocumentKey: r.DocKey, Checkpoint: &api.Checkpoint{ServerSeq: r.ServerSeq, ClientSeq: r.Acked}}
 
 		for _, id := range []string{"", "xyz", "abc", "0123456789ABCDEF01234567", strings.Repeat("ab", 100), "01 3"} {
 			_, err := c.PushPullChanges(ctx, connect.NewRequest(&api.PushPullChangesRequest{
-				ClientId: id, DocumentId: r.docID, ChangePack: goodPack,
+				ClientId: id, DocumentId: r.DocID, ChangePack: goodPack,
 			}))
 			wantError(t, err, connect.CodeInvalidArgument, rpc.CodeInvalidArgument)
 			_, err = c.DeactivateClient(ctx, connect.NewRequest(&api.DeactivateClientRequest{ClientId: id}))
 			wantError(t, err, connect.CodeInvalidArgument, rpc.CodeInvalidArgument)
 		}
 
-		_, err := c.PushPullChanges(ctx, connect.NewRequest(&api.PushPullChangesRequest{ClientId: r.id, ChangePack: goodPack}))
+		_, err := c.PushPullChanges(ctx, connect.NewRequest(&api.PushPullChangesRequest{ClientId: r.ID, ChangePack: goodPack}))
 		wantError(t, err, connect.CodeInvalidArgument, rpc.CodeInvalidArgument)
-		_, err = c.PushPullChanges(ctx, connect.NewRequest(&api.PushPullChangesRequest{ClientId: r.id, DocumentId: r.docID}))
+		_, err = c.PushPullChanges(ctx, connect.NewRequest(&api.PushPullChangesRequest{ClientId: r.ID, DocumentId: r.DocID}))
 		wantError(t, err, connect.CodeInvalidArgument, rpc.CodeInvalidArgument)
-		_, err = c.DetachDocument(ctx, connect.NewRequest(&api.DetachDocumentRequest{ClientId: r.id, DocumentId: "../x", ChangePack: goodPack}))
+		_, err = c.DetachDocument(ctx, connect.NewRequest(&api.DetachDocumentRequest{ClientId: r.ID, DocumentId: "../x", ChangePack: goodPack}))
 		wantError(t, err, connect.CodeInvalidArgument, rpc.CodeInvalidArgument)
-		_, err = c.RemoveDocument(ctx, connect.NewRequest(&api.RemoveDocumentRequest{ClientId: r.id, DocumentId: r.docID}))
+		_, err = c.RemoveDocument(ctx, connect.NewRequest(&api.RemoveDocumentRequest{ClientId: r.ID, DocumentId: r.DocID}))
 		wantError(t, err, connect.CodeInvalidArgument, rpc.CodeInvalidArgument)
 
 		for _, key := range []string{"", "has space", "slash/key", strings.Repeat("k", 121), "ünïcode"} {
 			_, err := c.AttachDocument(ctx, connect.NewRequest(&api.AttachDocumentRequest{
-				ClientId: r.id, ChangePack: &api.ChangePack{DocumentKey: key, Checkpoint: &api.Checkpoint{}},
+				ClientId: r.ID, ChangePack: &api.ChangePack{DocumentKey: key, Checkpoint: &api.Checkpoint{}},
 			}))
 			wantError(t, err, connect.CodeInvalidArgument, rpc.CodeInvalidArgument)
 		}
-		_, err = c.AttachDocument(ctx, connect.NewRequest(&api.AttachDocumentRequest{ClientId: r.id}))
+		_, err = c.AttachDocument(ctx, connect.NewRequest(&api.AttachDocumentRequest{ClientId: r.ID}))
 		wantError(t, err, connect.CodeInvalidArgument, rpc.CodeInvalidArgument)
 
 		// A pack with no checkpoint is malformed.
 		_, err = c.PushPullChanges(ctx, connect.NewRequest(&api.PushPullChangesRequest{
-			ClientId: r.id, DocumentId: r.docID, ChangePack: &api.ChangePack{DocumentKey: r.docKey},
+			ClientId: r.ID, DocumentId: r.DocID, ChangePack: &api.ChangePack{DocumentKey: r.DocKey},
 		}))
 		wantError(t, err, connect.CodeInvalidArgument, rpc.CodeInvalidChangePack)
 
 		// The server still serves the client normally.
-		r.edit(1)
-		r.mustPushPull()
-		if len(r.pending) != 0 {
+		r.Edit(1)
+		r.MustPushPull()
+		if len(r.Pending) != 0 {
 			t.Fatalf("change not acknowledged after malformed requests")
 		}
 	})
@@ -159,67 +160,67 @@ func TestMalformedRequests(t *testing.T) {
 
 func TestDocumentNotAttached(t *testing.T) {
 	forEachProtocol(t, func(t *testing.T, c v1connect.YorkieServiceClient, _ *server.Server) {
-		ctx := testCtx(t)
+		ctx := wire.Context(t)
 		a := newReplica(t, c)
 		b := newReplica(t, c)
-		a.mustAttach(uniqueKey(t, "doc"))
-		b.docID, b.docKey = a.docID, a.docKey
-		b.edit(1)
-		_, err := b.pushPull(ctx, false)
+		a.MustAttach(wire.UniqueKey(t, "doc"))
+		b.DocID, b.DocKey = a.DocID, a.DocKey
+		b.Edit(1)
+		_, err := b.PushPull(ctx)
 		wantError(t, err, connect.CodeFailedPrecondition, rpc.CodeDocumentNotAttached)
-		_, err = b.detach(ctx)
+		_, err = b.Detach(ctx)
 		wantError(t, err, connect.CodeFailedPrecondition, rpc.CodeDocumentNotAttached)
 	})
 }
 
 func TestClientSeqGap(t *testing.T) {
 	forEachProtocol(t, func(t *testing.T, c v1connect.YorkieServiceClient, _ *server.Server) {
-		ctx := testCtx(t)
+		ctx := wire.Context(t)
 		r := newReplica(t, c)
-		r.mustAttach(uniqueKey(t, "doc"))
+		r.MustAttach(wire.UniqueKey(t, "doc"))
 		// Skip client_seq 2: the server stored 1 and is sent 3.
-		r.lastSeq++
-		r.acked++
-		r.edit(1)
-		_, err := r.pushPull(ctx, false)
+		r.LastSeq++
+		r.Acked++
+		r.Edit(1)
+		_, err := r.PushPull(ctx)
 		wantError(t, err, connect.CodeInvalidArgument, rpc.CodeInvalidClientSeq)
 	})
 }
 
 func TestResentChangesStoredOnce(t *testing.T) {
 	forEachProtocol(t, func(t *testing.T, c v1connect.YorkieServiceClient, _ *server.Server) {
-		ctx := testCtx(t)
-		docKey := uniqueKey(t, "doc")
+		ctx := wire.Context(t)
+		docKey := wire.UniqueKey(t, "doc")
 		a := newReplica(t, c)
 		b := newReplica(t, c)
-		a.mustAttach(docKey)
-		b.mustAttach(docKey)
+		a.MustAttach(docKey)
+		b.MustAttach(docKey)
 
-		a.edit(2) // client_seq 2 and 3
-		sent := append([]*api.Change(nil), a.pending...)
-		a.mustPushPull()
-		if a.acked != 3 {
-			t.Fatalf("acknowledged client_seq %d, want 3", a.acked)
+		a.Edit(2) // client_seq 2 and 3
+		sent := append([]*api.Change(nil), a.Pending...)
+		a.MustPushPull()
+		if a.Acked != 3 {
+			t.Fatalf("acknowledged client_seq %d, want 3", a.Acked)
 		}
 		// The acknowledgement is lost: the client re-sends 2 and 3 with a new 4.
-		a.acked = 1
-		a.pending = append(sent, a.pending...)
-		a.edit(1)
-		p, err := a.pushPull(ctx, false)
-		must(t, err, "re-send")
+		a.Acked = 1
+		a.Pending = append(sent, a.Pending...)
+		a.Edit(1)
+		p, err := a.PushPull(ctx)
+		wire.Must(t, err, "re-send")
 		if got := p.GetCheckpoint().GetClientSeq(); got != 4 {
 			t.Fatalf("acknowledged client_seq %d, want 4", got)
 		}
 
-		b.mustPushPull()
+		b.MustPushPull()
 		for seq := 2; seq <= 4; seq++ {
-			if n := b.seen[fmt.Sprintf("%s/%d", a.id, seq)]; n != 1 {
+			if n := b.Seen[fmt.Sprintf("%s/%d", a.ID, seq)]; n != 1 {
 				t.Errorf("b pulled a's change %d %d times, want once", seq, n)
 			}
 		}
 		// Nothing more is stored: b pulls nothing new.
-		before := len(b.seen)
-		if p := b.mustPushPull(); len(p.GetChanges()) != 0 || len(b.seen) != before {
+		before := len(b.Seen)
+		if p := b.MustPushPull(); len(p.GetChanges()) != 0 || len(b.Seen) != before {
 			t.Fatalf("second pull returned %d changes, want 0", len(p.GetChanges()))
 		}
 	})
@@ -227,63 +228,63 @@ func TestResentChangesStoredOnce(t *testing.T) {
 
 func TestPushPullExchange(t *testing.T) {
 	forEachProtocol(t, func(t *testing.T, c v1connect.YorkieServiceClient, _ *server.Server) {
-		ctx := testCtx(t)
-		docKey := uniqueKey(t, "doc")
+		ctx := wire.Context(t)
+		docKey := wire.UniqueKey(t, "doc")
 		a := newReplica(t, c)
 		b := newReplica(t, c)
-		a.mustAttach(docKey)
-		a.edit(3)
-		a.mustPushPull() // absorb fails the test if a's own changes come back
+		a.MustAttach(docKey)
+		a.Edit(3)
+		a.MustPushPull() // absorb fails the test if a's own changes come back
 
 		// b attaches later and receives a's changes (with version vectors).
-		resp, err := b.attach(ctx, docKey)
-		must(t, err, "attach b")
-		if resp.GetDocumentId() != a.docID {
-			t.Fatalf("same key gave documents %s and %s", a.docID, resp.GetDocumentId())
+		resp, err := b.Attach(ctx, docKey)
+		wire.Must(t, err, "attach b")
+		if resp.GetDocumentId() != a.DocID {
+			t.Fatalf("same key gave documents %s and %s", a.DocID, resp.GetDocumentId())
 		}
 		for seq := 1; seq <= 4; seq++ {
-			if b.seen[fmt.Sprintf("%s/%d", a.id, seq)] != 1 {
-				t.Fatalf("b did not pull a's change %d on attach; pulled %v", seq, b.seen)
+			if b.Seen[fmt.Sprintf("%s/%d", a.ID, seq)] != 1 {
+				t.Fatalf("b did not pull a's change %d on attach; pulled %v", seq, b.Seen)
 			}
 		}
 
 		// push_only: b's push is acknowledged, a's new changes are not returned.
-		a.edit(1)
-		a.mustPushPull()
-		b.edit(2)
-		p, err := b.pushPull(ctx, true)
-		must(t, err, "push only")
+		a.Edit(1)
+		a.MustPushPull()
+		b.Edit(2)
+		p, err := b.PushOnly(ctx)
+		wire.Must(t, err, "push only")
 		if len(p.GetChanges()) != 0 {
 			t.Fatalf("push_only answer carries %d changes", len(p.GetChanges()))
 		}
-		if got := p.GetCheckpoint().GetClientSeq(); got != b.lastSeq {
-			t.Fatalf("push_only acknowledged %d, want %d", got, b.lastSeq)
+		if got := p.GetCheckpoint().GetClientSeq(); got != b.LastSeq {
+			t.Fatalf("push_only acknowledged %d, want %d", got, b.LastSeq)
 		}
-		b.mustPushPull()
-		if b.seen[fmt.Sprintf("%s/%d", a.id, 5)] != 1 {
+		b.MustPushPull()
+		if b.Seen[fmt.Sprintf("%s/%d", a.ID, 5)] != 1 {
 			t.Fatalf("b did not pull a's change 5 after push_only")
 		}
-		a.mustPushPull()
-		if a.seen[fmt.Sprintf("%s/%d", b.id, 2)] != 1 || a.seen[fmt.Sprintf("%s/%d", b.id, 3)] != 1 {
-			t.Fatalf("a did not pull b's changes: %v", a.seen)
+		a.MustPushPull()
+		if a.Seen[fmt.Sprintf("%s/%d", b.ID, 2)] != 1 || a.Seen[fmt.Sprintf("%s/%d", b.ID, 3)] != 1 {
+			t.Fatalf("a did not pull b's changes: %v", a.Seen)
 		}
 	})
 }
 
 func TestVersionVectorOnEveryChange(t *testing.T) {
 	forEachProtocol(t, func(t *testing.T, c v1connect.YorkieServiceClient, _ *server.Server) {
-		ctx := testCtx(t)
-		docKey := uniqueKey(t, "doc")
+		ctx := wire.Context(t)
+		docKey := wire.UniqueKey(t, "doc")
 		a := newReplica(t, c)
 		b := newReplica(t, c)
-		a.mustAttach(docKey)
-		b.mustAttach(docKey)
+		a.MustAttach(docKey)
+		b.MustAttach(docKey)
 		// A presence-only change with no version vector at all.
-		ch := a.newChange(map[string]string{"cursor": "1"})
+		ch := a.NewChange(map[string]string{"cursor": "1"})
 		ch.Id.VersionVector = nil
-		_, err := a.pushPull(ctx, false)
-		must(t, err, "push change without version vector")
-		p := b.mustPushPull() // absorb checks every change has a version vector
+		_, err := a.PushPull(ctx)
+		wire.Must(t, err, "push change without version vector")
+		p := b.MustPushPull() // absorb checks every change has a version vector
 		if len(p.GetChanges()) == 0 {
 			t.Fatalf("b pulled no change")
 		}
@@ -292,49 +293,49 @@ func TestVersionVectorOnEveryChange(t *testing.T) {
 
 func TestDetachDocument(t *testing.T) {
 	forEachProtocol(t, func(t *testing.T, c v1connect.YorkieServiceClient, _ *server.Server) {
-		ctx := testCtx(t)
-		docKey := uniqueKey(t, "doc")
+		ctx := wire.Context(t)
+		docKey := wire.UniqueKey(t, "doc")
 		a := newReplica(t, c)
 		b := newReplica(t, c)
-		a.mustAttach(docKey)
-		b.mustAttach(docKey)
-		clearSeq := a.lastSeq + 1
-		p, err := a.detach(ctx)
-		must(t, err, "detach")
+		a.MustAttach(docKey)
+		b.MustAttach(docKey)
+		clearSeq := a.LastSeq + 1
+		p, err := a.Detach(ctx)
+		wire.Must(t, err, "detach")
 		if p.GetCheckpoint().GetClientSeq() != clearSeq {
 			t.Fatalf("detach acknowledged %d, want %d", p.GetCheckpoint().GetClientSeq(), clearSeq)
 		}
-		b.mustPushPull()
-		if b.seen[fmt.Sprintf("%s/%d", a.id, clearSeq)] != 1 {
-			t.Fatalf("b did not pull a's presence-clear change: %v", b.seen)
+		b.MustPushPull()
+		if b.Seen[fmt.Sprintf("%s/%d", a.ID, clearSeq)] != 1 {
+			t.Fatalf("b did not pull a's presence-clear change: %v", b.Seen)
 		}
-		a.edit(1)
-		_, err = a.pushPull(ctx, false)
+		a.Edit(1)
+		_, err = a.PushPull(ctx)
 		wantError(t, err, connect.CodeFailedPrecondition, rpc.CodeDocumentNotAttached)
 	})
 }
 
 func TestRemoveDocument(t *testing.T) {
 	forEachProtocol(t, func(t *testing.T, c v1connect.YorkieServiceClient, _ *server.Server) {
-		ctx := testCtx(t)
-		docKey := uniqueKey(t, "doc")
+		ctx := wire.Context(t)
+		docKey := wire.UniqueKey(t, "doc")
 		a := newReplica(t, c)
 		b := newReplica(t, c)
-		a.mustAttach(docKey)
-		b.mustAttach(docKey)
-		pack := a.pack()
+		a.MustAttach(docKey)
+		b.MustAttach(docKey)
+		pack := a.Pack()
 		pack.IsRemoved = true
 		resp, err := c.RemoveDocument(ctx, connect.NewRequest(&api.RemoveDocumentRequest{
-			ClientId: a.id, DocumentId: a.docID, ChangePack: pack,
+			ClientId: a.ID, DocumentId: a.DocID, ChangePack: pack,
 		}))
-		must(t, err, "remove")
+		wire.Must(t, err, "remove")
 		if !resp.Msg.GetChangePack().GetIsRemoved() {
 			t.Fatalf("remove answer does not mark the document removed")
 		}
-		removedID := a.docID
+		removedID := a.DocID
 
 		// b learns of the removal on its next exchange, one way or the other.
-		p, err := b.pushPull(ctx, false)
+		p, err := b.PushPull(ctx)
 		if err != nil {
 			wantError(t, err, connect.CodeFailedPrecondition, rpc.CodeDocumentRemoved)
 		} else if !p.GetIsRemoved() {
@@ -343,8 +344,8 @@ func TestRemoveDocument(t *testing.T) {
 
 		// The key now names a new document.
 		r := newReplica(t, c)
-		r.mustAttach(docKey)
-		if r.docID == removedID {
+		r.MustAttach(docKey)
+		if r.DocID == removedID {
 			t.Fatalf("attaching a removed document's key gave the removed document %s", removedID)
 		}
 	})
@@ -355,23 +356,23 @@ func TestRemoveDocument(t *testing.T) {
 // PushPull (the SDK re-sends unacknowledged changes), each stored once.
 func TestPackBeyondChangeLimit(t *testing.T) {
 	forEachProtocol(t, func(t *testing.T, c v1connect.YorkieServiceClient, _ *server.Server) {
-		docKey := uniqueKey(t, "doc")
+		docKey := wire.UniqueKey(t, "doc")
 		a := newReplica(t, c)
 		b := newReplica(t, c)
-		a.mustAttach(docKey)
-		b.mustAttach(docKey)
-		a.edit(4) // client_seq 2 to 5
-		a.mustPushPull()
-		if a.acked != 4 {
-			t.Fatalf("first push of 4 changes with a limit of 3 acknowledged %d, want 4", a.acked)
+		a.MustAttach(docKey)
+		b.MustAttach(docKey)
+		a.Edit(4) // client_seq 2 to 5
+		a.MustPushPull()
+		if a.Acked != 4 {
+			t.Fatalf("first push of 4 changes with a limit of 3 acknowledged %d, want 4", a.Acked)
 		}
-		a.mustPushPull()
-		if a.acked != 5 || len(a.pending) != 0 {
-			t.Fatalf("second push acknowledged %d, want 5", a.acked)
+		a.MustPushPull()
+		if a.Acked != 5 || len(a.Pending) != 0 {
+			t.Fatalf("second push acknowledged %d, want 5", a.Acked)
 		}
-		b.mustPushPull()
+		b.MustPushPull()
 		for seq := 2; seq <= 5; seq++ {
-			if n := b.seen[fmt.Sprintf("%s/%d", a.id, seq)]; n != 1 {
+			if n := b.Seen[fmt.Sprintf("%s/%d", a.ID, seq)]; n != 1 {
 				t.Errorf("b pulled a's change %d %d times, want once", seq, n)
 			}
 		}
@@ -382,41 +383,41 @@ func TestOversizedRequest(t *testing.T) {
 	const limit = 2048
 	forEachProtocol(t, func(t *testing.T, c v1connect.YorkieServiceClient, _ *server.Server) {
 		r := newReplica(t, c)
-		r.mustAttach(uniqueKey(t, "doc"))
-		ch := r.newChange(nil)
+		r.MustAttach(wire.UniqueKey(t, "doc"))
+		ch := r.NewChange(nil)
 		ch.Message = strings.Repeat("x", 2*limit)
-		_, err := r.pushPull(testCtx(t), false)
+		_, err := r.PushPull(wire.Context(t))
 		wantError(t, err, connect.CodeResourceExhausted, rpc.CodeRequestTooLarge)
 
 		// A request under the limit still works.
 		ch.Message = "small"
-		r.mustPushPull()
+		r.MustPushPull()
 	}, func(cfg *server.Config) { cfg.MaxRequestBytes = limit })
 }
 
 func TestUnimplementedRPCs(t *testing.T) {
 	forEachProtocol(t, func(t *testing.T, c v1connect.YorkieServiceClient, _ *server.Server) {
-		ctx := testCtx(t)
+		ctx := wire.Context(t)
 		r := newReplica(t, c)
 		calls := map[string]func() error{
 			"AttachChannel": func() error {
-				_, err := c.AttachChannel(ctx, connect.NewRequest(&api.AttachChannelRequest{ClientId: r.id, ChannelKey: "room"}))
+				_, err := c.AttachChannel(ctx, connect.NewRequest(&api.AttachChannelRequest{ClientId: r.ID, ChannelKey: "room"}))
 				return err
 			},
 			"Broadcast": func() error {
-				_, err := c.Broadcast(ctx, connect.NewRequest(&api.BroadcastRequest{ClientId: r.id, ChannelKey: "room"}))
+				_, err := c.Broadcast(ctx, connect.NewRequest(&api.BroadcastRequest{ClientId: r.ID, ChannelKey: "room"}))
 				return err
 			},
 			"CreateRevision": func() error {
-				_, err := c.CreateRevision(ctx, connect.NewRequest(&api.CreateRevisionRequest{ClientId: r.id}))
+				_, err := c.CreateRevision(ctx, connect.NewRequest(&api.CreateRevisionRequest{ClientId: r.ID}))
 				return err
 			},
 			"ListRevisions": func() error {
-				_, err := c.ListRevisions(ctx, connect.NewRequest(&api.ListRevisionsRequest{ClientId: r.id}))
+				_, err := c.ListRevisions(ctx, connect.NewRequest(&api.ListRevisionsRequest{ClientId: r.ID}))
 				return err
 			},
 			"WatchChannel": func() error {
-				s, err := c.WatchChannel(ctx, connect.NewRequest(&api.WatchChannelRequest{ClientId: r.id, ChannelKey: "room"}))
+				s, err := c.WatchChannel(ctx, connect.NewRequest(&api.WatchChannelRequest{ClientId: r.ID, ChannelKey: "room"}))
 				if err != nil {
 					return err
 				}
@@ -442,44 +443,44 @@ func TestReattach(t *testing.T) {
 	for _, how := range []string{"detach", "deactivate"} {
 		t.Run(how, func(t *testing.T) {
 			forEachProtocol(t, func(t *testing.T, c v1connect.YorkieServiceClient, _ *server.Server) {
-				ctx := testCtx(t)
-				docKey := uniqueKey(t, "doc")
+				ctx := wire.Context(t)
+				docKey := wire.UniqueKey(t, "doc")
 				a := newReplica(t, c)
 				b := newReplica(t, c)
-				a.mustAttach(docKey)
-				b.mustAttach(docKey)
-				a.edit(2)
-				a.mustPushPull()
-				firstGen := a.generation
-				lastSeq := a.lastSeq
+				a.MustAttach(docKey)
+				b.MustAttach(docKey)
+				a.Edit(2)
+				a.MustPushPull()
+				firstGen := a.Generation
+				lastSeq := a.LastSeq
 				if how == "detach" {
-					_, err := a.detach(ctx)
-					must(t, err, "detach")
+					_, err := a.Detach(ctx)
+					wire.Must(t, err, "detach")
 					lastSeq++
 				} else {
-					_, err := c.DeactivateClient(ctx, connect.NewRequest(&api.DeactivateClientRequest{ClientId: a.id}))
-					must(t, err, "deactivate")
-					again, err := c.ActivateClient(ctx, connect.NewRequest(&api.ActivateClientRequest{ClientKey: a.key}))
-					must(t, err, "activate again")
-					if again.Msg.GetClientId() != a.id {
-						t.Fatalf("re-activation gave client %s, want %s", again.Msg.GetClientId(), a.id)
+					_, err := c.DeactivateClient(ctx, connect.NewRequest(&api.DeactivateClientRequest{ClientId: a.ID}))
+					wire.Must(t, err, "deactivate")
+					again, err := c.ActivateClient(ctx, connect.NewRequest(&api.ActivateClientRequest{ClientKey: a.Key}))
+					wire.Must(t, err, "activate again")
+					if again.Msg.GetClientId() != a.ID {
+						t.Fatalf("re-activation gave client %s, want %s", again.Msg.GetClientId(), a.ID)
 					}
 				}
 
-				a.mustAttach(docKey)
+				a.MustAttach(docKey)
 				for seq := uint32(1); seq <= lastSeq; seq++ {
-					if n := a.byLabel[a.label(firstGen, seq)]; n != 1 {
+					if n := a.ByLabel[a.Label(firstGen, seq)]; n != 1 {
 						t.Errorf("re-attach pulled a's earlier change %d %d times, want once", seq, n)
 					}
 				}
-				if a.acked != 1 {
-					t.Fatalf("re-attach acknowledged client_seq %d, want 1", a.acked)
+				if a.Acked != 1 {
+					t.Fatalf("re-attach acknowledged client_seq %d, want 1", a.Acked)
 				}
-				a.edit(1)
-				a.mustPushPull()
-				b.mustPushPull()
+				a.Edit(1)
+				a.MustPushPull()
+				b.MustPushPull()
 				for seq := uint32(1); seq <= 2; seq++ {
-					if n := b.byLabel[a.label(a.generation, seq)]; n != 1 {
+					if n := b.ByLabel[a.Label(a.Generation, seq)]; n != 1 {
 						t.Errorf("b pulled a's new change %d %d times, want once", seq, n)
 					}
 				}

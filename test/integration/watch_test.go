@@ -16,6 +16,7 @@ import (
 	"github.com/yorkie-affinity/yorkie/server"
 	"github.com/yorkie-affinity/yorkie/server/rpc"
 	"github.com/yorkie-affinity/yorkie/server/servertest"
+	"github.com/yorkie-affinity/yorkie/server/servertest/wire"
 )
 
 const (
@@ -26,71 +27,71 @@ const (
 
 func TestWatch(t *testing.T) {
 	forEachProtocol(t, func(t *testing.T, c v1connect.YorkieServiceClient, _ *server.Server) {
-		docKey := uniqueKey(t, "doc")
+		docKey := wire.UniqueKey(t, "doc")
 		a := newReplica(t, c)
 		b := newReplica(t, c)
-		a.mustAttach(docKey)
-		b.mustAttach(docKey)
+		a.MustAttach(docKey)
+		b.MustAttach(docKey)
 
-		aw := a.watch(t)
-		init := aw.next(t).GetInitialization()
+		aw := a.Watch(t)
+		init := aw.Next(t).GetInitialization()
 		if init == nil || len(init.GetResourceInits()) != 1 {
 			t.Fatalf("first message is not an initialization for one resource")
 		}
 		di := init.GetResourceInits()[0].GetDocumentInit()
-		if di.GetDocumentId() != a.docID || !slices.Equal(di.GetClientIds(), []string{a.id}) {
-			t.Fatalf("initialization %v, want document %s watched by [%s]", di, a.docID, a.id)
+		if di.GetDocumentId() != a.DocID || !slices.Equal(di.GetClientIds(), []string{a.ID}) {
+			t.Fatalf("initialization %v, want document %s watched by [%s]", di, a.DocID, a.ID)
 		}
 
-		bw := b.watch(t)
-		bi := bw.next(t).GetInitialization().GetResourceInits()[0].GetDocumentInit()
+		bw := b.Watch(t)
+		bi := bw.Next(t).GetInitialization().GetResourceInits()[0].GetDocumentInit()
 		got := slices.Sorted(slices.Values(bi.GetClientIds()))
-		if want := slices.Sorted(slices.Values([]string{a.id, b.id})); !slices.Equal(got, want) {
+		if want := slices.Sorted(slices.Values([]string{a.ID, b.ID})); !slices.Equal(got, want) {
 			t.Fatalf("b's initialization lists %v, want %v", got, want)
 		}
-		wantEvent(t, docEvent(t, a.docID, aw.next(t)), watched, b.id)
+		wantEvent(t, docEvent(t, a.DocID, aw.Next(t)), watched, b.ID)
 
-		b.edit(1)
-		b.mustPushPull()
-		wantEvent(t, docEvent(t, a.docID, aw.next(t)), changed, b.id)
+		b.Edit(1)
+		b.MustPushPull()
+		wantEvent(t, docEvent(t, a.DocID, aw.Next(t)), changed, b.ID)
 
-		bw.close()
-		wantEvent(t, docEvent(t, a.docID, aw.next(t)), unwatched, b.id)
+		bw.Close()
+		wantEvent(t, docEvent(t, a.DocID, aw.Next(t)), unwatched, b.ID)
 	})
 }
 
 func TestWatchDocument(t *testing.T) {
 	forEachProtocol(t, func(t *testing.T, c v1connect.YorkieServiceClient, _ *server.Server) {
-		docKey := uniqueKey(t, "doc")
+		docKey := wire.UniqueKey(t, "doc")
 		a := newReplica(t, c)
 		b := newReplica(t, c)
-		a.mustAttach(docKey)
-		b.mustAttach(docKey)
+		a.MustAttach(docKey)
+		b.MustAttach(docKey)
 
-		aw := a.watchDocument(t)
-		init := aw.next(t).GetInitialization()
-		if init == nil || !slices.Equal(init.GetClientIds(), []string{a.id}) {
-			t.Fatalf("first message %v, want an initialization listing [%s]", init, a.id)
+		aw := a.WatchDocument(t)
+		init := aw.Next(t).GetInitialization()
+		if init == nil || !slices.Equal(init.GetClientIds(), []string{a.ID}) {
+			t.Fatalf("first message %v, want an initialization listing [%s]", init, a.ID)
 		}
-		bw := b.watchDocument(t)
-		if bw.next(t).GetInitialization() == nil {
+		bw := b.WatchDocument(t)
+		if bw.Next(t).GetInitialization() == nil {
 			t.Fatalf("b's first message is not an initialization")
 		}
-		wantEvent(t, aw.next(t).GetEvent(), watched, b.id)
-		b.edit(1)
-		b.mustPushPull()
-		wantEvent(t, aw.next(t).GetEvent(), changed, b.id)
-		bw.close()
-		wantEvent(t, aw.next(t).GetEvent(), unwatched, b.id)
+		wantEvent(t, aw.Next(t).GetEvent(), watched, b.ID)
+		b.Edit(1)
+		b.MustPushPull()
+		wantEvent(t, aw.Next(t).GetEvent(), changed, b.ID)
+		bw.Close()
+		wantEvent(t, aw.Next(t).GetEvent(), unwatched, b.ID)
 	})
 }
 
 func TestWatchErrors(t *testing.T) {
 	forEachProtocol(t, func(t *testing.T, c v1connect.YorkieServiceClient, _ *server.Server) {
 		a := newReplica(t, c)
-		a.mustAttach(uniqueKey(t, "doc"))
+		a.MustAttach(wire.UniqueKey(t, "doc"))
 		doc := &api.ResourceDescriptor{Resource: &api.ResourceDescriptor_Document{
-			Document: &api.DocumentDescriptor{DocumentId: a.docID},
+			Document: &api.DocumentDescriptor{DocumentId: a.DocID},
 		}}
 		channel := &api.ResourceDescriptor{Resource: &api.ResourceDescriptor_Channel{
 			Channel: &api.ChannelDescriptor{ChannelKey: "room"},
@@ -102,24 +103,22 @@ func TestWatchErrors(t *testing.T) {
 			code connect.Code
 			want string
 		}{
-			{"no resource", &api.WatchRequest{ClientId: a.id}, connect.CodeInvalidArgument, rpc.CodeInvalidArgument},
-			{"two resources", &api.WatchRequest{ClientId: a.id, Resources: []*api.ResourceDescriptor{doc, doc}}, connect.CodeInvalidArgument, rpc.CodeInvalidArgument},
-			{"channel", &api.WatchRequest{ClientId: a.id, Resources: []*api.ResourceDescriptor{channel}}, connect.CodeUnimplemented, rpc.CodeUnimplemented},
+			{"no resource", &api.WatchRequest{ClientId: a.ID}, connect.CodeInvalidArgument, rpc.CodeInvalidArgument},
+			{"two resources", &api.WatchRequest{ClientId: a.ID, Resources: []*api.ResourceDescriptor{doc, doc}}, connect.CodeInvalidArgument, rpc.CodeInvalidArgument},
+			{"channel", &api.WatchRequest{ClientId: a.ID, Resources: []*api.ResourceDescriptor{channel}}, connect.CodeUnimplemented, rpc.CodeUnimplemented},
 			{"malformed client", &api.WatchRequest{ClientId: "ZZ", Resources: []*api.ResourceDescriptor{doc}}, connect.CodeInvalidArgument, rpc.CodeInvalidArgument},
 			{"unknown client", &api.WatchRequest{ClientId: unknownClientID, Resources: []*api.ResourceDescriptor{doc}}, connect.CodeNotFound, rpc.CodeClientNotFound},
-			{"not attached", &api.WatchRequest{ClientId: stranger.id, Resources: []*api.ResourceDescriptor{doc}}, connect.CodeFailedPrecondition, rpc.CodeDocumentNotAttached},
+			{"not attached", &api.WatchRequest{ClientId: stranger.ID, Resources: []*api.ResourceDescriptor{doc}}, connect.CodeFailedPrecondition, rpc.CodeDocumentNotAttached},
 		}
 		for _, tc := range cases {
 			t.Run(tc.name, func(t *testing.T) {
-				w := startWatch(t, func(ctx context.Context) (*connect.ServerStreamForClient[api.WatchResponse], error) {
+				w := wire.OpenStream(t, func(ctx context.Context) (*connect.ServerStreamForClient[api.WatchResponse], error) {
 					return c.Watch(ctx, connect.NewRequest(tc.req))
 				})
-				select {
-				case m := <-w.msgs:
+				if m, err := w.NextWithin(0); err == nil {
 					t.Fatalf("got message %v, want the stream to fail", m)
-				default:
 				}
-				wantError(t, w.end(t), tc.code, tc.want)
+				wantError(t, w.End(t), tc.code, tc.want)
 			})
 		}
 	})
@@ -131,15 +130,15 @@ func TestShutdownEndsWatchWithUnavailable(t *testing.T) {
 			srv := servertest.Start(t)
 			c := servertest.Client(t, srv, p)
 			a := newReplica(t, c)
-			a.mustAttach(uniqueKey(t, "doc"))
-			aw := a.watch(t)
-			if aw.next(t).GetInitialization() == nil {
+			a.MustAttach(wire.UniqueKey(t, "doc"))
+			aw := a.Watch(t)
+			if aw.Next(t).GetInitialization() == nil {
 				t.Fatalf("first message is not an initialization")
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+			ctx, cancel := context.WithTimeout(context.Background(), wire.WaitTimeout)
 			defer cancel()
-			must(t, srv.Shutdown(ctx), "shutdown")
-			wantError(t, aw.end(t), connect.CodeUnavailable, rpc.CodeShuttingDown)
+			wire.Must(t, srv.Shutdown(ctx), "shutdown")
+			wantError(t, aw.End(t), connect.CodeUnavailable, rpc.CodeShuttingDown)
 
 			// A fresh client, so the call dials: a pooled connection the server
 			// closed would fail on the client's side before reaching anyone.
@@ -159,10 +158,10 @@ func TestHealthAndProfiling(t *testing.T) {
 	get := func(url string) (int, string) {
 		t.Helper()
 		resp, err := hc.Get(url)
-		must(t, err, "GET "+url)
+		wire.Must(t, err, "GET "+url)
 		defer resp.Body.Close()
 		body, err := io.ReadAll(resp.Body)
-		must(t, err, "read "+url)
+		wire.Must(t, err, "read "+url)
 		return resp.StatusCode, string(body)
 	}
 	if code, body := get(servertest.BaseURL(srv) + "/healthz"); code != http.StatusOK || body != "ok" {
@@ -170,8 +169,8 @@ func TestHealthAndProfiling(t *testing.T) {
 	}
 	for _, p := range []servertest.Protocol{servertest.ConnectJSON, servertest.GRPC} {
 		health := grpchealth.NewClient(servertest.HTTPClient(t, p), servertest.BaseURL(srv), p.ClientOptions()...)
-		resp, err := health.Check(testCtx(t), &grpchealth.CheckRequest{Service: v1connect.YorkieServiceName})
-		must(t, err, "health check over "+p.String())
+		resp, err := health.Check(wire.Context(t), &grpchealth.CheckRequest{Service: v1connect.YorkieServiceName})
+		wire.Must(t, err, "health check over "+p.String())
 		if resp.Status != grpchealth.StatusServing {
 			t.Fatalf("health over %s: %v, want serving", p, resp.Status)
 		}
@@ -180,10 +179,10 @@ func TestHealthAndProfiling(t *testing.T) {
 	// A few calls so that the RPC metrics have samples.
 	c := servertest.Client(t, srv, servertest.ConnectJSON)
 	r := newReplica(t, c)
-	r.mustAttach(uniqueKey(t, "doc"))
-	r.mustPushPull()
-	r.mustPushPull()
-	_, err := c.DeactivateClient(testCtx(t), connect.NewRequest(&api.DeactivateClientRequest{ClientId: "zz"}))
+	r.MustAttach(wire.UniqueKey(t, "doc"))
+	r.MustPushPull()
+	r.MustPushPull()
+	_, err := c.DeactivateClient(wire.Context(t), connect.NewRequest(&api.DeactivateClientRequest{ClientId: "zz"}))
 	wantError(t, err, connect.CodeInvalidArgument, rpc.CodeInvalidArgument)
 	profiling := "http://" + srv.ProfilingAddr()
 	code, body := get(profiling + "/metrics")

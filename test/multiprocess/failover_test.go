@@ -19,6 +19,7 @@ import (
 	"go.mongodb.org/mongo-driver/mongo/options"
 
 	mongodb "github.com/yorkie-affinity/yorkie/server/backend/database/mongo"
+	"github.com/yorkie-affinity/yorkie/server/servertest/wire"
 	"github.com/yorkie-affinity/yorkie/test/testenv"
 )
 
@@ -97,13 +98,13 @@ func TestKilledProcessLosesNoAcknowledgedChange(t *testing.T) {
 		editsAfter     = 4
 		docKey         = "killed-process-doc"
 	)
-	ws := make([]*docClient, writers)
+	ws := make([]*wire.Replica, writers)
 	for i := range ws {
-		w, err := activateClient(ctx, a.Client(t), fmt.Sprintf("writer-%d", i))
+		w, err := wire.Activate(ctx, a.Client(t), fmt.Sprintf("writer-%d", i))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := w.attach(ctx, docKey, map[string]string{"name": fmt.Sprintf(`"writer-%d"`, i)}); err != nil {
+		if _, err := w.AttachWith(ctx, docKey, map[string]string{"name": fmt.Sprintf(`"writer-%d"`, i)}); err != nil {
 			t.Fatalf("through %s: %v", a.Name, err)
 		}
 		ws[i] = w
@@ -128,16 +129,16 @@ func TestKilledProcessLosesNoAcknowledgedChange(t *testing.T) {
 			defer wg.Done()
 			defer stopped.Add(1)
 			for ctx.Err() == nil {
-				ch := w.newChange(nil)
+				ch := w.NewChange(nil)
 				inFlight.Add(1)
-				p, err := w.pushPull(ctx)
+				p, err := w.PushPull(ctx)
 				inFlight.Add(-1)
 				if err != nil {
 					lastErr[i], failedEarly[i] = err, !killed.Load()
 					return
 				}
-				if w.acked != ch.GetId().GetClientSeq() || len(w.pending) != 0 {
-					lastErr[i] = fmt.Errorf("writer %d: pushed client_seq %d alone, server acknowledged %d", i, ch.GetId().GetClientSeq(), w.acked)
+				if w.Acked != ch.GetId().GetClientSeq() || len(w.Pending) != 0 {
+					lastErr[i] = fmt.Errorf("writer %d: pushed client_seq %d alone, server acknowledged %d", i, ch.GetId().GetClientSeq(), w.Acked)
 					failedEarly[i] = true
 					return
 				}
@@ -162,7 +163,7 @@ func TestKilledProcessLosesNoAcknowledgedChange(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	db := dialDatabase(t, uri, dbName)
-	docID := ws[0].docID
+	docID := ws[0].DocID
 	giveUp := time.Now().Add(killWindow)
 	for time.Now().Before(giveUp) {
 		head := maxAcked.Load()
@@ -185,19 +186,19 @@ func TestKilledProcessLosesNoAcknowledgedChange(t *testing.T) {
 		if failedEarly[i] {
 			t.Fatalf("writer %d failed before %s was killed: %v", i, a.Name, lastErr[i])
 		}
-		seqAtKill[i] = w.lastSeq
-		unsure += len(w.pending)
+		seqAtKill[i] = w.LastSeq
+		unsure += len(w.Pending)
 		for _, k := range acks[i] {
 			maxAckedByA = max(maxAckedByA, k.serverSeq)
 		}
 	}
 	// What A left behind: everything it acknowledged, and perhaps changes it
 	// stored but could not acknowledge any more.
-	probe, err := activateClient(ctx, b.Client(t), "probe")
+	probe, err := wire.Activate(ctx, b.Client(t), "probe")
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := probe.attach(ctx, docKey, nil)
+	p, err := attachPack(ctx, probe, docKey, nil)
 	if err != nil {
 		t.Fatalf("through %s: %v", b.Name, err)
 	}
@@ -212,19 +213,19 @@ func TestKilledProcessLosesNoAcknowledgedChange(t *testing.T) {
 	// never acknowledged.
 	errsB := make([]error, writers)
 	for i, w := range ws {
-		w.c = b.Client(t)
+		w.C = b.Client(t)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for range editsAfter {
-				w.newChange(nil)
-				if _, err := w.pushPull(ctx); err != nil {
+				w.NewChange(nil)
+				if _, err := w.PushPull(ctx); err != nil {
 					errsB[i] = fmt.Errorf("writer %d through %s: %w", i, b.Name, err)
 					return
 				}
 			}
-			if len(w.pending) != 0 {
-				errsB[i] = fmt.Errorf("writer %d: %d changes still unacknowledged through %s", i, len(w.pending), b.Name)
+			if len(w.Pending) != 0 {
+				errsB[i] = fmt.Errorf("writer %d: %d changes still unacknowledged through %s", i, len(w.Pending), b.Name)
 			}
 		}()
 	}
@@ -236,11 +237,11 @@ func TestKilledProcessLosesNoAcknowledgedChange(t *testing.T) {
 	}
 
 	// A fresh client pulls the whole log through B, storing nothing itself.
-	reader, err := activateClient(ctx, b.Client(t), "log-reader")
+	reader, err := wire.Activate(ctx, b.Client(t), "log-reader")
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err = reader.attach(ctx, docKey, nil)
+	p, err = attachPack(ctx, reader, docKey, nil)
 	if err != nil {
 		t.Fatalf("through %s: %v", b.Name, err)
 	}
@@ -262,8 +263,8 @@ func TestKilledProcessLosesNoAcknowledgedChange(t *testing.T) {
 	for i, w := range ws {
 		// Every change a writer made is in the log once, in its order.
 		prev := int64(0)
-		for seq := uint32(1); seq <= w.lastSeq; seq++ {
-			got, ok := at[fmt.Sprintf("%s/%d", w.id, seq)]
+		for seq := uint32(1); seq <= w.LastSeq; seq++ {
+			got, ok := at[fmt.Sprintf("%s/%d", w.ID, seq)]
 			if !ok {
 				t.Fatalf("writer %d: change %d is not in the log", i, seq)
 			}
@@ -276,25 +277,25 @@ func TestKilledProcessLosesNoAcknowledgedChange(t *testing.T) {
 			}
 		}
 		for _, k := range acks[i] {
-			if got := at[fmt.Sprintf("%s/%d", w.id, k.clientSeq)]; got != k.serverSeq {
+			if got := at[fmt.Sprintf("%s/%d", w.ID, k.clientSeq)]; got != k.serverSeq {
 				t.Fatalf("writer %d: %s acknowledged change %d at server_seq %d, the log has it at %d", i, a.Name, k.clientSeq, k.serverSeq, got)
 			}
 		}
 	}
 
 	// A second client attached through B afterwards sees every edit.
-	late, err := activateClient(ctx, b.Client(t), "late-reader")
+	late, err := wire.Activate(ctx, b.Client(t), "late-reader")
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err = late.attach(ctx, docKey, map[string]string{"name": `"late"`})
+	p, err = attachPack(ctx, late, docKey, map[string]string{"name": `"late"`})
 	if err != nil {
 		t.Fatalf("through %s: %v", b.Name, err)
 	}
 	var want []string
 	for _, w := range ws {
-		for seq := uint32(2); seq <= w.lastSeq; seq++ { // 1 is the presence of attaching
-			want = append(want, w.setKey(seq))
+		for seq := uint32(2); seq <= w.LastSeq; seq++ { // 1 is the presence of attaching
+			want = append(want, w.SetKey(seq))
 		}
 	}
 	got := setKeys(p)
@@ -337,18 +338,18 @@ func TestFailbackKeepsClientsSyncing(t *testing.T) {
 	const docKey = "failback-doc"
 
 	// tryPush makes one change of w and pushes it through s.
-	tryPush := func(w *docClient, s *Server, round string) error {
-		w.c = s.Client(t)
-		w.newChange(nil)
-		if _, err := w.pushPull(ctx); err != nil {
+	tryPush := func(w *wire.Replica, s *Server, round string) error {
+		w.C = s.Client(t)
+		w.NewChange(nil)
+		if _, err := w.PushPull(ctx); err != nil {
 			return fmt.Errorf("%s: push through %s: %w", round, s.Name, err)
 		}
-		if len(w.pending) != 0 {
-			return fmt.Errorf("%s: %s left %d changes unacknowledged", round, s.Name, len(w.pending))
+		if len(w.Pending) != 0 {
+			return fmt.Errorf("%s: %s left %d changes unacknowledged", round, s.Name, len(w.Pending))
 		}
 		return nil
 	}
-	push := func(w *docClient, s *Server, round string) {
+	push := func(w *wire.Replica, s *Server, round string) {
 		t.Helper()
 		if err := tryPush(w, s, round); err != nil {
 			t.Fatal(err)
@@ -356,11 +357,11 @@ func TestFailbackKeepsClientsSyncing(t *testing.T) {
 	}
 
 	// Round 1: x works through A.
-	x, err := activateClient(ctx, a.Client(t), "x")
+	x, err := wire.Activate(ctx, a.Client(t), "x")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := x.attach(ctx, docKey, map[string]string{"name": `"x"`}); err != nil {
+	if _, err := x.AttachWith(ctx, docKey, map[string]string{"name": `"x"`}); err != nil {
 		t.Fatal(err)
 	}
 	push(x, a, "round 1")
@@ -373,11 +374,11 @@ func TestFailbackKeepsClientsSyncing(t *testing.T) {
 	a.Restart(t)
 	push(x, a, "round 3 (A restarted)")
 	push(x, a, "round 3 (A restarted)")
-	y, err := activateClient(ctx, a.Client(t), "y")
+	y, err := wire.Activate(ctx, a.Client(t), "y")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := y.attach(ctx, docKey, map[string]string{"name": `"y"`}); err != nil {
+	if _, err := y.AttachWith(ctx, docKey, map[string]string{"name": `"y"`}); err != nil {
 		t.Fatal(err)
 	}
 	push(y, a, "round 3 (A restarted)")
@@ -391,11 +392,11 @@ func TestFailbackKeepsClientsSyncing(t *testing.T) {
 	}
 
 	// Both see each other's edits, and the log read through B is whole.
-	reader, err := activateClient(ctx, b.Client(t), "failback-reader")
+	reader, err := wire.Activate(ctx, b.Client(t), "failback-reader")
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := reader.attach(ctx, docKey, nil)
+	p, err := attachPack(ctx, reader, docKey, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -404,7 +405,7 @@ func TestFailbackKeepsClientsSyncing(t *testing.T) {
 			t.Fatalf("change %d of the log has server_seq %d", i, e.serverSeq)
 		}
 	}
-	if got, want := len(setKeys(p)), int(x.lastSeq-1+y.lastSeq-1); got != want {
+	if got, want := len(setKeys(p)), int(x.LastSeq-1+y.LastSeq-1); got != want {
 		t.Fatalf("the document holds %d edits, the clients made %d", got, want)
 	}
 }
