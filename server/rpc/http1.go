@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
@@ -45,10 +46,12 @@ type HTTP1Server struct {
 
 	handoff *handoffListener
 
-	mu       sync.Mutex
-	ln       net.Listener
-	conns    map[*fastConn]bool // the value is whether a request is in flight
-	closing  bool
+	mu      sync.Mutex
+	ln      net.Listener
+	conns   map[*fastConn]bool // the value is whether a request is in flight
+	closing bool
+	// draining mirrors closing for the fast loop's lock-free check.
+	draining atomic.Bool
 	fallDone chan struct{}
 }
 
@@ -187,6 +190,7 @@ func (s *HTTP1Server) setActive(fc *fastConn, active bool) bool {
 func (s *HTTP1Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	s.closing = true
+	s.draining.Store(true)
 	var err error
 	if s.ln != nil {
 		err = s.ln.Close()
@@ -214,6 +218,7 @@ func (s *HTTP1Server) Shutdown(ctx context.Context) error {
 func (s *HTTP1Server) Close() error {
 	s.mu.Lock()
 	s.closing = true
+	s.draining.Store(true)
 	var err error
 	if s.ln != nil {
 		err = s.ln.Close()
@@ -559,6 +564,11 @@ func (fc *fastConn) handle(ctx context.Context, req *http.Request) bool {
 	req = req.WithContext(ctx)
 	w := &fastWriter{header: make(http.Header, 4), out: fc.out[:0], body: fc.wbody[:0]}
 	fc.srv.handler.ServeHTTP(w, req)
+	if fc.srv.draining.Load() {
+		// As net/http does while shutting down: the client must not send
+		// another request on this connection.
+		w.header.Set("Connection", "close")
+	}
 	keep := w.finish()
 	_, err := fc.conn.Write(w.out)
 	// Keep ordinary buffers for the next answer; let big ones go.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/yorkie-affinity/yorkie/server"
+	"github.com/yorkie-affinity/yorkie/server/rpc"
 	"github.com/yorkie-affinity/yorkie/server/servertest"
 )
 
@@ -244,3 +245,50 @@ func TestHTTP1ShutdownClosesIdleConnections(t *testing.T) {
 		t.Fatal("idle connection still open after shutdown")
 	}
 }
+
+// TestHTTP1ShutdownSaysClose: an answer written while the server shuts down
+// tells the client not to reuse the connection, as net/http does.
+func TestHTTP1ShutdownSaysClose(t *testing.T) {
+	release := make(chan struct{})
+	started := make(chan struct{})
+	srv := servertest.Start(t, func(cfg *server.Config) {
+		cfg.Router = blockingRouter{started: started, release: release}
+	})
+	c := dial(t, srv)
+	c.send(rawRequest("/yorkie.v1.YorkieService/AttachDocument", "application/json",
+		`{"clientId":"000000000000000000000001","changePack":{"documentKey":"doc-1"}}`))
+	<-started
+	done := make(chan error, 1)
+	go func() { done <- srv.Shutdown(context.Background()) }()
+	time.Sleep(50 * time.Millisecond) // let Shutdown begin draining
+	close(release)
+	resp, err := http.ReadResponse(c.br, nil)
+	if err != nil {
+		t.Fatalf("read answer: %v", err)
+	}
+	_ = resp.Body.Close()
+	if !resp.Close {
+		t.Errorf("answer during shutdown does not close the connection: %v", resp.Header)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("shutdown: %v", err)
+	}
+}
+
+// blockingRouter holds the first document call until release closes.
+type blockingRouter struct {
+	started chan struct{}
+	release chan struct{}
+}
+
+func (r blockingRouter) Route(context.Context, rpc.DocumentCall) (rpc.Route, error) {
+	close(r.started)
+	<-r.release
+	return rpc.Route{}, nil
+}
+
+func (blockingRouter) RelayFailed(context.Context, rpc.DocumentCall, error) {}
+
+func (blockingRouter) DetachRemote(context.Context, string) error { return nil }
+
+func (blockingRouter) SessionKeyHeader() string { return "x-session-key" }
