@@ -16,6 +16,7 @@ import (
 	"connectrpc.com/connect"
 
 	"github.com/yorkie-affinity/yorkie/api/yorkie/cluster/v1/clusterv1connect"
+	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
 	"github.com/yorkie-affinity/yorkie/api/yorkie/v1/v1connect"
 )
 
@@ -42,16 +43,33 @@ type Config struct {
 	DialTimeout time.Duration
 }
 
-// Peers keeps one HTTP/2 (h2c) connection pool to every peer it has called.
-// Forwarded calls use binary protobuf: the receiving node already decoded the
-// client's request, whatever its protocol.
+// Peers keeps connections to every peer it has called. Forwarded calls use
+// binary protobuf, whatever protocol the client spoke (the receiving node has
+// decoded the request already). Unary calls go as Connect over HTTP/1.1
+// keep-alive, the path a node serves cheapest; streams go as gRPC over h2c,
+// so many relayed Watch streams share a few connections.
 type Peers struct {
-	cfg    Config
-	client *http.Client
+	cfg     Config
+	unary   *http.Client
+	streams *http.Client
 
 	mu      sync.Mutex
 	yorkie  map[string]v1connect.YorkieServiceClient
 	cluster map[string]clusterv1connect.ClusterServiceClient
+}
+
+// peerClient sends a peer's unary calls and its streams each their own way.
+type peerClient struct {
+	v1connect.YorkieServiceClient                               // unary
+	streams                       v1connect.YorkieServiceClient // Watch, WatchDocument
+}
+
+func (p peerClient) Watch(ctx context.Context, req *connect.Request[api.WatchRequest]) (*connect.ServerStreamForClient[api.WatchResponse], error) {
+	return p.streams.Watch(ctx, req)
+}
+
+func (p peerClient) WatchDocument(ctx context.Context, req *connect.Request[api.WatchDocumentRequest]) (*connect.ServerStreamForClient[api.WatchDocumentResponse], error) {
+	return p.streams.WatchDocument(ctx, req)
 }
 
 // NewPeers returns an empty set of peer clients.
@@ -59,19 +77,23 @@ func NewPeers(cfg Config) *Peers {
 	if cfg.DialTimeout <= 0 {
 		cfg.DialTimeout = 2 * time.Second
 	}
-	protocols := new(http.Protocols)
-	protocols.SetUnencryptedHTTP2(true)
 	dialer := &net.Dialer{Timeout: cfg.DialTimeout, KeepAlive: 15 * time.Second}
-	transport := &http.Transport{
-		Protocols:           protocols,
-		DialContext:         dialer.DialContext,
-		TLSClientConfig:     &tls.Config{MinVersion: tls.VersionTLS12},
-		MaxIdleConnsPerHost: 16,
-		IdleConnTimeout:     90 * time.Second,
+	transport := func(protocols *http.Protocols, idle int) *http.Transport {
+		return &http.Transport{
+			Protocols:           protocols,
+			DialContext:         dialer.DialContext,
+			TLSClientConfig:     &tls.Config{MinVersion: tls.VersionTLS12},
+			MaxIdleConnsPerHost: idle,
+			IdleConnTimeout:     90 * time.Second,
+		}
 	}
+	http1, h2c := new(http.Protocols), new(http.Protocols)
+	http1.SetHTTP1(true)
+	h2c.SetUnencryptedHTTP2(true)
 	return &Peers{
 		cfg:     cfg,
-		client:  &http.Client{Transport: transport},
+		unary:   &http.Client{Transport: transport(http1, 64)},
+		streams: &http.Client{Transport: transport(h2c, 4)},
 		yorkie:  map[string]v1connect.YorkieServiceClient{},
 		cluster: map[string]clusterv1connect.ClusterServiceClient{},
 	}
@@ -85,8 +107,11 @@ func (p *Peers) Yorkie(addr string) v1connect.YorkieServiceClient {
 	defer p.mu.Unlock()
 	c, ok := p.yorkie[addr]
 	if !ok {
-		c = v1connect.NewYorkieServiceClient(p.client, "http://"+addr, connect.WithGRPC(),
-			connect.WithInterceptors(p.sign(true)))
+		sign := connect.WithInterceptors(p.sign(true))
+		c = peerClient{
+			YorkieServiceClient: v1connect.NewYorkieServiceClient(p.unary, "http://"+addr, sign),
+			streams:             v1connect.NewYorkieServiceClient(p.streams, "http://"+addr, connect.WithGRPC(), sign),
+		}
 		p.yorkie[addr] = c
 	}
 	return c
@@ -98,7 +123,7 @@ func (p *Peers) Cluster(addr string) clusterv1connect.ClusterServiceClient {
 	defer p.mu.Unlock()
 	c, ok := p.cluster[addr]
 	if !ok {
-		c = clusterv1connect.NewClusterServiceClient(p.client, "http://"+addr, connect.WithGRPC(),
+		c = clusterv1connect.NewClusterServiceClient(p.unary, "http://"+addr,
 			connect.WithInterceptors(p.sign(false)))
 		p.cluster[addr] = c
 	}
@@ -107,7 +132,8 @@ func (p *Peers) Cluster(addr string) clusterv1connect.ClusterServiceClient {
 
 // Close closes idle connections to peers.
 func (p *Peers) Close() {
-	p.client.CloseIdleConnections()
+	p.unary.CloseIdleConnections()
+	p.streams.CloseIdleConnections()
 }
 
 // sign adds the secret (and the forwarding mark) to outgoing calls.
