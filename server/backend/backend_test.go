@@ -245,12 +245,7 @@ func TestConcurrentPushPullOnOneDocumentIsGapless(t *testing.T) {
 func TestWatchEventsFollowTheDocument(t *testing.T) {
 	ctx := context.Background()
 	b, _ := newBackend(t, nil)
-	a := activate(t, b, "a")
-	c := activate(t, b, "c")
-	docID, _, _ := b.AttachDocument(ctx, a, "doc", pack(0, 0))
-	if _, _, err := b.AttachDocument(ctx, c, "doc", pack(0, 0)); err != nil {
-		t.Fatal(err)
-	}
+	a, c, docID := attachTwo(t, b)
 	subA, watchers, err := b.Watch(ctx, a, docID)
 	if err != nil {
 		t.Fatal(err)
@@ -379,12 +374,7 @@ func TestDetachThenReattachStartsAFreshAttachment(t *testing.T) {
 func TestRemovedDocument(t *testing.T) {
 	ctx := context.Background()
 	b, _ := newBackend(t, nil)
-	a := activate(t, b, "a")
-	c := activate(t, b, "c")
-	docID, _, _ := b.AttachDocument(ctx, a, "doc", pack(0, 0))
-	if _, _, err := b.AttachDocument(ctx, c, "doc", pack(0, 0)); err != nil {
-		t.Fatal(err)
-	}
+	a, c, docID := attachTwo(t, b)
 	removal := pack(0, 0)
 	removal.IsRemoved = true
 	resp, err := b.RemoveDocument(ctx, a, docID, removal)
@@ -407,12 +397,7 @@ func TestRemovedDocument(t *testing.T) {
 func TestMinimumSyncedVersionVector(t *testing.T) {
 	ctx := context.Background()
 	b, _ := newBackend(t, nil)
-	a := activate(t, b, "a")
-	c := activate(t, b, "c")
-	docID, _, _ := b.AttachDocument(ctx, a, "doc", pack(0, 0))
-	if _, _, err := b.AttachDocument(ctx, c, "doc", pack(0, 0)); err != nil {
-		t.Fatal(err)
-	}
+	a, c, docID := attachTwo(t, b)
 	pa := pack(0, 0)
 	pa.VersionVector = &api.VersionVector{Vector: map[string]int64{"A": 5, "B": 2}}
 	if _, err := b.PushPull(ctx, a, docID, pa, false); err != nil {
@@ -610,15 +595,7 @@ func TestConcurrentLifecycles(t *testing.T) {
 func TestReattachWhileOldStreamLingers(t *testing.T) {
 	ctx := context.Background()
 	b, _ := newBackend(t, nil)
-	a := activate(t, b, "a")
-	c := activate(t, b, "c")
-	docID, _, err := b.AttachDocument(ctx, a, "doc", pack(0, 0))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := b.AttachDocument(ctx, c, "doc", pack(0, 0)); err != nil {
-		t.Fatal(err)
-	}
+	a, c, docID := attachTwo(t, b)
 	subA, _, err := b.Watch(ctx, a, docID)
 	if err != nil {
 		t.Fatal(err)

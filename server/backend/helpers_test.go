@@ -115,3 +115,18 @@ func nextEvent(tb testing.TB, sub *backend.Subscription) backend.Event {
 	}
 	return backend.Event{}
 }
+
+// attachTwo activates clients "a" and "c" and attaches both to document "doc".
+func attachTwo(tb testing.TB, b *backend.Backend) (a, c, docID string) {
+	tb.Helper()
+	ctx := context.Background()
+	a, c = activate(tb, b, "a"), activate(tb, b, "c")
+	docID, _, err := b.AttachDocument(ctx, a, "doc", pack(0, 0))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if _, _, err := b.AttachDocument(ctx, c, "doc", pack(0, 0)); err != nil {
+		tb.Fatal(err)
+	}
+	return a, c, docID
+}
