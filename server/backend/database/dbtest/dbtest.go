@@ -204,28 +204,13 @@ func testClients(t *testing.T, newDB NewDB) {
 
 	t.Run("ActivateConcurrently", func(t *testing.T) {
 		ctx, db := testCtx(t), newDB(t)
-		const n = 16
-		ids := make([]string, n)
-		errs := make([]error, n)
-		var wg sync.WaitGroup
-		for i := range n {
-			wg.Go(func() {
-				c, err := db.ActivateClient(ctx, "racing-client", nil)
-				errs[i] = err
-				if err == nil {
-					ids[i] = c.ID
-				}
-			})
-		}
-		wg.Wait()
-		for i := range n {
-			if errs[i] != nil {
-				t.Fatalf("activation %d: %v", i, errs[i])
+		raceForOneID(t, "activations", func() (string, error) {
+			c, err := db.ActivateClient(ctx, "racing-client", nil)
+			if err != nil {
+				return "", err
 			}
-			if ids[i] != ids[0] {
-				t.Fatalf("racing activations of one key got IDs %s and %s", ids[0], ids[i])
-			}
-		}
+			return c.ID, nil
+		})
 	})
 
 	t.Run("Deactivate", func(t *testing.T) {
@@ -279,28 +264,13 @@ func testDocuments(t *testing.T, newDB NewDB) {
 
 	t.Run("FindOrCreateConcurrently", func(t *testing.T) {
 		ctx, db := testCtx(t), newDB(t)
-		const n = 16
-		ids := make([]string, n)
-		errs := make([]error, n)
-		var wg sync.WaitGroup
-		for i := range n {
-			wg.Go(func() {
-				d, err := db.FindOrCreateDocument(ctx, "racing-doc")
-				errs[i] = err
-				if err == nil {
-					ids[i] = d.ID
-				}
-			})
-		}
-		wg.Wait()
-		for i := range n {
-			if errs[i] != nil {
-				t.Fatalf("creation %d: %v", i, errs[i])
+		raceForOneID(t, "creations", func() (string, error) {
+			d, err := db.FindOrCreateDocument(ctx, "racing-doc")
+			if err != nil {
+				return "", err
 			}
-			if ids[i] != ids[0] {
-				t.Fatalf("racing creations of one key got documents %s and %s", ids[0], ids[i])
-			}
-		}
+			return d.ID, nil
+		})
 	})
 
 	t.Run("Unknown", func(t *testing.T) {
@@ -1208,4 +1178,26 @@ func BenchAppendFind(b *testing.B, db database.Database, size int) {
 		head += int64(size)
 	}
 	b.ReportMetric(float64(b.N*size)/b.Elapsed().Seconds(), "changes/s")
+}
+
+// raceForOneID runs call from many goroutines at once; every call must
+// succeed with the same ID, since they all name one key.
+func raceForOneID(t *testing.T, what string, call func() (string, error)) {
+	t.Helper()
+	const n = 16
+	ids := make([]string, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { ids[i], errs[i] = call() })
+	}
+	wg.Wait()
+	for i := range n {
+		if errs[i] != nil {
+			t.Fatalf("%s %d: %v", what, i, errs[i])
+		}
+		if ids[i] != ids[0] {
+			t.Fatalf("racing %s of one key got IDs %s and %s", what, ids[0], ids[i])
+		}
+	}
 }
