@@ -423,12 +423,6 @@ func (n *Node) ConnectJSON() v1connect.YorkieServiceClient { return n.Client(ser
 // ConnectProto returns the node's Connect binary protobuf client.
 func (n *Node) ConnectProto() v1connect.YorkieServiceClient { return n.Client(servertest.ConnectProto) }
 
-// GRPC returns the node's gRPC client.
-func (n *Node) GRPC() v1connect.YorkieServiceClient { return n.Client(servertest.GRPC) }
-
-// GRPCWeb returns the node's gRPC-web client.
-func (n *Node) GRPCWeb() v1connect.YorkieServiceClient { return n.Client(servertest.GRPCWeb) }
-
 // stop shuts the node down gracefully unless it is already down.
 func (n *Node) stop(ctx context.Context) error {
 	n.mu.Lock()

@@ -145,21 +145,6 @@ func StartServer(t testing.TB, opts ServerOptions) *Server {
 	return nil
 }
 
-// StartServers starts n servers with the same options, one after the other
-// (names get a suffix -1..-n).
-func StartServers(t testing.TB, n int, opts ServerOptions) []*Server {
-	t.Helper()
-	out := make([]*Server, n)
-	for i := range out {
-		o := opts
-		if o.Name != "" {
-			o.Name = fmt.Sprintf("%s-%d", opts.Name, i+1)
-		}
-		out[i] = StartServer(t, o)
-	}
-	return out
-}
-
 // start runs the process and waits until it is healthy or has exited.
 func (s *Server) start(t testing.TB) error {
 	t.Helper()
