@@ -91,8 +91,10 @@ type Subscription struct {
 	buf           []Event
 	head          int
 	changedQueued bool
-	ended         bool
-	err           error
+	// changedAt is the index in buf of the queued CHANGED while changedQueued.
+	changedAt int
+	ended     bool
+	err       error
 }
 
 // Events returns the subscriber's events. The channel is closed after the
@@ -288,10 +290,13 @@ func (s *Subscription) enqueue(ev Event) bool {
 	}
 	if ev.Type == api.DocEventType_DOC_EVENT_TYPE_DOCUMENT_CHANGED {
 		if s.changedQueued {
+			// One queued CHANGED stands for every change so far; it names the
+			// latest publisher, so a waiter for that publisher's change sees it.
+			s.buf[s.changedAt].Publisher = ev.Publisher
 			s.mu.Unlock()
 			return true
 		}
-		s.changedQueued = true
+		s.changedQueued, s.changedAt = true, len(s.buf)
 	} else if len(s.buf)-s.head >= s.limit {
 		s.mu.Unlock()
 		return false

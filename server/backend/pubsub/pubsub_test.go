@@ -262,3 +262,19 @@ func BenchmarkDelivery(b *testing.B) {
 		})
 	}
 }
+
+func TestCoalescedChangedNamesTheLatestPublisher(t *testing.T) {
+	ps := pubsub.New(pubsub.Config{QueueSize: 4})
+	slow, _ := subscribe(t, ps, "d", "slow")
+	for _, p := range []string{"a", "b", "c"} {
+		ps.Publish("d", pubsub.Event{Type: changed, Publisher: p})
+	}
+	subscribe(t, ps, "d", "marker")
+	var last pubsub.Event
+	for ev := receive(t, slow); ev.Type != watched; ev = receive(t, slow) {
+		last = ev
+	}
+	if last.Type != changed || last.Publisher != "c" {
+		t.Fatalf("last event before the marker = %+v, want CHANGED from c", last)
+	}
+}
