@@ -203,11 +203,14 @@ func New(cfg Config) (*Server, error) {
 		_, _ = w.Write([]byte("ok"))
 	})
 	s.rpcServer = newHTTPServer(withCORS(mux, cfg.AllowedOrigins), logger)
-	s.rpcHTTP1 = rpc.NewHTTP1Server(rpc.HTTP1Config{
+	if s.rpcHTTP1, err = rpc.NewHTTP1Server(rpc.HTTP1Config{
 		Fallback:        s.rpcServer,
 		Logger:          logger,
 		MaxRequestBytes: cfg.MaxRequestBytes,
-	})
+		Registerer:      s.registry,
+	}); err != nil {
+		return nil, err
+	}
 
 	if cfg.ProfilingPort >= 0 {
 		pmux := http.NewServeMux()

@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
 	"github.com/yorkie-affinity/yorkie/api/yorkie/v1/v1connect"
 )
@@ -53,6 +54,9 @@ type HTTP1Server struct {
 	// draining mirrors closing for the fast loop's lock-free check.
 	draining atomic.Bool
 	fallDone chan struct{}
+
+	// served counts the requests the fast loop answered itself.
+	served prometheus.Counter
 }
 
 // HTTP1Config configures an HTTP1Server.
@@ -64,6 +68,10 @@ type HTTP1Config struct {
 	// MaxRequestBytes bounds request bodies the fast loop reads; larger
 	// ones go to the fallback, which applies the service's limits.
 	MaxRequestBytes int
+	// Registerer takes the count of requests the fast loop answered
+	// (yorkie_rpc_http1_fast_requests_total), so operators and tests can tell
+	// which path served the traffic.
+	Registerer prometheus.Registerer
 }
 
 // fastBufferSize is a fast connection's read buffer; requests that do not fit
@@ -71,7 +79,7 @@ type HTTP1Config struct {
 const fastBufferSize = 16 << 10
 
 // NewHTTP1Server returns a server for the RPC port.
-func NewHTTP1Server(cfg HTTP1Config) *HTTP1Server {
+func NewHTTP1Server(cfg HTTP1Config) (*HTTP1Server, error) {
 	logger := cfg.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -89,11 +97,20 @@ func NewHTTP1Server(cfg HTTP1Config) *HTTP1Server {
 		contentTypes:      unaryContentTypes(),
 		conns:             map[*fastConn]bool{},
 		fallDone:          make(chan struct{}),
+		served: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "yorkie_rpc_http1_fast_requests_total",
+			Help: "Requests answered by the RPC port's HTTP/1.1 fast loop rather than net/http.",
+		}),
 	}
 	if s.idleTimeout <= 0 {
 		s.idleTimeout = s.readHeaderTimeout
 	}
-	return s
+	if cfg.Registerer != nil {
+		if err := cfg.Registerer.Register(s.served); err != nil {
+			return nil, fmt.Errorf("register http1 metrics: %w", err)
+		}
+	}
+	return s, nil
 }
 
 // unaryPaths lists the paths of the YorkieService's unary procedures.
@@ -570,6 +587,7 @@ func (fc *fastConn) handle(ctx context.Context, req *http.Request) bool {
 		w.header.Set("Connection", "close")
 	}
 	keep := w.finish()
+	fc.srv.served.Inc()
 	_, err := fc.conn.Write(w.out)
 	// Keep ordinary buffers for the next answer; let big ones go.
 	if cap(w.out) <= 64<<10 && cap(w.body) <= 64<<10 {

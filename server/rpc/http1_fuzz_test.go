@@ -14,7 +14,10 @@ import (
 // here and another way by a proxy or by the fallback. Heads it does not take
 // go to net/http unchanged, which needs no check.
 func FuzzHTTP1Head(f *testing.F) {
-	srv := NewHTTP1Server(HTTP1Config{Fallback: &http.Server{Handler: http.NotFoundHandler()}, MaxRequestBytes: 1 << 20})
+	srv, err := NewHTTP1Server(HTTP1Config{Fallback: &http.Server{Handler: http.NotFoundHandler()}, MaxRequestBytes: 1 << 20})
+	if err != nil {
+		f.Fatal(err)
+	}
 	fc := &fastConn{srv: srv}
 	const path = "/yorkie.v1.YorkieService/PushPullChanges"
 	for _, seed := range []string{

@@ -100,14 +100,38 @@ func TestHTTP1AnswersLikeNetHTTP(t *testing.T) {
 	slow.send(preflight)
 	slow.answer()
 	for _, req := range requests {
+		before := fastServed(t, srv)
 		fast.send(req)
 		fs, fh, fb := fast.answer()
+		if fastServed(t, srv) != before+1 {
+			t.Errorf("request %q was not answered by the fast loop", req)
+		}
+		before = fastServed(t, srv)
 		slow.send(req)
 		ss, sh, sb := slow.answer()
+		if fastServed(t, srv) != before {
+			t.Errorf("request %q on the handed-off connection was answered by the fast loop", req)
+		}
 		if fs != ss || fb != sb || !sameHeader(fh, sh) {
 			t.Errorf("request %q:\nfast loop: %d %v %q\nnet/http:  %d %v %q", req, fs, fh, fb, ss, sh, sb)
 		}
 	}
+}
+
+// fastServed reads how many requests the fast loop has answered.
+func fastServed(t *testing.T, srv *server.Server) float64 {
+	t.Helper()
+	families, err := srv.Registry().Gather()
+	if err != nil {
+		t.Fatalf("gather metrics: %v", err)
+	}
+	for _, f := range families {
+		if f.GetName() == "yorkie_rpc_http1_fast_requests_total" {
+			return f.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	t.Fatal("no yorkie_rpc_http1_fast_requests_total metric")
+	return 0
 }
 
 func sameHeader(a, b http.Header) bool {
