@@ -48,6 +48,9 @@ go test -count=1 -timeout 15m ./...
 step "benchmarks compile and run once"
 go test -count=1 -run '^$' -bench . -benchtime 1x -timeout 10m ./...
 
+step "fuzz targets, time-boxed, from the committed corpora"
+./scripts/fuzz.sh
+
 step "JavaScript SDK end-to-end"
 (cd test/e2e && npm ci --no-audit --no-fund --loglevel=error && npm test)
 

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Runs every fuzz target for a while (FUZZTIME, default 5s each), starting from the corpora
+# committed under each package's testdata/fuzz. With -update, the inputs the fuzzer found
+# interesting are copied back into those corpora (to be committed).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+fuzztime=${FUZZTIME:-5s}
+update=false
+[ "${1:-}" = "-update" ] && update=true
+
+targets=(
+	"./server/rpc FuzzHTTP1Head"
+	"./server/rpc FuzzJSONCodec"
+	"./server/backend FuzzPushPullPack"
+	"./server/affinity FuzzParseSessionKey"
+	"./test/integration FuzzRequestDecoding"
+)
+cache=$(go env GOCACHE)/fuzz
+module=$(go list -m)
+for t in "${targets[@]}"; do
+	read -r pkg name <<<"$t"
+	echo "fuzz $pkg $name for $fuzztime"
+	go test -run '^$' -fuzz "^${name}\$" -fuzztime "$fuzztime" "$pkg"
+	if $update; then
+		found="$cache/$module/${pkg#./}/$name"
+		mkdir -p "$pkg/testdata/fuzz/$name"
+		[ -d "$found" ] && cp -n "$found"/* "$pkg/testdata/fuzz/$name/" 2>/dev/null || true
+	fi
+done
