@@ -135,7 +135,7 @@ func (l *lease) keepAlive(lastOK time.Time) {
 			// Retry sooner than the normal interval, but never past the
 			// deadline, where the loop ends the lease.
 			log.Warn("lease renewal failed; retrying", "err", err)
-			timer.Reset(max(earliest(now.Add(interval/2), deadline).Sub(time.Now()), 0))
+			timer.Reset(max(time.Until(earliest(now.Add(interval/2), deadline)), 0))
 		}
 	}
 }
