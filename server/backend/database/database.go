@@ -179,7 +179,9 @@ type Database interface {
 	// FindSnapshot returns the document's newest snapshot with
 	// ServerSeq <= atOrBefore, or ErrSnapshotNotFound when it has none (an
 	// unknown document has none). The result is the caller's. A document is
-	// rebuilt from it and FindChanges(ServerSeq+1, head).
+	// rebuilt from it and FindChanges(ServerSeq+1, head). A stored snapshot
+	// that cannot be read back whole is passed over for an older one, and
+	// logged: the log, not a snapshot, is the truth.
 	FindSnapshot(ctx context.Context, docID string, atOrBefore int64) (*Snapshot, error)
 
 	// Close releases the database's resources.

@@ -61,8 +61,9 @@ const (
 	// cleanupTimeout bounds deleting a failed save's parts, which happens
 	// even when the save's own context is done.
 	cleanupTimeout = 30 * time.Second
-	// readAttempts bounds how often FindSnapshot starts over when the
-	// snapshot it reads is retired under it.
+	// readAttempts bounds how many headers FindSnapshot tries (retired
+	// under it or unreadable) before it reports none: the caller then
+	// replays the whole log, slower but right.
 	readAttempts = 4
 )
 
@@ -136,7 +137,7 @@ func (db *DB) snapshotPending() *mongo.Collection { return db.db.Collection(colS
 // header is: as with AppendChanges, a save that passed the check just before
 // a newer claim may still land after it, which is harmless here since a
 // snapshot only restates the log up to its server_seq.
-func (db *DB) SaveSnapshot(ctx context.Context, docID string, epoch int64, s *database.Snapshot) error {
+func (db *DB) SaveSnapshot(ctx context.Context, docID string, epoch int64, s *database.Snapshot) (err error) {
 	if s == nil {
 		return errors.New("save snapshot: nil snapshot")
 	}
@@ -186,11 +187,14 @@ func (db *DB) SaveSnapshot(ctx context.Context, docID string, epoch int64, s *da
 			return
 		}
 		// Whatever failed, the parts are not needed (and, if the header's
-		// insert had landed unseen, it is taken back first).
+		// insert had landed unseen, it is taken back first). When a write's
+		// outcome is unknown it may still land after this, so the pending
+		// record then stays for a later save to finish the job.
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 		defer cancel()
-		if err := db.discardParts(cctx, pending); err != nil {
-			db.log.Warn("discard parts of an unpublished snapshot", "doc_id", docID, "server_seq", s.ServerSeq, "err", err)
+		keep := errors.Is(err, database.ErrUnavailable)
+		if derr := db.discardParts(cctx, pending, keep); derr != nil {
+			db.log.Warn("discard parts of an unpublished snapshot", "doc_id", docID, "server_seq", s.ServerSeq, "err", derr)
 		}
 	}()
 
@@ -313,7 +317,7 @@ func (db *DB) tidySnapshots(ctx context.Context, docID string) error {
 		if err != nil && !mongo.IsDuplicateKeyError(err) {
 			return wrapErr("retire snapshot", err)
 		}
-		if err := db.discardParts(ctx, p); err != nil {
+		if err := db.discardParts(ctx, p, false); err != nil {
 			return err
 		}
 	}
@@ -333,30 +337,51 @@ func (db *DB) tidySnapshots(ctx context.Context, docID string) error {
 			continue // an upload that may still publish
 		}
 		if !p.Retired {
-			// An old upload: if it was published, its call stopped before
-			// dropping this record; then only the record goes.
-			h, err := db.headerByID(ctx, snapshotID(docID, p.ServerSeq))
+			// An old upload. If it was published whole, its call stopped
+			// before dropping this record; then only the record goes.
+			whole, err := db.publishedWhole(ctx, p)
 			if err != nil {
 				return err
 			}
-			if h != nil && h.Nonce == p.Nonce {
+			if whole {
 				if _, err := db.snapshotPending().DeleteOne(ctx, bson.D{{Key: "_id", Value: p.ID}}); err != nil {
 					return wrapErr("drop pending record of a published snapshot", err)
 				}
 				continue
 			}
 		}
-		if err := db.discardParts(ctx, p); err != nil {
+		if err := db.discardParts(ctx, p, false); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
+// publishedWhole reports whether a header names the upload's parts and they
+// are all there. (A header can outlive its parts when its insert landed after
+// its call gave up and deleted them.)
+func (db *DB) publishedWhole(ctx context.Context, p *pendingParts) (bool, error) {
+	h, err := db.headerByID(ctx, snapshotID(p.DocID, p.ServerSeq))
+	if err != nil || h == nil || h.Nonce != p.Nonce {
+		return false, err
+	}
+	for i := range h.Parts {
+		err := db.snapshotParts().FindOne(ctx, bson.D{{Key: "_id", Value: partID(p.DocID, p.ServerSeq, p.Nonce, i)}},
+			options.FindOne().SetProjection(bson.D{{Key: "_id", Value: 1}})).Err()
+		if errors.Is(err, mongo.ErrNoDocuments) {
+			return false, nil
+		}
+		if err != nil {
+			return false, wrapErr("check snapshot part", err)
+		}
+	}
+	return true, nil
+}
+
 // discardParts deletes the header naming the parts, if any, then the parts,
-// then the record that names them. Every step is idempotent, so racing
-// cleaners do no harm.
-func (db *DB) discardParts(ctx context.Context, p *pendingParts) error {
+// then (unless keepRecord) the record that names them. Every step is
+// idempotent, so racing cleaners do no harm.
+func (db *DB) discardParts(ctx context.Context, p *pendingParts, keepRecord bool) error {
 	if _, err := db.snapshotHeaders().DeleteOne(ctx, bson.D{
 		{Key: "_id", Value: snapshotID(p.DocID, p.ServerSeq)}, {Key: "nonce", Value: p.Nonce},
 	}); err != nil {
@@ -369,6 +394,9 @@ func (db *DB) discardParts(ctx context.Context, p *pendingParts) error {
 			return wrapErr("delete snapshot part", err)
 		}
 	}
+	if keepRecord {
+		return nil
+	}
 	if _, err := db.snapshotPending().DeleteOne(ctx, bson.D{{Key: "_id", Value: p.ID}}); err != nil {
 		return wrapErr("drop pending snapshot record", err)
 	}
@@ -380,20 +408,23 @@ var errPartGone = errors.New("snapshot part gone")
 
 // FindSnapshot returns the document's newest snapshot with ServerSeq <=
 // atOrBefore. A snapshot retired while it is read is given up for the
-// newest one then visible.
+// newest one then visible. A snapshot that cannot be read whole (a part
+// lost, damaged bytes) is passed over for an older one, with a warning:
+// snapshots only spare a replay of the log, which stays the truth.
 func (db *DB) FindSnapshot(ctx context.Context, docID string, atOrBefore int64) (*database.Snapshot, error) {
-	if atOrBefore < 1 {
-		return nil, fmt.Errorf("find snapshot of %q at or before %d: %w", docID, atOrBefore, database.ErrSnapshotNotFound)
-	}
-	filter := bson.D{{Key: "_id", Value: bson.D{
-		{Key: "$gt", Value: docID + "/"},
-		{Key: "$lte", Value: snapshotID(docID, atOrBefore)},
-	}}}
+	upto := atOrBefore
 	for range readAttempts {
+		if upto < 1 {
+			break
+		}
+		filter := bson.D{{Key: "_id", Value: bson.D{
+			{Key: "$gt", Value: docID + "/"},
+			{Key: "$lte", Value: snapshotID(docID, upto)},
+		}}}
 		var h snapshotHeader
 		err := db.snapshotHeaders().FindOne(ctx, filter, options.FindOne().SetSort(bson.D{{Key: "_id", Value: -1}})).Decode(&h)
 		if errors.Is(err, mongo.ErrNoDocuments) {
-			return nil, fmt.Errorf("find snapshot of %q at or before %d: %w", docID, atOrBefore, database.ErrSnapshotNotFound)
+			break
 		}
 		if err != nil {
 			return nil, wrapErr("find snapshot", err)
@@ -404,20 +435,26 @@ func (db *DB) FindSnapshot(ctx context.Context, docID string, atOrBefore int64) 
 			if serr != nil {
 				return nil, fmt.Errorf("find snapshot: %w", serr)
 			}
-			if still != nil && still.Nonce == h.Nonce {
-				return nil, fmt.Errorf("find snapshot of %q at %d: %w: %w", docID, h.ServerSeq, snapcodec.ErrCorrupt, err)
+			if still == nil || still.Nonce != h.Nonce {
+				continue // retired meanwhile: look again
 			}
-			continue // retired meanwhile: look again
+			err = fmt.Errorf("%w: %w", snapcodec.ErrCorrupt, err)
+		}
+		var data []byte
+		if err == nil {
+			if h.Codec != snapcodec.Name {
+				err = fmt.Errorf("unknown format %q: %w", h.Codec, snapcodec.ErrCorrupt)
+			} else {
+				data, err = db.snaps.codec.Decompress(packed, int(h.RawLen))
+			}
+		}
+		if errors.Is(err, snapcodec.ErrCorrupt) {
+			db.log.Warn("passing over an unreadable snapshot", "doc_id", docID, "server_seq", h.ServerSeq, "err", err)
+			upto = h.ServerSeq - 1
+			continue
 		}
 		if err != nil {
 			return nil, err
-		}
-		if h.Codec != snapcodec.Name {
-			return nil, fmt.Errorf("find snapshot of %q at %d: unknown format %q", docID, h.ServerSeq, h.Codec)
-		}
-		data, err := db.snaps.codec.Decompress(packed, int(h.RawLen))
-		if err != nil {
-			return nil, fmt.Errorf("find snapshot of %q at %d: %w", docID, h.ServerSeq, err)
 		}
 		return &database.Snapshot{
 			ServerSeq:     h.ServerSeq,
@@ -427,7 +464,7 @@ func (db *DB) FindSnapshot(ctx context.Context, docID string, atOrBefore int64) 
 			CreatedAt:     h.CreatedAt.UTC(),
 		}, nil
 	}
-	return nil, fmt.Errorf("find snapshot of %q at or before %d: retired under the reader %d times in a row", docID, atOrBefore, readAttempts)
+	return nil, fmt.Errorf("find snapshot of %q at or before %d: %w", docID, atOrBefore, database.ErrSnapshotNotFound)
 }
 
 // readParts reads and joins the compressed parts a header names.

@@ -16,7 +16,6 @@ import (
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
 	"github.com/yorkie-affinity/yorkie/server/backend/database/dbtest"
 	"github.com/yorkie-affinity/yorkie/server/backend/database/mongo"
-	"github.com/yorkie-affinity/yorkie/server/backend/database/snapcodec"
 	"github.com/yorkie-affinity/yorkie/test/testenv"
 )
 
@@ -214,7 +213,8 @@ func TestSnapshotLeftoversCollected(t *testing.T) {
 	}
 }
 
-// A visible snapshot that lost a part is reported corrupt, not returned cut.
+// A visible snapshot that lost a part is passed over for an older one, not
+// returned cut.
 func TestSnapshotMissingPart(t *testing.T) {
 	m := testenv.MongoURI(t)
 	db := dial(t, m, m.Database)
@@ -225,20 +225,97 @@ func TestSnapshotMissingPart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	appendLog(t, ctx, db, d.ID, 1)
+	appendLog(t, ctx, db, d.ID, 2)
+	if err := db.SaveSnapshot(ctx, d.ID, 0, &database.Snapshot{ServerSeq: 1, Data: []byte("older")}); err != nil {
+		t.Fatal(err)
+	}
 	big := make([]byte, 10<<20)
 	_, _ = rand.Read(big)
-	if err := db.SaveSnapshot(ctx, d.ID, 0, &database.Snapshot{ServerSeq: 1, Data: big}); err != nil {
+	if err := db.SaveSnapshot(ctx, d.ID, 0, &database.Snapshot{ServerSeq: 2, Data: big}); err != nil {
 		t.Fatal(err)
 	}
 	parts := ids(t, ctx, raw.parts, d.ID)
-	if len(parts) != 2 {
-		t.Fatalf("parts of a 10 MB snapshot: %v", parts)
+	if len(parts) != 3 {
+		t.Fatalf("parts of a 10 MB and a tiny snapshot: %v", parts)
 	}
-	if _, err := raw.parts.DeleteOne(ctx, bson.D{{Key: "_id", Value: parts[1]}}); err != nil {
+	if _, err := raw.parts.DeleteOne(ctx, bson.D{{Key: "_id", Value: parts[len(parts)-1]}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.FindSnapshot(ctx, d.ID, 1); !errors.Is(err, snapcodec.ErrCorrupt) {
-		t.Fatalf("FindSnapshot with a part gone: got %v, want ErrCorrupt", err)
+	s, err := db.FindSnapshot(ctx, d.ID, 2)
+	if err != nil || s.ServerSeq != 1 || string(s.Data) != "older" {
+		t.Fatalf("FindSnapshot with a part of the newest gone = %v, %v; want the older snapshot", s, err)
+	}
+	if _, err := db.FindSnapshot(ctx, d.ID, 0); !errors.Is(err, database.ErrSnapshotNotFound) {
+		t.Fatalf("FindSnapshot(0) = %v, want ErrSnapshotNotFound", err)
+	}
+}
+
+// A save cancelled while it writes its parts leaves either the whole
+// snapshot or nothing at all: its parts are deleted although its context is
+// done.
+func TestSnapshotCancelledMidway(t *testing.T) {
+	m := testenv.MongoURI(t)
+	db := dial(t, m, m.Database)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	raw := openRaw(t, ctx, m, m.Database)
+	d, err := db.FindOrCreateDocument(ctx, "cancelled")
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendLog(t, ctx, db, d.ID, 1)
+	big := make([]byte, 20<<20)
+	_, _ = rand.Read(big)
+
+	saveCtx, cancelSave := context.WithCancel(ctx)
+	defer cancelSave()
+	done := make(chan error, 1)
+	go func() { done <- db.SaveSnapshot(saveCtx, d.ID, 0, &database.Snapshot{ServerSeq: 1, Data: big}) }()
+	// Cancel as soon as the upload is registered, or let the save finish.
+	var saveErr error
+	for waiting := true; waiting; {
+		select {
+		case saveErr = <-done:
+			waiting = false
+		default:
+			if n, err := raw.pending.CountDocuments(ctx, ofDoc(d.ID)); err == nil && n > 0 {
+				cancelSave()
+				saveErr = <-done
+				waiting = false
+			}
+		}
+	}
+	t.Logf("save returned %v", saveErr)
+
+	s, err := db.FindSnapshot(ctx, d.ID, 1)
+	switch {
+	case saveErr == nil:
+		if err != nil || len(s.Data) != len(big) {
+			t.Fatalf("a save that succeeded reads back as %v, %v", s, err)
+		}
+	case errors.Is(err, database.ErrSnapshotNotFound):
+		// The call deleted its parts, but a write it gave up on may land
+		// later, so its upload stays registered until it is old: then a
+		// save of the document deletes whatever it left.
+		if got := ids(t, ctx, raw.pending, d.ID); len(got) > 1 {
+			t.Fatalf("a cancelled save left pending records %v", got)
+		}
+		if _, err := raw.pending.UpdateMany(ctx, ofDoc(d.ID), bson.D{{Key: "$set", Value: bson.D{{Key: "since", Value: time.Now().Add(-2 * time.Hour)}}}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.SaveSnapshot(ctx, d.ID, 0, &database.Snapshot{ServerSeq: 1, Data: []byte("after")}); err != nil {
+			t.Fatal(err)
+		}
+		if got := ids(t, ctx, raw.parts, d.ID); len(got) != 1 {
+			t.Fatalf("parts after the next save: %v, want only its own", got)
+		}
+		if got := ids(t, ctx, raw.pending, d.ID); len(got) != 0 {
+			t.Fatalf("pending records after the next save: %v", got)
+		}
+		if s, err := db.FindSnapshot(ctx, d.ID, 1); err != nil || string(s.Data) != "after" {
+			t.Fatalf("FindSnapshot after the next save = %v, %v", s, err)
+		}
+	default:
+		t.Fatalf("after a cancelled save, FindSnapshot = %v, %v; want the whole snapshot or ErrSnapshotNotFound", s, err)
 	}
 }
