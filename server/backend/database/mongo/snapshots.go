@@ -131,7 +131,8 @@ func (db *DB) snapshotPending() *mongo.Collection { return db.db.Collection(colS
 
 // SaveSnapshot stores s in parts, then makes it visible with its header, then
 // retires the document's snapshots beyond the newest database.SnapshotsKept
-// and collects what earlier calls left behind.
+// and collects what earlier calls left behind. A stored snapshot of the same
+// server_seq is kept unless it lost parts; then it is replaced.
 //
 // Fencing is checked before the parts are written and again before the
 // header is: as with AppendChanges, a save that passed the check just before
@@ -160,7 +161,22 @@ func (db *DB) SaveSnapshot(ctx context.Context, docID string, epoch int64, s *da
 		return fmt.Errorf("save snapshot: %w", err)
 	}
 	if existing != nil {
-		return nil // the first snapshot of a server_seq stays
+		// The first snapshot of a server_seq stays, unless it lost parts:
+		// then this save replaces it.
+		old := &pendingParts{
+			ID: pendingID(docID, s.ServerSeq, existing.Nonce), DocID: docID, ServerSeq: s.ServerSeq,
+			Nonce: existing.Nonce, Parts: existing.Parts,
+		}
+		whole, err := db.publishedWhole(ctx, old)
+		if err != nil {
+			return fmt.Errorf("save snapshot: %w", err)
+		}
+		if whole {
+			return nil
+		}
+		if err := db.discardParts(ctx, old, false); err != nil {
+			return fmt.Errorf("save snapshot: replace a broken snapshot: %w", err)
+		}
 	}
 
 	packed, err := db.snaps.codec.Compress(s.Data)

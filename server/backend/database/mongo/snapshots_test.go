@@ -248,6 +248,16 @@ func TestSnapshotMissingPart(t *testing.T) {
 	if _, err := db.FindSnapshot(ctx, d.ID, 0); !errors.Is(err, database.ErrSnapshotNotFound) {
 		t.Fatalf("FindSnapshot(0) = %v, want ErrSnapshotNotFound", err)
 	}
+	// Saving that server_seq again replaces the broken snapshot.
+	if err := db.SaveSnapshot(ctx, d.ID, 0, &database.Snapshot{ServerSeq: 2, Data: []byte("repaired")}); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := db.FindSnapshot(ctx, d.ID, 2); err != nil || string(s.Data) != "repaired" {
+		t.Fatalf("FindSnapshot after saving over a broken snapshot = %v, %v", s, err)
+	}
+	if got := ids(t, ctx, raw.parts, d.ID); len(got) != 2 {
+		t.Fatalf("parts after the repair: %v, want one for each snapshot", got)
+	}
 }
 
 // A save cancelled while it writes its parts leaves either the whole
