@@ -166,6 +166,50 @@ type Database interface {
 	// reconcile an attachment whose checkpoint update was lost in a crash.
 	LastClientSeq(ctx context.Context, docID, actorID string, after int64) (uint32, error)
 
+	// SaveSnapshot stores s as the document's state right after its change
+	// s.ServerSeq, which must lie between 1 and the head of the log.
+	// ErrDocumentNotFound for an unknown document, ErrFenced as AppendChanges.
+	// A snapshot is a function of the log up to its server_seq, so the first
+	// one stored for a server_seq stays: a later save for it stores nothing
+	// and returns nil. Readers see a snapshot whole or not at all. Once it is
+	// visible, the document's snapshots older than its SnapshotsKept newest
+	// are deleted. The database keeps its own copy of s and sets CreatedAt.
+	// RemoveDocument keeps a document's snapshots, as it keeps its log.
+	SaveSnapshot(ctx context.Context, docID string, epoch int64, s *Snapshot) error
+	// FindSnapshot returns the document's newest snapshot with
+	// ServerSeq <= atOrBefore, or ErrSnapshotNotFound when it has none (an
+	// unknown document has none). The result is the caller's. A document is
+	// rebuilt from it and FindChanges(ServerSeq+1, head). A stored snapshot
+	// that cannot be read back whole is passed over for an older one, and
+	// logged: the log, not a snapshot, is the truth.
+	FindSnapshot(ctx context.Context, docID string, atOrBefore int64) (*Snapshot, error)
+
 	// Close releases the database's resources.
 	Close(ctx context.Context) error
+}
+
+// ErrSnapshotNotFound: the document has no stored snapshot at or before the
+// asked server_seq.
+var ErrSnapshotNotFound = errors.New("snapshot not found")
+
+// SnapshotsKept is how many of a document's newest snapshots every
+// implementation keeps. More than one, so that a reader that found the
+// newest just before a save still finds it while reading.
+const SnapshotsKept = 2
+
+// Snapshot is a document's state as of one server_seq: what a rebuild starts
+// from instead of replaying the whole change log.
+type Snapshot struct {
+	// ServerSeq is the last change of the log the state includes.
+	ServerSeq int64
+	// Lamport is the document's lamport clock after that change.
+	Lamport int64
+	// VersionVector is the document's version vector after that change
+	// (wire form as Attachment.VersionVector).
+	VersionVector map[string]int64
+	// Data is the binary yorkie.v1.Snapshot (root element and presences),
+	// uncompressed; implementations compress it at rest.
+	Data []byte
+	// CreatedAt is when the snapshot was stored.
+	CreatedAt time.Time
 }

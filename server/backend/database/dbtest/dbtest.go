@@ -45,6 +45,7 @@ func Run(t *testing.T, newDB NewDB) {
 	t.Run("Changes", func(t *testing.T) { testChanges(t, newDB) })
 	t.Run("Fencing", func(t *testing.T) { testFencing(t, newDB) })
 	t.Run("Contexts", func(t *testing.T) { testContexts(t, newDB) })
+	t.Run("Snapshots", func(t *testing.T) { testSnapshots(t, newDB) })
 	RunShared(t, pair)
 }
 

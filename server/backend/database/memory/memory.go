@@ -35,6 +35,8 @@ type DB struct {
 	docs        map[string]*doc                 // by document ID
 	liveByKey   map[string]string               // key -> ID of the live document
 	clientDocs  map[string]map[string]struct{}  // client ID -> IDs of documents it ever attached
+
+	snaps snapshotStore // see snapshots.go; its zero value is ready
 }
 
 // doc is one document: metadata, change log and attachments, under its own

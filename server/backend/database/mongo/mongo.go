@@ -99,6 +99,8 @@ type DB struct {
 	claims      *mongo.Collection
 	attachments *mongo.Collection
 	changes     *mongo.Collection
+
+	snaps snapshotState // see snapshots.go; its zero value is ready
 }
 
 var _ database.Database = (*DB)(nil)
