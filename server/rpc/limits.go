@@ -132,17 +132,22 @@ type Activity interface {
 // clientCall is every request message that names its client.
 type clientCall interface{ GetClientId() string }
 
-// activityInterceptor tells Activity about every call that names a
-// well-formed client ID, before the handler runs, and about every server
-// stream for as long as it is open.
+// activityInterceptor tells Activity about every call that names a client
+// and succeeds, and about every server stream for as long as it is open
+// once it has sent its first message. Calls that fail (an unknown client,
+// a bad request) are not activity: a flood of made-up client IDs then costs
+// the tracker nothing.
 type activityInterceptor struct{ a Activity }
 
 func (i activityInterceptor) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
 	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
-		if m, ok := req.Any().(clientCall); ok && validateClientID(m.GetClientId()) == nil {
-			i.a.Seen(m.GetClientId())
+		resp, err := next(ctx, req)
+		if err == nil {
+			if m, ok := req.Any().(clientCall); ok && m.GetClientId() != "" {
+				i.a.Seen(m.GetClientId())
+			}
 		}
-		return next(ctx, req)
+		return resp, err
 	}
 }
 
@@ -158,17 +163,28 @@ func (i activityInterceptor) WrapStreamingHandler(next connect.StreamingHandlerF
 	}
 }
 
-// watchedConn records the stream's client once its request arrives.
+// watchedConn records the stream's client once the stream has sent its
+// first message (the initialization, which the server sends only to an
+// activated, attached client), until the stream ends.
 type watchedConn struct {
 	connect.StreamingHandlerConn
-	a      Activity
-	closed func()
+	a        Activity
+	clientID string
+	closed   func()
 }
 
 func (c *watchedConn) Receive(msg any) error {
 	err := c.StreamingHandlerConn.Receive(msg)
-	if m, ok := msg.(clientCall); ok && err == nil && c.closed == nil && validateClientID(m.GetClientId()) == nil {
-		c.closed = c.a.Watching(m.GetClientId())
+	if m, ok := msg.(clientCall); ok && err == nil {
+		c.clientID = m.GetClientId()
+	}
+	return err
+}
+
+func (c *watchedConn) Send(msg any) error {
+	err := c.StreamingHandlerConn.Send(msg)
+	if err == nil && c.closed == nil && c.clientID != "" {
+		c.closed = c.a.Watching(c.clientID)
 	}
 	return err
 }

@@ -53,8 +53,13 @@ func TestHousekeepingDeactivatesSilentClients(t *testing.T) {
 	if stream.Next(t).GetInitialization() == nil {
 		t.Fatalf("first Watch message is not an initialization")
 	}
+	// A call that fails is no activity: made-up client IDs cost nothing.
+	stranger := *silent
+	stranger.ID = "0123456789abcdef01234567"
+	_, err := stranger.PushPull(wire.Context(t))
+	wantError(t, err, connect.CodeNotFound, rpc.CodeClientNotFound)
 	if r := house.RunOnce(wire.Context(t)); r.Err != nil || r.Touched != 2 || len(r.Candidates) != 0 {
-		t.Fatalf("run before the pause = %+v; want both clients' activity recorded and nobody deactivated", r)
+		t.Fatalf("run before the pause = %+v; want the two clients' activity recorded and nobody deactivated", r)
 	}
 
 	clock.Advance(3 * time.Hour)
@@ -68,7 +73,7 @@ func TestHousekeepingDeactivatesSilentClients(t *testing.T) {
 	if got := status(watcher); got != database.ClientActivated {
 		t.Fatalf("watching client is %s, want activated", got)
 	}
-	_, err := silent.PushPull(wire.Context(t))
+	_, err = silent.PushPull(wire.Context(t))
 	wantError(t, err, connect.CodeFailedPrecondition, rpc.CodeClientNotActivated)
 
 	// Once the stream is gone, the watcher is silent too.
