@@ -27,6 +27,7 @@ import (
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
 	"github.com/yorkie-affinity/yorkie/server/backend/database/memory"
 	"github.com/yorkie-affinity/yorkie/server/cluster"
+	"github.com/yorkie-affinity/yorkie/server/housekeeping"
 	"github.com/yorkie-affinity/yorkie/server/rpc"
 	"github.com/yorkie-affinity/yorkie/server/sessionstore"
 	sessmemory "github.com/yorkie-affinity/yorkie/server/sessionstore/memory"
@@ -86,6 +87,24 @@ type Config struct {
 	// session store holds for the cluster.
 	ClusterSecret string
 
+	// Limits bound what one client may hold: metadata bytes, Watch streams
+	// and attached documents (zero fields: the rpc package's defaults).
+	Limits rpc.Limits
+	// ClientDeactivateThreshold is how long a client may stay silent before
+	// housekeeping deactivates it (default 24h).
+	ClientDeactivateThreshold time.Duration
+	// HousekeepingInterval is the time between housekeeping runs, and the
+	// most a client's recorded activity lags (default 30s).
+	HousekeepingInterval time.Duration
+	// HousekeepingCandidatesLimit bounds the clients one housekeeping run
+	// deactivates (default 500).
+	HousekeepingCandidatesLimit int
+	// Clock replaces time.Now for housekeeping, so tests can move time on.
+	Clock func() time.Time
+	// OnHousekeeping, when set, is told the outcome of every housekeeping
+	// run on this node.
+	OnHousekeeping func(housekeeping.Report)
+
 	// Router and Epoch replace the cluster layer, for tests that stage
 	// routing decisions themselves (say, two nodes that both believe they
 	// own a document). With either set the node joins no cluster: Router
@@ -108,6 +127,7 @@ type Server struct {
 	store    sessionstore.Store
 	ownStore bool
 	mgr      *affinity.Manager
+	house    *housekeeping.Housekeeper
 
 	rpcServer       *http.Server
 	rpcHTTP1        *rpc.HTTP1Server // serves the RPC port, rpcServer is its fallback
@@ -174,17 +194,23 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("server: create backend: %w", err)
 	}
 	s.backend = b
+	tracker := housekeeping.NewTracker()
 	svc, err := rpc.New(rpc.Config{
 		Backend:         b,
 		Logger:          logger,
 		Registerer:      s.registry,
 		MaxRequestBytes: cfg.MaxRequestBytes,
 		Router:          routing,
+		Limits:          cfg.Limits,
+		Activity:        tracker,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("server: create rpc service: %w", err)
 	}
 	s.service = svc
+	if err := s.newHousekeeper(tracker, routing); err != nil {
+		return nil, err
+	}
 	s.health = grpchealth.NewStaticChecker(v1connect.YorkieServiceName)
 
 	mux := http.NewServeMux()
@@ -223,6 +249,62 @@ func New(cfg Config) (*Server, error) {
 		s.profilingServer = newHTTPServer(pmux, logger)
 	}
 	return s, nil
+}
+
+// newHousekeeper builds the node's housekeeping: it deactivates clients as
+// DeactivateClient does, detaching at the owners first, and in a cluster
+// scans only while this node holds the housekeeping role.
+func (s *Server) newHousekeeper(tracker *housekeeping.Tracker, routing rpc.Router) error {
+	var role housekeeping.Role
+	if s.router != nil {
+		role = managerRole{s}
+	}
+	h, err := housekeeping.New(housekeeping.Config{
+		Interval:            s.cfg.HousekeepingInterval,
+		DeactivateThreshold: s.cfg.ClientDeactivateThreshold,
+		CandidatesLimit:     s.cfg.HousekeepingCandidatesLimit,
+		DB:                  s.db,
+		Tracker:             tracker,
+		Deactivate: func(ctx context.Context, clientID string) error {
+			if routing != nil {
+				if err := routing.DetachRemote(ctx, clientID); err != nil {
+					return err
+				}
+			}
+			return s.backend.DeactivateClient(ctx, clientID)
+		},
+		Role:       role,
+		Now:        s.cfg.Clock,
+		Logger:     s.logger,
+		Registerer: s.registry,
+		OnRun:      s.cfg.OnHousekeeping,
+	})
+	if err != nil {
+		return fmt.Errorf("server: %w", err)
+	}
+	s.house = h
+	return nil
+}
+
+// managerRole holds housekeeping roles with the node's affinity manager,
+// which exists once the node has joined the cluster.
+type managerRole struct{ s *Server }
+
+var errNotJoined = errors.New("server: not a cluster member yet")
+
+func (r managerRole) Lead(ctx context.Context, role string) (bool, error) {
+	mgr := r.s.Affinity()
+	if mgr == nil {
+		return false, errNotJoined
+	}
+	return mgr.Lead(ctx, role)
+}
+
+func (r managerRole) Resign(ctx context.Context, role string) error {
+	if mgr := r.s.Affinity(); mgr != nil {
+		return mgr.Resign(ctx, role)
+	}
+	return nil
 }
 
 // newRouter validates the cluster settings and builds the affinity router;
@@ -376,6 +458,7 @@ func (s *Server) Start(ctx context.Context) error {
 		}
 	}
 	s.serve(s.rpcHTTP1.Serve, rpcLn, "rpc")
+	s.house.Start()
 	s.started = true
 	s.logger.InfoContext(ctx, "server started", "rpc_addr", s.rpcAddr, "profiling_addr", s.profilingAddr)
 	return nil
@@ -410,6 +493,10 @@ func (s *Server) ProfilingAddr() string {
 // Registry returns the server's own Prometheus registry.
 func (s *Server) Registry() *prometheus.Registry { return s.registry }
 
+// Housekeeper returns the node's housekeeping, so tests can run it at a
+// moment they choose.
+func (s *Server) Housekeeper() *housekeeping.Housekeeper { return s.house }
+
 // Backend returns the server's document logic, for tests and cluster wiring.
 func (s *Server) Backend() *backend.Backend { return s.backend }
 
@@ -427,6 +514,11 @@ func (s *Server) shutdown(ctx context.Context) error {
 	s.health.SetStatus(v1connect.YorkieServiceName, grpchealth.StatusNotServing)
 	s.health.SetStatus("", grpchealth.StatusNotServing)
 	var errs []error
+	// Write the activity seen here and hand the housekeeping role over
+	// while the node is still a member.
+	if err := s.house.Stop(ctx); err != nil {
+		errs = append(errs, err)
+	}
 	if s.mgr != nil {
 		// Release the bindings first: by the time clients reconnect, their
 		// documents can be bound to another node.
@@ -486,6 +578,7 @@ var errAborted = errors.New("server: aborted")
 func (s *Server) Abort() {
 	s.shutdownOnce.Do(func() {
 		s.shutdownErr = errAborted
+		s.house.Abandon()
 		if s.mgr != nil {
 			s.mgr.Abandon()
 		}

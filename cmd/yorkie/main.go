@@ -20,6 +20,8 @@ import (
 	"github.com/yorkie-affinity/yorkie/server"
 	"github.com/yorkie-affinity/yorkie/server/affinity"
 	"github.com/yorkie-affinity/yorkie/server/backend/database/mongo"
+	"github.com/yorkie-affinity/yorkie/server/housekeeping"
+	"github.com/yorkie-affinity/yorkie/server/rpc"
 	"github.com/yorkie-affinity/yorkie/server/sessionstore"
 	etcdstore "github.com/yorkie-affinity/yorkie/server/sessionstore/etcd"
 	redisstore "github.com/yorkie-affinity/yorkie/server/sessionstore/redis"
@@ -83,10 +85,20 @@ func runServer(args []string, stderr io.Writer) int {
 	sessionKeyHeader := fs.String("session-key-header", server.DefaultSessionKeyHeader, "response header carrying the owner's session key")
 	nodeTTL := fs.Duration("node-ttl", 0, fmt.Sprintf("lease TTL of this node in the session store (default %v with etcd or redis, a minute with memory)", affinity.DefaultTTL))
 	clusterSecret := fs.String("cluster-secret", "", "secret of node-to-node calls (default: one the session store keeps for the cluster)")
+	maxMetadata := fs.Int("max-client-metadata-bytes", rpc.DefaultMaxMetadataBytes, "largest client metadata (keys and values) ActivateClient accepts; negative: no bound")
+	maxStreams := fs.Int("max-watch-streams-per-client", rpc.DefaultMaxWatchStreamsPerClient, "most Watch streams one client may hold open on one node; negative: no bound")
+	maxAttachments := fs.Int("max-attachments-per-client", rpc.DefaultMaxAttachmentsPerClient, "most documents one client may have attached; negative: no bound")
+	deactivateThreshold := fs.Duration("client-deactivate-threshold", housekeeping.DefaultDeactivateThreshold, "housekeeping deactivates clients that made no call for longer than this")
+	housekeepingInterval := fs.Duration("housekeeping-interval", housekeeping.DefaultInterval, "time between housekeeping runs")
+	candidatesLimit := fs.Int("housekeeping-candidates-limit", housekeeping.DefaultCandidatesLimit, "most clients one housekeeping run deactivates")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
+		return 2
+	}
+	if *deactivateThreshold <= 0 || *housekeepingInterval <= 0 || *candidatesLimit <= 0 {
+		fmt.Fprintf(stderr, "yorkie server: --client-deactivate-threshold, --housekeeping-interval and --housekeeping-candidates-limit must be positive\n")
 		return 2
 	}
 	if fs.NArg() > 0 {
@@ -113,6 +125,14 @@ func runServer(args []string, stderr io.Writer) int {
 		SessionKeyHeader:  *sessionKeyHeader,
 		NodeTTL:           *nodeTTL,
 		ClusterSecret:     *clusterSecret,
+		Limits: rpc.Limits{
+			MaxMetadataBytes:         *maxMetadata,
+			MaxWatchStreamsPerClient: *maxStreams,
+			MaxAttachmentsPerClient:  *maxAttachments,
+		},
+		ClientDeactivateThreshold:   *deactivateThreshold,
+		HousekeepingInterval:        *housekeepingInterval,
+		HousekeepingCandidatesLimit: *candidatesLimit,
 	}
 	store, err := openSessionStore(ctx, *storeKind, *etcdEndpoints, *redisAddr, !*redisCloseOnReadOnly, logger)
 	if err != nil {

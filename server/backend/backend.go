@@ -275,7 +275,9 @@ func (b *Backend) DetachClient(ctx context.Context, clientID, docID string) erro
 		return fmt.Errorf("detach client %s: %w", clientID, err)
 	}
 	// The client is going away: its streams here end and the other watchers
-	// hear UNWATCHED, as on the node that deactivates it.
+	// hear UNWATCHED, as on the node that deactivates it, and its next call
+	// here reads its status again.
+	b.clients.Delete(clientID)
 	b.ps.EndClient(clientID, fmt.Errorf("client %s deactivated: %w", clientID, ErrClientNotActivated))
 	return nil
 }

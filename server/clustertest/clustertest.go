@@ -503,6 +503,20 @@ func (s *nodeStore) Release(ctx context.Context, b sessionstore.Binding) error {
 	return s.Client.Release(ctx, b)
 }
 
+func (s *nodeStore) Claim(ctx context.Context, role string, owner sessionstore.Member) (sessionstore.Member, error) {
+	if s.cut.Load() {
+		return sessionstore.Member{}, errPartitioned
+	}
+	return s.Client.Claim(ctx, role, owner)
+}
+
+func (s *nodeStore) Resign(ctx context.Context, role string, owner sessionstore.Member) error {
+	if s.cut.Load() {
+		return errPartitioned
+	}
+	return s.Client.Resign(ctx, role, owner)
+}
+
 func (s *nodeStore) ClusterSecret(ctx context.Context) (string, error) {
 	if s.cut.Load() {
 		return "", errPartitioned

@@ -45,6 +45,10 @@ type Config struct {
 	MaxRequestBytes int
 	// Router is the routing step of document calls; nil serves everything here.
 	Router Router
+	// Limits bound what one client may hold (zero fields: the defaults).
+	Limits Limits
+	// Activity is told about every call of a client; nil records nothing.
+	Activity Activity
 }
 
 // Service implements v1connect.YorkieServiceHandler.
@@ -54,6 +58,9 @@ type Service struct {
 	router          Router
 	maxRequestBytes int
 	metrics         *metrics
+	limits          Limits
+	activity        Activity
+	streams         streamCounts
 
 	closeOnce sync.Once
 	closing   chan struct{}
@@ -77,6 +84,8 @@ func New(cfg Config) (*Service, error) {
 		logger:          logger,
 		router:          cfg.Router,
 		maxRequestBytes: maxBytes,
+		limits:          cfg.Limits.withDefaults(),
+		activity:        cfg.Activity,
 		closing:         make(chan struct{}),
 	}
 	if cfg.Registerer != nil {
@@ -97,6 +106,9 @@ func (s *Service) Handler() (string, http.Handler) {
 		interceptors = append(interceptors, s.metrics)
 	}
 	interceptors = append(interceptors, &failureLogger{logger: s.logger})
+	if s.activity != nil {
+		interceptors = append(interceptors, activityInterceptor{a: s.activity})
+	}
 	jsonPlain, jsonUTF8 := newJSONCodecs()
 	path, h := v1connect.NewYorkieServiceHandler(s,
 		connect.WithInterceptors(interceptors...),
@@ -140,6 +152,9 @@ func (s *Service) ActivateClient(ctx context.Context, req *connect.Request[api.A
 	if len(key) > maxKeyLength*2 {
 		return nil, invalidArgument(fmt.Errorf("client_key is longer than %d bytes", maxKeyLength*2))
 	}
+	if err := s.limits.checkMetadata(req.Msg.GetMetadata()); err != nil {
+		return nil, err
+	}
 	info, err := s.backend.ActivateClient(ctx, key, req.Msg.GetMetadata())
 	if err != nil {
 		return nil, s.fail(ctx, req.Spec().Procedure, fmt.Errorf("activate client %q: %w", key, err))
@@ -179,6 +194,9 @@ func (s *Service) AttachDocument(ctx context.Context, req *connect.Request[api.A
 		return nil, invalidArgument(err)
 	}
 	procedure := req.Spec().Procedure
+	if err := s.checkAttachments(ctx, clientID); err != nil {
+		return nil, s.fail(ctx, procedure, err)
+	}
 	call := DocumentCall{Kind: CallAttach, ClientID: clientID, DocumentKey: key, Header: req.Header()}
 	rt, err := s.route(ctx, call)
 	if err != nil {
@@ -301,6 +319,11 @@ func (s *Service) Watch(ctx context.Context, req *connect.Request[api.WatchReque
 	if err := validateDocumentID(docID); err != nil {
 		return invalidArgument(err)
 	}
+	closeStream, err := s.streams.open(clientID, s.limits.MaxWatchStreamsPerClient)
+	if err != nil {
+		return err
+	}
+	defer closeStream()
 	procedure := req.Spec().Procedure
 	call := DocumentCall{Kind: CallWatch, ClientID: clientID, DocumentID: docID, Header: req.Header()}
 	rt, err := s.routeWatch(ctx, procedure, call, stream.ResponseHeader())
@@ -343,6 +366,11 @@ func (s *Service) WatchDocument(ctx context.Context, req *connect.Request[api.Wa
 	if err := validateDocumentID(docID); err != nil {
 		return invalidArgument(err)
 	}
+	closeStream, err := s.streams.open(clientID, s.limits.MaxWatchStreamsPerClient)
+	if err != nil {
+		return err
+	}
+	defer closeStream()
 	procedure := req.Spec().Procedure
 	call := DocumentCall{Kind: CallWatch, ClientID: clientID, DocumentID: docID, Header: req.Header()}
 	rt, err := s.routeWatch(ctx, procedure, call, stream.ResponseHeader())

@@ -18,6 +18,11 @@
 //     particular on every change of owner.
 //   - Release deletes a binding only if it is still the caller's (same owner
 //     incarnation and epoch); otherwise it fails with ErrNotOwner.
+//   - A role (a cluster-wide duty that one node at a time performs, such as
+//     housekeeping) is held like a binding: Claim is an atomic
+//     compare-and-set, the hold lives only while the holder's lease does,
+//     and at no time do two live members hold one role. Roles and document
+//     keys are separate namespaces.
 //   - Every call takes a context first and honours its deadline. A failed call
 //     leaves nothing half-written. An unreachable store gives errors wrapping
 //     ErrUnavailable.
@@ -115,6 +120,14 @@ type Store interface {
 	Bind(ctx context.Context, key string, owner Member) (Binding, error)
 	// Release deletes b if it is still the binding in force (ErrNotOwner otherwise).
 	Release(ctx context.Context, b Binding) error
+	// Claim makes owner the holder of role unless a live member holds it,
+	// and returns the holder in force: owner, or the member that held it
+	// already. Claiming a role one holds keeps it. Owner must be a live
+	// member (ErrNotMember otherwise).
+	Claim(ctx context.Context, role string, owner Member) (Member, error)
+	// Resign ends owner's hold of role, so another member can claim it at
+	// once; it does nothing when owner does not hold the role.
+	Resign(ctx context.Context, role string, owner Member) error
 	// ClusterSecret returns the secret the cluster's nodes share to
 	// authenticate calls between them, creating a random one on first use so
 	// that nodes on one store cluster with no other configuration. Whoever

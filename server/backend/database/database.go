@@ -61,6 +61,8 @@ type ClientInfo struct {
 	Metadata  map[string]string
 	Status    ClientStatus
 	CreatedAt time.Time
+	// UpdatedAt is the client's last recorded activity: its activation,
+	// deactivation or a later TouchClients.
 	UpdatedAt time.Time
 }
 
@@ -130,6 +132,15 @@ type Database interface {
 	DeactivateClient(ctx context.Context, clientID string) (*ClientInfo, error)
 	// FindClient returns the client or ErrClientNotFound.
 	FindClient(ctx context.Context, clientID string) (*ClientInfo, error)
+	// TouchClients records at as the last activity (UpdatedAt) of those of
+	// the clients that are activated and have an earlier one recorded;
+	// unknown IDs are skipped. A touch lost to a race only makes a client
+	// look idle for longer, never active when it is not.
+	TouchClients(ctx context.Context, clientIDs []string, at time.Time) error
+	// FindInactiveClients returns, in ID order, up to limit activated
+	// clients with an ID above afterID ("" for the first) whose UpdatedAt is
+	// before before: the candidates for deactivation by housekeeping.
+	FindInactiveClients(ctx context.Context, before time.Time, afterID string, limit int) ([]*ClientInfo, error)
 
 	// FindOrCreateDocument returns the live document with the key, creating it
 	// if there is none (a removed document's key starts a new document).

@@ -4,6 +4,7 @@
 //
 //	members/<addr>/<lease ID, 16 hex digits>  -> {"addr":..,"incarnation":..}, attached to the node's lease
 //	bindings/<document key>                   -> the owner, attached to the OWNER's lease
+//	roles/<role>                              -> the holder, attached to the HOLDER's lease
 //
 // A node's incarnation is its etcd lease ID. Bind is one transaction that puts
 // the binding only if the owner's member key exists and the binding key does
@@ -80,6 +81,7 @@ type Store struct {
 	log      *slog.Logger
 	members  string // key prefix of member records
 	bindings string // key prefix of bindings
+	roles    string // key prefix of roles
 	secret   string // key of the cluster secret
 
 	// ctx ends when the store is closed; background work derives from it.
@@ -128,6 +130,7 @@ func New(cfg Config) (*Store, error) {
 		log:      log.With("component", "sessionstore/etcd"),
 		members:  cfg.Prefix + "members/",
 		bindings: cfg.Prefix + "bindings/",
+		roles:    cfg.Prefix + "roles/",
 		secret:   cfg.Prefix + "cluster-secret",
 		ctx:      ctx,
 		cancel:   cancel,

@@ -60,7 +60,8 @@ type Store struct {
 	secret     string
 
 	mu       sync.Mutex
-	leases   map[int64]*lease // registered leases by incarnation, until they end
+	leases   map[int64]*lease  // registered leases by incarnation, until they end
+	roles    map[string]*lease // the holder of each claimed role
 	watchers map[chan struct{}]struct{}
 }
 
@@ -82,6 +83,7 @@ func New(cfg Config) *Store {
 		seed:     maphash.MakeSeed(),
 		done:     make(chan struct{}),
 		leases:   make(map[int64]*lease),
+		roles:    make(map[string]*lease),
 		watchers: make(map[chan struct{}]struct{}),
 	}
 	s.root = s.Client()
@@ -228,6 +230,7 @@ func notify(w chan struct{}) {
 func (s *Store) forget(l *lease) {
 	s.mu.Lock()
 	delete(s.leases, l.member.Incarnation)
+	s.forgetRoles(l)
 	s.mu.Unlock()
 	s.bindings.Range(func(k, v any) bool {
 		if v.(*entry).l == l {

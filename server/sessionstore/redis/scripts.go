@@ -15,6 +15,7 @@ import "github.com/mediocregopher/radix/v4"
 //     are those whose member key exists.
 //   - binding:<key>: a hash {addr, inc, epoch}; live only while
 //     member:<inc>:<addr> exists and holds inc.
+//   - role:<name>: a hash {addr, inc}, live like a binding (roles.go).
 //
 // Scripts reach member keys of binding owners by name (ARGV holds the member
 // key prefix), so the store needs a single Redis, not Redis Cluster.
@@ -166,6 +167,7 @@ return redis.call('GET', KEYS[1])
 // scripts holds the prepared scripts of one store.
 type scripts struct {
 	register, renew, revoke, bind, resolve, release, members, secret radix.EvalScript
+	claim, resign                                                    radix.EvalScript
 }
 
 func newScripts() scripts {
@@ -178,5 +180,7 @@ func newScripts() scripts {
 		release:  radix.NewEvalScript(releaseScript),
 		members:  radix.NewEvalScript(membersScript),
 		secret:   radix.NewEvalScript(secretScript),
+		claim:    radix.NewEvalScript(claimScript),
+		resign:   radix.NewEvalScript(resignScript),
 	}
 }

@@ -82,6 +82,7 @@ func Run(t *testing.T, cfg Config) {
 	t.Run("ExpiredContext", s.testExpiredContext)
 	t.Run("ClosedClient", s.testClosedClient)
 	t.Run("ClusterSecretIsShared", s.testClusterSecretIsShared)
+	t.Run("Roles", s.runRoles)
 }
 
 type suite struct {

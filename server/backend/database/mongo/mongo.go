@@ -172,6 +172,7 @@ func (db *DB) ensureIndexes(ctx context.Context) error {
 	}{
 		{db.clients, []mongo.IndexModel{
 			{Keys: bson.D{{Key: "key", Value: 1}}, Options: unique("key_unique")},
+			{Keys: bson.D{{Key: "status", Value: 1}, {Key: "updated_at", Value: 1}}, Options: named("status_updated")},
 		}},
 		{db.claims, []mongo.IndexModel{
 			{Keys: bson.D{{Key: "doc_id", Value: 1}, {Key: "epoch", Value: 1}}, Options: unique("doc_epoch_unique")},

@@ -1,0 +1,196 @@
+package rpc
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"connectrpc.com/connect"
+)
+
+// Defaults of Limits, generous enough for any honest client.
+const (
+	DefaultMaxMetadataBytes         = 64 << 10
+	DefaultMaxWatchStreamsPerClient = 100
+	DefaultMaxAttachmentsPerClient  = 1000
+)
+
+// Error code names of the per-client bounds.
+const (
+	CodeMetadataTooLarge    = "ErrMetadataTooLarge"
+	CodeTooManyWatchStreams = "ErrTooManyWatchStreams"
+	CodeTooManyAttachments  = "ErrTooManyAttachments"
+)
+
+// Limits bound what one client may hold on the server. Zero fields take the
+// defaults; a negative field removes that bound.
+type Limits struct {
+	// MaxMetadataBytes bounds the keys and values of ActivateClient's
+	// metadata together. A request over it will never succeed, so it is
+	// refused with invalid_argument, which clients do not retry.
+	MaxMetadataBytes int
+	// MaxWatchStreamsPerClient bounds one client's Watch streams open on
+	// one node. A stream over it is refused with resource_exhausted, which
+	// the JS SDK retries every second: it succeeds once another of the
+	// client's streams ends (reconnecting streams briefly overlap with the
+	// ones the server has not yet seen close).
+	MaxWatchStreamsPerClient int
+	// MaxAttachmentsPerClient bounds the documents one client has attached.
+	// An attach over it is refused with resource_exhausted and the code
+	// ErrTooManyAttachments, as upstream Yorkie does; the SDK does not
+	// retry an attach.
+	MaxAttachmentsPerClient int
+}
+
+func (l Limits) withDefaults() Limits {
+	def := func(v, d int) int {
+		if v == 0 {
+			return d
+		}
+		return v
+	}
+	l.MaxMetadataBytes = def(l.MaxMetadataBytes, DefaultMaxMetadataBytes)
+	l.MaxWatchStreamsPerClient = def(l.MaxWatchStreamsPerClient, DefaultMaxWatchStreamsPerClient)
+	l.MaxAttachmentsPerClient = def(l.MaxAttachmentsPerClient, DefaultMaxAttachmentsPerClient)
+	return l
+}
+
+// checkMetadata refuses metadata over the bound.
+func (l Limits) checkMetadata(md map[string]string) error {
+	if l.MaxMetadataBytes < 0 {
+		return nil
+	}
+	n := 0
+	for k, v := range md {
+		n += len(k) + len(v)
+	}
+	if n > l.MaxMetadataBytes {
+		return newError(connect.CodeInvalidArgument, CodeMetadataTooLarge, fmt.Errorf("client metadata is larger than %d bytes (keys and values together)", l.MaxMetadataBytes))
+	}
+	return nil
+}
+
+// checkAttachments refuses an attach by a client that has the most
+// documents attached already. Attaches racing for the last places may
+// together pass it by a few.
+func (s *Service) checkAttachments(ctx context.Context, clientID string) error {
+	limit := s.limits.MaxAttachmentsPerClient
+	if limit < 0 {
+		return nil
+	}
+	docs, err := s.backend.AttachedDocuments(ctx, clientID)
+	if err != nil {
+		return fmt.Errorf("count attachments of %s: %w", clientID, err)
+	}
+	if len(docs) >= limit {
+		return newError(connect.CodeResourceExhausted, CodeTooManyAttachments, fmt.Errorf("client %s already has %d documents attached", clientID, len(docs)))
+	}
+	return nil
+}
+
+// streamCounts counts the open Watch streams of each client on this node.
+type streamCounts struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+// open counts a new stream of the client unless it has limit open already
+// (a negative limit bounds nothing); the returned function ends it.
+func (c *streamCounts) open(clientID string, limit int) (func(), error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if limit >= 0 && c.n[clientID] >= limit {
+		return nil, newError(connect.CodeResourceExhausted, CodeTooManyWatchStreams, fmt.Errorf("client %s already has %d Watch streams open on this node", clientID, c.n[clientID]))
+	}
+	if c.n == nil {
+		c.n = make(map[string]int)
+	}
+	c.n[clientID]++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			c.mu.Lock()
+			if c.n[clientID]--; c.n[clientID] <= 0 {
+				delete(c.n, clientID)
+			}
+			c.mu.Unlock()
+		})
+	}, nil
+}
+
+// Activity is told about the calls of clients, so that housekeeping can
+// find the ones that went away.
+type Activity interface {
+	// Seen records a call of the client. It must be cheap: every call
+	// makes it.
+	Seen(clientID string)
+	// Watching records a Watch stream of the client until the returned
+	// function is called.
+	Watching(clientID string) (closed func())
+}
+
+// clientCall is every request message that names its client.
+type clientCall interface{ GetClientId() string }
+
+// activityInterceptor tells Activity about every call that names a client
+// and succeeds, and about every server stream for as long as it is open
+// once it has sent its first message. Calls that fail (an unknown client,
+// a bad request) are not activity: a flood of made-up client IDs then costs
+// the tracker nothing.
+type activityInterceptor struct{ a Activity }
+
+func (i activityInterceptor) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
+	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
+		resp, err := next(ctx, req)
+		if err == nil {
+			if m, ok := req.Any().(clientCall); ok && m.GetClientId() != "" {
+				i.a.Seen(m.GetClientId())
+			}
+		}
+		return resp, err
+	}
+}
+
+func (i activityInterceptor) WrapStreamingClient(next connect.StreamingClientFunc) connect.StreamingClientFunc {
+	return next
+}
+
+func (i activityInterceptor) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
+	return func(ctx context.Context, conn connect.StreamingHandlerConn) error {
+		wc := &watchedConn{StreamingHandlerConn: conn, a: i.a}
+		defer wc.close()
+		return next(ctx, wc)
+	}
+}
+
+// watchedConn records the stream's client once the stream has sent its
+// first message (the initialization, which the server sends only to an
+// activated, attached client), until the stream ends.
+type watchedConn struct {
+	connect.StreamingHandlerConn
+	a        Activity
+	clientID string
+	closed   func()
+}
+
+func (c *watchedConn) Receive(msg any) error {
+	err := c.StreamingHandlerConn.Receive(msg)
+	if m, ok := msg.(clientCall); ok && err == nil {
+		c.clientID = m.GetClientId()
+	}
+	return err
+}
+
+func (c *watchedConn) Send(msg any) error {
+	err := c.StreamingHandlerConn.Send(msg)
+	if err == nil && c.closed == nil && c.clientID != "" {
+		c.closed = c.a.Watching(c.clientID)
+	}
+	return err
+}
+
+func (c *watchedConn) close() {
+	if c.closed != nil {
+		c.closed()
+	}
+}

@@ -1,0 +1,89 @@
+package integration_test
+
+import (
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"connectrpc.com/connect"
+
+	"github.com/yorkie-affinity/yorkie/server"
+	"github.com/yorkie-affinity/yorkie/server/backend/database"
+	dbmemory "github.com/yorkie-affinity/yorkie/server/backend/database/memory"
+	"github.com/yorkie-affinity/yorkie/server/rpc"
+	"github.com/yorkie-affinity/yorkie/server/servertest"
+	"github.com/yorkie-affinity/yorkie/server/servertest/wire"
+)
+
+// testClock is a clock the test moves forward by hand.
+type testClock struct{ offset atomic.Int64 }
+
+func (c *testClock) Now() time.Time          { return time.Now().Add(time.Duration(c.offset.Load())) }
+func (c *testClock) Advance(d time.Duration) { c.offset.Add(int64(d)) }
+
+// TestHousekeepingDeactivatesSilentClients leaves two clients without a call
+// past a 1s threshold, one of them holding a Watch stream open: housekeeping
+// deactivates the other one only, and the watcher once its stream has ended.
+// A deactivated client that comes back is told so, and the SDK then
+// deactivates itself.
+func TestHousekeepingDeactivatesSilentClients(t *testing.T) {
+	clock := &testClock{}
+	db := dbmemory.New()
+	srv := servertest.Start(t, func(cfg *server.Config) {
+		cfg.DB = db
+		cfg.ClientDeactivateThreshold = time.Second
+		cfg.HousekeepingInterval = time.Hour // runs only when the test says
+		cfg.Clock = clock.Now
+	})
+	c := servertest.Client(t, srv, servertest.ConnectJSON)
+	house := srv.Housekeeper()
+	status := func(r *wire.Replica) database.ClientStatus {
+		t.Helper()
+		info, err := db.FindClient(wire.Context(t), r.ID)
+		wire.Must(t, err, "find client")
+		return info.Status
+	}
+
+	silent := newReplica(t, c)
+	silent.MustAttach(wire.UniqueKey(t, "doc"))
+	watcher := newReplica(t, c)
+	watcher.MustAttach(wire.UniqueKey(t, "doc"))
+	stream := watcher.Watch(t)
+	if stream.Next(t).GetInitialization() == nil {
+		t.Fatalf("first Watch message is not an initialization")
+	}
+	// A call that fails is no activity: made-up client IDs cost nothing.
+	stranger := *silent
+	stranger.ID = "0123456789abcdef01234567"
+	_, err := stranger.PushPull(wire.Context(t))
+	wantError(t, err, connect.CodeNotFound, rpc.CodeClientNotFound)
+	if r := house.RunOnce(wire.Context(t)); r.Err != nil || r.Touched != 2 || len(r.Candidates) != 0 {
+		t.Fatalf("run before the pause = %+v; want the two clients' activity recorded and nobody deactivated", r)
+	}
+
+	clock.Advance(3 * time.Hour)
+	r := house.RunOnce(wire.Context(t))
+	if r.Err != nil || r.Deactivated != 1 || len(r.Candidates) != 1 || r.Candidates[0] != silent.ID {
+		t.Fatalf("run after the pause = %+v; want only %s deactivated", r, silent.ID)
+	}
+	if got := status(silent); got != database.ClientDeactivated {
+		t.Fatalf("silent client is %s, want deactivated", got)
+	}
+	if got := status(watcher); got != database.ClientActivated {
+		t.Fatalf("watching client is %s, want activated", got)
+	}
+	_, err = silent.PushPull(wire.Context(t))
+	wantError(t, err, connect.CodeFailedPrecondition, rpc.CodeClientNotActivated)
+
+	// Once the stream is gone, the watcher is silent too.
+	stream.Close()
+	retryUntil(t, "the watcher deactivated after its stream ended", func() error {
+		clock.Advance(3 * time.Hour)
+		house.RunOnce(wire.Context(t))
+		if got := status(watcher); got != database.ClientDeactivated {
+			return fmt.Errorf("watcher is %s", got)
+		}
+		return nil
+	})
+}
