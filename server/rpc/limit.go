@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -165,12 +166,8 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64, timeout time.
 	}
 	rc := http.NewResponseController(w)
 	_ = rc.SetReadDeadline(time.Now().Add(timeout))
-	var buf bytes.Buffer
-	if r.ContentLength > 0 {
-		buf.Grow(int(r.ContentLength))
-	}
-	_, err := buf.ReadFrom(io.LimitReader(r.Body, limit+1))
-	if err != nil {
+	body, err := readAtMost(r.Body, int(limit), int(r.ContentLength))
+	if err != nil && !errors.Is(err, errRequestTooLarge) {
 		// The deadline stays: net/http may not drain the rest without one.
 		_ = r.Body.Close()
 		if isTimeout(err) {
@@ -178,12 +175,41 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64, timeout time.
 		}
 		return nil, fmt.Errorf("read request body: %w", err)
 	}
-	if int64(buf.Len()) > limit {
-		return nil, errRequestTooLarge
+	if err != nil {
+		return nil, err
 	}
 	// Streams live on after their request: no deadline from here on.
 	_ = rc.SetReadDeadline(time.Time{})
-	return buf.Bytes(), nil
+	return body, nil
+}
+
+// readAtMost reads r to its end, refusing more than limit bytes; sizeHint,
+// if positive, is the expected size. Its buffer never grows past limit+1,
+// so it allocates at most about twice the limit.
+func readAtMost(r io.Reader, limit, sizeHint int) ([]byte, error) {
+	if sizeHint <= 0 {
+		sizeHint = 4 << 10
+	}
+	buf := make([]byte, 0, min(sizeHint, limit)+1)
+	for {
+		if len(buf) == cap(buf) {
+			if len(buf) > limit {
+				return nil, errRequestTooLarge
+			}
+			buf = slices.Grow(buf, min(cap(buf), limit+1-len(buf)))
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if errors.Is(err, io.EOF) {
+			if len(buf) > limit {
+				return nil, errRequestTooLarge
+			}
+			return buf, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
 }
 
 // isTimeout reports whether err is a read deadline passing.
@@ -289,12 +315,9 @@ func gunzip(data []byte, maxBytes int) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("decompress request: %w", err)
 	}
-	var buf bytes.Buffer
-	if _, err := buf.ReadFrom(io.LimitReader(zr, int64(maxBytes)+1)); err != nil {
+	out, err := readAtMost(zr, maxBytes, 4*len(data))
+	if err != nil && !errors.Is(err, errRequestTooLarge) {
 		return nil, fmt.Errorf("decompress request: %w", err)
 	}
-	if buf.Len() > maxBytes {
-		return nil, errRequestTooLarge
-	}
-	return buf.Bytes(), nil
+	return out, err
 }
