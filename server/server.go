@@ -39,7 +39,7 @@ const (
 	DefaultMaxChangesPerPack = 1000
 	// DefaultReadHeaderTimeout bounds the arrival of a request head, as
 	// net/http's ReadHeaderTimeout does.
-	DefaultReadHeaderTimeout = 10 * time.Second
+	DefaultReadHeaderTimeout = rpc.DefaultReadHeaderTimeout
 	// DefaultReadBodyTimeout bounds the arrival of a request body.
 	DefaultReadBodyTimeout = rpc.DefaultReadBodyTimeout
 	// failedShutdownTimeout bounds the shutdown of a node whose RPC port

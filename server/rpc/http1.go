@@ -68,7 +68,7 @@ type HTTP1Config struct {
 	MaxRequestBytes int
 	// ReadBodyTimeout bounds reading a request body once its head is in
 	// (0: DefaultReadBodyTimeout). The head is bounded by the fallback's
-	// ReadHeaderTimeout.
+	// ReadHeaderTimeout (0: DefaultReadHeaderTimeout).
 	ReadBodyTimeout time.Duration
 }
 
@@ -99,6 +99,9 @@ func NewHTTP1Server(cfg HTTP1Config) *HTTP1Server {
 		contentTypes:      unaryContentTypes(),
 		conns:             map[*fastConn]bool{},
 		fallDone:          make(chan struct{}),
+	}
+	if s.readHeaderTimeout <= 0 {
+		s.readHeaderTimeout = DefaultReadHeaderTimeout
 	}
 	if s.idleTimeout <= 0 {
 		s.idleTimeout = s.readHeaderTimeout

@@ -17,6 +17,9 @@ import (
 
 // Defaults of the request bounds.
 const (
+	// DefaultReadHeaderTimeout bounds the arrival of a request head, as
+	// net/http's ReadHeaderTimeout does.
+	DefaultReadHeaderTimeout = 10 * time.Second
 	// DefaultReadBodyTimeout bounds how long a client may take to send a
 	// request body.
 	DefaultReadBodyTimeout = 30 * time.Second
