@@ -55,6 +55,7 @@ type Bounds struct {
 
 // BoundRule bounds the requests under one path prefix.
 type BoundRule struct {
+	// Prefix selects the requests by URL path.
 	Prefix string
 	// MaxBytes bounds a decompressed request message, envelope excluded.
 	MaxBytes int
@@ -91,10 +92,6 @@ func BoundRequests(next http.Handler, b Bounds) http.Handler {
 		_ = errWriter.Write(w, r, err)
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
-			next.ServeHTTP(w, r)
-			return
-		}
 		rule := BoundRule{MaxBytes: b.MaxBytes}
 		for _, rl := range b.Rules {
 			if strings.HasPrefix(r.URL.Path, rl.Prefix) {
@@ -107,6 +104,10 @@ func BoundRequests(next http.Handler, b Bounds) http.Handler {
 				refuse(w, r, err)
 				return
 			}
+		}
+		if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
+			next.ServeHTTP(w, r)
+			return
 		}
 		// Framing and gzip's own headers may add a little to a message at
 		// its limit.
