@@ -7,17 +7,23 @@ import (
 )
 
 // corsExposedHeaders are the response headers browsers must let the SDK
-// read: gRPC-web carries its status in them.
-const corsExposedHeaders = "Grpc-Status, Grpc-Message, Grpc-Status-Details-Bin"
+// read: gRPC-web carries its status in them, and Connect streams their
+// encoding and the protocol version.
+var corsExposedHeaders = []string{
+	"Grpc-Status", "Grpc-Message", "Grpc-Status-Details-Bin", "Grpc-Encoding", "Grpc-Accept-Encoding",
+	"Connect-Protocol-Version", "Connect-Content-Encoding", "Connect-Accept-Encoding",
+}
 
 // withCORS lets browser pages call the server across origins, as the Yorkie JS
 // SDK does from web apps. allowed lists the permitted origins; empty allows
-// every origin. Preflight requests are answered here; other requests pass on
-// with the CORS response headers set.
-func withCORS(next http.Handler, allowed []string) http.Handler {
+// every origin; exposed adds response headers pages may read. Preflight
+// requests are answered here; other requests pass on with the CORS response
+// headers set.
+func withCORS(next http.Handler, allowed, exposed []string) http.Handler {
 	originAllowed := func(origin string) bool {
 		return len(allowed) == 0 || slices.Contains(allowed, origin)
 	}
+	expose := strings.Join(append(slices.Clone(corsExposedHeaders), exposed...), ", ")
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		origin := r.Header.Get("Origin")
 		if origin == "" {
@@ -46,7 +52,7 @@ func withCORS(next http.Handler, allowed []string) http.Handler {
 			w.WriteHeader(http.StatusNoContent)
 			return
 		}
-		h.Set("Access-Control-Expose-Headers", corsExposedHeaders)
+		h.Set("Access-Control-Expose-Headers", expose)
 		next.ServeHTTP(w, r)
 	})
 }

@@ -1,7 +1,7 @@
 // Package server assembles a Yorkie server node: the backend with its
 // database, the YorkieService over Connect, gRPC and gRPC-web on one port
 // (HTTP/1.1 and cleartext HTTP/2), health checks, and a separate profiling
-// port with Prometheus metrics and pprof.
+// port with Prometheus metrics and, when enabled, pprof.
 package server
 
 import (
@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"connectrpc.com/connect"
 	"connectrpc.com/grpchealth"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -37,7 +38,14 @@ import (
 const (
 	DefaultMaxRequestBytes   = rpc.DefaultMaxRequestBytes
 	DefaultMaxChangesPerPack = 1000
-	readHeaderTimeout        = 10 * time.Second
+	// DefaultReadHeaderTimeout bounds the arrival of a request head, as
+	// net/http's ReadHeaderTimeout does.
+	DefaultReadHeaderTimeout = rpc.DefaultReadHeaderTimeout
+	// DefaultReadBodyTimeout bounds the arrival of a request body.
+	DefaultReadBodyTimeout = rpc.DefaultReadBodyTimeout
+	// failedShutdownTimeout bounds the shutdown of a node whose RPC port
+	// failed for good.
+	failedShutdownTimeout = 30 * time.Second
 	// soloNodeTTL is the lease of a node on a session store of its own.
 	soloNodeTTL = time.Minute
 	// fencedReleaseTimeout bounds releasing a binding the database fenced.
@@ -51,11 +59,24 @@ type Config struct {
 	Host string
 	// RPCPort serves the YorkieService and health checks; 0 picks a free port.
 	RPCPort int
-	// ProfilingPort serves /metrics and /debug/pprof/; 0 picks a free port and
-	// a negative value disables the profiling server.
+	// ProfilingPort serves /metrics (and /debug/pprof/ with PprofEnabled); 0
+	// picks a free port and a negative value disables the profiling server.
 	ProfilingPort int
-	// MaxRequestBytes bounds a request message (0: DefaultMaxRequestBytes).
+	// ProfilingHost is the address the profiling port listens on ("": Host).
+	ProfilingHost string
+	// PprofEnabled serves /debug/pprof/ on the profiling port. It is off by
+	// default: profiles show the command line (secrets included) and cost
+	// CPU, and the port has no authentication.
+	PprofEnabled bool
+	// MaxRequestBytes bounds a YorkieService request message after
+	// decompression (0: DefaultMaxRequestBytes).
 	MaxRequestBytes int
+	// ReadHeaderTimeout bounds the arrival of a request head on the RPC
+	// port (0: DefaultReadHeaderTimeout).
+	ReadHeaderTimeout time.Duration
+	// ReadBodyTimeout bounds the arrival of a request body on the RPC port
+	// once its head is in (0: DefaultReadBodyTimeout).
+	ReadBodyTimeout time.Duration
 	// MaxChangesPerPack bounds the changes of one pushed pack (0: default).
 	MaxChangesPerPack int
 	// Logger receives the server's logs (nil: slog.Default()).
@@ -133,6 +154,13 @@ type Server struct {
 	rpcHTTP1        *rpc.HTTP1Server // serves the RPC port, rpcServer is its fallback
 	profilingServer *http.Server
 
+	// listen opens the ports (tests replace it to make listeners fail).
+	listen func(ctx context.Context, network, addr string) (net.Listener, error)
+	// failed closes when the RPC port fails for good; failErr says why.
+	failed   chan struct{}
+	failOnce sync.Once
+	failErr  error
+
 	mu            sync.Mutex
 	started       bool
 	rpcAddr       string
@@ -150,11 +178,21 @@ func New(cfg Config) (*Server, error) {
 	if cfg.MaxChangesPerPack <= 0 {
 		cfg.MaxChangesPerPack = DefaultMaxChangesPerPack
 	}
+	if cfg.ReadHeaderTimeout <= 0 {
+		cfg.ReadHeaderTimeout = DefaultReadHeaderTimeout
+	}
+	if cfg.ReadBodyTimeout <= 0 {
+		cfg.ReadBodyTimeout = DefaultReadBodyTimeout
+	}
 	logger := cfg.Logger
 	if logger == nil {
 		logger = slog.Default()
 	}
-	s := &Server{cfg: cfg, logger: logger, registry: prometheus.NewRegistry(), db: cfg.DB}
+	var lc net.ListenConfig
+	s := &Server{
+		cfg: cfg, logger: logger, registry: prometheus.NewRegistry(), db: cfg.DB,
+		listen: lc.Listen, failed: make(chan struct{}),
+	}
 	if s.db == nil {
 		s.db = memory.New()
 		s.ownsDB = true
@@ -214,7 +252,13 @@ func New(cfg Config) (*Server, error) {
 	s.health = grpchealth.NewStaticChecker(v1connect.YorkieServiceName)
 
 	mux := http.NewServeMux()
-	mux.Handle(svc.Handler())
+	path, yorkieHandler := svc.Handler()
+	mux.Handle(path, yorkieHandler)
+	// Every body is bounded, after decompression, before any handler runs.
+	bounds := rpc.Bounds{
+		Rules:           []rpc.BoundRule{{Prefix: path, MaxBytes: cfg.MaxRequestBytes}},
+		ReadBodyTimeout: cfg.ReadBodyTimeout,
+	}
 	if s.router != nil {
 		s.router.backend = b
 		csvc, err := rpc.NewCluster(rpc.ClusterConfig{Backend: b, Router: s.router, Authentic: s.router.authentic, Logger: logger})
@@ -222,17 +266,19 @@ func New(cfg Config) (*Server, error) {
 			return nil, fmt.Errorf("server: create cluster service: %w", err)
 		}
 		mux.Handle(csvc.Handler())
+		bounds.Rules = append(bounds.Rules, csvc.Bound())
 	}
-	mux.Handle(grpchealth.NewHandler(s.health))
+	mux.Handle(grpchealth.NewHandler(s.health, connect.WithReadMaxBytes(rpc.DefaultSmallRequestBytes)))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("ok"))
 	})
-	s.rpcServer = newHTTPServer(withCORS(mux, cfg.AllowedOrigins), logger)
+	s.rpcServer = newHTTPServer(withCORS(rpc.BoundRequests(mux, bounds), cfg.AllowedOrigins, s.exposedHeaders()), logger, cfg.ReadHeaderTimeout)
 	if s.rpcHTTP1, err = rpc.NewHTTP1Server(rpc.HTTP1Config{
 		Fallback:        s.rpcServer,
 		Logger:          logger,
 		MaxRequestBytes: cfg.MaxRequestBytes,
+		ReadBodyTimeout: cfg.ReadBodyTimeout,
 		Registerer:      s.registry,
 	}); err != nil {
 		return nil, err
@@ -241,12 +287,15 @@ func New(cfg Config) (*Server, error) {
 	if cfg.ProfilingPort >= 0 {
 		pmux := http.NewServeMux()
 		pmux.Handle("/metrics", promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{Registry: s.registry}))
-		pmux.HandleFunc("/debug/pprof/", pprof.Index)
-		pmux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-		pmux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-		pmux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-		pmux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-		s.profilingServer = newHTTPServer(pmux, logger)
+		if cfg.PprofEnabled {
+			pmux.HandleFunc("/debug/pprof/", pprof.Index)
+			pmux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+			pmux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+			pmux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+			pmux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+		}
+		s.profilingServer = newHTTPServer(rpc.BoundRequests(pmux, rpc.Bounds{ReadBodyTimeout: cfg.ReadBodyTimeout}),
+			logger, cfg.ReadHeaderTimeout)
 	}
 	return s, nil
 }
@@ -305,6 +354,15 @@ func (r managerRole) Resign(ctx context.Context, role string) error {
 		return mgr.Resign(ctx, role)
 	}
 	return nil
+}
+
+// exposedHeaders lists the response headers a browser page may read: the
+// owner's session key, which the redirect wrapper sends back.
+func (s *Server) exposedHeaders() []string {
+	if s.router == nil {
+		return nil
+	}
+	return []string{s.cfg.SessionKeyHeader}
 }
 
 // newRouter validates the cluster settings and builds the affinity router;
@@ -386,7 +444,7 @@ func (s *Server) joinCluster(ctx context.Context, rpcAddr string) error {
 // newHTTPServer returns an http.Server speaking HTTP/1.1 and cleartext HTTP/2
 // (prior knowledge), as gRPC clients need HTTP/2 and browsers use HTTP/1.1.
 // There is no read or write timeout: Watch streams live as long as clients.
-func newHTTPServer(h http.Handler, logger *slog.Logger) *http.Server {
+func newHTTPServer(h http.Handler, logger *slog.Logger, readHeaderTimeout time.Duration) *http.Server {
 	var protocols http.Protocols
 	protocols.SetHTTP1(true)
 	protocols.SetUnencryptedHTTP2(true)
@@ -432,20 +490,23 @@ func (s *Server) Start(ctx context.Context) error {
 	if s.started {
 		return errors.New("server: already started")
 	}
-	var lc net.ListenConfig
-	rpcLn, err := lc.Listen(ctx, "tcp", net.JoinHostPort(s.cfg.Host, strconv.Itoa(s.cfg.RPCPort)))
+	rpcLn, err := s.listen(ctx, "tcp", net.JoinHostPort(s.cfg.Host, strconv.Itoa(s.cfg.RPCPort)))
 	if err != nil {
 		return fmt.Errorf("server: listen rpc port: %w", err)
 	}
 	var profLn net.Listener
 	if s.profilingServer != nil {
-		profLn, err = lc.Listen(ctx, "tcp", net.JoinHostPort(s.cfg.Host, strconv.Itoa(s.cfg.ProfilingPort)))
+		profHost := s.cfg.ProfilingHost
+		if profHost == "" {
+			profHost = s.cfg.Host
+		}
+		profLn, err = s.listen(ctx, "tcp", net.JoinHostPort(profHost, strconv.Itoa(s.cfg.ProfilingPort)))
 		if err != nil {
 			_ = rpcLn.Close()
 			return fmt.Errorf("server: listen profiling port: %w", err)
 		}
 		s.profilingAddr = profLn.Addr().String()
-		s.serve(s.profilingServer.Serve, profLn, "profiling")
+		s.serve(s.profilingServer.Serve, profLn, "profiling", nil)
 	}
 	s.rpcAddr = rpcLn.Addr().String()
 	if s.router != nil {
@@ -457,22 +518,56 @@ func (s *Server) Start(ctx context.Context) error {
 			return err
 		}
 	}
-	s.serve(s.rpcHTTP1.Serve, rpcLn, "rpc")
+	s.serve(s.rpcHTTP1.Serve, rpcLn, "rpc", s.fail)
 	s.house.Start()
 	s.started = true
 	s.logger.InfoContext(ctx, "server started", "rpc_addr", s.rpcAddr, "profiling_addr", s.profilingAddr)
 	return nil
 }
 
-// serve runs a server's Serve on ln until it is shut down.
-func (s *Server) serve(serve func(net.Listener) error, ln net.Listener, name string) {
+// serve runs a server's Serve on ln until it is shut down; onFail, if set,
+// learns that it stopped for another reason.
+func (s *Server) serve(serve func(net.Listener) error, ln net.Listener, name string, onFail func(error)) {
 	s.serveDone.Add(1)
 	go func() {
 		defer s.serveDone.Done()
 		if err := serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			s.logger.Error("server stopped serving", "port", name, "error", err)
+			if onFail != nil {
+				// Shutdown waits for this goroutine.
+				go onFail(err)
+			}
 		}
 	}()
+}
+
+// fail shuts down a node whose RPC port cannot serve any more: holding its
+// lease, it would keep documents no client can reach. Shutting down releases
+// their bindings, so other nodes take them.
+func (s *Server) fail(err error) {
+	s.failOnce.Do(func() {
+		s.failErr = fmt.Errorf("server: rpc port failed: %w", err)
+		ctx, cancel := context.WithTimeout(context.Background(), failedShutdownTimeout)
+		defer cancel()
+		if err := s.Shutdown(ctx); err != nil {
+			s.logger.Error("shut down after the rpc port failed", "error", err)
+		}
+		close(s.failed)
+	})
+}
+
+// Failed is closed once the RPC port failed for good and the server shut
+// down because of it; Err then says why.
+func (s *Server) Failed() <-chan struct{} { return s.failed }
+
+// Err returns why the server failed, after Failed is closed.
+func (s *Server) Err() error {
+	select {
+	case <-s.failed:
+		return s.failErr
+	default:
+		return nil
+	}
 }
 
 // RPCAddr returns the host:port the RPC port is bound to ("" before Start).

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/yorkie-affinity/yorkie/server"
 	"github.com/yorkie-affinity/yorkie/server/servertest"
 )
 
@@ -18,7 +19,7 @@ import (
 
 func testCommon(t *testing.T, tr transport) (common, *slog.Logger) {
 	t.Helper()
-	srv := servertest.Start(t)
+	srv := servertest.Start(t, func(cfg *server.Config) { cfg.PprofEnabled = true })
 	c := common{
 		addr:        srv.RPCAddr(),
 		metricsAddr: srv.ProfilingAddr(),

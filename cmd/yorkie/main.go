@@ -70,7 +70,11 @@ func runServer(args []string, stderr io.Writer) int {
 	fs := flag.NewFlagSet("yorkie server", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	rpcPort := fs.Int("rpc-port", 8080, "port of the RPC server (Connect, gRPC, gRPC-web and /healthz)")
-	profilingPort := fs.Int("profiling-port", 8081, "port of /metrics and /debug/pprof/ (negative disables)")
+	profilingPort := fs.Int("profiling-port", 8081, "port of /metrics and, with --pprof-enabled, /debug/pprof/ (negative disables)")
+	profilingAddr := fs.String("profiling-addr", "", "address the profiling port listens on (default: every interface)")
+	pprofEnabled := fs.Bool("pprof-enabled", false, "serve /debug/pprof/ on the profiling port (unauthenticated: it shows the command line)")
+	readHeaderTimeout := fs.Duration("rpc-read-header-timeout", server.DefaultReadHeaderTimeout, "time a client has to send a request head")
+	readBodyTimeout := fs.Duration("rpc-read-body-timeout", server.DefaultReadBodyTimeout, "time a client has to send a request body once its head is in")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
 	maxRequestBytes := fs.Int("rpc-max-request-bytes", server.DefaultMaxRequestBytes, "largest request message accepted, in bytes")
 	maxChanges := fs.Int("max-changes-per-pack", server.DefaultMaxChangesPerPack, "most changes one pushed pack may hold")
@@ -117,7 +121,11 @@ func runServer(args []string, stderr io.Writer) int {
 	cfg := server.Config{
 		RPCPort:           *rpcPort,
 		ProfilingPort:     *profilingPort,
+		ProfilingHost:     *profilingAddr,
+		PprofEnabled:      *pprofEnabled,
 		MaxRequestBytes:   *maxRequestBytes,
+		ReadHeaderTimeout: *readHeaderTimeout,
+		ReadBodyTimeout:   *readBodyTimeout,
 		MaxChangesPerPack: *maxChanges,
 		Logger:            logger,
 		AdvertiseAddr:     *advertiseAddr,
@@ -183,7 +191,12 @@ func serve(ctx context.Context, logger *slog.Logger, cfg server.Config) error {
 		return fmt.Errorf("start server: %w", err)
 	}
 	logger.Info("yorkie server running", "version", version)
-	<-ctx.Done()
+	select {
+	case <-ctx.Done():
+	case <-srv.Failed():
+		// The server shut itself down, releasing its documents.
+		return srv.Err()
+	}
 	logger.Info("shutting down")
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer cancel()

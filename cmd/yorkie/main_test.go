@@ -21,6 +21,7 @@ func TestRunCommands(t *testing.T) {
 		{"unknown flag", []string{"server", "--no-such-flag"}, 2, "", "flag provided but not defined"},
 		{"bad log level", []string{"server", "--log-level", "loud"}, 2, "", "--log-level"},
 		{"stray argument", []string{"server", "extra"}, 2, "", "unexpected arguments"},
+		{"bad timeout", []string{"server", "--rpc-read-body-timeout", "soon"}, 2, "", "invalid value"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -44,17 +44,40 @@ func NewCluster(cfg ClusterConfig) (*ClusterService, error) {
 	return &ClusterService{cfg: cfg}, nil
 }
 
-// Handler returns the path prefix and handler of the service.
+// Bound is the service's rule for BoundRequests: node-to-node messages are
+// small, and a call without the cluster secret is refused before a byte of
+// its body is read.
+func (c *ClusterService) Bound() BoundRule {
+	return BoundRule{
+		Prefix:   "/" + clusterv1connect.ClusterServiceName + "/",
+		MaxBytes: DefaultSmallRequestBytes,
+		Admit:    c.admit,
+	}
+}
+
+// admit refuses a call without the cluster secret.
+func (c *ClusterService) admit(h http.Header) *connect.Error {
+	if !c.cfg.Authentic(h) {
+		return PermissionDenied(errors.New("node-to-node call without the cluster secret"))
+	}
+	return nil
+}
+
+// Handler returns the path prefix and handler of the service. It checks the
+// secret again, so that the handler mounted without BoundRequests still
+// serves no one else.
 func (c *ClusterService) Handler() (string, http.Handler) {
-	return clusterv1connect.NewClusterServiceHandler(c, connect.WithInterceptors(connect.UnaryInterceptorFunc(
-		func(next connect.UnaryFunc) connect.UnaryFunc {
-			return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
-				if !c.cfg.Authentic(req.Header()) {
-					return nil, PermissionDenied(errors.New("node-to-node call without the cluster secret"))
+	return clusterv1connect.NewClusterServiceHandler(c,
+		connect.WithReadMaxBytes(DefaultSmallRequestBytes),
+		connect.WithInterceptors(connect.UnaryInterceptorFunc(
+			func(next connect.UnaryFunc) connect.UnaryFunc {
+				return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
+					if err := c.admit(req.Header()); err != nil {
+						return nil, err
+					}
+					return next(ctx, req)
 				}
-				return next(ctx, req)
-			}
-		})))
+			})))
 }
 
 // DetachClientDocument detaches a deactivating client from a document this

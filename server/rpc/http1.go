@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -15,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -72,6 +74,10 @@ type HTTP1Config struct {
 	// (yorkie_rpc_http1_fast_requests_total), so operators and tests can tell
 	// which path served the traffic.
 	Registerer prometheus.Registerer
+	// ReadBodyTimeout bounds reading a request body once its head is in
+	// (0: DefaultReadBodyTimeout). The head is bounded by the fallback's
+	// ReadHeaderTimeout (0: DefaultReadHeaderTimeout).
+	ReadBodyTimeout time.Duration
 }
 
 // fastBufferSize is a fast connection's read buffer; requests that do not fit
@@ -84,13 +90,17 @@ func NewHTTP1Server(cfg HTTP1Config) (*HTTP1Server, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
+	bodyTimeout := cfg.ReadBodyTimeout
+	if bodyTimeout <= 0 {
+		bodyTimeout = DefaultReadBodyTimeout
+	}
 	s := &HTTP1Server{
 		handler:           cfg.Fallback.Handler,
 		fallback:          cfg.Fallback,
 		logger:            logger,
 		readHeaderTimeout: cfg.Fallback.ReadHeaderTimeout,
 		idleTimeout:       cfg.Fallback.IdleTimeout,
-		bodyTimeout:       bodyReadTimeout,
+		bodyTimeout:       bodyTimeout,
 		maxBody:           min(cfg.MaxRequestBytes+envelopePrefix, fastBufferSize),
 		paths:             unaryPaths(),
 		headerNames:       commonHeaders(),
@@ -101,6 +111,9 @@ func NewHTTP1Server(cfg HTTP1Config) (*HTTP1Server, error) {
 			Name: "yorkie_rpc_http1_fast_requests_total",
 			Help: "Requests answered by the RPC port's HTTP/1.1 fast loop rather than net/http.",
 		}),
+	}
+	if s.readHeaderTimeout <= 0 {
+		s.readHeaderTimeout = DefaultReadHeaderTimeout
 	}
 	if s.idleTimeout <= 0 {
 		s.idleTimeout = s.readHeaderTimeout
@@ -154,8 +167,9 @@ func (s *HTTP1Server) Serve(ln net.Listener) error {
 			if closing {
 				return http.ErrServerClosed
 			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
+			if temporaryAcceptError(err) {
+				// Out of descriptors, say: connections closing will free
+				// some, so wait a little longer each time, as net/http does.
 				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
 				s.logger.Warn("rpc port accept failed; retrying", "error", err, "delay", backoff)
 				time.Sleep(backoff)
@@ -165,7 +179,7 @@ func (s *HTTP1Server) Serve(ln net.Listener) error {
 			return fmt.Errorf("accept: %w", err)
 		}
 		backoff = 0
-		fc := &fastConn{srv: s, conn: conn, remote: conn.RemoteAddr().String()}
+		fc := &fastConn{srv: s, conn: conn, remote: conn.RemoteAddr().String(), accepted: time.Now()}
 		if !s.track(fc, true) {
 			_ = conn.Close()
 			continue
@@ -173,6 +187,20 @@ func (s *HTTP1Server) Serve(ln net.Listener) error {
 		ctx := context.WithValue(base, http.LocalAddrContextKey, conn.LocalAddr())
 		go fc.serve(ctx)
 	}
+}
+
+// temporaryAcceptError reports whether an accept error can pass: the
+// process or system out of descriptors or buffers, a connection aborted
+// before it was accepted, or any error that says it is temporary.
+func temporaryAcceptError(err error) bool {
+	for _, errno := range []syscall.Errno{syscall.EMFILE, syscall.ENFILE, syscall.ECONNABORTED, syscall.ENOBUFS, syscall.ENOMEM} {
+		if errors.Is(err, errno) {
+			return true
+		}
+	}
+	var te interface{ Temporary() bool }
+	var ne net.Error
+	return errors.As(err, &te) && te.Temporary() || errors.As(err, &ne) && ne.Timeout()
 }
 
 // track adds or removes a connection; adding fails once the server closes.
@@ -284,9 +312,12 @@ type fastConn struct {
 	conn   net.Conn
 	remote string
 	br     *bufio.Reader
-	out    []byte // answer buffer, reused
-	wbody  []byte // answer body buffer, reused
-	body   fastBody
+	// accepted is when the connection came: its first request head must be
+	// in within the header timeout from then, as with net/http.
+	accepted time.Time
+	out      []byte // answer buffer, reused
+	wbody    []byte // answer body buffer, reused
+	body     fastBody
 	// deadline is the read deadline set on conn; it is moved only when it
 	// must move by more than a second, to spare the timer updates.
 	deadline time.Time
@@ -305,21 +336,22 @@ func (fc *fastConn) serve(ctx context.Context) {
 		}
 	}()
 	fc.br = bufio.NewReaderSize(fc.conn, fastBufferSize)
-	first := true
-	for {
-		wait := fc.srv.idleTimeout
-		if first {
-			wait = fc.srv.readHeaderTimeout
+	headBy := fc.accepted.Add(fc.srv.readHeaderTimeout)
+	fc.setDeadline(headBy, true)
+	for first := true; ; first = false {
+		if !first {
+			fc.setDeadline(time.Now().Add(fc.srv.idleTimeout), false)
 		}
-		first = false
-		fc.setDeadline(time.Now().Add(wait), false)
 		if _, err := fc.br.Peek(1); err != nil {
-			return
+			return // nothing came: close without a word, as net/http does
+		}
+		if !first {
+			headBy = time.Now().Add(fc.srv.readHeaderTimeout)
 		}
 		if !fc.srv.setActive(fc, true) {
 			return
 		}
-		req, size, next := fc.readRequest()
+		req, size, next := fc.readRequest(headBy)
 		switch next {
 		case nextDrop:
 			return // the client left or was too slow
@@ -365,9 +397,10 @@ const (
 	nextDrop                // the connection closes
 )
 
-// readRequest reads the next request whole, if the fast loop serves it.
-func (fc *fastConn) readRequest() (*http.Request, int, next) {
-	hdr, n := fc.header()
+// readRequest reads the next request whole, if the fast loop serves it; its
+// head must be in by headBy and its body within the body timeout after.
+func (fc *fastConn) readRequest(headBy time.Time) (*http.Request, int, next) {
+	hdr, n := fc.header(headBy)
 	if n != nextServe {
 		return nil, 0, n
 	}
@@ -382,6 +415,7 @@ func (fc *fastConn) readRequest() (*http.Request, int, next) {
 	if fc.br.Buffered() < size {
 		fc.setDeadline(time.Now().Add(fc.srv.bodyTimeout), true)
 		if _, err := fc.br.Peek(size); err != nil {
+			fc.timedOut(err)
 			return nil, 0, nextDrop
 		}
 	}
@@ -392,7 +426,7 @@ func (fc *fastConn) readRequest() (*http.Request, int, next) {
 }
 
 // header returns the request head, through the blank line.
-func (fc *fastConn) header() ([]byte, next) {
+func (fc *fastConn) header(headBy time.Time) ([]byte, next) {
 	slow := false
 	for {
 		buf, _ := fc.br.Peek(fc.br.Buffered())
@@ -411,12 +445,29 @@ func (fc *fastConn) header() ([]byte, next) {
 		if !slow {
 			// The head came in pieces: the header timeout bounds the rest.
 			slow = true
-			fc.setDeadline(time.Now().Add(fc.srv.readHeaderTimeout), true)
+			fc.setDeadline(headBy, true)
 		}
 		if _, err := fc.br.Peek(len(buf) + 1); err != nil {
+			fc.timedOut(err)
 			return nil, nextDrop
 		}
 	}
+}
+
+// requestTimeout is the answer to a request that came too slowly, as
+// net/http words its own errors.
+const requestTimeout = "HTTP/1.1 408 Request Timeout\r\nConnection: close\r\n" +
+	"Content-Type: text/plain; charset=utf-8\r\nContent-Length: 19\r\n\r\n408 Request Timeout"
+
+// timedOut answers 408 when a request began but its head or body did not
+// come in time; the connection then closes. Nothing was sent on the
+// connection since the last answer, so the client can tell what happened.
+func (fc *fastConn) timedOut(err error) {
+	if !isTimeout(err) {
+		return
+	}
+	_ = fc.conn.SetWriteDeadline(time.Now().Add(time.Second))
+	_, _ = io.WriteString(fc.conn, requestTimeout)
 }
 
 // commonHeaders maps the header names clients commonly send, in any case,
@@ -597,7 +648,16 @@ func (fc *fastConn) handle(ctx context.Context, req *http.Request) bool {
 }
 
 // fastBody is a request body already read.
-type fastBody struct{ bytes.Reader }
+type fastBody struct {
+	bytes.Reader
+	data []byte
+}
+
+// Reset makes b read data.
+func (b *fastBody) Reset(data []byte) {
+	b.data = data
+	b.Reader.Reset(data)
+}
 
 func (*fastBody) Close() error { return nil }
 

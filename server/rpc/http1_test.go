@@ -235,7 +235,7 @@ func TestHTTP1Framing(t *testing.T) {
 		small := servertest.Start(t, func(cfg *server.Config) { cfg.MaxRequestBytes = 100 })
 		c := dial(t, small)
 		c.send(rawRequest(activatePath, "application/json", `{"clientKey":"`+strings.Repeat("x", 200)+`"}`))
-		if status, _, body := c.answer(); status == http.StatusOK || !strings.Contains(body, "resource_exhausted") {
+		if status, _, body := c.answer(); status == http.StatusOK || !strings.Contains(body, "invalid_argument") || !strings.Contains(body, "ErrRequestTooLarge") {
 			t.Fatalf("oversized request: %d %s", status, body)
 		}
 	})

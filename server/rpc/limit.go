@@ -2,68 +2,326 @@ package rpc
 
 import (
 	"bytes"
+	"compress/gzip"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 
 	"connectrpc.com/connect"
 )
 
-// bodyReadTimeout bounds how long a client may take to send a request body.
-const bodyReadTimeout = 30 * time.Second
+// Defaults of the request bounds.
+const (
+	// DefaultReadHeaderTimeout bounds the arrival of a request head, as
+	// net/http's ReadHeaderTimeout does.
+	DefaultReadHeaderTimeout = 10 * time.Second
+	// DefaultReadBodyTimeout bounds how long a client may take to send a
+	// request body.
+	DefaultReadBodyTimeout = 30 * time.Second
+	// DefaultSmallRequestBytes bounds the requests of the endpoints whose
+	// messages are tiny: health checks and node-to-node calls.
+	DefaultSmallRequestBytes = 64 << 10
+)
 
 // envelopePrefix is the framing the gRPC, gRPC-web and Connect streaming
 // protocols put before a message; it does not count against the limit.
 const envelopePrefix = 5
 
-// errRequestTooLarge is the cause of a rejected oversized request.
-var errRequestTooLarge = errors.New("request is too large")
+// flagCompressed marks a compressed message in an envelope.
+const flagCompressed = 1
 
-// limitBody rejects request bodies larger than maxBytes before the handler
-// sees them, answering in the caller's protocol with code resource_exhausted
-// and the ErrorInfo code ErrRequestTooLarge. Every YorkieService request is a
-// single message (unary or server-streaming calls), so the body is read whole.
-// Compressed bodies are also checked after decompression by the handler's
-// connect.WithReadMaxBytes (that error carries no ErrorInfo).
-func limitBody(next http.Handler, maxBytes int) http.Handler {
+var (
+	// errRequestTooLarge is the cause of a rejected oversized request.
+	errRequestTooLarge = errors.New("request is too large")
+	// errBodyTimeout is the cause of a request whose body came too slowly.
+	errBodyTimeout = errors.New("request body not received in time")
+)
+
+// Bounds says what a request may send before any handler sees it.
+type Bounds struct {
+	// MaxBytes bounds the decompressed body of requests no rule matches
+	// (0: DefaultSmallRequestBytes).
+	MaxBytes int
+	// Rules override MaxBytes by path prefix; the first match wins.
+	Rules []BoundRule
+	// ReadBodyTimeout bounds reading a body (0: DefaultReadBodyTimeout).
+	ReadBodyTimeout time.Duration
+}
+
+// BoundRule bounds the requests under one path prefix.
+type BoundRule struct {
+	// Prefix selects the requests by URL path.
+	Prefix string
+	// MaxBytes bounds a decompressed request message, envelope excluded.
+	MaxBytes int
+	// Admit, when set, decides from the headers alone whether the request
+	// may send its body at all; its error is the answer.
+	Admit func(http.Header) *connect.Error
+}
+
+// BoundRequests reads every request body whole, within the read timeout,
+// and decompresses it within the byte bound of its path before next runs,
+// so no handler, codec or decompressor ever holds more than the bound or
+// waits on a slow client. Handlers get the body uncompressed, its encoding
+// headers removed.
+//
+// A request over its bound gets code invalid_argument with the ErrorInfo
+// code ErrRequestTooLarge: resending it cannot help, so clients must not
+// retry it (the JS SDK retries resource_exhausted for ever). A body that
+// does not arrive in time is answered 408 over HTTP/1.x, as a slow header
+// is, and the connection closes.
+func BoundRequests(next http.Handler, b Bounds) http.Handler {
+	if b.MaxBytes <= 0 {
+		b.MaxBytes = DefaultSmallRequestBytes
+	}
+	if b.ReadBodyTimeout <= 0 {
+		b.ReadBodyTimeout = DefaultReadBodyTimeout
+	}
 	errWriter := connect.NewErrorWriter()
-	limit := int64(maxBytes) + envelopePrefix
-	tooLarge := func(w http.ResponseWriter, r *http.Request, size string) {
-		err := newError(connect.CodeResourceExhausted, CodeRequestTooLarge,
-			fmt.Errorf("%w: %s bytes, the limit is %d", errRequestTooLarge, size, maxBytes))
+	refuse := func(w http.ResponseWriter, r *http.Request, err *connect.Error) {
+		if r.ProtoMajor == 1 {
+			// The body is not read to its end: the connection cannot carry
+			// another request, and net/http must not drain it.
+			w.Header().Set("Connection", "close")
+		}
 		_ = errWriter.Write(w, r, err)
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost || r.Body == nil {
+		rule := BoundRule{MaxBytes: b.MaxBytes}
+		for _, rl := range b.Rules {
+			if strings.HasPrefix(r.URL.Path, rl.Prefix) {
+				rule = rl
+				break
+			}
+		}
+		if rule.Admit != nil {
+			if err := rule.Admit(r.Header); err != nil {
+				refuse(w, r, err)
+				return
+			}
+		}
+		if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
 			next.ServeHTTP(w, r)
 			return
 		}
-		if r.ContentLength > limit {
-			tooLarge(w, r, fmt.Sprint(r.ContentLength))
+		// Framing and gzip's own headers may add a little to a message at
+		// its limit.
+		wireLimit := int64(rule.MaxBytes) + envelopePrefix + 1<<10
+		if r.ContentLength > wireLimit {
+			refuse(w, r, tooLarge(fmt.Sprintf("a body of %d bytes", r.ContentLength), rule.MaxBytes))
 			return
 		}
-		if _, whole := r.Body.(*fastBody); whole {
-			// The fast loop read the body already, within its limit and the
-			// read timeout.
-			next.ServeHTTP(w, r)
+		body, err := readBody(w, r, wireLimit, b.ReadBodyTimeout)
+		switch {
+		case errors.Is(err, errRequestTooLarge):
+			refuse(w, r, tooLarge(fmt.Sprintf("a body of over %d bytes", wireLimit), rule.MaxBytes))
+			return
+		case errors.Is(err, errBodyTimeout):
+			bodyTimedOut(w, r, errWriter, b.ReadBodyTimeout)
+			return
+		case err != nil:
+			refuse(w, r, connect.NewError(connect.CodeCanceled, err))
 			return
 		}
-		rc := http.NewResponseController(w)
-		_ = rc.SetReadDeadline(time.Now().Add(bodyReadTimeout))
-		body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
-		_ = rc.SetReadDeadline(time.Time{})
+		body, err = decompress(r, body, rule.MaxBytes)
 		if err != nil {
-			_ = errWriter.Write(w, r, connect.NewError(connect.CodeCanceled, fmt.Errorf("read request body: %w", err)))
+			if errors.Is(err, errRequestTooLarge) {
+				refuse(w, r, tooLarge("a body over the limit once decompressed", rule.MaxBytes))
+			} else {
+				refuse(w, r, invalidArgument(err))
+			}
 			return
 		}
-		if int64(len(body)) > limit {
-			tooLarge(w, r, "more than "+fmt.Sprint(limit))
+		size := len(body)
+		if envelopeProtocol(r) {
+			// Every request of these services is one message.
+			size -= envelopePrefix
+		}
+		if size > rule.MaxBytes {
+			refuse(w, r, tooLarge(fmt.Sprintf("a message of %d bytes", size), rule.MaxBytes))
 			return
 		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
+		if fb, ok := r.Body.(*fastBody); ok {
+			fb.Reset(body)
+		} else {
+			r.Body = io.NopCloser(bytes.NewReader(body))
+		}
 		r.ContentLength = int64(len(body))
 		next.ServeHTTP(w, r)
 	})
+}
+
+// tooLarge is the answer to a request over its bound.
+func tooLarge(what string, limit int) *connect.Error {
+	return newError(connect.CodeInvalidArgument, CodeRequestTooLarge,
+		fmt.Errorf("%w: %s, the limit is %d bytes", errRequestTooLarge, what, limit))
+}
+
+// readBody reads r's body, at most limit bytes, within timeout. The fast
+// loop has read its bodies already, under the same timeout.
+func readBody(w http.ResponseWriter, r *http.Request, limit int64, timeout time.Duration) ([]byte, error) {
+	if fb, ok := r.Body.(*fastBody); ok {
+		return fb.data, nil
+	}
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(timeout))
+	body, err := readAtMost(r.Body, int(limit), int(r.ContentLength))
+	if err != nil && !errors.Is(err, errRequestTooLarge) {
+		// The deadline stays: net/http may not drain the rest without one.
+		_ = r.Body.Close()
+		if isTimeout(err) {
+			return nil, errBodyTimeout
+		}
+		return nil, fmt.Errorf("read request body: %w", err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	// Streams live on after their request: no deadline from here on.
+	_ = rc.SetReadDeadline(time.Time{})
+	return body, nil
+}
+
+// readAtMost reads r to its end, refusing more than limit bytes; sizeHint,
+// if positive, is the expected size. Its buffer never grows past limit+1,
+// so it allocates at most about twice the limit.
+func readAtMost(r io.Reader, limit, sizeHint int) ([]byte, error) {
+	if sizeHint <= 0 {
+		sizeHint = 4 << 10
+	}
+	buf := make([]byte, 0, min(sizeHint, limit)+1)
+	for {
+		if len(buf) == cap(buf) {
+			if len(buf) > limit {
+				return nil, errRequestTooLarge
+			}
+			buf = slices.Grow(buf, min(cap(buf), limit+1-len(buf)))
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if errors.Is(err, io.EOF) {
+			if len(buf) > limit {
+				return nil, errRequestTooLarge
+			}
+			return buf, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+}
+
+// isTimeout reports whether err is a read deadline passing.
+func isTimeout(err error) bool {
+	var te interface{ Timeout() bool }
+	return errors.As(err, &te) && te.Timeout()
+}
+
+// bodyTimedOut answers a request whose body did not come in time: 408 over
+// HTTP/1.x, which the JS SDK retries, and an error in the call's protocol
+// over HTTP/2, where the connection carries other calls.
+func bodyTimedOut(w http.ResponseWriter, r *http.Request, errWriter *connect.ErrorWriter, timeout time.Duration) {
+	if r.ProtoMajor != 1 {
+		_ = errWriter.Write(w, r, newError(connect.CodeDeadlineExceeded, CodeDeadlineExceeded,
+			fmt.Errorf("%w within %v", errBodyTimeout, timeout)))
+		return
+	}
+	h := w.Header()
+	h.Set("Connection", "close")
+	h.Set("Content-Type", "text/plain; charset=utf-8")
+	w.WriteHeader(http.StatusRequestTimeout)
+	_, _ = io.WriteString(w, "408 Request Timeout")
+}
+
+// envelopeProtocol reports whether r's body is enveloped messages (gRPC,
+// gRPC-web, Connect streaming) rather than one bare message.
+func envelopeProtocol(r *http.Request) bool {
+	ct := r.Header.Get("Content-Type")
+	return strings.HasPrefix(ct, "application/grpc") || strings.HasPrefix(ct, "application/connect+")
+}
+
+// decompress inflates a gzip request body, no message beyond maxBytes, and
+// removes the encoding header so the handler takes the body as it is.
+// Encodings other than gzip are left to the handler, which refuses them.
+func decompress(r *http.Request, body []byte, maxBytes int) ([]byte, error) {
+	header := "Content-Encoding"
+	ct := r.Header.Get("Content-Type")
+	switch {
+	case strings.HasPrefix(ct, "application/grpc"):
+		header = "Grpc-Encoding"
+	case strings.HasPrefix(ct, "application/connect+"):
+		header = "Connect-Content-Encoding"
+	}
+	enc := r.Header.Get(header)
+	if enc == "" || enc == "identity" {
+		return body, nil
+	}
+	if enc != "gzip" {
+		return body, nil
+	}
+	if header == "Content-Encoding" {
+		out, err := gunzip(body, maxBytes)
+		if err != nil {
+			return nil, err
+		}
+		r.Header.Del(header)
+		return out, nil
+	}
+	out, err := inflateEnvelopes(body, maxBytes)
+	if err != nil {
+		return nil, err
+	}
+	r.Header.Del(header)
+	return out, nil
+}
+
+// inflateEnvelopes rewrites enveloped messages with every compressed one
+// inflated, the whole at most maxBytes of messages. A malformed envelope is
+// passed on as it is, for the handler to refuse in its protocol.
+func inflateEnvelopes(body []byte, maxBytes int) ([]byte, error) {
+	out := make([]byte, 0, len(body))
+	total := 0
+	for rest := body; len(rest) > 0; {
+		if len(rest) < envelopePrefix {
+			return append(out, rest...), nil
+		}
+		flags, size := rest[0], binary.BigEndian.Uint32(rest[1:envelopePrefix])
+		if uint64(size) > uint64(len(rest)-envelopePrefix) {
+			return append(out, rest...), nil
+		}
+		msg := rest[envelopePrefix : envelopePrefix+int(size)]
+		rest = rest[envelopePrefix+int(size):]
+		if flags&flagCompressed != 0 {
+			var err error
+			if msg, err = gunzip(msg, maxBytes-total); err != nil {
+				return nil, err
+			}
+		}
+		total += len(msg)
+		if total > maxBytes {
+			return nil, errRequestTooLarge
+		}
+		out = append(out, flags&^flagCompressed, 0, 0, 0, 0)
+		binary.BigEndian.PutUint32(out[len(out)-4:], uint32(len(msg)))
+		out = append(out, msg...)
+	}
+	return out, nil
+}
+
+// gunzip inflates data, refusing output beyond maxBytes.
+func gunzip(data []byte, maxBytes int) ([]byte, error) {
+	zr, err := gzip.NewReader(bytes.NewReader(data))
+	if err != nil {
+		return nil, fmt.Errorf("decompress request: %w", err)
+	}
+	out, err := readAtMost(zr, maxBytes, 4*len(data))
+	if err != nil && !errors.Is(err, errRequestTooLarge) {
+		return nil, fmt.Errorf("decompress request: %w", err)
+	}
+	return out, err
 }

@@ -21,8 +21,13 @@ import (
 	"github.com/yorkie-affinity/yorkie/server/backend"
 )
 
-// DefaultMaxRequestBytes bounds a request body when Config.MaxRequestBytes is 0.
-const DefaultMaxRequestBytes = 4 << 20
+// DefaultMaxRequestBytes bounds a request message when
+// Config.MaxRequestBytes is 0. It admits the largest pack a document within
+// upstream's 10 MiB document limit can need: the SDK counts a string's size
+// as two bytes per UTF-16 unit, so such a document holds up to 5 Mi units,
+// and Connect JSON spells a unit in at most 6 bytes (a \u escape), 30 MiB,
+// plus the pack's framing.
+const DefaultMaxRequestBytes = 32 << 20
 
 // compressMinBytes is the smallest response the server compresses (when the
 // client accepts it).
@@ -99,7 +104,8 @@ func New(cfg Config) (*Service, error) {
 }
 
 // Handler returns the path prefix and the HTTP handler serving the service with
-// its interceptors and the request size limit.
+// its interceptors. Request bodies must come bounded (BoundRequests); the
+// codec's own limit only backs that up.
 func (s *Service) Handler() (string, http.Handler) {
 	interceptors := []connect.Interceptor{}
 	if s.metrics != nil {
@@ -119,7 +125,7 @@ func (s *Service) Handler() (string, http.Handler) {
 		// Compressing a small answer costs more CPU than it saves bandwidth.
 		connect.WithCompressMinBytes(compressMinBytes),
 	)
-	return path, limitBody(h, s.maxRequestBytes)
+	return path, h
 }
 
 // recovered turns a panic in a handler into an internal error for the client

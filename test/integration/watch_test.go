@@ -3,6 +3,7 @@ package integration_test
 import (
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -197,7 +198,22 @@ func TestHealthAndProfiling(t *testing.T) {
 			t.Fatalf("GET /metrics: %d, want %s in:\n%s", code, want, body)
 		}
 	}
-	if code, _ := get(profiling + "/debug/pprof/"); code != http.StatusOK {
-		t.Fatalf("GET /debug/pprof/: %d", code)
+	// pprof is off unless asked for: its command line shows the secrets.
+	for _, path := range []string{"/debug/pprof/", "/debug/pprof/cmdline"} {
+		if code, _ := get(profiling + path); code != http.StatusNotFound {
+			t.Fatalf("GET %s by default: %d, want 404", path, code)
+		}
+	}
+	withPprof := servertest.Start(t, func(cfg *server.Config) {
+		cfg.PprofEnabled = true
+		cfg.ProfilingHost = "127.0.0.2" // another loopback address than the RPC port's
+	})
+	if host, _, _ := net.SplitHostPort(withPprof.ProfilingAddr()); host != "127.0.0.2" {
+		t.Fatalf("profiling port bound to %s, want 127.0.0.2", withPprof.ProfilingAddr())
+	}
+	for _, path := range []string{"/debug/pprof/", "/debug/pprof/cmdline", "/metrics"} {
+		if code, _ := get("http://" + withPprof.ProfilingAddr() + path); code != http.StatusOK {
+			t.Fatalf("GET %s with pprof enabled: %d, want 200", path, code)
+		}
 	}
 }
