@@ -49,7 +49,8 @@ func New() *Document {
 
 // FromSnapshot builds a document from an api.Snapshot in its binary encoding, as the SDK's
 // bytesToSnapshot reads it. Empty bytes are an empty document. A snapshot does not carry
-// clocks: the document's vector starts empty (see FromSnapshotAt).
+// clocks: the document's vector starts empty (see FromSnapshotAt). A snapshot that cannot be
+// read is refused with an error wrapping ErrInvalidOperation.
 func FromSnapshot(snapshot []byte) (*Document, error) {
 	return FromSnapshotAt(snapshot, nil)
 }
