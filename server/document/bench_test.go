@@ -1,10 +1,12 @@
 package document
 
 import (
+	"encoding/base64"
 	"strconv"
 	"testing"
 
 	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
+	"github.com/yorkie-affinity/yorkie/server/document/crdt"
 )
 
 const benchElements = 10000
@@ -136,4 +138,32 @@ func BenchmarkJSON10k(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		_ = d.JSON()
 	}
+}
+
+// BenchmarkApplySetWith50Actors applies one-set changes whose vectors name 50 actors, as in
+// a document many clients have edited.
+func BenchmarkApplySetWith50Actors(b *testing.B) {
+	d, next := benchDoc(b)
+	vv := VersionVectorToPB(nil)
+	for i := 0; i < 50; i++ {
+		vv.Vector[base64Actor(byte(i+10))] = next
+	}
+	changes := make([]*api.Change, b.N)
+	for i := range changes {
+		l := next + int64(i)
+		changes[i] = change(actorB, uint32(i+1), l, setOpPB(tk(1, 1, actorA), "k"+strconv.Itoa(i%benchElements), intValue(tk(l, 1, actorB), 1), tk(l, 1, actorB)))
+		changes[i].Id.VersionVector = vv
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if err := d.ApplyChanges(changes[i : i+1]); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func base64Actor(last byte) string {
+	a := crdt.ActorID{11: last}
+	return base64.StdEncoding.EncodeToString(a[:])
 }

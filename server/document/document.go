@@ -36,6 +36,8 @@ type Document struct {
 	// clocks as a replica's are (see syncClocks).
 	lamport int64
 	vv      crdt.VersionVector
+	// actorKeys caches the actors of the base64 keys of changes' vectors.
+	actorKeys map[string]crdt.ActorID
 }
 
 // New returns an empty document: a root object created at the initial ticket.
@@ -44,6 +46,7 @@ func New() *Document {
 		root:      crdt.NewRoot(crdt.NewObject(crdt.InitialTicket)),
 		presences: make(map[crdt.ActorID]map[string]string),
 		vv:        make(crdt.VersionVector),
+		actorKeys: make(map[string]crdt.ActorID),
 	}
 }
 
