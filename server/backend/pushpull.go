@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"maps"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -62,6 +61,10 @@ func (b *Backend) AttachDocument(ctx context.Context, clientID, docKey string, p
 		}
 	}
 	defer ds.unlock()
+	actor, err := actorKey(clientID)
+	if err != nil {
+		return "", nil, fmt.Errorf("attach document %q: %w", docKey, err)
+	}
 	e := &attState{
 		att: database.Attachment{
 			ClientID:   clientID,
@@ -76,7 +79,7 @@ func (b *Backend) AttachDocument(ctx context.Context, clientID, docKey string, p
 		b.writeFailed(ds, err)
 		return "", nil, fmt.Errorf("attach document %q (%s): %w", docKey, info.ID, err)
 	}
-	ds.atts[clientID] = e
+	ds.addAttachment(clientID, actor, e)
 	resp, err := b.exchange(ctx, ds, clientID, e, pack, false, b.maxPack)
 	if err != nil {
 		return "", nil, fmt.Errorf("attach document %q (%s): %w", docKey, info.ID, err)
@@ -268,22 +271,29 @@ func actorIs(actor []byte, hexID string) bool {
 // sends it again on its next PushPull.
 func (b *Backend) exchange(ctx context.Context, ds *docState, clientID string, e *attState, pack *api.ChangePack, pushOnly bool, limit int) (*api.ChangePack, error) {
 	b.metrics.PushPulls.Add(1)
-	if ds.removed {
-		// Nothing more is stored in a removed document; the client only
-		// needs to learn it was removed.
-		return &api.ChangePack{
-			DocumentKey: ds.key,
-			Checkpoint:  &api.Checkpoint{ServerSeq: min(pack.Checkpoint.ServerSeq, ds.head), ClientSeq: e.att.ClientSeq},
-			IsRemoved:   true,
-		}, nil
+	reported := pack.GetVersionVector().GetVector()
+	if err := ds.checkVector(reported); err != nil {
+		return nil, fmt.Errorf("pack of %s: %w", clientID, err)
 	}
-	stored, err := b.push(ctx, ds, clientID, e, pack.Changes, limit)
-	if stored > 0 {
-		b.metrics.ChangesStored.Add(int64(stored))
-		b.publishChanged(ds.id, clientID)
+	for _, c := range pack.Changes {
+		if err := ds.checkVector(c.Id.GetVersionVector().GetVector()); err != nil {
+			return nil, fmt.Errorf("change %d of %s: %w", c.Id.ClientSeq, clientID, err)
+		}
 	}
-	if err != nil {
-		return nil, err
+	// Nothing more is stored in a removed document, but the client still
+	// gets the changes it has not pulled along with the removal, so that its
+	// replica ends with the last edits.
+	var stored int
+	if !ds.removed {
+		var err error
+		stored, err = b.push(ctx, ds, clientID, e, pack.Changes, limit)
+		if stored > 0 {
+			b.metrics.ChangesStored.Add(int64(stored))
+			b.publishChanged(ds.id, clientID)
+		}
+		if err != nil {
+			return nil, err
+		}
 	}
 
 	from := min(pack.Checkpoint.ServerSeq, ds.head)
@@ -292,18 +302,20 @@ func (b *Backend) exchange(ctx context.Context, ds *docState, clientID string, e
 	if pushOnly {
 		respSeq = from
 	} else if from < ds.head {
+		var err error
 		if changes, err = b.pull(ctx, ds, clientID, e, from); err != nil {
 			return nil, err
 		}
 		b.metrics.ChangesSent.Add(int64(len(changes)))
 	}
 
-	reported := pack.GetVersionVector().GetVector()
+	// The vector counts at once, so this answer's minimum includes it; a
+	// failed write below makes the next call reload the state anyway.
+	vvChanged := ds.setVector(e, reported) // the request is not mutated once decoded
 	next := e.att
 	next.ServerSeq = respSeq
-	next.VersionVector = reported // the request is not mutated once decoded
 	now := time.Now()
-	dirty := next.ServerSeq != e.att.ServerSeq || !maps.Equal(reported, e.att.VersionVector)
+	dirty := vvChanged || next.ServerSeq != e.att.ServerSeq
 	if stored > 0 || (dirty && now.Sub(e.persistedAt) >= attachmentFlush) {
 		next.UpdatedAt = now
 		if err := b.db.UpdateAttachment(ctx, &next, ds.epoch); err != nil {
@@ -317,7 +329,8 @@ func (b *Backend) exchange(ctx context.Context, ds *docState, clientID string, e
 		DocumentKey:   ds.key,
 		Checkpoint:    &api.Checkpoint{ServerSeq: respSeq, ClientSeq: e.att.ClientSeq},
 		Changes:       changes,
-		VersionVector: &api.VersionVector{Vector: ds.syncedVV(e.att.VersionVector, now)},
+		VersionVector: &api.VersionVector{Vector: ds.synced.vector(reported)},
+		IsRemoved:     ds.removed,
 	}, nil
 }
 
@@ -500,7 +513,7 @@ func (b *Backend) endAttachment(ctx context.Context, ds *docState, clientID stri
 		b.writeFailed(ds, err)
 		return fmt.Errorf("mark attachment of %s %s: %w", clientID, status, err)
 	}
-	delete(ds.atts, clientID)
+	ds.dropAttachment(clientID)
 	if len(ds.atts) == 0 {
 		// Nobody is attached: keep no state for it; a later call reloads.
 		b.forget(ds)
