@@ -237,15 +237,14 @@ func (b *Backend) rememberKey(docID, key string) {
 
 // addAttachment records e, whose vector is still empty, as the client's
 // attachment (replacing an earlier one) and counts it in the minimum synced
-// vector; actor is the client's key in vectors. The caller holds the lock.
-func (ds *docState) addAttachment(clientID, actor string, e *attState) {
+// vector. The caller holds the lock.
+func (ds *docState) addAttachment(clientID string, e *attState) {
 	if old := ds.atts[clientID]; old != nil {
 		delete(ds.atts, clientID)
 		ds.synced.leave(old.att.VersionVector, ds.atts)
 	}
 	ds.atts[clientID] = e
 	ds.synced.join()
-	ds.known[actor] = struct{}{}
 }
 
 // dropAttachment removes the client's attachment and its vector from the

@@ -65,6 +65,12 @@ func (b *Backend) AttachDocument(ctx context.Context, clientID, docKey string, p
 	if err != nil {
 		return "", nil, fmt.Errorf("attach document %q: %w", docKey, err)
 	}
+	// The client is known from now on, even if the attach fails below;
+	// a refused pack must not leave an attachment behind.
+	ds.known[actor] = struct{}{}
+	if err := ds.checkVectors(pack); err != nil {
+		return "", nil, fmt.Errorf("attach document %q by %s: %w", docKey, clientID, err)
+	}
 	e := &attState{
 		att: database.Attachment{
 			ClientID:   clientID,
@@ -79,7 +85,7 @@ func (b *Backend) AttachDocument(ctx context.Context, clientID, docKey string, p
 		b.writeFailed(ds, err)
 		return "", nil, fmt.Errorf("attach document %q (%s): %w", docKey, info.ID, err)
 	}
-	ds.addAttachment(clientID, actor, e)
+	ds.addAttachment(clientID, e)
 	resp, err := b.exchange(ctx, ds, clientID, e, pack, false, b.maxPack)
 	if err != nil {
 		return "", nil, fmt.Errorf("attach document %q (%s): %w", docKey, info.ID, err)
@@ -271,15 +277,10 @@ func actorIs(actor []byte, hexID string) bool {
 // sends it again on its next PushPull.
 func (b *Backend) exchange(ctx context.Context, ds *docState, clientID string, e *attState, pack *api.ChangePack, pushOnly bool, limit int) (*api.ChangePack, error) {
 	b.metrics.PushPulls.Add(1)
-	reported := pack.GetVersionVector().GetVector()
-	if err := ds.checkVector(reported); err != nil {
+	if err := ds.checkVectors(pack); err != nil {
 		return nil, fmt.Errorf("pack of %s: %w", clientID, err)
 	}
-	for _, c := range pack.Changes {
-		if err := ds.checkVector(c.Id.GetVersionVector().GetVector()); err != nil {
-			return nil, fmt.Errorf("change %d of %s: %w", c.Id.ClientSeq, clientID, err)
-		}
-	}
+	reported := pack.GetVersionVector().GetVector()
 	// Nothing more is stored in a removed document, but the client still
 	// gets the changes it has not pulled along with the removal, so that its
 	// replica ends with the last edits.

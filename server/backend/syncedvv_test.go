@@ -114,6 +114,18 @@ func TestVersionVectorNamesOnlyKnownActors(t *testing.T) {
 	report(t, b, a, docID, map[string]int64{ka: 1, kc: 1, initial: 0})
 	wantVector(t, "c's answer after the attempts", report(t, b, c, docID, map[string]int64{ka: 1, kc: 1}),
 		map[string]int64{ka: 1, kc: 1, initial: 0})
+	// An attach with such a vector leaves no attachment behind.
+	e := activate(t, b, "e")
+	bad := pack(0, 0)
+	bad.VersionVector = &api.VersionVector{Vector: map[string]int64{"bm90LWFuLWFjdG9y": 1}}
+	if _, _, err := b.AttachDocument(ctx, e, "doc", bad); !errors.Is(err, backend.ErrInvalidVersionVector) {
+		t.Fatalf("attach with an unknown actor: got %v, want ErrInvalidVersionVector", err)
+	}
+	if _, err := b.PushPull(ctx, e, docID, pack(0, 0), false); !errors.Is(err, backend.ErrDocumentNotAttached) {
+		t.Fatalf("push pull after a refused attach: got %v, want ErrDocumentNotAttached", err)
+	}
+	wantVector(t, "after the refused attach", report(t, b, c, docID, map[string]int64{ka: 1, kc: 1}),
+		map[string]int64{ka: 1, kc: 1, initial: 0})
 	// A client that has left stays known: its changes remain in the log and
 	// in the others' vectors.
 	if _, err := b.DetachDocument(ctx, a, docID, pack(0, 0)); err != nil {

@@ -4,6 +4,8 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
+
+	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
 )
 
 // initialActorKey is the wire key of the all-zero actor that made a new
@@ -22,6 +24,19 @@ func actorKey(clientID string) (string, error) {
 		return "", fmt.Errorf("client ID %q is not hex: %w", clientID, ErrInvalidChangePack)
 	}
 	return base64.StdEncoding.EncodeToString(b), nil
+}
+
+// checkVectors checks the vectors of the pack and of each of its changes.
+func (ds *docState) checkVectors(pack *api.ChangePack) error {
+	if err := ds.checkVector(pack.GetVersionVector().GetVector()); err != nil {
+		return err
+	}
+	for _, c := range pack.Changes {
+		if err := ds.checkVector(c.GetId().GetVersionVector().GetVector()); err != nil {
+			return fmt.Errorf("change %d: %w", c.GetId().GetClientSeq(), err)
+		}
+	}
+	return nil
 }
 
 // checkVector refuses a vector naming an actor outside ds.known: an unknown
