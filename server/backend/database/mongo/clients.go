@@ -96,7 +96,7 @@ func (db *DB) ActivateClient(ctx context.Context, key string, metadata map[strin
 			return nil, wrapErr("activate client", err)
 		}
 	}
-	return nil, fmt.Errorf("activate client %q: %d ID collisions in a row", key, maxInsertRaces)
+	return nil, fmt.Errorf("activate client %q: insert refused as a duplicate %d times in a row", key, maxInsertRaces)
 }
 
 // DeactivateClient marks the client deactivated.
