@@ -256,11 +256,23 @@ func (ds *docState) dropAttachment(clientID string) {
 	}
 }
 
-// setVector records the client's reported vector and follows it in the
-// minimum synced vector, reporting whether it changed. The caller holds the
-// lock.
-func (ds *docState) setVector(e *attState, vv map[string]int64) bool {
+// reportVector records vv as the client's vector and follows it in the
+// minimum synced vector, reporting whether it changed. A vector naming an
+// actor outside ds.known is refused and leaves everything as it was. The
+// caller holds the lock.
+func (ds *docState) reportVector(e *attState, vv map[string]int64) (bool, error) {
+	if len(vv) > len(ds.known) {
+		return false, fmt.Errorf("%d actors, the document knows %d: %w", len(vv), len(ds.known), ErrInvalidVersionVector)
+	}
 	old := e.att.VersionVector
 	e.att.VersionVector = vv
-	return ds.synced.update(old, vv, ds.atts)
+	changed, unknown := ds.synced.update(old, vv, ds.atts, ds.known)
+	if unknown != "" {
+		// Only a misbehaving client gets here: start over from the
+		// attachments rather than undo the entries already followed.
+		e.att.VersionVector = old
+		ds.synced.reset(ds.atts)
+		return false, fmt.Errorf("actor %q: %w", truncate(unknown), ErrInvalidVersionVector)
+	}
+	return changed, nil
 }

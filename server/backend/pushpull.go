@@ -68,7 +68,10 @@ func (b *Backend) AttachDocument(ctx context.Context, clientID, docKey string, p
 	// The client is known from now on, even if the attach fails below;
 	// a refused pack must not leave an attachment behind.
 	ds.known[actor] = struct{}{}
-	if err := ds.checkVectors(pack); err != nil {
+	if err := ds.checkVector(pack.GetVersionVector().GetVector()); err != nil {
+		return "", nil, fmt.Errorf("attach document %q by %s: %w", docKey, clientID, err)
+	}
+	if err := ds.checkChangeVectors(pack); err != nil {
 		return "", nil, fmt.Errorf("attach document %q by %s: %w", docKey, clientID, err)
 	}
 	e := &attState{
@@ -277,16 +280,22 @@ func actorIs(actor []byte, hexID string) bool {
 // sends it again on its next PushPull.
 func (b *Backend) exchange(ctx context.Context, ds *docState, clientID string, e *attState, pack *api.ChangePack, pushOnly bool, limit int) (*api.ChangePack, error) {
 	b.metrics.PushPulls.Add(1)
-	if err := ds.checkVectors(pack); err != nil {
+	if err := ds.checkChangeVectors(pack); err != nil {
 		return nil, fmt.Errorf("pack of %s: %w", clientID, err)
 	}
-	reported := pack.GetVersionVector().GetVector()
+	// The vector counts at once, so this answer's minimum includes it. It is
+	// what the client has seen whatever becomes of its changes, and a failed
+	// write below makes the next call reload the state anyway.
+	reported := pack.GetVersionVector().GetVector() // not mutated once decoded
+	vvChanged, err := ds.reportVector(e, reported)
+	if err != nil {
+		return nil, fmt.Errorf("pack of %s: %w", clientID, err)
+	}
 	// Nothing more is stored in a removed document, but the client still
 	// gets the changes it has not pulled along with the removal, so that its
 	// replica ends with the last edits.
 	var stored int
 	if !ds.removed {
-		var err error
 		stored, err = b.push(ctx, ds, clientID, e, pack.Changes, limit)
 		if stored > 0 {
 			b.metrics.ChangesStored.Add(int64(stored))
@@ -303,16 +312,12 @@ func (b *Backend) exchange(ctx context.Context, ds *docState, clientID string, e
 	if pushOnly {
 		respSeq = from
 	} else if from < ds.head {
-		var err error
 		if changes, err = b.pull(ctx, ds, clientID, e, from); err != nil {
 			return nil, err
 		}
 		b.metrics.ChangesSent.Add(int64(len(changes)))
 	}
 
-	// The vector counts at once, so this answer's minimum includes it; a
-	// failed write below makes the next call reload the state anyway.
-	vvChanged := ds.setVector(e, reported) // the request is not mutated once decoded
 	next := e.att
 	next.ServerSeq = respSeq
 	now := time.Now()

@@ -99,9 +99,16 @@ func TestVersionVectorNamesOnlyKnownActors(t *testing.T) {
 	}
 	withPackVV := pack(0, 1, edit(t, a, 1, 1))
 	withPackVV.VersionVector = &api.VersionVector{Vector: huge}
+	withUnknown := pack(0, 1, edit(t, a, 1, 1))
+	withUnknown.VersionVector = &api.VersionVector{Vector: map[string]int64{ka: 1, "bm90LWFuLWFjdG9y": 1}}
 	withChangeVV := pack(0, 1, edit(t, a, 1, 1))
 	withChangeVV.Changes[0].Id.VersionVector = &api.VersionVector{Vector: map[string]int64{ka: 1, "bm90LWFuLWFjdG9y": 1}}
-	for name, p := range map[string]*api.ChangePack{"100k-entry pack vector": withPackVV, "unknown actor in a change": withChangeVV} {
+	report(t, b, a, docID, map[string]int64{ka: 1, kc: 1})
+	for name, p := range map[string]*api.ChangePack{
+		"100k-entry pack vector":    withPackVV,
+		"unknown actor in a pack":   withUnknown,
+		"unknown actor in a change": withChangeVV,
+	} {
 		_, err := b.PushPull(ctx, a, docID, p, false)
 		if !errors.Is(err, backend.ErrInvalidVersionVector) || !errors.Is(err, backend.ErrInvalidChangePack) {
 			t.Fatalf("%s: got %v, want ErrInvalidVersionVector", name, err)
@@ -121,11 +128,11 @@ func TestVersionVectorNamesOnlyKnownActors(t *testing.T) {
 	if _, _, err := b.AttachDocument(ctx, e, "doc", bad); !errors.Is(err, backend.ErrInvalidVersionVector) {
 		t.Fatalf("attach with an unknown actor: got %v, want ErrInvalidVersionVector", err)
 	}
+	wantVector(t, "after the refused attach", report(t, b, c, docID, map[string]int64{ka: 1, kc: 1}),
+		map[string]int64{ka: 1, kc: 1, initial: 0})
 	if _, err := b.PushPull(ctx, e, docID, pack(0, 0), false); !errors.Is(err, backend.ErrDocumentNotAttached) {
 		t.Fatalf("push pull after a refused attach: got %v, want ErrDocumentNotAttached", err)
 	}
-	wantVector(t, "after the refused attach", report(t, b, c, docID, map[string]int64{ka: 1, kc: 1}),
-		map[string]int64{ka: 1, kc: 1, initial: 0})
 	// A client that has left stays known: its changes remain in the log and
 	// in the others' vectors.
 	if _, err := b.DetachDocument(ctx, a, docID, pack(0, 0)); err != nil {

@@ -26,11 +26,8 @@ func actorKey(clientID string) (string, error) {
 	return base64.StdEncoding.EncodeToString(b), nil
 }
 
-// checkVectors checks the vectors of the pack and of each of its changes.
-func (ds *docState) checkVectors(pack *api.ChangePack) error {
-	if err := ds.checkVector(pack.GetVersionVector().GetVector()); err != nil {
-		return err
-	}
+// checkChangeVectors checks the vectors of the pack's changes.
+func (ds *docState) checkChangeVectors(pack *api.ChangePack) error {
 	for _, c := range pack.Changes {
 		if err := ds.checkVector(c.GetId().GetVersionVector().GetVector()); err != nil {
 			return fmt.Errorf("change %d: %w", c.GetId().GetClientSeq(), err)
@@ -167,13 +164,17 @@ func (m *minVector) leave(vv map[string]int64, atts map[string]*attState) {
 }
 
 // update follows one client's vector from old to cur, reporting whether it
-// changed; atts already holds cur.
-func (m *minVector) update(old, cur map[string]int64, atts map[string]*attState) bool {
-	changed, kept := false, 0
+// changed; atts already holds cur. An actor of cur missing from old must be
+// in known (old was checked when it came): otherwise update stops and
+// returns it, leaving the minimum to be rebuilt.
+func (m *minVector) update(old, cur map[string]int64, atts map[string]*attState, known map[string]struct{}) (changed bool, unknown string) {
+	kept := 0
 	for k, v := range cur {
 		w, ok := old[k]
 		if ok {
 			kept++
+		} else if _, ok := known[k]; !ok {
+			return false, k
 		}
 		if !ok || w != v {
 			changed = true
@@ -188,7 +189,7 @@ func (m *minVector) update(old, cur map[string]int64, atts map[string]*attState)
 			}
 		}
 	}
-	return changed
+	return changed, ""
 }
 
 // move follows one client's value of actor k from prev to next, and whether

@@ -41,6 +41,10 @@ func TestMinVectorFollowsEveryChange(t *testing.T) {
 			var m minVector
 			m.reset(atts)
 			actors := []string{"a", "b", "c", "d", "e"}
+			known := map[string]struct{}{}
+			for _, k := range actors {
+				known[k] = struct{}{}
+			}
 			for step := range 400 {
 				ids := make([]string, 0, len(atts))
 				for id := range atts {
@@ -74,8 +78,19 @@ func TestMinVectorFollowsEveryChange(t *testing.T) {
 						}
 					}
 					old := e.att.VersionVector
-					e.att.VersionVector = next
-					if changed := m.update(old, next, atts); changed == maps.Equal(old, next) {
+					bad := rng.IntN(8) == 0
+					if bad {
+						next["unknown"] = 1
+					}
+					ds := &docState{atts: atts, known: known, synced: m}
+					changed, err := ds.reportVector(e, next)
+					m = ds.synced
+					switch {
+					case bad && (err == nil || !maps.Equal(e.att.VersionVector, old)):
+						t.Fatalf("step %d: a vector naming an unknown actor: %v, vector now %v", step, err, e.att.VersionVector)
+					case !bad && err != nil:
+						t.Fatalf("step %d: %v", step, err)
+					case !bad && changed == maps.Equal(old, next):
 						t.Fatalf("step %d: update of %v to %v reported changed=%v", step, old, next, changed)
 					}
 				}
