@@ -42,8 +42,10 @@ type attState struct {
 	// lamport is the lamport of the client's last stored change in this
 	// attachment, or -1 when unknown.
 	lamport int64
-	// persistedAt is when att was last written to the database.
+	// persistedAt is when att was last written to the database; unsaved
+	// says att has changed since.
 	persistedAt time.Time
+	unsaved     bool
 }
 
 func (ds *docState) unlock() { <-ds.lock }

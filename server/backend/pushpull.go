@@ -20,8 +20,10 @@ const maxAppendAttempts = 4
 // server_seq may stay newer in memory than in the database. Every watcher
 // pulls after every change, so writing them each time would multiply the
 // writes by the watchers; a lagging copy is safe, since after a reload it only
-// lowers the minimum synced vector. A call that stores changes always writes
-// the attachment (its client_seq).
+// lowers the minimum synced vector (or leaves an actor out of it), which
+// delays collecting tombstones. A change not yet written is written by the
+// client's first call after the interval; a call that stores changes always
+// writes the attachment (its client_seq).
 const attachmentFlush = time.Second
 
 // AttachDocument creates the document if needed, attaches the client (a fresh
@@ -122,7 +124,8 @@ func (b *Backend) detachDocument(ctx context.Context, clientID, docID string, pa
 
 // RemoveDocument stores the pack, marks the document removed and the
 // client's attachment removed. The other clients learn it on their next
-// PushPull (is_removed), which the CHANGED event published here prompts.
+// PushPull (is_removed, with the changes they had not pulled), which the
+// CHANGED event published here prompts.
 func (b *Backend) RemoveDocument(ctx context.Context, clientID, docID string, pack *api.ChangePack) (*api.ChangePack, error) {
 	return fresh(ctx, b, docID, func() (*api.ChangePack, error) { return b.removeDocument(ctx, clientID, docID, pack) })
 }
@@ -321,14 +324,14 @@ func (b *Backend) exchange(ctx context.Context, ds *docState, clientID string, e
 	next := e.att
 	next.ServerSeq = respSeq
 	now := time.Now()
-	dirty := vvChanged || next.ServerSeq != e.att.ServerSeq
-	if stored > 0 || (dirty && now.Sub(e.persistedAt) >= attachmentFlush) {
+	e.unsaved = e.unsaved || vvChanged || next.ServerSeq != e.att.ServerSeq
+	if stored > 0 || (e.unsaved && now.Sub(e.persistedAt) >= attachmentFlush) {
 		next.UpdatedAt = now
 		if err := b.db.UpdateAttachment(ctx, &next, ds.epoch); err != nil {
 			b.writeFailed(ds, err)
 			return nil, fmt.Errorf("update attachment of %s: %w", clientID, err)
 		}
-		e.persistedAt = now
+		e.persistedAt, e.unsaved = now, false
 	}
 	e.att = next
 	return &api.ChangePack{
