@@ -37,8 +37,9 @@ func (ds *docState) checkChangeVectors(pack *api.ChangePack) error {
 }
 
 // checkVector refuses a vector naming an actor outside ds.known: an unknown
-// actor would stay in the minimum synced vector, and in every answer to every
-// client, for as long as the sender is attached.
+// actor in a pack's vector would stay in the minimum synced vector, and so in
+// every answer to every client, for as long as the sender is attached; in a
+// change's vector it would be stored and sent to every client pulling it.
 func (ds *docState) checkVector(vv map[string]int64) error {
 	if len(vv) > len(ds.known) {
 		return fmt.Errorf("%d actors, the document knows %d: %w", len(vv), len(ds.known), ErrInvalidVersionVector)
@@ -63,9 +64,9 @@ func truncate(s string) string {
 // minVector maintains the minimum synced version vector of a document: for
 // every actor named by an attached client's last reported vector, the
 // smallest lamport over all attached clients, an actor missing from a
-// client's vector counting as 0. Clients purge the tombstones it covers and
-// drop the actors it lacks from their own vectors, so every answer carries it
-// exact: the value right after the requester's vector was recorded.
+// client's vector counting as 0. Clients purge the tombstones it covers, so
+// every answer carries it exact: the value right after the requester's vector
+// was recorded.
 //
 // Each actor keeps its minimum and how many clients sit at it, so a vector
 // change costs its own entries; the minimum of an actor is recomputed over
