@@ -23,6 +23,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/yorkie-affinity/yorkie/api/yorkie/v1/v1connect"
+	"github.com/yorkie-affinity/yorkie/server/admin"
 	"github.com/yorkie-affinity/yorkie/server/affinity"
 	"github.com/yorkie-affinity/yorkie/server/backend"
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
@@ -59,8 +60,9 @@ type Config struct {
 	Host string
 	// RPCPort serves the YorkieService and health checks; 0 picks a free port.
 	RPCPort int
-	// ProfilingPort serves /metrics (and /debug/pprof/ with PprofEnabled); 0
-	// picks a free port and a negative value disables the profiling server.
+	// ProfilingPort serves /metrics, the admin views (package admin) and,
+	// with PprofEnabled, /debug/pprof/; 0 picks a free port and a negative
+	// value disables the profiling server.
 	ProfilingPort int
 	// ProfilingHost is the address the profiling port listens on ("": Host).
 	ProfilingHost string
@@ -287,6 +289,13 @@ func New(cfg Config) (*Server, error) {
 	if cfg.ProfilingPort >= 0 {
 		pmux := http.NewServeMux()
 		pmux.Handle("/metrics", promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{Registry: s.registry}))
+		// Operators' read-only views, on the operators' port only: they name
+		// documents by key and show their content.
+		adm, err := admin.New(admin.Config{DB: s.db, Logger: logger})
+		if err != nil {
+			return nil, fmt.Errorf("server: create admin handler: %w", err)
+		}
+		adm.Register(pmux)
 		if cfg.PprofEnabled {
 			pmux.HandleFunc("/debug/pprof/", pprof.Index)
 			pmux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
