@@ -1,7 +1,8 @@
 // Command yorkie runs a Yorkie-compatible collaboration server.
 //
-//	yorkie server [flags]   run a server until SIGINT or SIGTERM
-//	yorkie version          print the version
+//	yorkie server [flags]          run a server until SIGINT or SIGTERM
+//	yorkie document get KEY [...]  print a running server's view of a document
+//	yorkie version                 print the version
 package main
 
 import (
@@ -37,6 +38,7 @@ const usage = `usage: yorkie <command> [flags]
 
 commands:
   server    run a Yorkie server (see "yorkie server -h")
+  document  show a document of a running server (see "yorkie document -h")
   version   print the version
 `
 
@@ -53,6 +55,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "server":
 		return runServer(args[1:], stderr)
+	case "document":
+		return runDocument(args[1:], stdout, stderr)
 	case "version":
 		fmt.Fprintf(stdout, "yorkie %s\n", version)
 		return 0
