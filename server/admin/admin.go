@@ -223,8 +223,11 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	// The root is shown as the SDK writes it, "<", ">" and "&" included.
+	enc.SetEscapeHTML(false)
 	// A write error means the operator went away; there is no one to tell.
-	_ = json.NewEncoder(w).Encode(v)
+	_ = enc.Encode(v)
 }
 
 // validateKey accepts what clients may use as a document key: 1 to 120
