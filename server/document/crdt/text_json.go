@@ -58,13 +58,6 @@ func appendEscapedRune(b []byte, r rune) []byte {
 	return utf8.AppendRune(b, r)
 }
 
-func appendEscapedString(b []byte, s string) []byte {
-	for _, r := range s {
-		b = appendEscapedRune(b, r)
-	}
-	return b
-}
-
 // appendEscapedUnits escapes UTF-16 content; a lone surrogate comes out as U+FFFD, as Node
 // prints it.
 func appendEscapedUnits(b []byte, units []uint16) []byte {
@@ -106,7 +99,15 @@ func (v *TextValue) appendJSON(b []byte) []byte {
 		return append(b, `"}`...)
 	}
 	// The SDK sorts the rendered "key":value items as JS strings (by UTF-16 code units).
-	slices.SortFunc(items, compareUTF16)
+	slices.SortFunc(items, func(a, b string) int {
+		switch {
+		case lessUTF16(a, b):
+			return -1
+		case lessUTF16(b, a):
+			return 1
+		}
+		return 0
+	})
 	b = append(b, `{"attrs":{`...)
 	for i, it := range items {
 		if i > 0 {
@@ -126,7 +127,7 @@ func (v *TextValue) appendJSON(b []byte) []byte {
 func attrJSONItem(key, value string) string {
 	b := make([]byte, 0, len(key)+len(value)+8)
 	b = append(b, '"')
-	b = appendEscapedString(b, key)
+	b = appendEscaped(b, key)
 	b = append(b, '"', ':')
 	parsed, ok := ParseJSONValue(value)
 	if s, isStr := parsed.(string); !ok || isStr {
@@ -134,7 +135,7 @@ func attrJSONItem(key, value string) string {
 			s = value
 		}
 		b = append(b, '"')
-		b = appendEscapedString(b, s)
+		b = appendEscaped(b, s)
 		b = append(b, '"')
 		return string(b)
 	}
@@ -236,24 +237,4 @@ func jsNumber(f float64) string {
 		sb.WriteString(strconv.Itoa(n - 1))
 	}
 	return sb.String()
-}
-
-// compareUTF16 orders strings as JavaScript does, by UTF-16 code units. It differs from Go's
-// byte order only between supplementary characters and U+E000..U+FFFF.
-func compareUTF16(a, b string) int {
-	if isASCII(a) && isASCII(b) {
-		return strings.Compare(a, b)
-	}
-	ua := utf16.Encode([]rune(a))
-	ub := utf16.Encode([]rune(b))
-	return slices.Compare(ua, ub)
-}
-
-func isASCII(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] >= utf8.RuneSelf {
-			return false
-		}
-	}
-	return true
 }
