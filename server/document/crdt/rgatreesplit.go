@@ -192,28 +192,45 @@ func (s *rgaTreeSplit) findFloorPreferToLeft(id TextNodeID) (*TextNode, error) {
 	return n, nil
 }
 
-// checkPos reports whether a position resolves, without changing anything: the node exists
-// and the offset is inside it. Splitting never changes the answer, so an edit can check both
-// of its positions before it touches the text.
-func (s *rgaTreeSplit) checkPos(p TextPos) error {
+// resolve finds the node and the offset in it that p names, without changing anything: the
+// node must exist and the offset lie inside it.
+func (s *rgaTreeSplit) resolve(p TextPos) (*TextNode, int64, error) {
 	abs := p.absolute()
 	n, err := s.findFloorPreferToLeft(abs)
 	if err != nil {
-		return err
+		return nil, 0, err
 	}
-	if rel := abs.Offset - n.id.Offset; rel > n.contentLen() || rel < 0 {
-		return fmt.Errorf("%w: %s is %d into a node of %d", ErrTextOffset, p.ID.Key(), rel, n.contentLen())
+	rel := abs.Offset - n.id.Offset
+	if rel > n.contentLen() || rel < 0 {
+		return nil, 0, fmt.Errorf("%w: %s+%d is %d into a node of %d", ErrTextOffset, p.ID.Key(), p.RelativeOffset, rel, n.contentLen())
 	}
-	return nil
+	return n, rel, nil
 }
 
-// splitNode cuts n at offset (0 < offset < length) and returns the size the new piece adds.
-// A removed node's right piece is removed too; it is not registered for collection, as in the
-// SDK, until the text is read back from a snapshot.
-func (s *rgaTreeSplit) splitNode(n *TextNode, offset int64) DataSize {
+// resolveRange resolves both ends of a range before anything changes (splitting never
+// changes whether a position resolves).
+func (s *rgaTreeSplit) resolveRange(from, to TextPos) (r resolvedRange, err error) {
+	if r.to, r.toRel, err = s.resolve(to); err != nil {
+		return r, err
+	}
+	if r.from, r.fromRel, err = s.resolve(from); err != nil {
+		return r, err
+	}
+	return r, nil
+}
+
+type resolvedRange struct {
+	from, to       *TextNode
+	fromRel, toRel int64
+}
+
+// splitNode cuts n at offset and returns the new right piece (nil when offset is at either
+// end) and the size the split adds. A removed node's right piece is removed too; as in the
+// SDK, it is not registered for collection until the text is read back from a snapshot.
+func (s *rgaTreeSplit) splitNode(n *TextNode, offset int64) (*TextNode, DataSize) {
 	var diff DataSize
 	if offset == 0 || offset == n.contentLen() {
-		return diff
+		return nil, diff
 	}
 	before := n.DataSize()
 	left, right := n.value.split(int(offset))
@@ -231,27 +248,32 @@ func (s *rgaTreeSplit) splitNode(n *TextNode, offset int64) DataSize {
 	diff.Add(n.DataSize())
 	diff.Add(piece.DataSize())
 	diff.Sub(before)
-	return diff
+	return piece, diff
 }
 
-// findNodeWithSplit splits the node at p and returns the node an insertion at p goes after:
-// the left part, moved right past nodes inserted concurrently with a later ticket than
-// editedAt (they win the place next to the position). It also returns that node's next.
-func (s *rgaTreeSplit) findNodeWithSplit(p TextPos, editedAt Ticket) (left, right *TextNode, diff DataSize, err error) {
-	abs := p.absolute()
-	n, err := s.findFloorPreferToLeft(abs)
-	if err != nil {
-		return nil, nil, diff, err
+// splitRange splits at both ends of a resolved range, the end first as the SDK does, and
+// returns for each end the node an insertion there goes after and that node's next. The
+// left node moves right past nodes inserted concurrently with a later ticket than editedAt:
+// they keep the place next to the position.
+func (s *rgaTreeSplit) splitRange(r resolvedRange, editedAt Ticket) (fromLeft, fromRight, toRight *TextNode, diff DataSize) {
+	piece, d := s.splitNode(r.to, r.toRel)
+	diff.Add(d)
+	if piece != nil && r.from == r.to && r.fromRel > r.toRel {
+		r.from, r.fromRel = piece, r.fromRel-r.toRel
 	}
-	rel := abs.Offset - n.id.Offset
-	if rel > n.contentLen() || rel < 0 {
-		return nil, nil, diff, fmt.Errorf("%w: %s is %d into a node of %d", ErrTextOffset, p.ID.Key(), rel, n.contentLen())
-	}
-	diff = s.splitNode(n, rel)
+	toLeft := s.skipLater(r.to, editedAt)
+	toRight = toLeft.next
+	_, d = s.splitNode(r.from, r.fromRel)
+	diff.Add(d)
+	fromLeft = s.skipLater(r.from, editedAt)
+	return fromLeft, fromLeft.next, toRight, diff
+}
+
+func (s *rgaTreeSplit) skipLater(n *TextNode, editedAt Ticket) *TextNode {
 	for n.next != nil && n.next.id.CreatedAt.After(editedAt) {
 		n = n.next
 	}
-	return n, n.next, diff, nil
+	return n
 }
 
 // knownTo reports whether the change whose version vector is vv had seen t. A zero entry

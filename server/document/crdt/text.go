@@ -1,6 +1,7 @@
 package crdt
 
 import (
+	"fmt"
 	"unicode/utf16"
 )
 
@@ -116,45 +117,32 @@ func (t *Text) AppendNode(id TextNodeID, content string, removedAt Ticket, insPr
 	return n, nil
 }
 
-// CheckPos reports whether p resolves to a node of the text.
-func (t *Text) CheckPos(p TextPos) error { return t.rga.checkPos(p) }
-
 // Edit replaces the range from..to with content carrying attrs, at editedAt. vv is the
 // version vector of the change (empty for a change that has none). It returns the removed
-// nodes to register for collection and the live size it added. Both positions are checked
-// before anything changes.
+// nodes to register for collection and the live size it added. Every check happens before
+// anything changes.
 func (t *Text) Edit(from, to TextPos, content string, attrs []TextAttr, editedAt Ticket, vv VersionVector) ([]GCPair, DataSize, error) {
 	var diff DataSize
-	if err := t.rga.checkPos(to); err != nil {
+	r, err := t.rga.resolveRange(from, to)
+	if err != nil {
 		return nil, diff, err
 	}
-	if err := t.rga.checkPos(from); err != nil {
-		return nil, diff, err
-	}
-	// The SDK computes an undo position from the node named by from's ID after the edit,
-	// and fails when no such node exists.
-	if t.rga.floor(from.ID) == nil {
-		return nil, diff, ErrTextNodeNotFound
+	// The SDK then computes an undo position from the node named by from's own ID, and
+	// fails when there is none.
+	if r.from.id.CreatedAt != from.ID.CreatedAt || r.from.id.Offset > from.ID.Offset {
+		if t.rga.floor(from.ID) == nil {
+			return nil, diff, fmt.Errorf("%w: %s", ErrTextNodeNotFound, from.ID.Key())
+		}
 	}
 	var units []uint16
 	if content != "" {
 		if t.rga.has(TextNodeID{CreatedAt: editedAt}) {
-			return nil, diff, ErrTextDuplicateNode
+			return nil, diff, fmt.Errorf("%w: %s", ErrTextDuplicateNode, editedAt.Key())
 		}
 		units = utf16.Encode([]rune(content))
 	}
 
-	_, toRight, d, err := t.rga.findNodeWithSplit(to, editedAt)
-	if err != nil {
-		return nil, diff, err
-	}
-	diff.Add(d)
-	fromLeft, fromRight, d, err := t.rga.findNodeWithSplit(from, editedAt)
-	if err != nil {
-		return nil, diff, err
-	}
-	diff.Add(d)
-
+	fromLeft, fromRight, toRight, diff := t.rga.splitRange(r, editedAt)
 	removed := t.rga.deleteNodes(fromRight, toRight, editedAt, vv)
 
 	if len(units) > 0 {
@@ -177,21 +165,15 @@ func (t *Text) Edit(from, to TextPos, content string, attrs []TextAttr, editedAt
 	return pairs, diff, nil
 }
 
-// styleTargets splits at both positions and returns the live nodes between them that the
-// change had seen created. Without a version vector (nil) every node counts as seen; with
-// one, a node counts as seen when the vector's lamport for its actor reaches its creation.
+// styleTargets splits at both ends and returns the live nodes between them that the change
+// had seen created. Without a version vector (nil) every node counts as seen; with one, a
+// node counts as seen when the vector's lamport for its actor reaches its creation.
 func (t *Text) styleTargets(from, to TextPos, editedAt Ticket, vv VersionVector) ([]*TextNode, DataSize, error) {
-	var diff DataSize
-	_, toRight, d, err := t.rga.findNodeWithSplit(to, editedAt)
+	r, err := t.rga.resolveRange(from, to)
 	if err != nil {
-		return nil, diff, err
+		return nil, DataSize{}, err
 	}
-	diff.Add(d)
-	_, fromRight, d, err := t.rga.findNodeWithSplit(from, editedAt)
-	if err != nil {
-		return nil, diff, err
-	}
-	diff.Add(d)
+	_, fromRight, toRight, diff := t.rga.splitRange(r, editedAt)
 	var nodes []*TextNode
 	for n := fromRight; n != nil && n != toRight; n = n.next {
 		if n.IsRemoved() {
@@ -211,10 +193,7 @@ func (t *Text) styleTargets(from, to TextPos, editedAt Ticket, vv VersionVector)
 // register for collection and the live size it added, with the SDK's accounting.
 func (t *Text) Style(from, to TextPos, attrs []TextAttr, remove []string, editedAt Ticket, vv VersionVector) ([]GCPair, DataSize, error) {
 	var diff DataSize
-	if err := t.rga.checkPos(to); err != nil {
-		return nil, diff, err
-	}
-	if err := t.rga.checkPos(from); err != nil {
+	if _, err := t.rga.resolveRange(from, to); err != nil {
 		return nil, diff, err
 	}
 	var pairs []GCPair
