@@ -8,35 +8,22 @@ import (
 	"github.com/yorkie-affinity/yorkie/server/document/crdt"
 )
 
-// textTicket decodes a ticket the text wire messages require.
+// textTicket decodes a ticket the text wire messages require, naming the field on error.
 func textTicket(pb *api.TimeTicket, what string) (crdt.Ticket, error) {
-	if pb == nil {
-		return crdt.Ticket{}, fmt.Errorf("%w: %s: missing ticket", ErrInvalidOperation, what)
-	}
-	actor, err := crdt.ActorIDFromBytes(pb.GetActorId())
+	t, err := ticketFromPB(pb)
 	if err != nil {
-		return crdt.Ticket{}, fmt.Errorf("%w: %s: %w", ErrInvalidOperation, what, err)
+		return t, fmt.Errorf("%s: %w", what, err)
 	}
-	return crdt.Ticket{Lamport: pb.GetLamport(), Delimiter: pb.GetDelimiter(), Actor: actor}, nil
+	return t, nil
 }
 
 // textOptionalTicket decodes a ticket that may be absent (zero then).
 func textOptionalTicket(pb *api.TimeTicket, what string) (crdt.Ticket, error) {
-	if pb == nil {
-		return crdt.Ticket{}, nil
+	t, err := optionalTicketFromPB(pb)
+	if err != nil {
+		return t, fmt.Errorf("%s: %w", what, err)
 	}
-	return textTicket(pb, what)
-}
-
-func textTicketToPB(t crdt.Ticket) *api.TimeTicket {
-	return &api.TimeTicket{Lamport: t.Lamport, Delimiter: t.Delimiter, ActorId: append([]byte(nil), t.Actor[:]...)}
-}
-
-func textOptionalTicketToPB(t crdt.Ticket) *api.TimeTicket {
-	if t.IsZero() {
-		return nil
-	}
-	return textTicketToPB(t)
+	return t, nil
 }
 
 func textNodeIDFromPB(pb *api.TextNodeID, what string) (crdt.TextNodeID, error) {
@@ -51,7 +38,7 @@ func textNodeIDFromPB(pb *api.TextNodeID, what string) (crdt.TextNodeID, error) 
 }
 
 func textNodeIDToPB(id crdt.TextNodeID) *api.TextNodeID {
-	return &api.TextNodeID{CreatedAt: textTicketToPB(id.CreatedAt), Offset: int32(id.Offset)}
+	return &api.TextNodeID{CreatedAt: ticketToPB(id.CreatedAt), Offset: int32(id.Offset)}
 }
 
 func textPosFromPB(pb *api.TextNodePos, what string) (crdt.TextPos, error) {
@@ -169,16 +156,16 @@ func textFromPB(pb *api.JSONElement_Text) (*crdt.Text, error) {
 func textToPB(t *crdt.Text) *api.JSONElement_Text {
 	pb := &api.JSONElement_Text{
 		Nodes:     make([]*api.TextNode, 0, t.Len()),
-		CreatedAt: textTicketToPB(t.CreatedAt()),
-		MovedAt:   textOptionalTicketToPB(t.MovedAt()),
-		RemovedAt: textOptionalTicketToPB(t.RemovedAt()),
+		CreatedAt: ticketToPB(t.CreatedAt()),
+		MovedAt:   optionalTicketToPB(t.MovedAt()),
+		RemovedAt: optionalTicketToPB(t.RemovedAt()),
 	}
 	t.Nodes(func(n *crdt.TextNode) {
 		v := n.Value()
 		pn := &api.TextNode{
 			Id:        textNodeIDToPB(n.ID()),
 			Value:     v.Content(),
-			RemovedAt: textOptionalTicketToPB(n.RemovedAt()),
+			RemovedAt: optionalTicketToPB(n.RemovedAt()),
 		}
 		if p := n.InsPrev(); p != nil {
 			pn.InsPrevId = textNodeIDToPB(p.ID())
@@ -186,7 +173,7 @@ func textToPB(t *crdt.Text) *api.JSONElement_Text {
 		if a := v.Attrs(); a != nil && len(a.Nodes()) > 0 {
 			pn.Attributes = make(map[string]*api.NodeAttr, len(a.Nodes()))
 			for _, an := range a.Nodes() {
-				pn.Attributes[an.Key()] = &api.NodeAttr{Value: an.Value(), UpdatedAt: textTicketToPB(an.UpdatedAt())}
+				pn.Attributes[an.Key()] = &api.NodeAttr{Value: an.Value(), UpdatedAt: ticketToPB(an.UpdatedAt())}
 			}
 		}
 		pb.Nodes = append(pb.Nodes, pn)

@@ -44,8 +44,8 @@ func decodeStyle(pb *api.Operation_Style) (Operation, error) {
 	}, nil
 }
 
-// Execute applies the style. vv nil (a change without a version vector) styles every node;
-// otherwise only nodes the change had seen created.
+// Execute applies the style. An empty vv (a change without a version vector) styles every
+// node; otherwise only nodes the change had seen created.
 func (o *styleOp) Execute(root *crdt.Root, vv crdt.VersionVector) error {
 	text, err := findText(root, o.parent, "style")
 	if err != nil {

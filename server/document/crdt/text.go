@@ -127,12 +127,13 @@ func (t *Text) Edit(from, to TextPos, content string, attrs []TextAttr, editedAt
 	if err != nil {
 		return nil, diff, err
 	}
-	// The SDK then computes an undo position from the node named by from's own ID, and
-	// fails when there is none.
-	if r.from.id.CreatedAt != from.ID.CreatedAt || r.from.id.Offset > from.ID.Offset {
-		if t.rga.floor(from.ID) == nil {
-			return nil, diff, fmt.Errorf("%w: %s", ErrTextNodeNotFound, from.ID.Key())
-		}
+	// Replicas applying the edit then map both positions' own node IDs to offsets (for
+	// undo history) and fail when no node holds them.
+	if err := t.checkNodeOf(from, r.from); err != nil {
+		return nil, diff, err
+	}
+	if err := t.checkNodeOf(to, r.to); err != nil {
+		return nil, diff, err
 	}
 	var units []uint16
 	if content != "" {
@@ -165,9 +166,20 @@ func (t *Text) Edit(from, to TextPos, content string, attrs []TextAttr, editedAt
 	return pairs, diff, nil
 }
 
+// checkNodeOf checks that some node holds p's own ID, given the node p resolved to.
+func (t *Text) checkNodeOf(p TextPos, resolved *TextNode) error {
+	if resolved.id.CreatedAt == p.ID.CreatedAt && resolved.id.Offset <= p.ID.Offset {
+		return nil
+	}
+	if t.rga.floor(p.ID) == nil {
+		return fmt.Errorf("%w: %s", ErrTextNodeNotFound, p.ID.Key())
+	}
+	return nil
+}
+
 // styleTargets splits at both ends and returns the live nodes between them that the change
-// had seen created. Without a version vector (nil) every node counts as seen; with one, a
-// node counts as seen when the vector's lamport for its actor reaches its creation.
+// had seen created. Without a version vector every node counts as seen; with one, a node
+// counts as seen when the vector's lamport for its actor reaches its creation.
 func (t *Text) styleTargets(from, to TextPos, editedAt Ticket, vv VersionVector) ([]*TextNode, DataSize, error) {
 	r, err := t.rga.resolveRange(from, to)
 	if err != nil {
@@ -179,7 +191,7 @@ func (t *Text) styleTargets(from, to TextPos, editedAt Ticket, vv VersionVector)
 		if n.IsRemoved() {
 			continue
 		}
-		if vv != nil && n.id.CreatedAt.Lamport > vv[n.id.CreatedAt.Actor] {
+		if len(vv) > 0 && n.id.CreatedAt.Lamport > vv[n.id.CreatedAt.Actor] {
 			continue
 		}
 		nodes = append(nodes, n)
@@ -188,8 +200,9 @@ func (t *Text) styleTargets(from, to TextPos, editedAt Ticket, vv VersionVector)
 }
 
 // Style removes the attributes named in remove, then sets attrs, on the nodes in from..to, at
-// editedAt. vv is the change's version vector, nil when the change has none (then every node
-// counts as seen; an empty non-nil vector has seen none). It returns the attribute nodes to
+// editedAt. vv is the change's version vector; an empty one (a change without a vector)
+// counts every node as seen, as the SDK does for a change whose vector is absent. (The SDK
+// would style nothing for a vector present but empty, which no client sends.) It returns the attribute nodes to
 // register for collection and the live size it added, with the SDK's accounting.
 func (t *Text) Style(from, to TextPos, attrs []TextAttr, remove []string, editedAt Ticket, vv VersionVector) ([]GCPair, DataSize, error) {
 	var diff DataSize

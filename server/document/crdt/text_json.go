@@ -11,27 +11,6 @@ import (
 	"unicode/utf8"
 )
 
-// utf16Len is the length of s in UTF-16 code units, the SDK's string length.
-func utf16Len(s string) int {
-	n := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			n++
-			i++
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r >= 0x10000 {
-			n += 2
-		} else {
-			n++
-		}
-		i += size
-	}
-	return n
-}
-
 // appendEscapedRune writes r escaped as the SDK's escapeString does: quote, backslash and the
 // control characters \n \r \f \b \t, and U+2028/U+2029; everything else as is.
 func appendEscapedRune(b []byte, r rune) []byte {

@@ -1,0 +1,160 @@
+// Drives the Yorkie JS SDK to produce text changes for the Go differential tests.
+//
+// Input (argv[2], JSON): {seed, clients, steps}. Several SDK documents edit one text
+// concurrently (typing, deleting, replacing, styling, undo and redo), exchanging changes
+// through a simulated server log: a sync pushes the client's pending changes to the log and
+// pulls the others'. A further document applies the log in order, as the server does, and
+// is collected at random points with the minimum of the clients' version vectors.
+//
+// Output (stdout, JSON): {events: [{change: {id, ops}} | {gc: {vv, collected}} ], final,
+// clients}, where id and ops are base64 api.ChangeID and api.Operation bytes, and final
+// holds the server-model document's toSortedJSON, root JSONElement bytes, garbage length
+// and size.
+'use strict';
+
+const yorkie = require('@yorkie-js/sdk');
+const { converter } = yorkie;
+
+function rng(seed) {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const b64 = (u8) => Buffer.from(u8).toString('base64');
+
+function state(doc) {
+  const size = doc.getDocSize();
+  return {
+    json: doc.toSortedJSON(),
+    root: b64(converter.objectToBytes(doc.getRootObject())),
+    garbageLen: doc.getGarbageLen(),
+    size: { live: size.live, gc: size.gc },
+  };
+}
+
+const words = ['a', 'b', 'xy', 'hello', ' ', '\n', '😀', 'é', 'q"\\', '\u2028'];
+const attrValues = [true, false, 1, 2.5, 'red', 'blue', null, [1, 'x'], { k: 1 }];
+
+function main() {
+  const { seed, clients: n, steps } = JSON.parse(process.argv[2]);
+  const rand = rng(seed);
+  const pick = (xs) => xs[Math.floor(rand() * xs.length)];
+  const int = (k) => Math.floor(rand() * k);
+
+  const server = new yorkie.Document('text-diff');
+  const log = []; // {id, ops} in server order
+  const events = [];
+  const clients = [];
+  for (let i = 0; i < n; i++) {
+    const doc = new yorkie.Document('text-diff', { disableGC: true });
+    doc.setActor((i + 1).toString(16).padStart(24, '0'));
+    clients.push({ doc, pushed: 0, pulled: 0 });
+  }
+
+  const encode = (change) => ({
+    id: b64(converter.changeIDToBinary(change.getID())),
+    ops: change.getOperations().map((op) => b64(converter.operationToBinary(op))),
+  });
+  const decode = (c) =>
+    yorkie.Change.create({
+      id: converter.bytesToChangeID(Buffer.from(c.id, 'base64')),
+      operations: c.ops.map((o) =>
+        converter.bytesToOperation(Buffer.from(o, 'base64')),
+      ),
+    });
+
+  const sync = (c) => {
+    const local = c.doc.createChangePack().getChanges();
+    for (const ch of local.slice(c.pushed)) {
+      const e = encode(ch);
+      e.from = clients.indexOf(c);
+      log.push(e);
+      events.push({ change: { id: e.id, ops: e.ops } });
+      server.applyChanges([decode(e)], yorkie.OpSource.Remote);
+    }
+    c.pushed = local.length;
+    for (; c.pulled < log.length; c.pulled++) {
+      const e = log[c.pulled];
+      if (e.from === clients.indexOf(c)) continue;
+      c.doc.applyChanges([decode(e)], yorkie.OpSource.Remote);
+    }
+  };
+
+  const gc = () => {
+    const min = new Map();
+    const vvs = clients.map((c) => c.doc.getVersionVector());
+    const actors = new Set();
+    for (const vv of vvs) for (const [a] of vv) actors.add(a);
+    for (const a of actors) {
+      let m = null;
+      for (const vv of vvs) {
+        const l = vv.get(a) ?? 0n;
+        if (m === null || l < m) m = l;
+      }
+      if (m > 0n) min.set(a, m);
+    }
+    const collected = server.garbageCollect(new yorkie.VersionVector(min));
+    const vv = {};
+    for (const [a, l] of min) vv[a] = l.toString();
+    events.push({ gc: { vv, collected, after: state(server) } });
+  };
+
+  clients[0].doc.update((root) => {
+    root.t = new yorkie.Text();
+  });
+  sync(clients[0]);
+  for (const c of clients.slice(1)) sync(c);
+
+  for (let s = 0; s < steps; s++) {
+    const c = pick(clients);
+    const r = rand();
+    if (r < 0.15) {
+      sync(c);
+      continue;
+    }
+    if (r < 0.2) {
+      gc();
+      continue;
+    }
+    const len = c.doc.getRoot().t.length;
+    const from = int(len + 1);
+    const to = from + int(Math.min(len - from, 4) + 1);
+    if (r < 0.6) {
+      c.doc.update((root) => {
+        const attrs = rand() < 0.2 ? { b: pick(attrValues) } : undefined;
+        root.t.edit(from, r < 0.45 ? from : to, pick(words), attrs);
+      });
+    } else if (r < 0.72) {
+      c.doc.update((root) => root.t.edit(from, to, ''));
+    } else if (r < 0.86) {
+      c.doc.update((root) => {
+        const attrs = {};
+        attrs[pick(['b', 'i', 'c', 'a!'])] = pick(attrValues);
+        if (rand() < 0.3) attrs[pick(['u', 's'])] = pick(attrValues);
+        root.t.setStyle(from, to, attrs);
+      });
+    } else if (r < 0.95) {
+      if (c.doc.history.canUndo()) c.doc.history.undo();
+    } else if (c.doc.history.canRedo()) {
+      c.doc.history.redo();
+    }
+  }
+  for (let round = 0; round < 2; round++) for (const c of clients) sync(c);
+  gc();
+
+  process.stdout.write(
+    JSON.stringify({
+      events,
+      final: state(server),
+      clients: clients.map((c) => c.doc.toSortedJSON()),
+    }),
+  );
+}
+
+main();
