@@ -1,12 +1,12 @@
 // Drives the Yorkie JS SDK to produce text changes for the Go differential tests.
 //
-// Input (argv[2], JSON): {seed, clients, steps}. Several SDK documents edit one text
+// Input (argv[2], JSON): {seeds, clients, steps}; one run per seed. Several SDK documents edit one text
 // concurrently (typing, deleting, replacing, styling, undo and redo), exchanging changes
 // through a simulated server log: a sync pushes the client's pending changes to the log and
 // pulls the others'. A further document applies the log in order, as the server does, and
 // is collected at random points with the minimum of the clients' version vectors.
 //
-// Output (stdout, JSON): {events: [{change: {id, ops}} | {gc: {vv, collected}} ], final,
+// Output (stdout, JSON): per seed {seed, events: [{change: {id, ops}} | {gc: {vv, collected}} ], final,
 // clients}, where id and ops are base64 api.ChangeID and api.Operation bytes, and final
 // holds the server-model document's toSortedJSON, root JSONElement bytes, garbage length
 // and size.
@@ -34,15 +34,16 @@ function state(doc) {
     json: doc.toSortedJSON(),
     root: b64(converter.objectToBytes(doc.getRootObject())),
     garbageLen: doc.getGarbageLen(),
-    size: { live: size.live, gc: size.gc },
+    size: { live: { ...size.live }, gc: { ...size.gc } },
   };
 }
 
 const words = ['a', 'b', 'xy', 'hello', ' ', '\n', '😀', 'é', 'q"\\', '\u2028'];
 const attrValues = [true, false, 1, 2.5, 'red', 'blue', null, [1, 'x'], { k: 1 }];
 
-function main() {
-  const { seed, clients: n, steps } = JSON.parse(process.argv[2]);
+class Refused extends Error {}
+
+function run(seed, n, steps) {
   const rand = rng(seed);
   const pick = (xs) => xs[Math.floor(rand() * xs.length)];
   const int = (k) => Math.floor(rand() * k);
@@ -51,10 +52,11 @@ function main() {
   const log = []; // {id, ops} in server order
   const events = [];
   const clients = [];
+  let undoFailures = 0;
   for (let i = 0; i < n; i++) {
-    const doc = new yorkie.Document('text-diff', { disableGC: true });
+    const doc = new yorkie.Document('text-diff');
     doc.setActor((i + 1).toString(16).padStart(24, '0'));
-    clients.push({ doc, pushed: 0, pulled: 0 });
+    clients.push({ doc, pushed: 0, pulled: 0, synced: doc.getVersionVector() });
   }
 
   const encode = (change) => ({
@@ -75,8 +77,15 @@ function main() {
       const e = encode(ch);
       e.from = clients.indexOf(c);
       log.push(e);
+      try {
+        server.applyChanges([decode(e)], yorkie.OpSource.Remote);
+      } catch (err) {
+        // An undone or redone style may still name nodes the server collected after the
+        // client last synced; the SDK refuses such a change, and the run ends there.
+        events.push({ change: { id: e.id, ops: e.ops }, refused: String(err.message) });
+        throw new Refused();
+      }
       events.push({ change: { id: e.id, ops: e.ops } });
-      server.applyChanges([decode(e)], yorkie.OpSource.Remote);
     }
     c.pushed = local.length;
     for (; c.pulled < log.length; c.pulled++) {
@@ -84,11 +93,16 @@ function main() {
       if (e.from === clients.indexOf(c)) continue;
       c.doc.applyChanges([decode(e)], yorkie.OpSource.Remote);
     }
+    // As after a push-pull: the server knows what the client has seen, and the client
+    // collects what every client had seen at the server's last collection.
+    c.synced = c.doc.getVersionVector().deepcopy();
+    if (lastMin) c.doc.garbageCollect(lastMin);
   };
 
+  let lastMin;
   const gc = () => {
     const min = new Map();
-    const vvs = clients.map((c) => c.doc.getVersionVector());
+    const vvs = clients.map((c) => c.synced);
     const actors = new Set();
     for (const vv of vvs) for (const [a] of vv) actors.add(a);
     for (const a of actors) {
@@ -99,7 +113,8 @@ function main() {
       }
       if (m > 0n) min.set(a, m);
     }
-    const collected = server.garbageCollect(new yorkie.VersionVector(min));
+    lastMin = new yorkie.VersionVector(min);
+    const collected = server.garbageCollect(lastMin);
     const vv = {};
     for (const [a, l] of min) vv[a] = l.toString();
     events.push({ gc: { vv, collected, after: state(server) } });
@@ -108,19 +123,21 @@ function main() {
   clients[0].doc.update((root) => {
     root.t = new yorkie.Text();
   });
+  // The text's creation is not for undoing.
+  clients[0].doc.internalHistory.clearUndo();
   sync(clients[0]);
   for (const c of clients.slice(1)) sync(c);
 
-  for (let s = 0; s < steps; s++) {
+  const step = () => {
     const c = pick(clients);
     const r = rand();
     if (r < 0.15) {
       sync(c);
-      continue;
+      return;
     }
     if (r < 0.2) {
       gc();
-      continue;
+      return;
     }
     const len = c.doc.getRoot().t.length;
     const from = int(len + 1);
@@ -139,22 +156,38 @@ function main() {
         if (rand() < 0.3) attrs[pick(['u', 's'])] = pick(attrValues);
         root.t.setStyle(from, to, attrs);
       });
-    } else if (r < 0.95) {
-      if (c.doc.history.canUndo()) c.doc.history.undo();
-    } else if (c.doc.history.canRedo()) {
-      c.doc.history.redo();
+    } else {
+      // The SDK's undo fails on some positions whose nodes were collected; such an undo
+      // changes nothing and makes no change.
+      try {
+        if (r < 0.95) {
+          if (c.doc.history.canUndo()) c.doc.history.undo();
+        } else if (c.doc.history.canRedo()) {
+          c.doc.history.redo();
+        }
+      } catch (e) {
+        undoFailures++;
+      }
     }
+  };
+
+  try {
+    for (let s = 0; s < steps; s++) step();
+    for (let round = 0; round < 2; round++) for (const c of clients) sync(c);
+  } catch (e) {
+    if (!(e instanceof Refused)) throw e;
+    return { seed, events, refused: true };
   }
-  for (let round = 0; round < 2; round++) for (const c of clients) sync(c);
   gc();
 
-  process.stdout.write(
-    JSON.stringify({
-      events,
-      final: state(server),
-      clients: clients.map((c) => c.doc.toSortedJSON()),
-    }),
-  );
+  return {
+    seed,
+    events,
+    final: state(server),
+    clients: clients.map((c) => c.doc.toSortedJSON()),
+    undoFailures,
+  };
 }
 
-main();
+const { seeds, clients, steps } = JSON.parse(process.argv[2]);
+process.stdout.write(JSON.stringify(seeds.map((s) => run(s, clients, steps))));
