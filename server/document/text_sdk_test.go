@@ -28,7 +28,7 @@ type textRun struct {
 		} `json:"change"`
 		// Refused is the SDK's error when it could not apply the change.
 		Refused string `json:"refused"`
-		GC *struct {
+		GC      *struct {
 			VV        map[string]string `json:"vv"`
 			Collected int               `json:"collected"`
 			After     textSDKState      `json:"after"`

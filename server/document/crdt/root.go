@@ -19,7 +19,7 @@ type Root struct {
 	// an attribute first shrinks the text node that holds it.
 	gcOrder []gcRef
 	gcSeq   uint64
-	size     DocSize
+	size    DocSize
 }
 
 // NewRoot indexes the tree under object, registering its removed elements and nodes for
