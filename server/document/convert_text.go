@@ -149,10 +149,11 @@ func textFromPB(pb *api.JSONElement_Text) (*crdt.Text, error) {
 	return text, nil
 }
 
-// textToPB writes a text element for a snapshot: every node, tombstones included, with its
-// attributes (removed ones too, without is_removed, as the SDK writes them) and the piece it
-// was split from, so that a replica reading the snapshot resolves positions as one that
-// applied the edits.
+// textToPB writes a text element for a snapshot: every node, tombstones included, with the
+// piece it was split from (ins_prev_id, which the SDK reads but does not write), so that a
+// replica reading the snapshot resolves positions as one that applied the edits. Removed
+// attributes are left out: the SDK's reader takes every attribute as live (it ignores
+// is_removed), so writing one would bring it back.
 func textToPB(t *crdt.Text) *api.JSONElement_Text {
 	pb := &api.JSONElement_Text{
 		Nodes:     make([]*api.TextNode, 0, t.Len()),
@@ -170,10 +171,12 @@ func textToPB(t *crdt.Text) *api.JSONElement_Text {
 		if p := n.InsPrev(); p != nil {
 			pn.InsPrevId = textNodeIDToPB(p.ID())
 		}
-		if a := v.Attrs(); a != nil && len(a.Nodes()) > 0 {
-			pn.Attributes = make(map[string]*api.NodeAttr, len(a.Nodes()))
+		if a := v.Attrs(); a != nil && a.Len() > 0 {
+			pn.Attributes = make(map[string]*api.NodeAttr, a.Len())
 			for _, an := range a.Nodes() {
-				pn.Attributes[an.Key()] = &api.NodeAttr{Value: an.Value(), UpdatedAt: ticketToPB(an.UpdatedAt())}
+				if !an.IsRemoved() {
+					pn.Attributes[an.Key()] = &api.NodeAttr{Value: an.Value(), UpdatedAt: ticketToPB(an.UpdatedAt())}
+				}
 			}
 		}
 		pb.Nodes = append(pb.Nodes, pn)

@@ -194,6 +194,7 @@ func TestTextMatchesSDK(t *testing.T) {
 		t.Fatal(err)
 	}
 	refused := 0
+	var snapshots []string
 	for _, run := range runs {
 		if !run.Refused && len(run.Clients) == 0 {
 			t.Fatalf("seed %d: no result", run.Seed)
@@ -243,6 +244,33 @@ func TestTextMatchesSDK(t *testing.T) {
 		compareTextState(t, d, run.Final, "seed "+strconv.FormatInt(run.Seed, 10))
 		if t.Failed() {
 			return
+		}
+		snap, err := d.Snapshot()
+		if err != nil {
+			t.Fatal(err)
+		}
+		snapshots = append(snapshots, base64.StdEncoding.EncodeToString(snap))
+	}
+
+	// Our snapshots, read back by us and by the SDK, must give the same documents.
+	out = runSDK(t, "text_sdk.cjs", map[string]any{"load": snapshots})
+	var loaded []textSDKState
+	if err := json.Unmarshal(out, &loaded); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range loaded {
+		snap := decodeB64(t, snapshots[i])
+		d, err := FromSnapshot(snap)
+		if err != nil {
+			t.Fatalf("snapshot %d: %v", i, err)
+		}
+		compareTextState(t, d, want, "snapshot "+strconv.Itoa(i)+" loaded")
+		again, err := d.Snapshot()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(again, snap) {
+			t.Errorf("snapshot %d: reading and writing it again changed its bytes", i)
 		}
 	}
 	t.Logf("%d runs, %d ended with a change the SDK and the server both refuse", len(runs), refused)

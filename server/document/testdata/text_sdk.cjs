@@ -1,6 +1,7 @@
 // Drives the Yorkie JS SDK to produce text changes for the Go differential tests.
 //
-// Input (argv[2], JSON): {seeds, clients, steps}; one run per seed. Several SDK documents edit one text
+// Input (argv[2], JSON): {seeds, clients, steps}, one run per seed; or {load: [snapshot]},
+// to report the state of documents that load those snapshots (base64 api.Snapshot). Several SDK documents edit one text
 // concurrently (typing, deleting, replacing, styling, undo and redo), exchanging changes
 // through a simulated server log: a sync pushes the client's pending changes to the log and
 // pulls the others'. A further document applies the log in order, as the server does, and
@@ -28,11 +29,29 @@ function rng(seed) {
 
 const b64 = (u8) => Buffer.from(u8).toString('base64');
 
+// serverRoot encodes the root as the server's snapshots hold it: the SDK's encoding without
+// removed text attributes, which the SDK's reader would revive as live values.
+function serverRoot(doc) {
+  const root = doc.getRootObject().deepcopy();
+  const text = root.get('t');
+  if (text) {
+    for (const node of text.getRGATreeSplit()) {
+      const value = node.getValue();
+      const copy = value.substring(0, value.length);
+      for (const attr of [...copy.getAttrs()]) {
+        if (attr.isRemoved()) copy.getAttrs().getNodeMapByKey().delete(attr.getKey());
+      }
+      node.value = copy;
+    }
+  }
+  return b64(converter.objectToBytes(root));
+}
+
 function state(doc) {
   const size = doc.getDocSize();
   return {
     json: doc.toSortedJSON(),
-    root: b64(converter.objectToBytes(doc.getRootObject())),
+    root: serverRoot(doc),
     garbageLen: doc.getGarbageLen(),
     size: { live: { ...size.live }, gc: { ...size.gc } },
   };
@@ -189,5 +208,17 @@ function run(seed, n, steps) {
   };
 }
 
-const { seeds, clients, steps } = JSON.parse(process.argv[2]);
-process.stdout.write(JSON.stringify(seeds.map((s) => run(s, clients, steps))));
+// load reads snapshots (base64 api.Snapshot bytes) as a client does on attaching.
+function load(snapshots) {
+  return snapshots.map((b) => {
+    const doc = new yorkie.Document('text-diff');
+    doc.applySnapshot(0n, new yorkie.VersionVector(), Buffer.from(b, 'base64'));
+    return state(doc);
+  });
+}
+
+const input = JSON.parse(process.argv[2]);
+const output = input.load
+  ? load(input.load)
+  : input.seeds.map((s) => run(s, input.clients, input.steps));
+process.stdout.write(JSON.stringify(output));
