@@ -134,7 +134,7 @@ class Session {
   finish(name) {
     const before = this.state();
     const loaded = this.loaded();
-    const vv = this.replica.getVersionVector();
+    const vv = this.gcVector ? this.gcVector() : this.replica.getVersionVector();
     const purged = this.replica.garbageCollect(vv);
     const after = this.state();
     const golden = {
@@ -380,6 +380,90 @@ const scenarios = {
     s.sync(a, b);
   },
 };
+
+Object.assign(scenarios, {
+  // Two clients remove the same element concurrently: the SDK registers both removals.
+  removeTwice(s) {
+    const a = s.client(A);
+    const b = s.client(B);
+    a.doc.update((r) => { r.o = { deep: { v: [1, 2] } }; r.l = ['a', 'b', { c: 1 }]; });
+    s.sync(a, b);
+    a.doc.update((r) => { delete r.o; r.l.delete(2); r.l.delete(0); });
+    b.doc.update((r) => { delete r.o; r.l.delete(2); r.l.delete(1); });
+    s.sync(a, b);
+    s.sync(a, b);
+  },
+
+  // Edits inside an object and an array another client removed at the same time.
+  editRemoved(s) {
+    const a = s.client(A);
+    const b = s.client(B);
+    a.doc.update((r) => { r.o = { x: 1 }; r.l = [[1, 2], { k: 'v' }]; r.c = new yorkie.Counter(1); });
+    s.sync(a, b);
+    a.doc.update((r) => { delete r.o; r.l.delete(0); delete r.c; });
+    b.doc.update((r) => {
+      r.o.y = 'new';
+      r.o.x = 2;
+      r.l.getElementByIndex(0).push(3);
+      r.l.getElementByIndex(0).moveFront(r.l.getElementByIndex(0).getElementByIndex(1).getID());
+      r.c.increase(5);
+    });
+    s.sync(a, b);
+    s.sync(a, b);
+  },
+
+  // Collection with a vector that has not seen everything: only what it covers goes.
+  partialGC(s) {
+    const a = s.client(A);
+    const b = s.client(B);
+    a.doc.update((r) => { r.l = [1, 2, 3, 4]; r.o = { p: 1, q: 2 }; });
+    s.sync(a, b);
+    a.doc.update((r) => { r.l.delete(0); delete r.o.p; r.l.moveFront(r.l.getElementByIndex(2).getID()); });
+    s.sync(a, b);
+    const seen = b.doc.getVersionVector();
+    b.doc.update((r) => { r.l.delete(0); delete r.o.q; r.l.moveLast(r.l.getElementByIndex(0).getID()); });
+    a.doc.update((r) => { r.l.moveFront(r.l.getElementByIndex(1).getID()); });
+    s.sync(b, a);
+    s.gcVector = () => seen;
+  },
+
+  // Many concurrent moves of one element: losing moves leave dead positions that later
+  // operations anchor to.
+  moveStorm(s) {
+    const a = s.client(A);
+    const b = s.client(B);
+    const c = s.client(C);
+    a.doc.update((r) => { r.l = ['p', 'q', 'r', 's', 't']; });
+    s.sync(a, b, c);
+    for (let round = 0; round < 3; round++) {
+      a.doc.update((r) => { r.l.moveFront(r.l.getElementByIndex(2).getID()); r.l.moveLast(r.l.getElementByIndex(0).getID()); });
+      b.doc.update((r) => { r.l.moveAfter(r.l.getElementByIndex(3).getID(), r.l.getElementByIndex(1).getID()); });
+      c.doc.update((r) => {
+        r.l.moveFront(r.l.getElementByIndex(1).getID());
+        r.l.insertAfter(r.l.getElementByIndex(0).getID(), 'c' + round);
+      });
+      s.sync(b, c, a);
+      s.sync(b, c, a);
+    }
+  },
+
+  // Arrays and counters nested in arrays.
+  nested(s) {
+    const a = s.client(A);
+    a.doc.update((r) => {
+      r.m = [[1, [2, [3]]], { a: [{ b: new yorkie.Counter(10n) }] }];
+      r.m.push(new yorkie.Counter(7));
+    });
+    s.sync(a);
+    a.doc.update((r) => {
+      r.m.getElementByIndex(2).increase(3);
+      r.m.getElementByIndex(1).a.getElementByIndex(0).b.increase(-20);
+      r.m.getElementByIndex(0).getElementByIndex(1).setValue(0, 'two');
+      r.m.moveFront(r.m.getElementByIndex(2).getID());
+    });
+    s.sync(a);
+  },
+});
 
 fs.mkdirSync(out, { recursive: true });
 for (const [name, run] of Object.entries(scenarios)) {
