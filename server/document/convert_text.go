@@ -3,6 +3,7 @@ package document
 import (
 	"fmt"
 	"sort"
+	"unicode/utf8"
 
 	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
 	"github.com/yorkie-affinity/yorkie/server/document/crdt"
@@ -63,6 +64,9 @@ func textAttrsFromPB(m map[string]string, what string) ([]crdt.TextAttr, error) 
 	}
 	attrs := make([]crdt.TextAttr, 0, len(m))
 	for k, v := range m {
+		if !utf8.ValidString(k) || !utf8.ValidString(v) {
+			return nil, fmt.Errorf("%w: %s: attribute is not UTF-8", ErrInvalidOperation, what)
+		}
 		if _, ok := crdt.ParseJSONValue(v); !ok {
 			return nil, fmt.Errorf("%w: %s: attribute %q is not JSON", ErrInvalidOperation, what, k)
 		}
@@ -70,6 +74,17 @@ func textAttrsFromPB(m map[string]string, what string) ([]crdt.TextAttr, error) 
 	}
 	sort.Slice(attrs, func(i, j int) bool { return attrs[i].Key < attrs[j].Key })
 	return attrs, nil
+}
+
+// checkUTF8 refuses strings a protobuf decoder would have refused (for changes built in
+// memory rather than read from the wire).
+func checkUTF8(what string, ss ...string) error {
+	for _, s := range ss {
+		if !utf8.ValidString(s) {
+			return fmt.Errorf("%w: %s: not UTF-8", ErrInvalidOperation, what)
+		}
+	}
+	return nil
 }
 
 // checkCreatedAtMap validates the legacy created_at_map_by_actor field. The SDK 0.7.7 neither

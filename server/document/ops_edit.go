@@ -34,6 +34,9 @@ func decodeEdit(pb *api.Operation_Edit) (Operation, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkUTF8("edit content", pb.GetContent()); err != nil {
+		return nil, err
+	}
 	attrs, err := textAttrsFromPB(pb.GetAttributes(), "edit")
 	if err != nil {
 		return nil, err

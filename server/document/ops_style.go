@@ -31,6 +31,9 @@ func decodeStyle(pb *api.Operation_Style) (Operation, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkUTF8("style attributes_to_remove", pb.GetAttributesToRemove()...); err != nil {
+		return nil, err
+	}
 	attrs, err := textAttrsFromPB(pb.GetAttributes(), "style")
 	if err != nil {
 		return nil, err
