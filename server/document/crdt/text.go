@@ -2,6 +2,7 @@ package crdt
 
 import (
 	"fmt"
+	"strings"
 	"unicode/utf16"
 )
 
@@ -17,7 +18,24 @@ func newTextValue(content []uint16) *TextValue { return &TextValue{content: cont
 
 // Content is the value as a string; a lone surrogate becomes U+FFFD, as when the SDK encodes
 // it to UTF-8.
-func (v *TextValue) Content() string { return string(utf16.Decode(v.content)) }
+func (v *TextValue) Content() string {
+	ascii := true
+	for _, u := range v.content {
+		if u >= 0x80 {
+			ascii = false
+			break
+		}
+	}
+	if !ascii {
+		return string(utf16.Decode(v.content))
+	}
+	var sb strings.Builder
+	sb.Grow(len(v.content))
+	for _, u := range v.content {
+		sb.WriteByte(byte(u))
+	}
+	return sb.String()
+}
 
 // Len is the content's length in UTF-16 code units.
 func (v *TextValue) Len() int { return len(v.content) }
