@@ -272,3 +272,41 @@ func BenchmarkTextSnapshot100k(b *testing.B) {
 		}
 	}
 }
+
+// A snapshot keeps which piece each split piece came from, so that a position at a split
+// boundary resolves on a document read from it as on the document that made the split.
+func TestTextSnapshotKeepsSplitLinks(t *testing.T) {
+	d := New()
+	text := tk(1, 1, actorA)
+	ins := tk(2, 1, actorA)
+	head := textPos(rootTicket(), 0, 0)
+	mid := textPos(ins, 0, 2)
+	if err := d.ApplyChanges([]*api.Change{
+		change(actorA, 1, 1, setOpPB(rootTicket(), "t", textValue(text), text)),
+		change(actorA, 2, 2, editOpPB(text, head, head, "abcd", nil, ins)),
+		change(actorA, 3, 3, editOpPB(text, mid, mid, "X", nil, tk(3, 1, actorA))), // "ab" X "cd"
+	}); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := d.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	loaded, err := FromSnapshot(snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// (ins, 2) with no relative offset names the start of "cd", which belongs to "ab".
+	boundary := textPos(ins, 2, 0)
+	edit := change(actorB, 1, 4, editOpPB(text, boundary, boundary, "Y", nil, tk(4, 1, actorB)))
+	edit.Id.VersionVector = VersionVectorToPB(crdt.VersionVector{actorA: 3, actorB: 4})
+	for _, doc := range []*Document{d, loaded} {
+		if err := doc.ApplyChanges([]*api.Change{proto.Clone(edit).(*api.Change)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := `{"t":[{"val":"ab"},{"val":"Y"},{"val":"X"},{"val":"cd"}]}`
+	if d.JSON() != want || loaded.JSON() != want {
+		t.Fatalf("got %s and %s, want %s", d.JSON(), loaded.JSON(), want)
+	}
+}
