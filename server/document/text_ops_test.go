@@ -310,3 +310,56 @@ func TestTextSnapshotKeepsSplitLinks(t *testing.T) {
 		t.Fatalf("got %s and %s, want %s", d.JSON(), loaded.JSON(), want)
 	}
 }
+
+// FuzzTextSnapshot reads texts of arbitrary shape from snapshots (offsets, tombstones and
+// split links in any order) and edits them: nothing may panic.
+func FuzzTextSnapshot(f *testing.F) {
+	f.Add([]byte{2, 0, 3, 0, 0, 2, 3, 1, 1, 1, 3, 0, 2, 0, 0}, int64(2), int32(1), int32(1), "x", false)
+	f.Add([]byte{5, 1, 1, 1, 2, 5, 0, 4, 0, 0}, int64(5), int32(0), int32(3), "", true)
+	f.Fuzz(func(t *testing.T, shape []byte, l int64, off, rel int32, content string, style bool) {
+		text := tk(1, 1, actorA)
+		pt := &api.JSONElement_Text{CreatedAt: text}
+		for i := 0; i+4 < len(shape) && len(pt.Nodes) < 32; i += 5 {
+			n := &api.TextNode{
+				Id:    &api.TextNodeID{CreatedAt: tk(int64(shape[i]%8), 1, actorA), Offset: int32(shape[i+1] % 8)},
+				Value: "abcdefgh"[:shape[i+2]%8],
+			}
+			if shape[i+3]%2 == 1 {
+				n.RemovedAt = tk(int64(shape[i+3]%16), 1, actorB)
+			}
+			if shape[i+4]%3 != 0 {
+				n.InsPrevId = &api.TextNodeID{CreatedAt: tk(int64(shape[i+4]%8), 1, actorA), Offset: int32(shape[i+4] % 5)}
+			}
+			pt.Nodes = append(pt.Nodes, n)
+		}
+		root := &api.JSONElement{Body: &api.JSONElement_JsonObject{JsonObject: &api.JSONElement_JSONObject{
+			CreatedAt: rootTicket(),
+			Nodes:     []*api.RHTNode{{Key: "t", Element: &api.JSONElement{Body: &api.JSONElement_Text_{Text: pt}}}},
+		}}}
+		snap, err := proto.Marshal(&api.Snapshot{Root: root})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := FromSnapshot(snap)
+		if err != nil {
+			return
+		}
+		p := textPos(tk(l%8, 1, actorA), off%8, rel%8)
+		var op *api.Operation
+		if style {
+			op = styleOpPB(text, textPos(rootTicket(), 0, 0), p, map[string]string{"b": "1"}, []string{"i"}, tk(20, 1, actorB))
+		} else {
+			op = editOpPB(text, p, p, content, nil, tk(20, 1, actorB))
+		}
+		c := change(actorB, 1, 20, op)
+		c.Id.VersionVector = VersionVectorToPB(crdt.VersionVector{actorA: 10, actorB: 20})
+		if err := d.ApplyChanges([]*api.Change{c}); err != nil {
+			return
+		}
+		_ = d.JSON()
+		d.GarbageCollect(crdt.VersionVector{actorA: 100, actorB: 100})
+		if _, err := d.Snapshot(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
