@@ -37,9 +37,6 @@ func (v *TextValue) Content() string {
 	return sb.String()
 }
 
-// Len is the content's length in UTF-16 code units.
-func (v *TextValue) Len() int { return len(v.content) }
-
 // Attrs returns the attributes (nil when the node never had one).
 func (v *TextValue) Attrs() *RHT { return v.attrs }
 
@@ -111,12 +108,6 @@ func (t *Text) Nodes(fn func(n *TextNode)) {
 	for n := t.rga.head.next; n != nil; n = n.next {
 		fn(n)
 	}
-}
-
-// FindNode returns the node holding id (the piece whose offset is the largest not after id's).
-func (t *Text) FindNode(id TextNodeID) (*TextNode, bool) {
-	n := t.rga.floor(id)
-	return n, n != nil
 }
 
 // AppendNode adds a node read from a snapshot at the end of the text. insPrev, when given,
