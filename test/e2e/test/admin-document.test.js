@@ -1,7 +1,7 @@
 'use strict';
 // The operator's view of a document (GET /admin/documents/{key} on the
 // profiling port) against the real SDK: after concurrent edits of objects,
-// arrays, counters and every primitive type, its root is every replica's
+// arrays, counters, text with styles and every primitive type, its root is every replica's
 // toSortedJSON, its live size is the SDK's, and it follows later edits and a
 // client that attaches late.
 
@@ -67,6 +67,8 @@ test('the admin view of a document equals the SDK replicas', { skip: skipReason(
       root.list = [1, 2, 3, 'four'];
       root.n = new yorkie.Counter(yorkie.CounterType.Int, 10);
       root.big = new yorkie.Counter(yorkie.CounterType.Long, BigInt(1));
+      root.t = new yorkie.Text();
+      root.t.edit(0, 0, 'hello world');
       root.values = {
         nothing: null,
         yes: true,
@@ -89,6 +91,8 @@ test('the admin view of a document equals the SDK replicas', { skip: skipReason(
       root.n.increase(5);
       root.big.increase(BigInt('4294967296'));
       root.o.a = 'one';
+      root.t.edit(0, 5, 'HELLO', { bold: true });
+      root.t.setStyle(6, 11, { italic: true, size: 12 });
     }, 'edits of replica 1');
     d2.update((root) => {
       root.list[1] = 'set';
@@ -96,6 +100,8 @@ test('the admin view of a document equals the SDK replicas', { skip: skipReason(
       root.n.increase(-3);
       root.o.a = 'uno';
       root.o.added = [{ deep: [] }];
+      root.t.edit(5, 6, ' dear "friend" ');
+      root.t.edit(11, 11, '😀');
     }, 'edits of replica 2');
     await syncAll([[c1, d1], [c2, d2]]);
     assert.equal(d1.toSortedJSON(), d2.toSortedJSON(), 'replicas converge');
@@ -116,6 +122,8 @@ test('the admin view of a document equals the SDK replicas', { skip: skipReason(
       root.list.insertAfter(root.list.getElementByIndex(0).getID(), 'inserted');
       delete root.values;
       root.n.increase(100);
+      root.t.edit(0, 2, '');
+      root.t.setStyle(0, 3, { bold: null, color: 'red' });
     }, 'edits of the late joiner');
     await syncAll([[c3, d3], [c1, d1], [c2, d2]]);
     view = await documentView(admin, key);
