@@ -291,7 +291,7 @@ func New(cfg Config) (*Server, error) {
 		pmux.Handle("/metrics", promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{Registry: s.registry}))
 		// Operators' read-only views, on the operators' port only: they name
 		// documents by key and show their content.
-		adm, err := admin.New(admin.Config{DB: s.db, Logger: logger})
+		adm, err := admin.New(admin.Config{DB: s.db, Logger: logger, Registerer: s.registry})
 		if err != nil {
 			return nil, fmt.Errorf("server: create admin handler: %w", err)
 		}

@@ -13,6 +13,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
 	"github.com/yorkie-affinity/yorkie/server/document"
@@ -46,6 +48,8 @@ type Config struct {
 	DB database.Database
 	// Logger receives the failures answered with 5xx (default slog.Default()).
 	Logger *slog.Logger
+	// Registerer receives the handler's metrics (none when nil).
+	Registerer prometheus.Registerer
 	// PageSize is DefaultPageSize when not positive.
 	PageSize int
 	// Timeout is DefaultTimeout when not positive.
@@ -58,6 +62,8 @@ type Handler struct {
 	log      *slog.Logger
 	pageSize int64
 	timeout  time.Duration
+	// views counts document views by outcome: ok or the error code.
+	views *prometheus.CounterVec
 }
 
 // New returns a Handler reading from cfg.DB.
@@ -65,7 +71,18 @@ func New(cfg Config) (*Handler, error) {
 	if cfg.DB == nil {
 		return nil, errors.New("admin: a database is required")
 	}
-	h := &Handler{db: cfg.DB, log: cfg.Logger, pageSize: int64(cfg.PageSize), timeout: cfg.Timeout}
+	h := &Handler{
+		db: cfg.DB, log: cfg.Logger, pageSize: int64(cfg.PageSize), timeout: cfg.Timeout,
+		views: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "yorkie_admin_document_views_total",
+			Help: "Document views served on the profiling port, by outcome (ok or the error code).",
+		}, []string{"outcome"}),
+	}
+	if cfg.Registerer != nil {
+		if err := cfg.Registerer.Register(h.views); err != nil {
+			return nil, fmt.Errorf("admin: register metrics: %w", err)
+		}
+	}
 	if h.log == nil {
 		h.log = slog.Default()
 	}
@@ -213,9 +230,11 @@ func (h *Handler) serveDocument(w http.ResponseWriter, r *http.Request) {
 		if status >= 500 {
 			h.log.Error("admin: document view failed", "key", key, "error", err)
 		}
+		h.views.WithLabelValues(code).Inc()
 		writeJSON(w, status, errorBody{Error: err.Error(), Code: code})
 		return
 	}
+	h.views.WithLabelValues("ok").Inc()
 	writeJSON(w, http.StatusOK, view)
 }
 

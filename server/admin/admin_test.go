@@ -1,8 +1,10 @@
 package admin_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"reflect"
 	"testing"
@@ -13,11 +15,31 @@ import (
 	"github.com/yorkie-affinity/yorkie/server/admin"
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
 	"github.com/yorkie-affinity/yorkie/server/backend/database/memory"
+	"github.com/yorkie-affinity/yorkie/server/backend/database/mongo"
 	"github.com/yorkie-affinity/yorkie/server/document"
 	"github.com/yorkie-affinity/yorkie/server/document/crdt"
 	"github.com/yorkie-affinity/yorkie/server/servertest"
 	"github.com/yorkie-affinity/yorkie/server/servertest/wire"
+	"github.com/yorkie-affinity/yorkie/test/testenv"
 )
+
+// forEachDatabase runs test on a server over the memory database and over a
+// MongoDB-wire server (skipped without one, unless servers are required).
+func forEachDatabase(t *testing.T, test func(t *testing.T, db database.Database, srv *server.Server)) {
+	t.Run("memory", func(t *testing.T) {
+		db := memory.New()
+		test(t, db, servertest.Start(t, func(c *server.Config) { c.DB = db }))
+	})
+	t.Run("mongo", func(t *testing.T) {
+		m := testenv.MongoURI(t)
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		db, err := mongo.Dial(ctx, mongo.Config{URI: m.URI, Database: m.Database, Logger: slog.New(slog.DiscardHandler)})
+		wire.Must(t, err, "dial the database")
+		t.Cleanup(func() { _ = db.Close(context.Background()) })
+		test(t, db, servertest.Start(t, func(c *server.Config) { c.DB = db }))
+	})
+}
 
 // getView fetches the admin view of key from srv's profiling port and decodes
 // the answer into out, returning the status.
@@ -56,8 +78,9 @@ func editedKeys(r *wire.Replica, from, to uint32) map[string]any {
 	return want
 }
 
-func TestDocumentView(t *testing.T) {
-	srv := servertest.Start(t)
+func TestDocumentView(t *testing.T) { forEachDatabase(t, testDocumentView) }
+
+func testDocumentView(t *testing.T, _ database.Database, srv *server.Server) {
 	c := servertest.Client(t, srv, servertest.ConnectJSON)
 	a, b := wire.NewReplica(t, c), wire.NewReplica(t, c)
 	key := wire.UniqueKey(t, "doc")
@@ -96,8 +119,10 @@ func TestDocumentView(t *testing.T) {
 }
 
 func TestDocumentViewStartsFromSnapshot(t *testing.T) {
-	db := memory.New()
-	srv := servertest.Start(t, func(c *server.Config) { c.DB = db })
+	forEachDatabase(t, testDocumentViewStartsFromSnapshot)
+}
+
+func testDocumentViewStartsFromSnapshot(t *testing.T, db database.Database, srv *server.Server) {
 	c := servertest.Client(t, srv, servertest.ConnectJSON)
 	r := wire.NewReplica(t, c)
 	key := wire.UniqueKey(t, "doc")
@@ -172,4 +197,29 @@ func TestDocumentViewRefusals(t *testing.T) {
 	if status := getView(t, srv, cases[0].key, &body); status != http.StatusNotFound {
 		t.Errorf("second look-up: status %d, want 404", status)
 	}
+	got := viewCounts(t, srv)
+	if want := map[string]float64{"document_not_found": 2, "invalid_key": 2}; !reflect.DeepEqual(got, want) {
+		t.Errorf("yorkie_admin_document_views_total = %v, want %v", got, want)
+	}
+}
+
+// viewCounts reads yorkie_admin_document_views_total by outcome from srv's metrics.
+func viewCounts(t *testing.T, srv *server.Server) map[string]float64 {
+	t.Helper()
+	families, err := srv.Registry().Gather()
+	wire.Must(t, err, "gather metrics")
+	out := map[string]float64{}
+	for _, f := range families {
+		if f.GetName() != "yorkie_admin_document_views_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "outcome" {
+					out[l.GetValue()] = m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return out
 }
