@@ -215,6 +215,13 @@ test(
       const killAt = Date.now();
       await cluster.kill(victim);
       t.diagnostic(`SIGKILL ${victim.name} at server_seq ${beforeKill.server_seq}, newest snapshot at ${beforeKill.snapshot.server_seq}`);
+      // The view is read from the database: a live node answers it before
+      // anyone has taken the document over.
+      const duringOutage = await documentView(adminOf(cluster.live()[0]), key);
+      assert.ok(
+        duringOutage.server_seq >= beforeKill.server_seq && duringOutage.snapshot.server_seq >= beforeKill.snapshot.server_seq,
+        `view right after the SIGKILL: ${JSON.stringify({ server_seq: duringOutage.server_seq, snapshot: duringOutage.snapshot })}`,
+      );
 
       const pairs = editors.map((e) => ({ clientId: e.client.getID(), key, label: e.label }));
       await waitFor(
