@@ -57,7 +57,7 @@ func runDocument(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	rest := fs.Args()
-	if len(rest) == 0 {
+	if len(rest) == 0 || rest[0] == "" {
 		fmt.Fprintf(stderr, "yorkie document get: a document key is required\n\n%s", documentUsage)
 		return 2
 	}

@@ -25,6 +25,7 @@ func TestRunCommands(t *testing.T) {
 		{"document without command", []string{"document"}, 2, "", "usage: yorkie document get"},
 		{"document unknown command", []string{"document", "list"}, 2, "", `unknown command "list"`},
 		{"document get without key", []string{"document", "get"}, 2, "", "a document key is required"},
+		{"document get empty key", []string{"document", "get", ""}, 2, "", "a document key is required"},
 		{"document get two keys", []string{"document", "get", "a", "b"}, 2, "", "unexpected arguments"},
 		{"document get bad addr", []string{"document", "get", "doc", "--addr", "127.0.0.1:8081"}, 2, "", "want a URL"},
 	}
