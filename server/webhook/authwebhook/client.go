@@ -158,14 +158,14 @@ func (c *Client) Check(ctx context.Context, s Settings, r Request) error {
 	key := newCacheKey(r.Project, body)
 	now := c.clock.Now()
 	if e, ok := c.allowed.get(key, now); ok {
-		c.metrics.cache.WithLabelValues("hit").Inc()
+		c.metrics.hit.Inc()
 		return verdictError(e.v, e.reason, "")
 	}
 	if e, ok := c.denied.get(key, now); ok {
-		c.metrics.cache.WithLabelValues("hit").Inc()
+		c.metrics.hit.Inc()
 		return verdictError(e.v, e.reason, "")
 	}
-	c.metrics.cache.WithLabelValues("miss").Inc()
+	c.metrics.miss.Inc()
 
 	start := time.Now()
 	v, reason, err := c.ask(ctx, s, body)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -68,7 +69,7 @@ func settings(url string, methods ...string) Settings {
 
 func newClient(t testing.TB, mod func(*Config)) (*Client, *prometheus.Registry) {
 	reg := prometheus.NewRegistry()
-	cfg := Config{HTTPClient: webhook.NewHTTPClient(webhook.HTTPClientConfig{}), Registerer: reg}
+	cfg := Config{HTTPClient: webhook.NewHTTPClient(webhook.HTTPClientConfig{}), Registerer: reg, Logger: quiet}
 	if mod != nil {
 		mod(&cfg)
 	}
@@ -479,7 +480,7 @@ func TestNewRefusesMissingHTTPClientAndDoubleRegistration(t *testing.T) {
 		t.Fatal("New without HTTPClient succeeded")
 	}
 	reg := prometheus.NewRegistry()
-	cfg := Config{HTTPClient: http.DefaultClient, Registerer: reg}
+	cfg := Config{HTTPClient: http.DefaultClient, Registerer: reg, Logger: quiet}
 	if _, err := New(cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -509,3 +510,6 @@ func BenchmarkCheckCached(b *testing.B) {
 		b.Fatalf("hits = %d", h.hits())
 	}
 }
+
+// quiet drops the warnings the failure tests cause on purpose.
+var quiet = slog.New(slog.DiscardHandler)

@@ -12,6 +12,8 @@ type metrics struct {
 	latency  *prometheus.HistogramVec
 	cache    *prometheus.CounterVec
 	attempts prometheus.Counter
+	// hit and miss are cache's children, resolved once for the hot path.
+	hit, miss prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -34,6 +36,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "HTTP requests sent to auth webhooks, retries included.",
 		}),
 	}
+	m.hit, m.miss = m.cache.WithLabelValues("hit"), m.cache.WithLabelValues("miss")
 	if reg != nil {
 		for _, c := range []prometheus.Collector{m.calls, m.latency, m.cache, m.attempts} {
 			if err := reg.Register(c); err != nil {

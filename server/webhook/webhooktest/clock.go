@@ -13,12 +13,27 @@ import (
 // then run in Advance's goroutine, in order of their due time.
 type Clock struct {
 	mu     sync.Mutex
+	armed  *sync.Cond // broadcast whenever a timer is added
 	now    time.Time
 	timers []*timer
 }
 
 // NewClock returns a clock standing at start.
-func NewClock(start time.Time) *Clock { return &Clock{now: start} }
+func NewClock(start time.Time) *Clock {
+	c := &Clock{now: start}
+	c.armed = sync.NewCond(&c.mu)
+	return c
+}
+
+// AwaitTimers blocks until at least n timers are pending, so a test moves
+// the clock only once the code under test waits on it.
+func (c *Clock) AwaitTimers(n int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for len(c.timers) < n {
+		c.armed.Wait()
+	}
+}
 
 type timer struct {
 	c    *Clock
@@ -39,6 +54,7 @@ func (c *Clock) AfterFunc(d time.Duration, f func()) webhook.Timer {
 	defer c.mu.Unlock()
 	t := &timer{c: c, when: c.now.Add(d), f: f}
 	c.timers = append(c.timers, t)
+	c.armed.Broadcast()
 	return t
 }
 
