@@ -159,11 +159,11 @@ func (c *Client) Check(ctx context.Context, s Settings, r Request) error {
 	now := c.clock.Now()
 	if e, ok := c.allowed.get(key, now); ok {
 		c.metrics.hit.Inc()
-		return verdictError(e.v, e.reason, "")
+		return verdictError(e.v, e.reason)
 	}
 	if e, ok := c.denied.get(key, now); ok {
 		c.metrics.hit.Inc()
-		return verdictError(e.v, e.reason, "")
+		return verdictError(e.v, e.reason)
 	}
 	c.metrics.miss.Inc()
 
@@ -185,7 +185,7 @@ func (c *Client) Check(ctx context.Context, s Settings, r Request) error {
 		c.allowed.remove(key)
 		c.denied.put(key, v, reason, now)
 	}
-	return verdictError(v, reason, "")
+	return verdictError(v, reason)
 }
 
 // ask posts body and reads the answer; err is set for every outcome that is
@@ -223,16 +223,16 @@ func (c *Client) ask(ctx context.Context, s Settings, body []byte) (verdict, str
 }
 
 // verdictError is nil for allowed and the matching sentinel otherwise.
-func verdictError(v verdict, reason, detail string) error {
+func verdictError(v verdict, reason string) error {
 	switch v {
 	case allowed:
 		return nil
 	case denied:
-		return &checkError{sentinel: ErrPermissionDenied, reason: reason, detail: detail}
+		return &checkError{sentinel: ErrPermissionDenied, reason: reason}
 	case unauthenticated:
-		return &checkError{sentinel: ErrUnauthenticated, reason: reason, detail: detail}
+		return &checkError{sentinel: ErrUnauthenticated, reason: reason}
 	}
-	return &checkError{sentinel: ErrInvalidAnswer, reason: reason, detail: detail}
+	return &checkError{sentinel: ErrInvalidAnswer, reason: reason}
 }
 
 func outcomeOf(v verdict, err error) string {
