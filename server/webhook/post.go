@@ -31,7 +31,14 @@ type Policy struct {
 	// MinBackoff is the wait before the first retry; each later wait doubles,
 	// up to MaxBackoff.
 	MinBackoff time.Duration
+	// MaxBackoff caps the wait between attempts.
 	MaxBackoff time.Duration
+}
+
+// DefaultPolicy is upstream Yorkie's default for both webhooks: 3 s per
+// attempt, 10 retries, waits from 100 ms doubling to 3 s.
+func DefaultPolicy() Policy {
+	return Policy{Timeout: 3 * time.Second, MaxRetries: 10, MinBackoff: 100 * time.Millisecond, MaxBackoff: 3 * time.Second}
 }
 
 // Backoff returns the wait before retry n (0 for the first retry).
@@ -58,9 +65,12 @@ func (p Policy) Validate() error {
 
 // Request is one webhook call.
 type Request struct {
-	URL    string
+	// URL must be an absolute http or https URL.
+	URL string
+	// Header is sent with every attempt.
 	Header http.Header
-	Body   []byte
+	// Body is sent unchanged with every attempt, so a signature over it holds.
+	Body []byte
 	// MaxAnswer bounds the answer's body; a longer one is cut there and
 	// reported as Truncated.
 	MaxAnswer int64
@@ -68,8 +78,11 @@ type Request struct {
 
 // Answer is the HTTP answer of the last attempt.
 type Answer struct {
-	Status    int
-	Body      []byte
+	// Status is the HTTP status; 0 when no answer came.
+	Status int
+	// Body is the answer's body, cut at the request's MaxAnswer.
+	Body []byte
+	// Truncated reports that the body was longer than MaxAnswer.
 	Truncated bool
 	// Attempts is how many requests were sent.
 	Attempts int

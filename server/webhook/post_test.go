@@ -91,3 +91,9 @@ func TestPostRefusesBadURLsWithoutTrying(t *testing.T) {
 		}
 	}
 }
+
+func TestDefaultPolicyIsValid(t *testing.T) {
+	if err := webhook.DefaultPolicy().Validate(); err != nil {
+		t.Fatal(err)
+	}
+}

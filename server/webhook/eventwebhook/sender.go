@@ -56,17 +56,20 @@ type Config struct {
 
 // Target is one project's event webhook.
 type Target struct {
+	// URL is the webhook, an absolute http or https URL.
 	URL string
 	// SigningKey is the project's secret key; "" sends no signature, as
 	// upstream does.
 	SigningKey string
-	Policy     webhook.Policy
+	// Policy bounds each delivery's attempts.
+	Policy webhook.Policy
 }
 
 // Delivery is the outcome of one event.
 type Delivery struct {
-	Project  string
-	DocKey   string
+	Project string
+	DocKey  string
+	// Body is what was sent (nil when nothing was).
 	Body     []byte
 	Status   int // the last HTTP status, 0 when none came
 	Attempts int
