@@ -7,16 +7,23 @@ import (
 	"time"
 )
 
-// cacheKey names one question: the project and a digest of the request body
-// (token, method, attributes). A digest keeps every entry the same small
-// size whatever the token's length.
+// cacheKey names one question: the project and a digest of the webhook's
+// URL and the request body (token, method, attributes). A digest keeps every
+// entry the same small size whatever the token's length; the URL in it makes
+// a project's new webhook answer afresh.
 type cacheKey struct {
 	project string
 	digest  [sha256.Size]byte
 }
 
-func newCacheKey(project string, body []byte) cacheKey {
-	return cacheKey{project: project, digest: sha256.Sum256(body)}
+func newCacheKey(project, url string, body []byte) cacheKey {
+	h := sha256.New()
+	h.Write([]byte(url))
+	h.Write([]byte{0})
+	h.Write(body)
+	k := cacheKey{project: project}
+	h.Sum(k.digest[:0])
+	return k
 }
 
 type cacheEntry struct {

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -106,6 +107,10 @@ type Client struct {
 	denied  *lru
 	maxBody int64
 	metrics *metrics
+
+	flightMu sync.Mutex
+	flights  map[cacheKey]*flight
+	onJoin   func() // tests learn that a check joined a call in flight
 }
 
 // New returns a Client.
@@ -134,6 +139,7 @@ func New(cfg Config) (*Client, error) {
 		denied:  newLRU(orDefault(cfg.DeniedCacheSize, DefaultCacheSize), orDefault(cfg.DeniedTTL, DefaultDeniedTTL)),
 		maxBody: cfg.MaxAnswerBytes,
 		metrics: m,
+		flights: make(map[cacheKey]*flight),
 	}, nil
 }
 
@@ -155,7 +161,7 @@ func (c *Client) Check(ctx context.Context, s Settings, r Request) error {
 	if err != nil {
 		return fmt.Errorf("auth webhook request: %w", err)
 	}
-	key := newCacheKey(r.Project, body)
+	key := newCacheKey(r.Project, s.URL, body)
 	now := c.clock.Now()
 	if e, ok := c.allowed.get(key, now); ok {
 		c.metrics.hit.Inc()
@@ -165,27 +171,76 @@ func (c *Client) Check(ctx context.Context, s Settings, r Request) error {
 		c.metrics.hit.Inc()
 		return verdictError(e.v, e.reason)
 	}
-	c.metrics.miss.Inc()
-
-	start := time.Now()
-	v, reason, err := c.ask(ctx, s, body)
-	c.metrics.observe(outcomeOf(v, err), time.Since(start))
+	v, reason, err := c.share(ctx, key, s, r.Method, body)
 	if err != nil {
-		if ctx.Err() == nil {
-			c.log.WarnContext(ctx, "auth webhook failed", "url", s.URL, "method", r.Method, "error", err)
-		}
 		return err
 	}
-	now = c.clock.Now()
-	switch v {
-	case allowed:
-		c.denied.remove(key)
-		c.allowed.put(key, v, reason, now)
-	case denied:
-		c.allowed.remove(key)
-		c.denied.put(key, v, reason, now)
-	}
 	return verdictError(v, reason)
+}
+
+// flight is one webhook call that concurrent identical checks wait for.
+type flight struct {
+	done   chan struct{}
+	v      verdict
+	reason string
+	err    error
+}
+
+// share makes one webhook call for all the concurrent checks of one
+// question, so a burst of calls with a new token costs the webhook one
+// request. The call runs apart from the context of the check that started
+// it (its policy bounds it); each check waits for it only as long as its
+// own context lasts.
+func (c *Client) share(ctx context.Context, key cacheKey, s Settings, method string, body []byte) (verdict, string, error) {
+	if err := ctx.Err(); err != nil {
+		return invalid, "", fmt.Errorf("auth webhook: %w", err)
+	}
+	c.flightMu.Lock()
+	f, joined := c.flights[key]
+	if !joined {
+		f = &flight{done: make(chan struct{})}
+		c.flights[key] = f
+		go c.fly(context.WithoutCancel(ctx), key, f, s, method, body)
+	}
+	c.flightMu.Unlock()
+	if !joined {
+		c.metrics.miss.Inc()
+	} else {
+		c.metrics.shared.Inc()
+		if c.onJoin != nil {
+			c.onJoin()
+		}
+	}
+	select {
+	case <-f.done:
+		return f.v, f.reason, f.err
+	case <-ctx.Done():
+		return invalid, "", fmt.Errorf("auth webhook: %w", ctx.Err())
+	}
+}
+
+// fly makes the call of f, caches a verdict, and releases f's waiters.
+func (c *Client) fly(ctx context.Context, key cacheKey, f *flight, s Settings, method string, body []byte) {
+	start := time.Now()
+	f.v, f.reason, f.err = c.ask(ctx, s, body)
+	c.metrics.observe(outcomeOf(f.v, f.err), time.Since(start))
+	if f.err != nil {
+		c.log.WarnContext(ctx, "auth webhook failed", "url", s.URL, "method", method, "error", f.err)
+	}
+	now := c.clock.Now()
+	switch {
+	case f.err != nil:
+	case f.v == allowed:
+		c.denied.remove(key)
+		c.allowed.put(key, f.v, f.reason, now)
+	case f.v == denied:
+		c.allowed.remove(key)
+		c.denied.put(key, f.v, f.reason, now)
+	}
+	c.flightMu.Lock()
+	delete(c.flights, key)
+	c.flightMu.Unlock()
+	close(f.done)
 }
 
 // ask posts body and reads the answer; err is set for every outcome that is
@@ -202,8 +257,6 @@ func (c *Client) ask(ctx context.Context, s Settings, body []byte) (verdict, str
 	})
 	c.metrics.attempts.Add(float64(ans.Attempts))
 	switch {
-	case ctx.Err() != nil:
-		return invalid, "", fmt.Errorf("auth webhook: %w", ctx.Err())
 	case errors.Is(err, webhook.ErrAddressRefused), errors.Is(err, webhook.ErrInvalidURL):
 		return invalid, "", &checkError{sentinel: ErrMisconfigured, detail: err.Error()}
 	case err != nil:
@@ -241,10 +294,8 @@ func outcomeOf(v verdict, err error) string {
 		return "unavailable"
 	case errors.Is(err, ErrMisconfigured):
 		return "misconfigured"
-	case errors.Is(err, ErrInvalidAnswer):
-		return "invalid"
 	case err != nil:
-		return "canceled"
+		return "invalid"
 	case v == allowed:
 		return "allowed"
 	case v == denied:

@@ -473,6 +473,89 @@ func TestCanceledCallReturnsTheContextError(t *testing.T) {
 	if _, ok := ConnectError(err); ok {
 		t.Fatal("the caller's own cancellation is not the webhook's error")
 	}
+	if h.hits() != 0 {
+		t.Fatalf("a cancelled check called the webhook %d times", h.hits())
+	}
+}
+
+func TestConcurrentIdenticalChecksShareOneCall(t *testing.T) {
+	arrived, release := make(chan struct{}), make(chan struct{})
+	h := newHook(t, func(n int, _ requestBody) (int, string) {
+		if n == 1 {
+			close(arrived)
+			<-release
+		}
+		return http.StatusOK, `{"allowed":true}`
+	})
+	c, _ := newClient(t, nil)
+	joined := make(chan struct{}, 100)
+	c.onJoin = func() { joined <- struct{}{} }
+	const n = 10
+	errs := make(chan error, n)
+	for range n {
+		go func() { errs <- c.Check(context.Background(), settings(h.srv.URL), attach("new-token", "doc")) }()
+	}
+	<-arrived
+	for range n - 1 {
+		<-joined
+	}
+	close(release)
+	for range n {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if h.hits() != 1 {
+		t.Fatalf("webhook hits = %d, want 1", h.hits())
+	}
+	if got := testutil.ToFloat64(c.metrics.shared); got != n-1 {
+		t.Fatalf("shared = %v, want %d", got, n-1)
+	}
+}
+
+func TestAWaitingCheckEndsWithItsContextAndTheAnswerIsStillCached(t *testing.T) {
+	arrived, release := make(chan struct{}), make(chan struct{})
+	answered := make(chan struct{})
+	h := newHook(t, func(n int, _ requestBody) (int, string) {
+		if n == 1 {
+			close(arrived)
+			<-release
+			defer close(answered)
+		}
+		return http.StatusOK, `{"allowed":true}`
+	})
+	c, _ := newClient(t, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- c.Check(ctx, settings(h.srv.URL), attach("t", "doc")) }()
+	<-arrived
+	cancel()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Check = %v, want context.Canceled", err)
+	}
+	close(release)
+	<-answered
+	// The call went on without its first caller: the next check joins it or
+	// finds its answer cached, and the webhook is not asked again.
+	if err := c.Check(context.Background(), settings(h.srv.URL), attach("t", "doc")); err != nil {
+		t.Fatal(err)
+	}
+	if h.hits() != 1 {
+		t.Fatalf("webhook hits = %d, want 1", h.hits())
+	}
+}
+
+func TestANewWebhookURLIsAskedAfresh(t *testing.T) {
+	a, b := newHook(t, allow), newHook(t, allow)
+	c, _ := newClient(t, nil)
+	for _, u := range []string{a.srv.URL, b.srv.URL, a.srv.URL} {
+		if err := c.Check(context.Background(), settings(u), attach("t", "doc")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if a.hits() != 1 || b.hits() != 1 {
+		t.Fatalf("hits = %d, %d; want 1, 1", a.hits(), b.hits())
+	}
 }
 
 func TestNewRefusesMissingHTTPClientAndDoubleRegistration(t *testing.T) {

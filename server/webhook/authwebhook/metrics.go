@@ -13,7 +13,7 @@ type metrics struct {
 	cache    *prometheus.CounterVec
 	attempts prometheus.Counter
 	// hit and miss are cache's children, resolved once for the hot path.
-	hit, miss prometheus.Counter
+	hit, miss, shared prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -29,7 +29,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}, []string{"outcome"}),
 		cache: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "yorkie_auth_webhook_cache_total",
-			Help: "Auth webhook checks by whether the cache answered (hit) or not (miss).",
+			Help: "Auth webhook checks by whether the cache answered (hit), a call already in flight did (shared), or neither (miss).",
 		}, []string{"result"}),
 		attempts: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "yorkie_auth_webhook_requests_total",
@@ -37,6 +37,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}),
 	}
 	m.hit, m.miss = m.cache.WithLabelValues("hit"), m.cache.WithLabelValues("miss")
+	m.shared = m.cache.WithLabelValues("shared")
 	if reg != nil {
 		for _, c := range []prometheus.Collector{m.calls, m.latency, m.cache, m.attempts} {
 			if err := reg.Register(c); err != nil {
