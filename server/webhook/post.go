@@ -101,12 +101,12 @@ func Retryable(status int) bool {
 // Post sends req with POST, retrying transport failures and Retryable
 // statuses with the policy's backoff. It returns the last answer, which may
 // still have a Retryable status once the retries are spent. The error is
-// ErrAddressRefused (not retried), ErrUnreachable, or ctx's own error.
+// ErrInvalidURL or ErrAddressRefused (neither retried), ErrUnreachable, or
+// ctx's own error.
 func Post(ctx context.Context, client *http.Client, clock Clock, p Policy, req Request) (Answer, error) {
 	if err := CheckURL(req.URL); err != nil {
 		return Answer{}, err
 	}
-	var lastErr error
 	for attempt := 0; ; attempt++ {
 		ans, err := postOnce(ctx, client, p.Timeout, req)
 		ans.Attempts = attempt + 1
@@ -125,12 +125,8 @@ func Post(ctx context.Context, client *http.Client, clock Clock, p Policy, req R
 			}
 			return ans, nil
 		}
-		lastErr = err
 		if werr := Sleep(ctx, clock, p.Backoff(attempt)); werr != nil {
-			if lastErr != nil {
-				return ans, fmt.Errorf("webhook call: %w (last attempt: %v)", werr, lastErr)
-			}
-			return ans, fmt.Errorf("webhook call: %w", werr)
+			return ans, fmt.Errorf("webhook call: %w (last attempt: status %d, %v)", werr, ans.Status, err)
 		}
 	}
 }
