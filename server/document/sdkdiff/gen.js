@@ -146,7 +146,7 @@ async function main() {
   let nextActor = 1;
   const newClient = (i) => {
     const hex = (nextActor++).toString(16).padStart(24, '0');
-    const doc = new yorkie.Document(docKey, { disableGC: !!process.env.NOGC });
+    const doc = new yorkie.Document(docKey);
     doc.setActor(hex);
     return { hex, doc, offline: false, name: `c${i}`, index: i };
   };
@@ -172,9 +172,15 @@ async function main() {
 
   const check = (c, minvv) => {
     observer.garbageCollect(vectorModel(minvv));
+    const json = c.doc.toSortedJSON();
+    if (json !== observer.toSortedJSON()) {
+      // The replica disagrees with the changes as the others decode them: an
+      // SDK defect (its local state differs from what it sent).
+      throw new Error(`replica ${c.hex} disagrees with the log at ${server.head()}:\n  replica:  ${json}\n  observer: ${observer.toSortedJSON()}`);
+    }
     out.line({
       t: 'check', seq: server.head(), client: c.hex,
-      json: c.doc.toSortedJSON(), garbage: c.doc.getGarbageLen(), presences: presencesOf(c.doc),
+      json, garbage: c.doc.getGarbageLen(), presences: presencesOf(c.doc),
       minvv: hexVector(minvv),
       observer: { json: observer.toSortedJSON(), garbage: observer.getGarbageLen(), size: observer.getDocSize() },
     });
@@ -318,6 +324,7 @@ async function main() {
    } catch (err) {
     // The SDK itself failed outside an updater: a defect of the SDK the
     // generator does not avoid yet. Stop here; what came before stays valid.
+    if (process.env.SDKDIFF_RETHROW) throw err;
     fault = { step, error: String(err && err.stack ? err.stack : err) };
    }
   }

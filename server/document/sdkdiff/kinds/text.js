@@ -1,4 +1,5 @@
 'use strict';
+const { snap } = require('../lib/values');
 // Text: insertions, deletions and replacements anywhere (with and without
 // attributes), styles over ranges, content with escapes and surrogate
 // pairs, and a text replaced while others edit it.
@@ -33,9 +34,11 @@ module.exports = {
       root.text.edit(0, 0, 'new');
       return 'text.reset';
     }
+    const str = t.toString();
     const len = t.length;
-    const from = rng.int(len + 1);
-    const to = Math.min(len, from + rng.int(4));
+    const from = snap(str, rng.int(len + 1));
+    let to = Math.min(len, from + rng.int(4));
+    if (snap(str, to) !== to) to++;
     const op = rng.weighted({ insert: 5, delete: 3, replace: 2, style: 3, insertStyled: 1 });
     switch (op) {
       case 'insert':

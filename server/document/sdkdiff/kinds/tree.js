@@ -1,4 +1,5 @@
 'use strict';
+const { snap } = require('../lib/values');
 // Tree: text insertions, deletions and replacements inside blocks, block
 // insertions (single and bulk) and deletions, splits by index with split
 // levels and by path, merges by deleting block boundaries and by path,
@@ -40,7 +41,8 @@ function layout(rootNode) {
     const children = node.children || [];
     const isBlock = children.length === 0 || children.some((c) => c.type === 'text');
     if (isBlock && depth > 0) {
-      blocks.push({ start: start - 1, cstart: start, cend: start + size(node) - 2, end: start + size(node) - 1, depth, path });
+      const text = children.map((c) => (c.type === 'text' ? c.value : '')).join('');
+      blocks.push({ start: start - 1, cstart: start, cend: start + size(node) - 2, end: start + size(node) - 1, depth, path, text });
       return;
     }
     let pos = start;
@@ -83,7 +85,9 @@ module.exports = {
       deleteAcross: 1, style: 2, removeStyle: 1,
     });
     const b = blocks.length ? rng.pick(blocks) : undefined;
-    const inside = () => b.cstart + rng.int(b.cend - b.cstart + 1);
+    // A position inside b's text, never between the halves of a surrogate pair.
+    const at = (blk, off) => blk.cstart + snap(blk.text, off);
+    const inside = () => at(b, rng.int(b.cend - b.cstart + 1));
     switch (op) {
       case 'insertText': {
         const at = inside();
@@ -93,8 +97,10 @@ module.exports = {
       case 'deleteText':
       case 'replaceText': {
         if (b.cend === b.cstart) return '';
-        const from = b.cstart + rng.int(b.cend - b.cstart);
-        const to = Math.min(b.cend, from + rng.range(1, 3));
+        const from = at(b, rng.int(b.cend - b.cstart));
+        let to = Math.min(b.cend, from + rng.range(1, 3));
+        if (at(b, to - b.cstart) !== to) to++;
+        if (to <= from) return '';
         if (op === 'deleteText') t.edit(from, to);
         else t.edit(from, to, { type: 'text', value: rng.pick(TEXTS) });
         break;
@@ -118,8 +124,7 @@ module.exports = {
         break;
       }
       case 'splitByPath': {
-        const offset = rng.int(b.cend - b.cstart + 1);
-        const path = t.indexToPath(b.cstart + offset);
+        const path = t.indexToPath(inside());
         if (path.length < 2) return '';
         t.splitByPath(path);
         break;
@@ -142,7 +147,7 @@ module.exports = {
       case 'deleteAcross': {
         const other = rng.pick(blocks);
         const a = inside();
-        const c = other.cstart + rng.int(other.cend - other.cstart + 1);
+        const c = at(other, rng.int(other.cend - other.cstart + 1));
         if (a === c) return '';
         t.edit(Math.min(a, c), Math.max(a, c));
         break;

@@ -1,0 +1,294 @@
+package sdkdiff_test
+
+import (
+	"bufio"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+
+	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
+	"github.com/yorkie-affinity/yorkie/server/document"
+	"github.com/yorkie-affinity/yorkie/server/document/crdt"
+)
+
+// line is one JSON line of gen.js (see README.md for the fields of each type).
+type line struct {
+	T         string                       `json:"t"`
+	Seq       int                          `json:"seq"`
+	Actor     string                       `json:"actor"`
+	Client    string                       `json:"client"`
+	B64       string                       `json:"b64"`
+	JSON      *string                      `json:"json"`
+	Garbage   *int                         `json:"garbage"`
+	Presences map[string]map[string]string `json:"presences"`
+	MinVV     map[string]string            `json:"minvv"`
+	Observer  *struct {
+		JSON    string  `json:"json"`
+		Garbage int     `json:"garbage"`
+		Size    sdkSize `json:"size"`
+	} `json:"observer"`
+	FreshJSON string         `json:"freshJSON"`
+	Answered  bool           `json:"answered"`
+	Error     string         `json:"error"`
+	Step      int            `json:"step"`
+	Seed      int            `json:"seed"`
+	Kinds     []string       `json:"kinds"`
+	Changes   int            `json:"changes"`
+	Ops       int            `json:"ops"`
+	Refused   int            `json:"refused"`
+	Labels    map[string]int `json:"labels"`
+	Fault     bool           `json:"fault"`
+}
+
+type sdkSize struct {
+	Live struct{ Data, Meta int } `json:"live"`
+	GC   struct{ Data, Meta int } `json:"gc"`
+}
+
+// divergence is the first disagreement of a session with the SDK.
+type divergence struct {
+	seq    int
+	what   string
+	change *api.Change // the change being applied, when the divergence is an apply error
+}
+
+func (d *divergence) Error() string {
+	s := fmt.Sprintf("at server_seq %d: %s", d.seq, d.what)
+	if d.change != nil {
+		s += "\n  change: " + protojson.MarshalOptions{}.Format(d.change)
+	}
+	return s
+}
+
+// replayer applies a session's lines to our documents and compares them with the SDK's.
+type replayer struct {
+	// checkSize also compares document sizes with the SDK's getDocSize.
+	checkSize bool
+	// answer, when set, receives the answer to a snapshot request.
+	answer io.Writer
+
+	doc *document.Document
+	// restored is rebuilt from the last SDK snapshot and then kept applying the later
+	// changes: a server that restarted from a snapshot the SDK wrote.
+	restored *document.Document
+	seq      int
+	changes  []*api.Change
+	stats    stats
+}
+
+type stats struct {
+	changes, ops, checks, snapshots, loads int
+	faults                                 []string
+}
+
+func newReplayer(checkSize bool, answer io.Writer) *replayer {
+	return &replayer{checkSize: checkSize, answer: answer, doc: document.New()}
+}
+
+// run replays every line of r, stopping at the first divergence.
+func (p *replayer) run(r io.Reader) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 1<<20), 256<<20)
+	for sc.Scan() {
+		var l line
+		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+			return fmt.Errorf("read generator line: %w", err)
+		}
+		if err := p.line(&l); err != nil {
+			return err
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("read generator output: %w", err)
+	}
+	return nil
+}
+
+func (p *replayer) diverge(format string, args ...any) error {
+	return &divergence{seq: p.seq, what: fmt.Sprintf(format, args...)}
+}
+
+func (p *replayer) line(l *line) error {
+	switch l.T {
+	case "change":
+		return p.change(l)
+	case "check":
+		return p.check(l)
+	case "snap":
+		return p.snap(l)
+	case "snapreq":
+		return p.snapreq(l)
+	case "snapload":
+		return p.snapload(l)
+	case "fault":
+		p.stats.faults = append(p.stats.faults, fmt.Sprintf("step %d: %s", l.Step, firstLine(l.Error)))
+	case "end":
+		p.stats.changes, p.stats.ops = l.Changes, l.Ops
+	}
+	return nil
+}
+
+func (p *replayer) change(l *line) error {
+	if l.Seq != p.seq+1 {
+		return fmt.Errorf("change %d after %d: the generator's log has a gap", l.Seq, p.seq)
+	}
+	raw, err := base64.StdEncoding.DecodeString(l.B64)
+	if err != nil {
+		return fmt.Errorf("change %d: %w", l.Seq, err)
+	}
+	var c api.Change
+	if err := proto.Unmarshal(raw, &c); err != nil {
+		return fmt.Errorf("change %d: %w", l.Seq, err)
+	}
+	p.seq = l.Seq
+	p.changes = append(p.changes, &c)
+	if err := p.doc.ApplyChanges([]*api.Change{&c}); err != nil {
+		return &divergence{seq: p.seq, what: fmt.Sprintf("ApplyChanges refused a change the SDK applied: %v", err), change: &c}
+	}
+	if p.restored != nil {
+		if err := p.restored.ApplyChanges([]*api.Change{&c}); err != nil {
+			return &divergence{seq: p.seq, what: fmt.Sprintf("the document restored from the SDK's snapshot refused a change: %v", err), change: &c}
+		}
+	}
+	if l.JSON != nil && p.doc.JSON() != *l.JSON {
+		return &divergence{seq: p.seq, what: fmt.Sprintf("after this change\n  ours: %s\n  sdk:  %s", p.doc.JSON(), *l.JSON), change: &c}
+	}
+	return nil
+}
+
+func (p *replayer) check(l *line) error {
+	if l.Seq != p.seq {
+		return fmt.Errorf("check at %d while the log is at %d", l.Seq, p.seq)
+	}
+	p.stats.checks++
+	vv, err := vector(l.MinVV)
+	if err != nil {
+		return err
+	}
+	p.doc.GarbageCollect(vv)
+	if got := p.doc.JSON(); got != *l.JSON {
+		return p.diverge("JSON differs from replica %s\n  ours: %s\n  sdk:  %s", l.Client, got, *l.JSON)
+	}
+	if got, want := p.doc.GarbageLen(), l.Observer.Garbage; got != want {
+		return p.diverge("GarbageLen after collecting with %v: ours %d, sdk %d", l.MinVV, got, want)
+	}
+	if p.checkSize {
+		got, want := p.doc.Size(), l.Observer.Size
+		if got.Live.Data != want.Live.Data || got.Live.Meta != want.Live.Meta || got.GC.Data != want.GC.Data || got.GC.Meta != want.GC.Meta {
+			return p.diverge("Size: ours %+v, sdk %+v", got, want)
+		}
+	}
+	if got := presences(p.doc); !maps.EqualFunc(got, l.Presences, maps.Equal) {
+		return p.diverge("presences: ours %v, sdk %v", got, l.Presences)
+	}
+	if p.restored != nil {
+		p.restored.GarbageCollect(vv)
+		if got := p.restored.JSON(); got != *l.JSON {
+			return p.diverge("the document restored from the SDK's snapshot differs\n  ours: %s\n  sdk:  %s", got, *l.JSON)
+		}
+	}
+	return nil
+}
+
+func (p *replayer) snap(l *line) error {
+	if l.Seq != p.seq {
+		return fmt.Errorf("snapshot at %d while the log is at %d", l.Seq, p.seq)
+	}
+	p.stats.snapshots++
+	raw, err := base64.StdEncoding.DecodeString(l.B64)
+	if err != nil {
+		return fmt.Errorf("snapshot at %d: %w", l.Seq, err)
+	}
+	d, err := document.FromSnapshot(raw)
+	if err != nil {
+		return p.diverge("FromSnapshot refused the SDK's snapshot of %s: %v", l.Client, err)
+	}
+	if got := d.JSON(); got != *l.JSON {
+		return p.diverge("the SDK's snapshot of %s reads differently\n  ours: %s\n  sdk:  %s", l.Client, got, *l.JSON)
+	}
+	if got := d.GarbageLen(); got != *l.Garbage {
+		return p.diverge("GarbageLen of the SDK's snapshot of %s: ours %d, sdk %d", l.Client, got, *l.Garbage)
+	}
+	if got := presences(d); !maps.EqualFunc(got, l.Presences, maps.Equal) {
+		return p.diverge("presences of the SDK's snapshot: ours %v, sdk %v", got, l.Presences)
+	}
+	p.restored = d
+	return nil
+}
+
+func (p *replayer) snapreq(l *line) error {
+	if l.Seq != p.seq {
+		return fmt.Errorf("snapshot request at %d while the log is at %d", l.Seq, p.seq)
+	}
+	if !l.Answered || p.answer == nil {
+		return nil
+	}
+	b, err := p.doc.Snapshot()
+	if err != nil {
+		return p.diverge("Snapshot: %v", err)
+	}
+	vv := make(map[string]string)
+	for a, n := range p.doc.VersionVector() {
+		vv[a.String()] = strconv.FormatInt(n, 10)
+	}
+	msg, err := json.Marshal(map[string]any{"b64": base64.StdEncoding.EncodeToString(b), "vv": vv})
+	if err != nil {
+		return err
+	}
+	if _, err := p.answer.Write(append(msg, '\n')); err != nil {
+		return fmt.Errorf("answer the snapshot request: %w", err)
+	}
+	return nil
+}
+
+func (p *replayer) snapload(l *line) error {
+	p.stats.loads++
+	if got := p.doc.JSON(); got != *l.JSON {
+		return p.diverge("a new SDK client loaded our snapshot to a different document\n  ours: %s\n  sdk:  %s", got, *l.JSON)
+	}
+	if got := p.doc.GarbageLen(); got != *l.Garbage {
+		return p.diverge("GarbageLen of the SDK document loaded from our snapshot: ours %d, sdk %d", got, *l.Garbage)
+	}
+	return nil
+}
+
+func vector(m map[string]string) (crdt.VersionVector, error) {
+	vv := make(crdt.VersionVector, len(m))
+	for k, v := range m {
+		a, err := crdt.ActorIDFromHex(k)
+		if err != nil {
+			return nil, fmt.Errorf("vector key %q: %w", k, err)
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("vector value %q: %w", v, err)
+		}
+		vv[a] = n
+	}
+	return vv, nil
+}
+
+func presences(d *document.Document) map[string]map[string]string {
+	out := make(map[string]map[string]string)
+	for a, p := range d.Presences() {
+		out[a.String()] = p
+	}
+	return out
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	return s
+}
+
+func sortedKeys(m map[string]int) []string {
+	return slices.Sorted(maps.Keys(m))
+}
