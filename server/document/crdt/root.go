@@ -13,8 +13,13 @@ type Root struct {
 	object   Container
 	elements map[Ticket]elementPair
 	removed  map[Ticket]struct{}
-	gcPairs  map[string]GCPair
-	size     DocSize
+	gcPairs  map[string]gcEntry
+	// gcOrder lists the pairs in registration order (with stale entries of cancelled ones):
+	// collection visits them in that order, as the SDK iterates its Map, because purging
+	// an attribute first shrinks the text node that holds it.
+	gcOrder []gcRef
+	gcSeq   uint64
+	size    DocSize
 }
 
 // NewRoot indexes the tree under object, registering its removed elements and nodes for
@@ -24,7 +29,7 @@ func NewRoot(object Container) *Root {
 		object:   object,
 		elements: make(map[Ticket]elementPair),
 		removed:  make(map[Ticket]struct{}),
-		gcPairs:  make(map[string]GCPair),
+		gcPairs:  make(map[string]gcEntry),
 	}
 	r.RegisterElement(object, nil)
 	object.Descendants(func(elem Element, _ Container) bool {
@@ -104,9 +109,14 @@ func (r *Root) RegisterGCPair(p GCPair) {
 	key := p.Child.GCKey()
 	if _, ok := r.gcPairs[key]; ok {
 		delete(r.gcPairs, key)
+		if len(r.gcOrder) > 2*len(r.gcPairs)+64 {
+			r.compactGCOrder()
+		}
 		return
 	}
-	r.gcPairs[key] = p
+	r.gcSeq++
+	r.gcPairs[key] = gcEntry{pair: p, seq: r.gcSeq}
+	r.gcOrder = append(r.gcOrder, gcRef{key: key, seq: r.gcSeq})
 	s := p.Child.DataSize()
 	r.size.GC.Add(s)
 	r.size.Live.Sub(s)
@@ -158,16 +168,50 @@ func (r *Root) GarbageCollect(minSynced VersionVector) int {
 			n += r.deregister(p.elem)
 		}
 	}
-	for key, p := range r.gcPairs {
+	kept := r.gcOrder[:0]
+	for _, ref := range r.gcOrder {
+		e, ok := r.gcPairs[ref.key]
+		if !ok || e.seq != ref.seq {
+			continue
+		}
+		p := e.pair
 		if rm := p.Child.RemovedAt(); !rm.IsZero() && minSynced.AfterOrEqual(rm) {
 			p.Parent.PurgeNode(p.Child)
 			r.size.GC.Sub(p.Child.DataSize())
-			delete(r.gcPairs, key)
+			delete(r.gcPairs, ref.key)
 			n++
+			continue
 		}
+		kept = append(kept, ref)
 	}
+	clear(r.gcOrder[len(kept):])
+	r.gcOrder = kept
 	return n
 }
 
 // JSON is the document as the SDK's toSortedJSON writes it.
 func (r *Root) JSON() string { return string(r.object.JSON(nil)) }
+
+// gcEntry is a registered pair and the sequence number of its registration.
+type gcEntry struct {
+	pair GCPair
+	seq  uint64
+}
+
+// gcRef names a registration in gcOrder.
+type gcRef struct {
+	key string
+	seq uint64
+}
+
+// compactGCOrder drops the references of cancelled registrations.
+func (r *Root) compactGCOrder() {
+	kept := r.gcOrder[:0]
+	for _, ref := range r.gcOrder {
+		if e, ok := r.gcPairs[ref.key]; ok && e.seq == ref.seq {
+			kept = append(kept, ref)
+		}
+	}
+	clear(r.gcOrder[len(kept):])
+	r.gcOrder = kept
+}
