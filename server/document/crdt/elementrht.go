@@ -24,13 +24,26 @@ func newElementRHT() elementRHT {
 	}
 }
 
-// append adds a member at the end of the order. A member with the creation ticket of one
-// already held takes that one's place instead, as a JS Map keeps a re-set key where it was;
-// append returns the member that holds elem.
+// append adds m at the end of the order and returns it. A member with the creation ticket
+// of one already held (an undone removal sets the same element again) takes that one's
+// place in the order instead, as a JS Map keeps a re-set key where it was; the old member
+// stays wherever else it is referenced (as the winner of its key).
 func (h *elementRHT) append(m *rhtMember) *rhtMember {
 	if old, ok := h.byCreatedAt[m.elem.CreatedAt()]; ok {
-		old.key, old.elem = m.key, m.elem
-		return old
+		m.prev, m.next = old.prev, old.next
+		if old.prev == nil {
+			h.head = m
+		} else {
+			old.prev.next = m
+		}
+		if old.next == nil {
+			h.tail = m
+		} else {
+			old.next.prev = m
+		}
+		old.prev, old.next = nil, nil
+		h.byCreatedAt[m.elem.CreatedAt()] = m
+		return m
 	}
 	h.byCreatedAt[m.elem.CreatedAt()] = m
 	m.prev = h.tail

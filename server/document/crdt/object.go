@@ -174,3 +174,23 @@ func utf16Units(r rune) [2]uint16 {
 	}
 	return [2]uint16{uint16(r), 0}
 }
+
+// unsortedJSON writes the live members in insertion order, as the SDK's toJSON.
+func (o *Object) unsortedJSON(b []byte) []byte {
+	b = append(b, '{')
+	first := true
+	for m := o.members.head; m != nil; m = m.next {
+		if m.elem.IsRemoved() {
+			continue
+		}
+		if !first {
+			b = append(b, ',')
+		}
+		first = false
+		b = append(b, '"')
+		b = appendEscaped(b, m.key)
+		b = append(b, '"', ':')
+		b = appendUnsortedJSON(b, m.elem)
+	}
+	return append(b, '}')
+}

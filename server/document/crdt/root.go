@@ -146,7 +146,11 @@ func (r *Root) GarbageCollect(minSynced VersionVector) int {
 	n := 0
 	for t := range r.removed {
 		p, ok := r.elements[t]
-		if !ok {
+		// An element registered as removed may still be live (a removal that lost to a
+		// later re-set, or one not after its creation): it has no removal to collect. An
+		// element with no parent (the SDK registers an ArraySet's new value without one)
+		// cannot be purged; the SDK throws there, we leave it.
+		if !ok || p.parent == nil || p.elem.RemovedAt().IsZero() {
 			continue
 		}
 		if minSynced.AfterOrEqual(p.elem.RemovedAt()) {
@@ -155,7 +159,7 @@ func (r *Root) GarbageCollect(minSynced VersionVector) int {
 		}
 	}
 	for key, p := range r.gcPairs {
-		if minSynced.AfterOrEqual(p.Child.RemovedAt()) {
+		if rm := p.Child.RemovedAt(); !rm.IsZero() && minSynced.AfterOrEqual(rm) {
 			p.Parent.PurgeNode(p.Child)
 			r.size.GC.Sub(p.Child.DataSize())
 			delete(r.gcPairs, key)

@@ -17,7 +17,7 @@ func (v VersionVector) Max(o VersionVector) VersionVector {
 		m[a] = l
 	}
 	for a, l := range o {
-		if l > m[a] {
+		if cur, ok := m[a]; !ok || l > cur {
 			m[a] = l
 		}
 	}
