@@ -121,16 +121,3 @@ func (t *treeAttrs) deepCopy() *treeAttrs {
 	}
 	return c
 }
-
-// utf16Len is the length of s in UTF-16 code units, the SDK's string length.
-func utf16Len(s string) int {
-	n := 0
-	for _, r := range s {
-		if r >= 0x10000 {
-			n += 2
-		} else {
-			n++
-		}
-	}
-	return n
-}

@@ -211,56 +211,6 @@ func appendJSStringUTF8(b []byte, s string) []byte {
 	return append(b, '"')
 }
 
-// jsNumber formats f as JS's Number.prototype.toString (which JSON.stringify uses for finite
-// numbers); non-finite numbers are null in JSON.
-func appendJSNumber(b []byte, f float64) []byte {
-	if math.IsInf(f, 0) || math.IsNaN(f) {
-		return append(b, "null"...)
-	}
-	if f == 0 {
-		return append(b, '0')
-	}
-	if f < 0 {
-		b = append(b, '-')
-		f = -f
-	}
-	// Shortest round-trip digits d1...dk and exponent n with f = 0.d1...dk * 10^n.
-	e := strconv.FormatFloat(f, 'e', -1, 64)
-	mant, exp, _ := strings.Cut(e, "e")
-	digits := strings.Replace(mant, ".", "", 1)
-	x, _ := strconv.Atoi(exp)
-	k, n := len(digits), x+1
-	switch {
-	case k <= n && n <= 21:
-		b = append(b, digits...)
-		for i := 0; i < n-k; i++ {
-			b = append(b, '0')
-		}
-	case 0 < n && n <= 21:
-		b = append(b, digits[:n]...)
-		b = append(b, '.')
-		b = append(b, digits[n:]...)
-	case -6 < n && n <= 0:
-		b = append(b, '0', '.')
-		for i := 0; i < -n; i++ {
-			b = append(b, '0')
-		}
-		b = append(b, digits...)
-	default:
-		b = append(b, digits[0])
-		if k > 1 {
-			b = append(b, '.')
-			b = append(b, digits[1:]...)
-		}
-		b = append(b, 'e')
-		if n-1 >= 0 {
-			b = append(b, '+')
-		}
-		b = strconv.AppendInt(b, int64(n-1), 10)
-	}
-	return b
-}
-
 // jsValue is a value JSON.parse produced.
 type jsValue struct {
 	kind byte // 'n' null, 't' true, 'f' false, '0' number, 's' string, 'a' array, 'o' object
@@ -280,6 +230,10 @@ func (v *jsValue) appendJSON(b []byte) []byte {
 	case 'f':
 		return append(b, "false"...)
 	case '0':
+		// JSON.stringify writes what is not finite (a parsed 1e400) as null.
+		if math.IsInf(v.num, 0) {
+			return append(b, "null"...)
+		}
 		return appendJSNumber(b, v.num)
 	case 's':
 		return appendJSStringUTF16(b, v.str)
