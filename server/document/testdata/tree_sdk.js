@@ -60,11 +60,14 @@ function session(n) {
       for (let i = 0; i < n; i++) this.pull(i);
     },
     result(name, broken) {
-      if (broken) {
-        for (let i = 0; i < n; i++) this.push(i);
-      } else {
-        this.syncAll();
+      if (!broken) {
+        try {
+          this.syncAll();
+        } catch (e) {
+          broken = true;
+        }
       }
+      for (let i = 0; i < n; i++) this.push(i);
       // The observer applies the log one change at a time and notes where the SDK throws.
       let failedAt = -1;
       const all = wire(log.map((e) => e.change));
@@ -198,16 +201,21 @@ function randomScenario(seed, rounds) {
       try {
         d.update((r) => {
           const size = r.t.getSize();
-          let from = pick(size + 1);
-          let to = from + pick(Math.min(4, size - from) + 1);
-          const k = pick(10);
-          if (k < 3) r.t.edit(from, from, t(words[pick(words.length)]));
+          const from = pick(size + 1);
+          const to = from + pick(Math.min(8, size - from) + 1);
+          const w = () => words[pick(words.length)];
+          const k = pick(14);
+          if (k < 3) r.t.edit(from, from, t(w()));
           else if (k < 5) r.t.edit(from, to);
-          else if (k === 5) r.t.edit(from, from, p(words[pick(words.length)]));
+          else if (k === 5) r.t.edit(from, from, p(w()));
           else if (k === 6) r.t.edit(from, from, undefined, 1);
           else if (k === 7) r.t.style(from, to, { s: pick(3) });
           else if (k === 8) r.t.removeStyle(from, to, ['s']);
-          else r.t.edit(from, to, t(words[pick(words.length)]));
+          else if (k === 9) r.t.edit(from, from, undefined, 2);
+          else if (k === 10) r.t.edit(from, from, { type: 'div', children: [p(w()), p()] });
+          else if (k === 11) r.t.style(from, to, { a: w(), s: { n: pick(5) } });
+          else if (k === 12) r.t.edit(from, to, p(w()));
+          else r.t.edit(from, to, t(w()));
         });
       } catch (e) {
         // The SDK refuses some ranges locally; such an edit makes no change.
