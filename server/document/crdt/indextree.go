@@ -62,9 +62,10 @@ type TreePos struct {
 
 // TreeNode is an element or text node of a Tree.
 type TreeNode struct {
-	id   TreeNodeID
-	typ  string
-	text []uint16 // the value of a text node, in UTF-16 as the SDK holds it
+	id     TreeNodeID
+	typ    string
+	isText bool     // typ == TreeTextType, kept because the index walks test it at every node
+	text   []uint16 // the value of a text node, in UTF-16 as the SDK holds it
 
 	removed   bool
 	removedAt Ticket
@@ -86,8 +87,8 @@ type TreeNode struct {
 
 // NewTreeNode returns a detached node. value is used by text nodes only.
 func NewTreeNode(id TreeNodeID, typ string, value string) *TreeNode {
-	n := &TreeNode{id: id, typ: typ}
-	if n.IsText() {
+	n := &TreeNode{id: id, typ: typ, isText: typ == TreeTextType}
+	if n.isText {
 		n.setText(utf16.Encode([]rune(value)))
 	}
 	return n
@@ -100,7 +101,7 @@ func (n *TreeNode) ID() TreeNodeID { return n.id }
 func (n *TreeNode) Type() string { return n.typ }
 
 // IsText reports whether the node is a text node.
-func (n *TreeNode) IsText() bool { return n.typ == TreeTextType }
+func (n *TreeNode) IsText() bool { return n.isText }
 
 // Value is a text node's value; halves of surrogate pairs split apart become U+FFFD, as the
 // SDK's UTF-8 encoder writes them.
@@ -539,32 +540,70 @@ type indexPos struct {
 	offset int
 }
 
+// leftSize is sizeOfLeftSiblings(findOffset(c)) in one pass: the size of the siblings before
+// c, false when c is a live node that is no child (findOffset's -1).
+func (n *TreeNode) leftSize(c *TreeNode, includeRemoved bool) (int, bool) {
+	acc := 0
+	for _, x := range n.children {
+		if x == c {
+			return acc, true
+		}
+		if includeRemoved {
+			acc += x.paddedSize(true)
+		} else if !x.removed {
+			acc += x.paddedSize(false)
+		}
+	}
+	if includeRemoved || !c.removed {
+		return 0, false
+	}
+	return 0, true
+}
+
+// sizeThrough is the size of the siblings up to and with c (without c when it is a tombstone
+// and tombstones are not counted), 0 when c is no child: the left size of the position after
+// c, as the SDK's findOffset and sizeOfLeftSiblings give it.
+func (n *TreeNode) sizeThrough(c *TreeNode, includeRemoved bool) int {
+	acc := 0
+	for _, x := range n.children {
+		counted := includeRemoved || !x.removed
+		if counted {
+			acc += x.paddedSize(includeRemoved)
+		}
+		if x == c {
+			return acc
+		}
+	}
+	return 0
+}
+
 // indexOf converts a physical position to the tree's integer index.
 func indexOf(p indexPos, includeRemoved bool) (int, error) {
 	node := p.node
-	size, depth := 0, 1
-	if node.IsText() {
-		size += p.offset
-		parent := node.parent
-		if parent == nil {
-			return 0, fmt.Errorf("%w: text node without parent", ErrTreeRefused)
-		}
-		o := parent.findOffset(node, includeRemoved)
-		if o == -1 {
-			return 0, fmt.Errorf("%w: invalid pos", ErrTreeRefused)
-		}
-		size += parent.sizeOfLeftSiblings(o, includeRemoved)
-		node = parent
-	} else {
-		size += node.sizeOfLeftSiblings(p.offset, includeRemoved)
+	if !node.IsText() {
+		return indexUp(node, node.sizeOfLeftSiblings(p.offset, includeRemoved), includeRemoved)
 	}
+	parent := node.parent
+	if parent == nil {
+		return 0, fmt.Errorf("%w: text node without parent", ErrTreeRefused)
+	}
+	left, ok := parent.leftSize(node, includeRemoved)
+	if !ok {
+		return 0, fmt.Errorf("%w: invalid pos", ErrTreeRefused)
+	}
+	return indexUp(parent, p.offset+left, includeRemoved)
+}
+
+// indexUp adds to size, an offset inside node, what lies before node up to the root.
+func indexUp(node *TreeNode, size int, includeRemoved bool) (int, error) {
+	depth := 1
 	for node.parent != nil {
 		parent := node.parent
-		o := parent.findOffset(node, includeRemoved)
-		if o == -1 {
+		left, ok := parent.leftSize(node, includeRemoved)
+		if !ok {
 			return 0, fmt.Errorf("%w: invalid pos", ErrTreeRefused)
 		}
-		size += parent.sizeOfLeftSiblings(o, includeRemoved)
+		size += left
 		depth++
 		node = parent
 	}

@@ -174,6 +174,7 @@ func (n *TreeNode) cloneText(offset int32) *TreeNode {
 	c := &TreeNode{
 		id:         TreeNodeID{CreatedAt: n.id.CreatedAt, Offset: offset},
 		typ:        n.typ,
+		isText:     n.isText,
 		removed:    n.removed,
 		removedAt:  n.removedAt,
 		mergedFrom: n.mergedFrom,
@@ -186,6 +187,7 @@ func (n *TreeNode) cloneElement(id Ticket) *TreeNode {
 	return &TreeNode{
 		id:        TreeNodeID{CreatedAt: id},
 		typ:       n.typ,
+		isText:    n.isText,
 		removed:   n.removed,
 		removedAt: n.removedAt,
 		attrs:     n.attrs.deepCopy(),
@@ -195,7 +197,7 @@ func (n *TreeNode) cloneElement(id Ticket) *TreeNode {
 // deepCopy copies the subtree with its sizes and links.
 func (n *TreeNode) deepCopy() *TreeNode {
 	c := &TreeNode{
-		id: n.id, typ: n.typ, text: n.text,
+		id: n.id, typ: n.typ, isText: n.isText, text: n.text,
 		removed: n.removed, removedAt: n.removedAt,
 		attrs:   n.attrs.deepCopy(),
 		insPrev: n.insPrev, insNext: n.insNext,
@@ -508,6 +510,12 @@ func toIndexPos(parent, left *TreeNode, includeRemoved bool) (indexPos, error) {
 }
 
 func toIndex(parent, left *TreeNode, includeRemoved bool) (int, error) {
+	if !parent.IsText() && (includeRemoved || !parent.removed) && parent != left &&
+		!(left.IsText() && (includeRemoved || !left.removed)) {
+		// After an element (or a tombstone) in parent: one pass over the siblings gives
+		// sizeOfLeftSiblings(findOffset(left)+1) of the SDK's path.
+		return indexUp(parent, parent.sizeThrough(left, includeRemoved), includeRemoved)
+	}
 	p, err := toIndexPos(parent, left, includeRemoved)
 	if err != nil {
 		return 0, err
@@ -520,6 +528,9 @@ func (t *Tree) traverseInPosRange(fromParent, fromLeft, toParent, toLeft *TreeNo
 	from, err := toIndex(fromParent, fromLeft, includeRemoved)
 	if err != nil {
 		return err
+	}
+	if fromParent == toParent && fromLeft == toLeft {
+		return nil // the same position: no token between
 	}
 	to, err := toIndex(toParent, toLeft, includeRemoved)
 	if err != nil {
