@@ -5,6 +5,9 @@ package document
 
 import (
 	"errors"
+	"fmt"
+
+	"google.golang.org/protobuf/proto"
 
 	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
 	"github.com/yorkie-affinity/yorkie/server/document/crdt"
@@ -24,15 +27,15 @@ var (
 	ErrRemoveRoot = errors.New("cannot remove or replace the root object")
 )
 
-// errNotYet marks the parts of the API still being written.
-var errNotYet = errors.New("not implemented yet")
-
 // Document is a document's state on the server: its element tree, the presences of its
-// clients and the version vector of the changes applied so far.
+// clients and its logical clocks.
 type Document struct {
 	root      *crdt.Root
 	presences map[crdt.ActorID]map[string]string
-	vv        crdt.VersionVector
+	// lamport and vv are the document's own clocks, advanced by every change that has
+	// clocks as a replica's are (see syncClocks).
+	lamport int64
+	vv      crdt.VersionVector
 }
 
 // New returns an empty document: a root object created at the initial ticket.
@@ -44,21 +47,83 @@ func New() *Document {
 	}
 }
 
-// FromSnapshot builds a document from an api.Snapshot in its binary encoding.
+// FromSnapshot builds a document from an api.Snapshot in its binary encoding, as the SDK's
+// bytesToSnapshot reads it. Empty bytes are an empty document. A snapshot does not carry
+// clocks: the document's vector starts empty (see FromSnapshotAt).
 func FromSnapshot(snapshot []byte) (*Document, error) {
-	_ = snapshot
-	return nil, errNotYet
+	return FromSnapshotAt(snapshot, nil)
 }
 
-// ApplyChanges applies changes in server order. On error the document is left partly
-// changed and must be discarded.
+// FromSnapshotAt builds a document from a snapshot and the version vector of the document
+// it was taken of, so that later changes advance the clocks from there.
+func FromSnapshotAt(snapshot []byte, vv crdt.VersionVector) (*Document, error) {
+	d := New()
+	if vv != nil {
+		d.vv = vv.Copy()
+		d.lamport = vv[crdt.InitialActorID]
+	}
+	if len(snapshot) == 0 {
+		return d, nil
+	}
+	var pb api.Snapshot
+	if err := proto.Unmarshal(snapshot, &pb); err != nil {
+		return nil, fmt.Errorf("%w: snapshot: %w", ErrInvalidOperation, err)
+	}
+	o := pb.GetRoot().GetJsonObject()
+	if o == nil {
+		return nil, fmt.Errorf("%w: snapshot root is not an object", ErrInvalidOperation)
+	}
+	obj, err := objectFromPB(o)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot root: %w", err)
+	}
+	d.root = crdt.NewRoot(obj)
+	for k, p := range pb.GetPresences() {
+		actor, err := crdt.ActorIDFromHex(k)
+		if err != nil {
+			return nil, fmt.Errorf("%w: snapshot presence: %w", ErrInvalidOperation, err)
+		}
+		data := make(map[string]string, len(p.GetData()))
+		for dk, dv := range p.GetData() {
+			data[dk] = dv
+		}
+		d.presences[actor] = data
+	}
+	return d, nil
+}
+
+// ApplyChanges applies changes in server order. It refuses the first change that does not
+// apply (wrapping one of the sentinel errors); the document is then left partly changed and
+// must be discarded.
 func (d *Document) ApplyChanges(changes []*api.Change) error {
-	_ = changes
-	return errNotYet
+	for i, c := range changes {
+		if err := d.applyChange(c); err != nil {
+			return fmt.Errorf("change %d: %w", i, err)
+		}
+	}
+	return nil
 }
 
-// Snapshot encodes the document as a binary api.Snapshot.
-func (d *Document) Snapshot() ([]byte, error) { return nil, errNotYet }
+// Snapshot encodes the document as a binary api.Snapshot (deterministically): the root
+// object with every element and tombstone not collected yet, and the presences.
+func (d *Document) Snapshot() ([]byte, error) {
+	pb := &api.Snapshot{
+		Root:      elementToPB(d.root.Object()),
+		Presences: make(map[string]*api.Presence, len(d.presences)),
+	}
+	for a, p := range d.presences {
+		data := make(map[string]string, len(p))
+		for k, v := range p {
+			data[k] = v
+		}
+		pb.Presences[a.String()] = &api.Presence{Data: data}
+	}
+	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(pb)
+	if err != nil {
+		return nil, fmt.Errorf("encode snapshot: %w", err)
+	}
+	return b, nil
+}
 
 // JSON is the document as the SDK's toSortedJSON writes it.
 func (d *Document) JSON() string { return d.root.JSON() }
@@ -75,7 +140,9 @@ func (d *Document) GarbageLen() int { return d.root.GarbageLen() }
 // Size is the document's size as the SDK's getDocSize.
 func (d *Document) Size() crdt.DocSize { return d.root.Size() }
 
-// VersionVector is the element-wise maximum of the applied changes' vectors.
+// VersionVector is the document's vector: the element-wise maximum of the applied changes'
+// vectors, with the document's own lamport under the all-zero initial actor, as upstream's
+// server documents have it.
 func (d *Document) VersionVector() crdt.VersionVector { return d.vv.Copy() }
 
 // Presences returns each client's presence (values are the JSON strings clients send).
