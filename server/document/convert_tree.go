@@ -10,21 +10,13 @@ import (
 	"github.com/yorkie-affinity/yorkie/server/document/crdt"
 )
 
-// treeTicketFromPB reads a ticket a tree message needs; what is missing or malformed is
-// refused.
+// treeTicketFromPB reads a ticket a tree message needs, saying which in the refusal.
 func treeTicketFromPB(pb *api.TimeTicket, what string) (crdt.Ticket, error) {
-	if pb == nil {
-		return crdt.Ticket{}, fmt.Errorf("%w: tree %s: missing ticket", ErrInvalidOperation, what)
-	}
-	actor, err := crdt.ActorIDFromBytes(pb.GetActorId())
+	t, err := ticketFromPB(pb)
 	if err != nil {
-		return crdt.Ticket{}, fmt.Errorf("%w: tree %s: %v", ErrInvalidOperation, what, err)
+		return t, fmt.Errorf("tree %s: %w", what, err)
 	}
-	return crdt.Ticket{Lamport: pb.GetLamport(), Delimiter: pb.GetDelimiter(), Actor: actor}, nil
-}
-
-func treeTicketToPB(t crdt.Ticket) *api.TimeTicket {
-	return &api.TimeTicket{Lamport: t.Lamport, Delimiter: t.Delimiter, ActorId: append([]byte(nil), t.Actor[:]...)}
+	return t, nil
 }
 
 func treeNodeIDFromPB(pb *api.TreeNodeID, what string) (crdt.TreeNodeID, error) {
@@ -39,7 +31,7 @@ func treeNodeIDFromPB(pb *api.TreeNodeID, what string) (crdt.TreeNodeID, error) 
 }
 
 func treeNodeIDToPB(id crdt.TreeNodeID) *api.TreeNodeID {
-	return &api.TreeNodeID{CreatedAt: treeTicketToPB(id.CreatedAt), Offset: id.Offset}
+	return &api.TreeNodeID{CreatedAt: ticketToPB(id.CreatedAt), Offset: id.Offset}
 }
 
 func treePosFromPB(pb *api.TreePos, what string) (crdt.TreePos, error) {
@@ -170,13 +162,13 @@ func treeFromPB(pb *api.JSONElement_Tree) (*crdt.Tree, error) {
 func treeToPB(t *crdt.Tree) *api.JSONElement_Tree {
 	pb := &api.JSONElement_Tree{
 		Nodes:     make([]*api.TreeNode, 0, t.NodeCount()),
-		CreatedAt: treeTicketToPB(t.CreatedAt()),
+		CreatedAt: ticketToPB(t.CreatedAt()),
 	}
 	if !t.MovedAt().IsZero() {
-		pb.MovedAt = treeTicketToPB(t.MovedAt())
+		pb.MovedAt = ticketToPB(t.MovedAt())
 	}
 	if !t.RemovedAt().IsZero() {
-		pb.RemovedAt = treeTicketToPB(t.RemovedAt())
+		pb.RemovedAt = ticketToPB(t.RemovedAt())
 	}
 	t.Root().Walk(func(n *crdt.TreeNode, depth int) {
 		pb.Nodes = append(pb.Nodes, treeNodeToPB(n, depth))
@@ -187,7 +179,7 @@ func treeToPB(t *crdt.Tree) *api.JSONElement_Tree {
 func treeNodeToPB(n *crdt.TreeNode, depth int) *api.TreeNode {
 	pb := &api.TreeNode{Id: treeNodeIDToPB(n.ID()), Type: n.Type(), Depth: int32(depth)}
 	if n.IsRemoved() {
-		pb.RemovedAt = treeTicketToPB(n.RemovedAt())
+		pb.RemovedAt = ticketToPB(n.RemovedAt())
 	}
 	if n.IsText() {
 		pb.Value = n.Value()
@@ -202,12 +194,12 @@ func treeNodeToPB(n *crdt.TreeNode, depth int) *api.TreeNode {
 		pb.MergedFrom = treeNodeIDToPB(id)
 	}
 	if at, ok := n.MergedAt(); ok {
-		pb.MergedAt = treeTicketToPB(at)
+		pb.MergedAt = ticketToPB(at)
 	}
 	if n.HasAttrs() {
 		pb.Attributes = make(map[string]*api.NodeAttr)
 		n.Attrs(func(key, value string, updatedAt crdt.Ticket, removed bool) {
-			pb.Attributes[key] = &api.NodeAttr{Value: value, UpdatedAt: treeTicketToPB(updatedAt), IsRemoved: removed}
+			pb.Attributes[key] = &api.NodeAttr{Value: value, UpdatedAt: ticketToPB(updatedAt), IsRemoved: removed}
 		})
 	}
 	return pb
@@ -228,11 +220,6 @@ func treeFromBytes(value []byte, _ crdt.Ticket) (*crdt.Tree, error) {
 		return nil, fmt.Errorf("%w: tree value holds no tree", ErrInvalidOperation)
 	}
 	return treeFromPB(tree)
-}
-
-// treeToBytes is the TREE value of a JSONElementSimple for t.
-func treeToBytes(t *crdt.Tree) ([]byte, error) {
-	return proto.Marshal(&api.JSONElement{Body: &api.JSONElement_Tree_{Tree: treeToPB(t)}})
 }
 
 // treeContentsFromPB reads an edit's contents: one node list per inserted subtree.

@@ -2,17 +2,13 @@ package document
 
 import (
 	"bytes"
-	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
 	"testing"
 
-	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
 	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
@@ -93,194 +89,83 @@ func runTreeSDK(t *testing.T, args ...string) []sdkTreeSession {
 	return sessions
 }
 
-func mustHex(t *testing.T, s string) []byte {
+// sdkChange reads a recorded change.
+func sdkChange(t *testing.T, id string, ops []string) *api.Change {
 	t.Helper()
-	b, err := hex.DecodeString(s)
-	if err != nil {
+	c := &api.Change{Id: &api.ChangeID{}}
+	if err := proto.Unmarshal(mustHex(t, id), c.Id); err != nil {
 		t.Fatal(err)
 	}
-	return b
+	for _, o := range ops {
+		var op api.Operation
+		if err := proto.Unmarshal(mustHex(t, o), &op); err != nil {
+			t.Fatal(err)
+		}
+		c.Operations = append(c.Operations, &op)
+	}
+	return c
 }
 
-// treeTestDoc applies the operations of tree sessions: Set of a tree on the root object and
-// the tree operations.
-type treeTestDoc struct {
-	obj  *crdt.Object
-	root *crdt.Root
+// sameButAttributeOrder reports whether two JSON texts hold the same values.
+func sameButAttributeOrder(a, b string) bool {
+	var x, y any
+	return json.Unmarshal([]byte(a), &x) == nil && json.Unmarshal([]byte(b), &y) == nil && reflect.DeepEqual(x, y)
 }
 
-func newTreeTestDoc() *treeTestDoc {
-	obj := crdt.NewObject(crdt.InitialTicket)
-	return &treeTestDoc{obj: obj, root: crdt.NewRoot(obj)}
-}
-
-func vvFromPB(pb *api.VersionVector) (crdt.VersionVector, error) {
-	if pb == nil {
-		return nil, nil
-	}
-	vv := make(crdt.VersionVector, len(pb.GetVector()))
-	for k, l := range pb.GetVector() {
-		b, err := base64.StdEncoding.DecodeString(k)
-		if err != nil {
-			return nil, err
-		}
-		a, err := crdt.ActorIDFromBytes(b)
-		if err != nil {
-			return nil, err
-		}
-		vv[a] = l
-	}
-	return vv, nil
-}
-
-func (d *treeTestDoc) apply(idBytes []byte, opBytes [][]byte) error {
-	var id api.ChangeID
-	if err := proto.Unmarshal(idBytes, &id); err != nil {
-		return err
-	}
-	vv, err := vvFromPB(id.GetVersionVector())
-	if err != nil {
-		return err
-	}
-	for _, ob := range opBytes {
-		var pb api.Operation
-		if err := proto.Unmarshal(ob, &pb); err != nil {
-			return err
-		}
-		if set := pb.GetSet(); set != nil {
-			if set.GetValue().GetType() != api.ValueType_VALUE_TYPE_TREE {
-				return fmt.Errorf("only trees are set in these sessions")
-			}
-			at, err := treeTicketFromPB(set.GetExecutedAt(), "set")
-			if err != nil {
-				return err
-			}
-			tree, err := treeFromBytes(set.GetValue().GetValue(), at)
-			if err != nil {
-				return err
-			}
-			d.obj.Set(set.GetKey(), tree, at)
-			d.root.RegisterElement(tree, d.obj)
-			continue
-		}
-		op, err := decodeOperation(&pb)
-		if err != nil {
-			return err
-		}
-		if err := op.Execute(d.root, vv); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// treeBytesOf digs the encoded tree of member key out of an encoded root object, as the SDK
-// wrote the bytes.
-func treeBytesOf(t *testing.T, root []byte, key string) []byte {
+func checkTreeState(t *testing.T, d *Document, want sdkTreeState) {
 	t.Helper()
-	field := func(b []byte, want protowire.Number) [][]byte {
-		var out [][]byte
-		for len(b) > 0 {
-			num, typ, n := protowire.ConsumeTag(b)
-			if n < 0 {
-				t.Fatal("bad tag")
-			}
-			b = b[n:]
-			if typ != protowire.BytesType {
-				n = protowire.ConsumeFieldValue(num, typ, b)
-				b = b[n:]
-				continue
-			}
-			v, n := protowire.ConsumeBytes(b)
-			b = b[n:]
-			if num == want {
-				out = append(out, v)
-			}
-		}
-		return out
-	}
-	for _, obj := range field(root, 1) { // JSONElement.json_object
-		for _, node := range field(obj, 1) { // JSONObject.nodes
-			var rn api.RHTNode
-			if err := proto.Unmarshal(node, &rn); err != nil {
-				t.Fatal(err)
-			}
-			if rn.GetKey() != key {
-				continue
-			}
-			for _, elem := range field(node, 2) { // RHTNode.element
-				for _, tree := range field(elem, 7) { // JSONElement.tree
-					return tree
-				}
-			}
-		}
-	}
-	t.Fatalf("no tree %q in the SDK's root", key)
-	return nil
-}
-
-func checkTreeState(t *testing.T, d *treeTestDoc, want sdkTreeState) {
-	t.Helper()
-	if got := d.root.JSON(); got != want.JSON {
+	if got := d.JSON(); got != want.JSON {
 		t.Errorf("JSON:\n got  %s\n want %s", got, want.JSON)
 	}
-	if got := d.root.GarbageLen(); got != want.GarbageLen {
+	if got := d.GarbageLen(); got != want.GarbageLen {
 		t.Errorf("garbage len %d, want %d", got, want.GarbageLen)
 	}
-	if got := d.root.Size(); got != want.Size.of() {
+	if got := d.Size(); got != want.Size.of() {
 		t.Errorf("doc size %+v, want %+v", got, want.Size.of())
 	}
-	sdkTree := treeBytesOf(t, mustHex(t, want.Root), "t")
-	m, ok := d.obj.Get("t")
-	if !ok {
-		t.Fatal("no tree t")
-	}
-	ours, err := proto.MarshalOptions{Deterministic: true}.Marshal(treeToPB(m.(*crdt.Tree)))
+	snap, err := d.Snapshot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(ours, sdkTree) {
-		var a, b api.JSONElement_Tree
-		_ = proto.Unmarshal(ours, &a)
-		_ = proto.Unmarshal(sdkTree, &b)
-		if proto.Equal(&a, &b) {
+	var pb api.Snapshot
+	if err := proto.Unmarshal(snap, &pb); err != nil {
+		t.Fatal(err)
+	}
+	ours, err := proto.MarshalOptions{Deterministic: true}.Marshal(pb.GetRoot())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sdkRoot := mustHex(t, want.Root)
+	if !bytes.Equal(ours, sdkRoot) {
+		var b api.JSONElement
+		_ = proto.Unmarshal(sdkRoot, &b)
+		if proto.Equal(pb.GetRoot(), &b) {
 			// Go's encoder orders map entries by key; the SDK writes attributes in JS object
-			// order (integer keys first). Content is the same.
-			t.Logf("tree bytes differ only in the order of attribute map entries")
+			// order (integer keys first, then insertion order). Content is the same.
+			t.Logf("snapshot bytes differ only in the order of attribute map entries")
 		} else {
-			t.Errorf("tree encoding differs:\n got  %v\n want %v", &a, &b)
+			t.Errorf("snapshot root differs:\n got  %v\n want %v", pb.GetRoot(), &b)
 		}
 	}
-	// Reading the SDK's encoding gives what an SDK replica reading it prints.
-	var pb api.JSONElement_Tree
-	if err := proto.Unmarshal(sdkTree, &pb); err != nil {
-		t.Fatal(err)
-	}
-	back, err := treeFromPB(&pb)
+	// Our snapshot read back prints what an SDK replica reading the SDK's encoding prints
+	// (Go's wire maps do not keep the order of attribute entries: only that may differ).
+	back, err := FromSnapshot(snap)
 	if err != nil {
-		t.Fatalf("read the SDK's tree: %v", err)
+		t.Fatalf("read our snapshot: %v", err)
 	}
-	if got, want := `{"t":`+string(back.JSON(nil))+`}`, want.ReadBack; got != want {
-		// Go's wire maps do not keep the order of attribute entries, which the SDK's reader
-		// keeps as the object order: only that may differ.
-		var a, b any
-		if json.Unmarshal([]byte(got), &a) == nil && json.Unmarshal([]byte(want), &b) == nil &&
-			reflect.DeepEqual(a, b) {
-			t.Logf("tree read back differs only in the order of attributes")
+	if got := back.JSON(); got != want.ReadBack {
+		if sameButAttributeOrder(got, want.ReadBack) {
+			t.Logf("snapshot read back differs only in the order of attributes")
 		} else {
-			t.Errorf("tree read back:\n got  %s\n want %s", got, want)
+			t.Errorf("snapshot read back:\n got  %s\n want %s", got, want.ReadBack)
 		}
 	}
 }
 
 func checkTreeSession(t *testing.T, s sdkTreeSession) {
-	d := newTreeTestDoc()
+	d := New()
 	for i, c := range s.Changes {
-		ops := make([][]byte, len(c.Ops))
-		for j, o := range c.Ops {
-			ops[j] = mustHex(t, o)
-		}
-		err := d.apply(mustHex(t, c.ID), ops)
+		err := d.ApplyChanges([]*api.Change{sdkChange(t, c.ID, c.Ops)})
 		if i == s.FailedAt {
 			if err == nil {
 				t.Fatalf("change %d applied; the SDK refuses it", i)
@@ -300,11 +185,11 @@ func checkTreeSession(t *testing.T, s sdkTreeSession) {
 	if err := proto.Unmarshal(mustHex(t, s.VV), &pbvv); err != nil {
 		t.Fatal(err)
 	}
-	vv, err := vvFromPB(&pbvv)
+	vv, err := VersionVectorFromPB(&pbvv)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := d.root.GarbageCollect(vv); got != s.GCCount {
+	if got := d.GarbageCollect(vv); got != s.GCCount {
 		t.Errorf("collected %d, want %d", got, s.GCCount)
 	}
 	checkTreeState(t, d, s.AfterGC)
