@@ -525,12 +525,26 @@ func toIndex(parent, left *TreeNode, includeRemoved bool) (int, error) {
 
 func (t *Tree) traverseInPosRange(fromParent, fromLeft, toParent, toLeft *TreeNode, includeRemoved bool,
 	fn func(n *TreeNode, typ treeTokenType, ended bool)) error {
+	if includeRemoved {
+		// Counting tombstones, every node with a parent is among its children, so the SDK's
+		// index conversions cannot fail: the same position has no token between, and a range
+		// inside one element holds tokens of that element's content only (its ancestors
+		// neither start nor end in it), so walking that content gives the same tokens.
+		if fromParent == toParent && fromLeft == toLeft {
+			return nil
+		}
+		if p := fromParent; p == toParent && !p.IsText() &&
+			(fromLeft == p || fromLeft.parent == p) && (toLeft == p || toLeft.parent == p) {
+			from, to := p.offsetAfter(fromLeft), p.offsetAfter(toLeft)
+			if from > to {
+				return nil
+			}
+			return tokensBetween(p, from, to, true, fn)
+		}
+	}
 	from, err := toIndex(fromParent, fromLeft, includeRemoved)
 	if err != nil {
 		return err
-	}
-	if fromParent == toParent && fromLeft == toLeft {
-		return nil // the same position: no token between
 	}
 	to, err := toIndex(toParent, toLeft, includeRemoved)
 	if err != nil {
@@ -541,6 +555,15 @@ func (t *Tree) traverseInPosRange(fromParent, fromLeft, toParent, toLeft *TreeNo
 		return nil
 	}
 	return tokensBetween(t.root, from, to, includeRemoved, fn)
+}
+
+// offsetAfter is the offset, tombstones counted, of the position after child left in n's
+// content (0 at n's own start, when left is n).
+func (n *TreeNode) offsetAfter(left *TreeNode) int {
+	if left == n {
+		return 0
+	}
+	return n.sizeThrough(left, true)
 }
 
 // nodeSet is a set of nodes (the SDK's Array.includes checks).
