@@ -23,23 +23,28 @@ type sdkTreeSession struct {
 		ID  string   `json:"id"`
 		Ops []string `json:"ops"`
 	} `json:"changes"`
-	FailedAt   int          `json:"failedAt"`
-	JSON       string       `json:"json"`
-	Root       string       `json:"root"`
-	ReadBack   string       `json:"readBack"`
-	GarbageLen int          `json:"garbageLen"`
-	Size       sdkDocSize   `json:"size"`
-	VV         string       `json:"vv"`
-	GCCount    int          `json:"gcCount"`
-	AfterGC    sdkTreeState `json:"afterGC"`
+	FailedAt         int          `json:"failedAt"`
+	JSON             string       `json:"json"`
+	Root             string       `json:"root"`
+	ReadBack         string       `json:"readBack"`
+	GarbageLen       int          `json:"garbageLen"`
+	LoadedGarbageLen int          `json:"loadedGarbageLen"`
+	LoadedSize       sdkDocSize   `json:"loadedSize"`
+	Size             sdkDocSize   `json:"size"`
+	VV               string       `json:"vv"`
+	GCCount          int          `json:"gcCount"`
+	AfterGC          sdkTreeState `json:"afterGC"`
 }
 
 type sdkTreeState struct {
-	JSON       string     `json:"json"`
-	Root       string     `json:"root"`
-	ReadBack   string     `json:"readBack"`
-	GarbageLen int        `json:"garbageLen"`
-	Size       sdkDocSize `json:"size"`
+	JSON       string `json:"json"`
+	Root       string `json:"root"`
+	ReadBack   string `json:"readBack"`
+	GarbageLen int    `json:"garbageLen"`
+	// What a replica that loaded the encoding as a snapshot holds.
+	LoadedGarbageLen int        `json:"loadedGarbageLen"`
+	LoadedSize       sdkDocSize `json:"loadedSize"`
+	Size             sdkDocSize `json:"size"`
 }
 
 type sdkDataSize struct {
@@ -160,6 +165,14 @@ func checkTreeState(t *testing.T, d *Document, want sdkTreeState) {
 			t.Errorf("snapshot read back:\n got  %s\n want %s", got, want.ReadBack)
 		}
 	}
+	// Like the SDK, a replica loading a snapshot collects only the attributes of live
+	// elements, not the tombstoned nodes.
+	if got := back.GarbageLen(); got != want.LoadedGarbageLen {
+		t.Errorf("garbage len after loading %d, want %d", got, want.LoadedGarbageLen)
+	}
+	if got := back.Size(); got != want.LoadedSize.of() {
+		t.Errorf("doc size after loading %+v, want %+v", got, want.LoadedSize.of())
+	}
 }
 
 func checkTreeSession(t *testing.T, s sdkTreeSession) {
@@ -179,7 +192,8 @@ func checkTreeSession(t *testing.T, s sdkTreeSession) {
 	if s.FailedAt >= 0 {
 		t.Fatalf("the SDK refused change %d only", s.FailedAt)
 	}
-	checkTreeState(t, d, sdkTreeState{JSON: s.JSON, Root: s.Root, ReadBack: s.ReadBack, GarbageLen: s.GarbageLen, Size: s.Size})
+	checkTreeState(t, d, sdkTreeState{JSON: s.JSON, Root: s.Root, ReadBack: s.ReadBack,
+		GarbageLen: s.GarbageLen, Size: s.Size, LoadedGarbageLen: s.LoadedGarbageLen, LoadedSize: s.LoadedSize})
 
 	var pbvv api.VersionVector
 	if err := proto.Unmarshal(mustHex(t, s.VV), &pbvv); err != nil {

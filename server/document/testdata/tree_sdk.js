@@ -83,9 +83,20 @@ function session(n) {
       // prints, sizes (copied: the SDK hands out its live counters) and garbage.
       const state = () => {
         const bytes = converter.objectToBytes(observer.getRootObject());
+        // A Snapshot holding the root (field 1), loaded by a fresh replica.
+        const len = [];
+        for (let v = bytes.length; ; v >>>= 7) {
+          if (v < 0x80) { len.push(v); break; }
+          len.push((v & 0x7f) | 0x80);
+        }
+        const loaded = new yorkie.Document('tree');
+        loaded.applySnapshot(0n, observer.getVersionVector(),
+          Buffer.concat([Buffer.from([0x0a, ...len]), Buffer.from(bytes)]), -1);
         return {
           root: hex(bytes),
-          readBack: converter.bytesToObject(bytes).toSortedJSON(),
+          readBack: loaded.toSortedJSON(),
+          loadedGarbageLen: loaded.getGarbageLen(),
+          loadedSize: JSON.parse(JSON.stringify(loaded.getDocSize())),
           garbageLen: observer.getGarbageLen(),
           size: JSON.parse(JSON.stringify(observer.getDocSize())),
         };
