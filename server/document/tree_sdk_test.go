@@ -18,10 +18,13 @@ import (
 
 // sdkTreeSession is what testdata/tree_sdk.js prints for one session.
 type sdkTreeSession struct {
-	Name    string `json:"name"`
+	Name string `json:"name"`
+	// Changes holds the changes in server order, and the collections done between them.
 	Changes []struct {
-		ID  string   `json:"id"`
-		Ops []string `json:"ops"`
+		ID        string   `json:"id"`
+		Ops       []string `json:"ops"`
+		GC        string   `json:"gc"`
+		Collected int      `json:"collected"`
 	} `json:"changes"`
 	FailedAt         int          `json:"failedAt"`
 	JSON             string       `json:"json"`
@@ -120,7 +123,13 @@ func sameButAttributeOrder(a, b string) bool {
 func checkTreeState(t *testing.T, d *Document, want sdkTreeState) {
 	t.Helper()
 	if got := d.JSON(); got != want.JSON {
-		t.Errorf("JSON:\n got  %s\n want %s", got, want.JSON)
+		// Attribute maps on the wire (an undo's contents, a multi-key style) reach Go without
+		// their entry order, which the SDK's objects keep: only that order may differ.
+		if sameButAttributeOrder(got, want.JSON) {
+			t.Logf("JSON differs only in the order of attributes")
+		} else {
+			t.Errorf("JSON:\n got  %s\n want %s", got, want.JSON)
+		}
 	}
 	if got := d.GarbageLen(); got != want.GarbageLen {
 		t.Errorf("garbage len %d, want %d", got, want.GarbageLen)
@@ -176,8 +185,17 @@ func checkTreeState(t *testing.T, d *Document, want sdkTreeState) {
 }
 
 func checkTreeSession(t *testing.T, s sdkTreeSession) {
+	if s.FailedAt == -2 {
+		t.Skip("the SDK threw collecting garbage: no reference to compare with")
+	}
 	d := New()
 	for i, c := range s.Changes {
+		if c.GC != "" {
+			if got := d.GarbageCollect(sdkVV(t, c.GC)); got != c.Collected {
+				t.Fatalf("collection before change %d: %d, want %d", i, got, c.Collected)
+			}
+			continue
+		}
 		err := d.ApplyChanges([]*api.Change{sdkChange(t, c.ID, c.Ops)})
 		if i == s.FailedAt {
 			if err == nil {
@@ -195,18 +213,26 @@ func checkTreeSession(t *testing.T, s sdkTreeSession) {
 	checkTreeState(t, d, sdkTreeState{JSON: s.JSON, Root: s.Root, ReadBack: s.ReadBack,
 		GarbageLen: s.GarbageLen, Size: s.Size, LoadedGarbageLen: s.LoadedGarbageLen, LoadedSize: s.LoadedSize})
 
-	var pbvv api.VersionVector
-	if err := proto.Unmarshal(mustHex(t, s.VV), &pbvv); err != nil {
-		t.Fatal(err)
+	if s.GCCount < 0 {
+		return // the SDK threw collecting
 	}
-	vv, err := VersionVectorFromPB(&pbvv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := d.GarbageCollect(vv); got != s.GCCount {
+	if got := d.GarbageCollect(sdkVV(t, s.VV)); got != s.GCCount {
 		t.Errorf("collected %d, want %d", got, s.GCCount)
 	}
 	checkTreeState(t, d, s.AfterGC)
+}
+
+func sdkVV(t *testing.T, h string) crdt.VersionVector {
+	t.Helper()
+	var pb api.VersionVector
+	if err := proto.Unmarshal(mustHex(t, h), &pb); err != nil {
+		t.Fatal(err)
+	}
+	vv, err := VersionVectorFromPB(&pb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return vv
 }
 
 // TestTreeMatchesSDK applies sessions the JS SDK recorded (fixed scenarios and seeded random

@@ -51,9 +51,23 @@ function session(n) {
     // pull applies the log's changes of others a replica has not applied yet.
     pull(i) {
       const r = docs[i];
-      const fresh = log.slice(r.seen).filter((e) => e.from !== i).map((e) => e.change);
+      const fresh = log.slice(r.seen).filter((e) => e.change && e.from !== i).map((e) => e.change);
       r.seen = log.length;
       if (fresh.length) r.doc.applyChanges(wire(fresh), yorkie.OpSource.Remote);
+    },
+    // gc collects on every replica what all of them have seen, as a server's minimum synced
+    // version vector allows, and logs it for the observer.
+    gc() {
+      const min = new Map();
+      const vvs = docs.map((d) => d.doc.getVersionVector());
+      for (const vv of vvs) {
+        for (const [a] of vv) {
+          min.set(a, vvs.reduce((m, v) => { const l = v.get(a) || 0n; return l < m ? l : m; }, vv.get(a)));
+        }
+      }
+      const vv = new yorkie.VersionVector(min);
+      for (const d of docs) d.doc.garbageCollect(vv);
+      log.push({ gc: vv });
     },
     syncAll() {
       for (let i = 0; i < n; i++) this.push(i);
@@ -70,12 +84,29 @@ function session(n) {
       for (let i = 0; i < n; i++) this.push(i);
       // The observer applies the log one change at a time and notes where the SDK throws.
       let failedAt = -1;
-      const all = wire(log.map((e) => e.change));
-      for (let k = 0; k < all.length; k++) {
+      const entries = [];
+      for (let k = 0; k < log.length; k++) {
+        const e = log[k];
+        if (e.gc) {
+          let collected;
+          try {
+            collected = observer.garbageCollect(e.gc);
+          } catch (err) {
+            // The SDK's collection can throw on split links it broke itself: no reference.
+            failedAt = -2;
+            break;
+          }
+          entries.push({ gc: converter.versionVectorToHex(e.gc), collected });
+          continue;
+        }
+        entries.push({
+          id: hex(converter.changeIDToBinary(e.change.getID())),
+          ops: e.change.getOperations().map((op) => hex(converter.operationToBinary(op))),
+        });
         try {
-          observer.applyChanges([all[k]], yorkie.OpSource.Remote);
-        } catch (e) {
-          failedAt = k;
+          observer.applyChanges(wire([e.change]), yorkie.OpSource.Remote);
+        } catch (err) {
+          failedAt = entries.length - 1;
           break;
         }
       }
@@ -104,18 +135,19 @@ function session(n) {
       const out = {
         failedAt,
         name,
-        changes: log.map((e) => ({
-          id: hex(converter.changeIDToBinary(e.change.getID())),
-          ops: e.change.getOperations().map((op) => hex(converter.operationToBinary(op))),
-        })),
+        changes: entries,
         replicas: broken ? [] : docs.map((d) => d.doc.toSortedJSON()),
         json: observer.toSortedJSON(),
         ...state(),
       };
       const vv = observer.getVersionVector();
       out.vv = converter.versionVectorToHex(vv);
-      out.gcCount = observer.garbageCollect(vv);
-      out.afterGC = { json: observer.toSortedJSON(), ...state() };
+      try {
+        out.gcCount = observer.garbageCollect(vv);
+        out.afterGC = { json: observer.toSortedJSON(), ...state() };
+      } catch (err) {
+        out.gcCount = -1;
+      }
       return out;
     },
   };
@@ -210,12 +242,15 @@ function randomScenario(seed, rounds) {
       const i = pick(s.docs.length);
       const d = s.docs[i];
       try {
-        d.update((r) => {
+        const h = pick(20);
+        if (h === 0 && d.history.canUndo()) d.history.undo();
+        else if (h === 1 && d.history.canRedo()) d.history.redo();
+        else d.update((r) => {
           const size = r.t.getSize();
           const from = pick(size + 1);
           const to = from + pick(Math.min(8, size - from) + 1);
           const w = () => words[pick(words.length)];
-          const k = pick(14);
+          const k = pick(18);
           if (k < 3) r.t.edit(from, from, t(w()));
           else if (k < 5) r.t.edit(from, to);
           else if (k === 5) r.t.edit(from, from, p(w()));
@@ -226,12 +261,17 @@ function randomScenario(seed, rounds) {
           else if (k === 10) r.t.edit(from, from, { type: 'div', children: [p(w()), p()] });
           else if (k === 11) r.t.style(from, to, { a: w(), s: { n: pick(5) } });
           else if (k === 12) r.t.edit(from, to, p(w()));
+          else if (k === 13) r.t.editBulk(from, to, [p(w(), { id: w() }), p(w())]);
+          else if (k === 14) r.t.splitByPath(r.t.indexToPath(from));
+          else if (k === 15) r.t.mergeByPath(r.t.indexToPath(from).slice(0, -1));
+          else if (k === 16 && pick(8) === 0) r.t = new yorkie.Tree({ type: 'doc', children: [p('new')] });
           else r.t.edit(from, to, t(w()));
         });
       } catch (e) {
         // The SDK refuses some ranges locally; such an edit makes no change.
       }
       const sync = pick(4);
+      if (pick(12) === 0) { s.syncAll(); s.gc(); }
       if (sync === 0) s.push(i);
       else if (sync === 1) s.pull(i);
       else if (sync === 2) { s.push(i); s.pull(pick(s.docs.length)); }
