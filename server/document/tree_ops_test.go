@@ -270,3 +270,27 @@ func BenchmarkTreeDelete(b *testing.B) {
 	}
 	runTreeOps(b, root, ops)
 }
+
+// BenchmarkTreeStyle measures styling one of 5,000 paragraphs.
+func BenchmarkTreeStyle(b *testing.B) {
+	const paragraphs = 5000
+	root, _ := newTreeDoc(b, treeDocPB(paragraphs, "hello"))
+	ops := make([]Operation, b.N)
+	for i := range ops {
+		p := (i * 7919) % paragraphs
+		// From before the paragraph to inside it: its start token.
+		from := &api.TreePos{ParentId: tid(1, 1, 0), LeftSiblingId: tid(1, uint32(2*p), 0)}
+		if p == 0 {
+			from.LeftSiblingId = tid(1, 1, 0)
+		}
+		to := &api.TreePos{ParentId: tid(1, uint32(2+2*p), 0), LeftSiblingId: tid(1, uint32(2+2*p), 0)}
+		o, err := decodeOperation(&api.Operation{Body: &api.Operation_TreeStyle_{TreeStyle: &api.Operation_TreeStyle{
+			ParentCreatedAt: tt(1, 0), From: from, To: to, ExecutedAt: tt(int64(2+i), 1),
+			Attributes: map[string]string{"bold": "true"}}}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		ops[i] = o
+	}
+	runTreeOps(b, root, ops)
+}

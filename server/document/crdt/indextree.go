@@ -500,6 +500,9 @@ func tokensBetween(n *TreeNode, from, to int, includeRemoved bool,
 	}
 	pos := 0
 	for _, c := range n.children {
+		if pos >= to {
+			break // sizes are never negative: no later child starts before to
+		}
 		if !includeRemoved && c.removed {
 			continue
 		}
