@@ -19,7 +19,7 @@ type Root struct {
 	// undo put back). Entries whose seq no longer matches the table are stale.
 	gcOrder []gcSlot
 	gcSeq   uint64
-	size     DocSize
+	size    DocSize
 }
 
 // NewRoot indexes the tree under object, registering its removed elements and nodes for
