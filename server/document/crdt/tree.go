@@ -614,6 +614,15 @@ func (t *Tree) Edit(from, to TreePos, contents []*TreeNode, splitLevel int, edit
 		}
 	}
 
+	// The SDK computes the index of the edit's start (for its change events) by climbing
+	// from a removed parent to a live ancestor; it throws when the climb runs out, as in a
+	// subtree that collection detached.
+	for p := fromParent; p.removed; p = p.parent {
+		if p.parent == nil {
+			return nil, diff, fmt.Errorf("%w: edit inside a detached subtree", ErrTreeRefused)
+		}
+	}
+
 	var toRemove, toMove, toMerge []*TreeNode
 	removeSet, mergeSet := nodeSet{}, nodeSet{}
 	addRemove := func(n *TreeNode) {

@@ -84,6 +84,7 @@ function session(n) {
       for (let i = 0; i < n; i++) this.push(i);
       // The observer applies the log one change at a time and notes where the SDK throws.
       let failedAt = -1;
+      let failure;
       const entries = [];
       for (let k = 0; k < log.length; k++) {
         const e = log[k];
@@ -107,6 +108,7 @@ function session(n) {
           observer.applyChanges(wire([e.change]), yorkie.OpSource.Remote);
         } catch (err) {
           failedAt = entries.length - 1;
+          failure = String(err && err.message);
           break;
         }
       }
@@ -134,6 +136,7 @@ function session(n) {
       };
       const out = {
         failedAt,
+        failure,
         name,
         changes: entries,
         replicas: broken ? [] : docs.map((d) => d.doc.toSortedJSON()),
