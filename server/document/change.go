@@ -19,7 +19,7 @@ type changeID struct {
 // presence-only changes carry an empty vector and do not.
 func (id changeID) hasClocks() bool { return len(id.vv) > 0 && id.lamport != 0 }
 
-func decodeChangeID(id *api.ChangeID) (changeID, error) {
+func decodeChangeID(id *api.ChangeID, actorKeys map[string]crdt.ActorID) (changeID, error) {
 	if id == nil {
 		return changeID{}, fmt.Errorf("%w: change without an id", ErrInvalidOperation)
 	}
@@ -27,7 +27,7 @@ func decodeChangeID(id *api.ChangeID) (changeID, error) {
 	if err != nil {
 		return changeID{}, fmt.Errorf("%w: change actor: %w", ErrInvalidOperation, err)
 	}
-	vv, err := VersionVectorFromPB(id.GetVersionVector())
+	vv, err := vectorFromPB(id.GetVersionVector(), actorKeys)
 	if err != nil {
 		return changeID{}, err
 	}
@@ -40,7 +40,7 @@ func (d *Document) applyChange(c *api.Change) error {
 	if c == nil {
 		return fmt.Errorf("%w: nil change", ErrInvalidOperation)
 	}
-	id, err := decodeChangeID(c.GetId())
+	id, err := decodeChangeID(c.GetId(), d.actorKeys)
 	if err != nil {
 		return err
 	}

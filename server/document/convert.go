@@ -47,22 +47,42 @@ func optionalTicketToPB(t crdt.Ticket) *api.TimeTicket {
 // VersionVectorFromPB reads a wire version vector: keys are the standard base64 of actor
 // IDs. A nil vector is empty.
 func VersionVectorFromPB(v *api.VersionVector) (crdt.VersionVector, error) {
+	return vectorFromPB(v, nil)
+}
+
+// vectorFromPB reads a version vector, remembering decoded keys in cache when it is not nil
+// (a document sees the same few actors in every change).
+func vectorFromPB(v *api.VersionVector, cache map[string]crdt.ActorID) (crdt.VersionVector, error) {
 	out := make(crdt.VersionVector, len(v.GetVector()))
 	for k, l := range v.GetVector() {
-		b, err := base64.StdEncoding.DecodeString(k)
-		if err != nil {
-			// Node's Buffer, which the SDK decodes with, also takes unpadded keys.
-			if b, err = base64.RawStdEncoding.DecodeString(k); err != nil {
-				return nil, fmt.Errorf("%w: version vector key %q", ErrInvalidOperation, k)
+		a, ok := cache[k]
+		if !ok {
+			var err error
+			if a, err = actorFromBase64(k); err != nil {
+				return nil, err
 			}
-		}
-		a, err := crdt.ActorIDFromBytes(b)
-		if err != nil {
-			return nil, fmt.Errorf("%w: version vector: %w", ErrInvalidOperation, err)
+			if cache != nil {
+				cache[k] = a
+			}
 		}
 		out[a] = l
 	}
 	return out, nil
+}
+
+func actorFromBase64(k string) (crdt.ActorID, error) {
+	b, err := base64.StdEncoding.DecodeString(k)
+	if err != nil {
+		// Node's Buffer, which the SDK decodes with, also takes unpadded keys.
+		if b, err = base64.RawStdEncoding.DecodeString(k); err != nil {
+			return crdt.ActorID{}, fmt.Errorf("%w: version vector key %q", ErrInvalidOperation, k)
+		}
+	}
+	a, err := crdt.ActorIDFromBytes(b)
+	if err != nil {
+		return crdt.ActorID{}, fmt.Errorf("%w: version vector: %w", ErrInvalidOperation, err)
+	}
+	return a, nil
 }
 
 // VersionVectorToPB writes a version vector as the SDK does.

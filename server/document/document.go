@@ -36,6 +36,8 @@ type Document struct {
 	// clocks as a replica's are (see syncClocks).
 	lamport int64
 	vv      crdt.VersionVector
+	// actorKeys caches the actors of the base64 keys of changes' vectors.
+	actorKeys map[string]crdt.ActorID
 }
 
 // New returns an empty document: a root object created at the initial ticket.
@@ -44,12 +46,14 @@ func New() *Document {
 		root:      crdt.NewRoot(crdt.NewObject(crdt.InitialTicket)),
 		presences: make(map[crdt.ActorID]map[string]string),
 		vv:        make(crdt.VersionVector),
+		actorKeys: make(map[string]crdt.ActorID),
 	}
 }
 
 // FromSnapshot builds a document from an api.Snapshot in its binary encoding, as the SDK's
 // bytesToSnapshot reads it. Empty bytes are an empty document. A snapshot does not carry
-// clocks: the document's vector starts empty (see FromSnapshotAt).
+// clocks: the document's vector starts empty (see FromSnapshotAt). A snapshot that cannot be
+// read is refused with an error wrapping ErrInvalidOperation.
 func FromSnapshot(snapshot []byte) (*Document, error) {
 	return FromSnapshotAt(snapshot, nil)
 }
