@@ -127,11 +127,16 @@ async function main() {
   // The observer applies every stored change at once, in server order: it is
   // the SDK's model of what the server's document must be.
   const observer = new yorkie.Document(docKey);
+  // restored is an SDK document loaded from the last SDK snapshot that keeps
+  // applying the later changes: what the server restored from that snapshot
+  // must match, whether or not the snapshot kept everything.
+  let restored;
   const server = new Server(sdk, docKey, out);
   server.onStored = (entry) => {
     stats.changes++;
     stats.ops += entry.pb.operations.length;
     observer.applyChanges(yorkie.converter.fromChanges([entry.pb]), yorkie.OpSource.Remote);
+    if (restored) restored.applyChanges(yorkie.converter.fromChanges([entry.pb]), yorkie.OpSource.Remote);
     const line = {
       t: 'change', seq: entry.seq, actor: entry.actor,
       b64: Buffer.from(protobuf.toBinary(schemas.Change, entry.pb)).toString('base64'),
@@ -178,8 +183,10 @@ async function main() {
       // SDK defect (its local state differs from what it sent).
       throw new Error(`replica ${c.hex} disagrees with the log at ${server.head()}:\n  replica:  ${json}\n  observer: ${observer.toSortedJSON()}`);
     }
+    if (restored) restored.garbageCollect(vectorModel(minvv));
     out.line({
       t: 'check', seq: server.head(), client: c.hex,
+      restored: restored ? { json: restored.toSortedJSON(), garbage: restored.getGarbageLen() } : undefined,
       json, garbage: c.doc.getGarbageLen(), presences: presencesOf(c.doc),
       minvv: hexVector(minvv),
       observer: { json: observer.toSortedJSON(), garbage: observer.getGarbageLen(), size: observer.getDocSize() },
@@ -204,6 +211,7 @@ async function main() {
     // overwriting its first bytes: hand it a copy.
     const fresh = new yorkie.Document(docKey);
     fresh.applySnapshot(BigInt(server.head()), c.doc.getVersionVector(), bytes.slice());
+    if (c.doc !== observer) restored = fresh;
     out.line({
       t: 'snap', seq: server.head(), client: c.hex, b64,
       json: c.doc.toSortedJSON(), garbage: fresh.getGarbageLen(), freshJSON: fresh.toSortedJSON(),

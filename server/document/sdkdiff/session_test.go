@@ -35,6 +35,11 @@ type line struct {
 		Garbage int     `json:"garbage"`
 		Size    sdkSize `json:"size"`
 	} `json:"observer"`
+	// Restored is the SDK document loaded from the last SDK snapshot, kept applying.
+	Restored *struct {
+		JSON    string `json:"json"`
+		Garbage int    `json:"garbage"`
+	} `json:"restored"`
 	FreshJSON string         `json:"freshJSON"`
 	Answered  bool           `json:"answered"`
 	Error     string         `json:"error"`
@@ -79,14 +84,18 @@ type replayer struct {
 	// restored is rebuilt from the last SDK snapshot and then kept applying the later
 	// changes: a server that restarted from a snapshot the SDK wrote.
 	restored *document.Document
-	seq      int
-	changes  []*api.Change
-	stats    stats
+	// lastSnapshot is the snapshot we answered the last request with.
+	lastSnapshot []byte
+	seq          int
+	changes      []*api.Change
+	stats        stats
 }
 
 type stats struct {
 	changes, ops, checks, snapshots, loads int
-	faults                                 []string
+	// lossySnapshots counts SDK snapshots the SDK itself reads back differently.
+	lossySnapshots int
+	faults         []string
 }
 
 func newReplayer(checkSize bool, answer io.Writer) *replayer {
@@ -159,7 +168,7 @@ func (p *replayer) change(l *line) error {
 		}
 	}
 	if l.JSON != nil && p.doc.JSON() != *l.JSON {
-		return &divergence{seq: p.seq, what: fmt.Sprintf("after this change\n  ours: %s\n  sdk:  %s", p.doc.JSON(), *l.JSON), change: &c}
+		return &divergence{seq: p.seq, what: "JSON after this change: " + jsonDiff(p.doc.JSON(), *l.JSON), change: &c}
 	}
 	return nil
 }
@@ -175,7 +184,7 @@ func (p *replayer) check(l *line) error {
 	}
 	p.doc.GarbageCollect(vv)
 	if got := p.doc.JSON(); got != *l.JSON {
-		return p.diverge("JSON differs from replica %s\n  ours: %s\n  sdk:  %s", l.Client, got, *l.JSON)
+		return p.diverge("JSON differs from replica %s: %s", l.Client, jsonDiff(got, *l.JSON))
 	}
 	if got, want := p.doc.GarbageLen(), l.Observer.Garbage; got != want {
 		return p.diverge("GarbageLen after collecting with %v: ours %d, sdk %d", l.MinVV, got, want)
@@ -189,10 +198,13 @@ func (p *replayer) check(l *line) error {
 	if got := presences(p.doc); !maps.EqualFunc(got, l.Presences, maps.Equal) {
 		return p.diverge("presences: ours %v, sdk %v", got, l.Presences)
 	}
-	if p.restored != nil {
+	if p.restored != nil && l.Restored != nil {
 		p.restored.GarbageCollect(vv)
-		if got := p.restored.JSON(); got != *l.JSON {
-			return p.diverge("the document restored from the SDK's snapshot differs\n  ours: %s\n  sdk:  %s", got, *l.JSON)
+		if got := p.restored.JSON(); got != l.Restored.JSON {
+			return p.diverge("restored from the SDK's snapshot and kept applying, we differ from the SDK doing the same: %s", jsonDiff(got, l.Restored.JSON))
+		}
+		if got := p.restored.GarbageLen(); got != l.Restored.Garbage {
+			return p.diverge("GarbageLen restored from the SDK's snapshot: ours %d, sdk %d", got, l.Restored.Garbage)
 		}
 	}
 	return nil
@@ -211,14 +223,18 @@ func (p *replayer) snap(l *line) error {
 	if err != nil {
 		return p.diverge("FromSnapshot refused the SDK's snapshot of %s: %v", l.Client, err)
 	}
-	if got := d.JSON(); got != *l.JSON {
-		return p.diverge("the SDK's snapshot of %s reads differently\n  ours: %s\n  sdk:  %s", l.Client, got, *l.JSON)
+	// The reference is what the SDK itself reads from these bytes (freshJSON).
+	if got := d.JSON(); got != l.FreshJSON {
+		return p.diverge("the SDK's snapshot of %s reads differently: %s", l.Client, jsonDiff(got, l.FreshJSON))
 	}
 	if got := d.GarbageLen(); got != *l.Garbage {
 		return p.diverge("GarbageLen of the SDK's snapshot of %s: ours %d, sdk %d", l.Client, got, *l.Garbage)
 	}
 	if got := presences(d); !maps.EqualFunc(got, l.Presences, maps.Equal) {
 		return p.diverge("presences of the SDK's snapshot: ours %v, sdk %v", got, l.Presences)
+	}
+	if l.FreshJSON != *l.JSON {
+		p.stats.lossySnapshots++
 	}
 	p.restored = d
 	return nil
@@ -235,6 +251,7 @@ func (p *replayer) snapreq(l *line) error {
 	if err != nil {
 		return p.diverge("Snapshot: %v", err)
 	}
+	p.lastSnapshot = b
 	vv := make(map[string]string)
 	for a, n := range p.doc.VersionVector() {
 		vv[a.String()] = strconv.FormatInt(n, 10)
@@ -252,11 +269,24 @@ func (p *replayer) snapreq(l *line) error {
 func (p *replayer) snapload(l *line) error {
 	p.stats.loads++
 	if got := p.doc.JSON(); got != *l.JSON {
-		return p.diverge("a new SDK client loaded our snapshot to a different document\n  ours: %s\n  sdk:  %s", got, *l.JSON)
+		return p.diverge("a new SDK client loaded our snapshot to a different document: %s", jsonDiff(got, *l.JSON))
 	}
-	if got := p.doc.GarbageLen(); got != *l.Garbage {
-		return p.diverge("GarbageLen of the SDK document loaded from our snapshot: ours %d, sdk %d", got, *l.Garbage)
+	if p.lastSnapshot == nil {
+		return nil
 	}
+	// A document loaded from a snapshot counts garbage the live one may not (the SDK
+	// registers every removed element it reads): compare loaded with loaded.
+	d, err := document.FromSnapshot(p.lastSnapshot)
+	if err != nil {
+		return p.diverge("FromSnapshot refused our own snapshot: %v", err)
+	}
+	if got := d.GarbageLen(); got != *l.Garbage {
+		return p.diverge("GarbageLen of our snapshot loaded: ours %d, the SDK's %d", got, *l.Garbage)
+	}
+	if got := presences(d); !maps.EqualFunc(got, l.Presences, maps.Equal) {
+		return p.diverge("presences of our snapshot loaded by the SDK: ours %v, sdk %v", got, l.Presences)
+	}
+	p.lastSnapshot = nil
 	return nil
 }
 
@@ -282,6 +312,19 @@ func presences(d *document.Document) map[string]map[string]string {
 		out[a.String()] = p
 	}
 	return out
+}
+
+// jsonDiff shows two documents around the first byte where they differ.
+func jsonDiff(ours, sdk string) string {
+	i := 0
+	for i < len(ours) && i < len(sdk) && ours[i] == sdk[i] {
+		i++
+	}
+	from := max(0, i-80)
+	clip := func(s string) string {
+		return s[min(from, len(s)):min(len(s), i+120)]
+	}
+	return fmt.Sprintf("first difference at byte %d of %d/%d\n  ours: ...%s...\n  sdk:  ...%s...", i, len(ours), len(sdk), clip(ours), clip(sdk))
 }
 
 func firstLine(s string) string {
