@@ -200,11 +200,15 @@ async function main() {
     for (const c of clients) c.offline = false;
     for (let round = 0; round < 4; round++) for (const c of clients) sync(c, round === 3);
   };
-  const sdkSnapshot = (c) => {
-    const root = protobuf.fromBinary(schemas.JSONElement, yorkie.converter.objectToBytes(c.doc.getRootObject()));
+  // sdkSnapshotBytes is the api.Snapshot of doc as the SDK's converter encodes it.
+  const sdkSnapshotBytes = (doc) => {
+    const root = protobuf.fromBinary(schemas.JSONElement, yorkie.converter.objectToBytes(doc.getRootObject()));
     const presences = {};
-    for (const [actor, data] of Object.entries(presencesOf(c.doc))) presences[actor] = protobuf.create(schemas.Presence, { data });
-    const bytes = protobuf.toBinary(schemas.Snapshot, protobuf.create(schemas.Snapshot, { root, presences }));
+    for (const [actor, data] of Object.entries(presencesOf(doc))) presences[actor] = protobuf.create(schemas.Presence, { data });
+    return protobuf.toBinary(schemas.Snapshot, protobuf.create(schemas.Snapshot, { root, presences }));
+  };
+  const sdkSnapshot = (c) => {
+    const bytes = sdkSnapshotBytes(c.doc);
     const b64 = Buffer.from(bytes).toString('base64');
     // What a fresh SDK document loaded from these bytes holds. The SDK
     // decodes doubles through a DataView over the whole underlying buffer,
@@ -296,7 +300,15 @@ async function main() {
         server.attach(n.hex);
         n.doc.update((_, p) => p.set({ name: n.name, cursor: 0 }));
         server.pushOnly(n.hex, n.doc);
-        out.line({ t: 'snapreq', seq: server.head(), client: n.hex, answered: args.answer });
+        const own = sdkSnapshotBytes(observer);
+        // What the SDK reads from its own snapshot here: its reader does not
+        // always give back the document it was written from.
+        const ownLoaded = new yorkie.Document(docKey);
+        ownLoaded.applySnapshot(BigInt(server.head()), observer.getVersionVector(), own.slice());
+        out.line({
+          t: 'snapreq', seq: server.head(), client: n.hex, answered: args.answer,
+          sdkB64: Buffer.from(own).toString('base64'), sdkLoadJSON: ownLoaded.toSortedJSON(),
+        });
         let answer;
         if (args.answer) {
           out.flush();
@@ -308,7 +320,7 @@ async function main() {
         } else {
           const vv = {};
           for (const [k, v] of observer.getVersionVector()) vv[k] = BigInt(v);
-          answer = { snapshot: sdkSnapshot({ doc: observer, hex: 'observer' }), vv };
+          answer = { snapshot: own, vv };
         }
         server.attachWithSnapshot(n.hex, n.doc, answer);
         out.line({ t: 'snapload', seq: server.head(), client: n.hex, json: n.doc.toSortedJSON(), garbage: n.doc.getGarbageLen(), presences: presencesOf(n.doc) });
