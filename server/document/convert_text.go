@@ -176,12 +176,21 @@ func textToPB(t *crdt.Text) *api.JSONElement_Text {
 		MovedAt:   optionalTicketToPB(t.MovedAt()),
 		RemovedAt: optionalTicketToPB(t.RemovedAt()),
 	}
+	// A text holds many small nodes: allocate their messages in blocks.
+	nodes := make([]api.TextNode, t.Len())
+	ids := make([]api.TextNodeID, t.Len())
+	tickets := newTicketBlock(t.Len())
+	i := 0
 	t.Nodes(func(n *crdt.TextNode) {
 		v := n.Value()
-		pn := &api.TextNode{
-			Id:        textNodeIDToPB(n.ID()),
-			Value:     v.Content(),
-			RemovedAt: optionalTicketToPB(n.RemovedAt()),
+		pn := &nodes[i]
+		id := &ids[i]
+		i++
+		id.CreatedAt, id.Offset = tickets.next(n.ID().CreatedAt), int32(n.ID().Offset)
+		pn.Id = id
+		pn.Value = v.Content()
+		if rm := n.RemovedAt(); !rm.IsZero() {
+			pn.RemovedAt = ticketToPB(rm)
 		}
 		if p := n.InsPrev(); p != nil {
 			pn.InsPrevId = textNodeIDToPB(p.ID())
@@ -197,4 +206,24 @@ func textToPB(t *crdt.Text) *api.JSONElement_Text {
 		pb.Nodes = append(pb.Nodes, pn)
 	})
 	return pb
+}
+
+// ticketBlock hands out wire tickets whose messages and actor bytes share two allocations.
+type ticketBlock struct {
+	tickets []api.TimeTicket
+	actors  []byte
+}
+
+func newTicketBlock(n int) *ticketBlock {
+	return &ticketBlock{tickets: make([]api.TimeTicket, n), actors: make([]byte, n*crdt.ActorIDSize)}
+}
+
+func (b *ticketBlock) next(t crdt.Ticket) *api.TimeTicket {
+	pt := &b.tickets[0]
+	b.tickets = b.tickets[1:]
+	actor := b.actors[:crdt.ActorIDSize:crdt.ActorIDSize]
+	b.actors = b.actors[crdt.ActorIDSize:]
+	copy(actor, t.Actor[:])
+	pt.Lamport, pt.Delimiter, pt.ActorId = t.Lamport, t.Delimiter, actor
+	return pt
 }

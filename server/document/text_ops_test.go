@@ -272,3 +272,94 @@ func BenchmarkTextSnapshot100k(b *testing.B) {
 		}
 	}
 }
+
+// A snapshot keeps which piece each split piece came from, so that a position at a split
+// boundary resolves on a document read from it as on the document that made the split.
+func TestTextSnapshotKeepsSplitLinks(t *testing.T) {
+	d := New()
+	text := tk(1, 1, actorA)
+	ins := tk(2, 1, actorA)
+	head := textPos(rootTicket(), 0, 0)
+	mid := textPos(ins, 0, 2)
+	if err := d.ApplyChanges([]*api.Change{
+		change(actorA, 1, 1, setOpPB(rootTicket(), "t", textValue(text), text)),
+		change(actorA, 2, 2, editOpPB(text, head, head, "abcd", nil, ins)),
+		change(actorA, 3, 3, editOpPB(text, mid, mid, "X", nil, tk(3, 1, actorA))), // "ab" X "cd"
+	}); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := d.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	loaded, err := FromSnapshot(snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// (ins, 2) with no relative offset names the start of "cd", which belongs to "ab".
+	boundary := textPos(ins, 2, 0)
+	edit := change(actorB, 1, 4, editOpPB(text, boundary, boundary, "Y", nil, tk(4, 1, actorB)))
+	edit.Id.VersionVector = VersionVectorToPB(crdt.VersionVector{actorA: 3, actorB: 4})
+	for _, doc := range []*Document{d, loaded} {
+		if err := doc.ApplyChanges([]*api.Change{proto.Clone(edit).(*api.Change)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := `{"t":[{"val":"ab"},{"val":"Y"},{"val":"X"},{"val":"cd"}]}`
+	if d.JSON() != want || loaded.JSON() != want {
+		t.Fatalf("got %s and %s, want %s", d.JSON(), loaded.JSON(), want)
+	}
+}
+
+// FuzzTextSnapshot reads texts of arbitrary shape from snapshots (offsets, tombstones and
+// split links in any order) and edits them: nothing may panic.
+func FuzzTextSnapshot(f *testing.F) {
+	f.Add([]byte{2, 0, 3, 0, 0, 2, 3, 1, 1, 1, 3, 0, 2, 0, 0}, int64(2), int32(1), int32(1), "x", false)
+	f.Add([]byte{5, 1, 1, 1, 2, 5, 0, 4, 0, 0}, int64(5), int32(0), int32(3), "", true)
+	f.Fuzz(func(t *testing.T, shape []byte, l int64, off, rel int32, content string, style bool) {
+		text := tk(1, 1, actorA)
+		pt := &api.JSONElement_Text{CreatedAt: text}
+		for i := 0; i+4 < len(shape) && len(pt.Nodes) < 32; i += 5 {
+			n := &api.TextNode{
+				Id:    &api.TextNodeID{CreatedAt: tk(int64(shape[i]%8), 1, actorA), Offset: int32(shape[i+1] % 8)},
+				Value: "abcdefgh"[:shape[i+2]%8],
+			}
+			if shape[i+3]%2 == 1 {
+				n.RemovedAt = tk(int64(shape[i+3]%16), 1, actorB)
+			}
+			if shape[i+4]%3 != 0 {
+				n.InsPrevId = &api.TextNodeID{CreatedAt: tk(int64(shape[i+4]%8), 1, actorA), Offset: int32(shape[i+4] % 5)}
+			}
+			pt.Nodes = append(pt.Nodes, n)
+		}
+		root := &api.JSONElement{Body: &api.JSONElement_JsonObject{JsonObject: &api.JSONElement_JSONObject{
+			CreatedAt: rootTicket(),
+			Nodes:     []*api.RHTNode{{Key: "t", Element: &api.JSONElement{Body: &api.JSONElement_Text_{Text: pt}}}},
+		}}}
+		snap, err := proto.Marshal(&api.Snapshot{Root: root})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := FromSnapshot(snap)
+		if err != nil {
+			return
+		}
+		p := textPos(tk(l%8, 1, actorA), off%8, rel%8)
+		var op *api.Operation
+		if style {
+			op = styleOpPB(text, textPos(rootTicket(), 0, 0), p, map[string]string{"b": "1"}, []string{"i"}, tk(20, 1, actorB))
+		} else {
+			op = editOpPB(text, p, p, content, nil, tk(20, 1, actorB))
+		}
+		c := change(actorB, 1, 20, op)
+		c.Id.VersionVector = VersionVectorToPB(crdt.VersionVector{actorA: 10, actorB: 20})
+		if err := d.ApplyChanges([]*api.Change{c}); err != nil {
+			return
+		}
+		_ = d.JSON()
+		d.GarbageCollect(crdt.VersionVector{actorA: 100, actorB: 100})
+		if _, err := d.Snapshot(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}

@@ -129,6 +129,12 @@ func newRGATreeSplit() *rgaTreeSplit {
 // floor returns the piece of id's insertion with the largest offset not after id's offset.
 func (s *rgaTreeSplit) floor(id TextNodeID) *TextNode {
 	pieces := s.byID[id.CreatedAt]
+	if len(pieces) == 1 { // most insertions are never split
+		if pieces[0].id.Offset <= id.Offset {
+			return pieces[0]
+		}
+		return nil
+	}
 	i := sort.Search(len(pieces), func(i int) bool { return pieces[i].id.Offset > id.Offset })
 	if i == 0 {
 		return nil

@@ -87,8 +87,8 @@ func (r *RHT) Set(key, value string, t Ticket) (prevRemoved, written *RHTNode) {
 	return nil, nil
 }
 
-// SetInternal stores a node as read from a snapshot or copied.
-func (r *RHT) SetInternal(key, value string, t Ticket, removed bool) {
+// setInternal stores a copied node.
+func (r *RHT) setInternal(key, value string, t Ticket, removed bool) {
 	i, _ := r.find(key)
 	r.put(i, &RHTNode{key: key, value: value, updatedAt: t, removed: removed})
 	if removed {
@@ -119,12 +119,6 @@ func (r *RHT) Remove(key string, t Ticket) []*RHTNode {
 	return []*RHTNode{n}
 }
 
-// Has reports whether key holds a live value.
-func (r *RHT) Has(key string) bool {
-	_, n := r.find(key)
-	return n != nil && !n.removed
-}
-
 // Get returns the node of key, live or removed.
 func (r *RHT) Get(key string) (*RHTNode, bool) {
 	_, n := r.find(key)
@@ -153,7 +147,7 @@ func (r *RHT) Purge(child *RHTNode) {
 func (r *RHT) DeepCopy() *RHT {
 	c := &RHT{nodes: make([]*RHTNode, 0, len(r.nodes))}
 	for _, n := range r.nodes {
-		c.SetInternal(n.key, n.value, n.updatedAt, n.removed)
+		c.setInternal(n.key, n.value, n.updatedAt, n.removed)
 	}
 	return c
 }

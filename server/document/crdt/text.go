@@ -2,6 +2,7 @@ package crdt
 
 import (
 	"fmt"
+	"strings"
 	"unicode/utf16"
 )
 
@@ -17,10 +18,24 @@ func newTextValue(content []uint16) *TextValue { return &TextValue{content: cont
 
 // Content is the value as a string; a lone surrogate becomes U+FFFD, as when the SDK encodes
 // it to UTF-8.
-func (v *TextValue) Content() string { return string(utf16.Decode(v.content)) }
-
-// Len is the content's length in UTF-16 code units.
-func (v *TextValue) Len() int { return len(v.content) }
+func (v *TextValue) Content() string {
+	ascii := true
+	for _, u := range v.content {
+		if u >= 0x80 {
+			ascii = false
+			break
+		}
+	}
+	if !ascii {
+		return string(utf16.Decode(v.content))
+	}
+	var sb strings.Builder
+	sb.Grow(len(v.content))
+	for _, u := range v.content {
+		sb.WriteByte(byte(u))
+	}
+	return sb.String()
+}
 
 // Attrs returns the attributes (nil when the node never had one).
 func (v *TextValue) Attrs() *RHT { return v.attrs }
@@ -93,12 +108,6 @@ func (t *Text) Nodes(fn func(n *TextNode)) {
 	for n := t.rga.head.next; n != nil; n = n.next {
 		fn(n)
 	}
-}
-
-// FindNode returns the node holding id (the piece whose offset is the largest not after id's).
-func (t *Text) FindNode(id TextNodeID) (*TextNode, bool) {
-	n := t.rga.floor(id)
-	return n, n != nil
 }
 
 // AppendNode adds a node read from a snapshot at the end of the text. insPrev, when given,

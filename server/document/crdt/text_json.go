@@ -154,7 +154,7 @@ func jsString(v any, top bool) string {
 		if err != nil && !math.IsInf(f, 0) {
 			return string(x)
 		}
-		return jsNumber(f)
+		return string(appendJSNumber(nil, f))
 	case []any:
 		var sb strings.Builder
 		for i, e := range x {
@@ -167,53 +167,4 @@ func jsString(v any, top bool) string {
 	default:
 		return "[object Object]"
 	}
-}
-
-// jsNumber formats f as JavaScript's Number.prototype.toString does.
-func jsNumber(f float64) string {
-	switch {
-	case math.IsInf(f, 1):
-		return "Infinity"
-	case math.IsInf(f, -1):
-		return "-Infinity"
-	case f == 0:
-		return "0"
-	}
-	var sb strings.Builder
-	if f < 0 {
-		sb.WriteByte('-')
-		f = -f
-	}
-	// Shortest round-trip digits d1.d2...dk e X; the value is 0.d1...dk × 10^n with n = X+1.
-	e := strconv.FormatFloat(f, 'e', -1, 64)
-	mant, exp, _ := strings.Cut(e, "e")
-	digits := strings.Replace(mant, ".", "", 1)
-	x, _ := strconv.Atoi(exp)
-	n := x + 1
-	k := len(digits)
-	switch {
-	case k <= n && n <= 21:
-		sb.WriteString(digits)
-		sb.WriteString(strings.Repeat("0", n-k))
-	case 0 < n && n <= 21:
-		sb.WriteString(digits[:n])
-		sb.WriteByte('.')
-		sb.WriteString(digits[n:])
-	case -6 < n && n <= 0:
-		sb.WriteString("0.")
-		sb.WriteString(strings.Repeat("0", -n))
-		sb.WriteString(digits)
-	default:
-		sb.WriteByte(digits[0])
-		if k > 1 {
-			sb.WriteByte('.')
-			sb.WriteString(digits[1:])
-		}
-		sb.WriteByte('e')
-		if n-1 >= 0 {
-			sb.WriteByte('+')
-		}
-		sb.WriteString(strconv.Itoa(n - 1))
-	}
-	return sb.String()
 }
