@@ -220,23 +220,25 @@ func treeNodeToPB(n *crdt.TreeNode, depth int) *api.TreeNode {
 	// entries and the fields after them (merged_from, merged_at) go out pre-encoded as the
 	// message's trailing unknown fields, which the encoder copies as they are.
 	var raw []byte
+	var err error
+	opts := proto.MarshalOptions{Deterministic: true}
 	for _, k := range keys {
-		raw = appendTreeNodeFields(raw, &api.TreeNode{Attributes: map[string]*api.NodeAttr{k: attrs[k]}})
+		if raw, err = opts.MarshalAppend(raw, &api.TreeNode{Attributes: map[string]*api.NodeAttr{k: attrs[k]}}); err != nil {
+			break
+		}
 	}
-	raw = appendTreeNodeFields(raw, &api.TreeNode{MergedFrom: pb.MergedFrom, MergedAt: pb.MergedAt})
+	if err == nil {
+		raw, err = opts.MarshalAppend(raw, &api.TreeNode{MergedFrom: pb.MergedFrom, MergedAt: pb.MergedAt})
+	}
+	if err != nil {
+		// Strings here came decoded from the wire, so this does not happen; the sorted
+		// encoding would still be read right.
+		pb.Attributes = attrs
+		return pb
+	}
 	pb.MergedFrom, pb.MergedAt = nil, nil
 	pb.ProtoReflect().SetUnknown(raw)
 	return pb
-}
-
-// appendTreeNodeFields appends the encoding of the fields set in m.
-func appendTreeNodeFields(b []byte, m *api.TreeNode) []byte {
-	out, err := proto.MarshalOptions{Deterministic: true}.MarshalAppend(b, m)
-	if err != nil {
-		// Only invalid UTF-8 fails, and every string here came decoded from the wire.
-		panic(fmt.Sprintf("encode tree node fields: %v", err))
-	}
-	return out
 }
 
 // treeFromBytes reads the TREE value of a JSONElementSimple: a JSONElement holding the tree.
