@@ -3,6 +3,7 @@ package document
 import (
 	"errors"
 	"fmt"
+	"sort"
 
 	"google.golang.org/protobuf/proto"
 
@@ -196,12 +197,47 @@ func treeNodeToPB(n *crdt.TreeNode, depth int) *api.TreeNode {
 	if at, ok := n.MergedAt(); ok {
 		pb.MergedAt = ticketToPB(at)
 	}
-	if n.HasAttrs() {
-		pb.Attributes = make(map[string]*api.NodeAttr)
-		n.Attrs(func(key, value string, updatedAt crdt.Ticket, removed bool) {
-			pb.Attributes[key] = &api.NodeAttr{Value: value, UpdatedAt: ticketToPB(updatedAt), IsRemoved: removed}
-		})
+	if !n.HasAttrs() {
+		return pb
 	}
+	// The SDK writes the table through a JS object: in its order (integer keys first), and
+	// without "__proto__", which such an object cannot hold.
+	var keys []string
+	attrs := make(map[string]*api.NodeAttr)
+	n.Attrs(func(key, value string, updatedAt crdt.Ticket, removed bool) {
+		if key == "__proto__" {
+			return
+		}
+		keys = append(keys, key)
+		attrs[key] = &api.NodeAttr{Value: value, UpdatedAt: ticketToPB(updatedAt), IsRemoved: removed}
+	})
+	crdt.OrderJSObjectKeys(keys)
+	if sort.StringsAreSorted(keys) {
+		pb.Attributes = attrs
+		return pb
+	}
+	// Go's encoder writes map entries sorted by key. To write them in the SDK's order, the
+	// entries and the fields after them (merged_from, merged_at) go out pre-encoded as the
+	// message's trailing unknown fields, which the encoder copies as they are.
+	var raw []byte
+	var err error
+	opts := proto.MarshalOptions{Deterministic: true}
+	for _, k := range keys {
+		if raw, err = opts.MarshalAppend(raw, &api.TreeNode{Attributes: map[string]*api.NodeAttr{k: attrs[k]}}); err != nil {
+			break
+		}
+	}
+	if err == nil {
+		raw, err = opts.MarshalAppend(raw, &api.TreeNode{MergedFrom: pb.MergedFrom, MergedAt: pb.MergedAt})
+	}
+	if err != nil {
+		// Strings here came decoded from the wire, so this does not happen; the sorted
+		// encoding would still be read right.
+		pb.Attributes = attrs
+		return pb
+	}
+	pb.MergedFrom, pb.MergedAt = nil, nil
+	pb.ProtoReflect().SetUnknown(raw)
 	return pb
 }
 

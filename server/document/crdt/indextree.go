@@ -145,9 +145,6 @@ func (n *TreeNode) SetMergedFrom(id TreeNodeID) { n.mergedFrom = &id }
 // SetMergedAt records the ticket of the merge that moved the node.
 func (n *TreeNode) SetMergedAt(t Ticket) { n.mergedAt = &t }
 
-// Children returns the node's children, tombstones included. The slice must not be changed.
-func (n *TreeNode) Children() []*TreeNode { return n.children }
-
 // HasAttrs reports whether the node carries an attribute table (possibly empty).
 func (n *TreeNode) HasAttrs() bool { return n.attrs != nil }
 

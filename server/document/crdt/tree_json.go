@@ -89,6 +89,14 @@ func OrderTreeAttrKeys(keys []string) {
 	})
 }
 
+// OrderJSObjectKeys stably moves integer keys first, in numeric order, as a JS object
+// iterates keys set in the given order.
+func OrderJSObjectKeys(keys []string) {
+	orderJSKeys(len(keys), func(i int) string { return keys[i] }, func(i, j int) {
+		keys[i], keys[j] = keys[j], keys[i]
+	})
+}
+
 // orderJSKeys stably moves array-index keys first, in numeric order, keeping the rest in
 // place order.
 func orderJSKeys(n int, key func(int) string, swap func(i, j int)) {
