@@ -160,6 +160,9 @@ func runSession(t *testing.T, g generator, kinds []string, seed, steps int) {
 	if err == nil {
 		t.Logf("%d changes, %d operations, %d checks, %d SDK snapshots read (%d that the SDK itself reads back differently), %d of ours loaded by the SDK (%d read back differently, as the SDK reads its own)",
 			p.stats.changes, p.stats.ops, p.stats.checks, p.stats.snapshots, p.stats.lossySnapshots, p.stats.loads, p.stats.lossyLoads)
+		if len(p.stats.sdkDiverged) > 0 {
+			t.Logf("SDK replicas that do not converge with the log (compared with the log): %s", strings.Join(p.stats.sdkDiverged, "; "))
+		}
 		for _, f := range p.stats.faults {
 			t.Logf("the SDK failed by itself and the session stopped early: %s", f)
 		}

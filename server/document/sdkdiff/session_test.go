@@ -103,6 +103,8 @@ type stats struct {
 	// our snapshots the SDK reads back differently exactly as it reads its own.
 	lossySnapshots, lossyLoads int
 	faults                     []string
+	// sdkDiverged lists the replicas whose own document left the log\'s (SDK defects).
+	sdkDiverged []string
 }
 
 func newReplayer(checkSize bool, answer io.Writer) *replayer {
@@ -144,6 +146,11 @@ func (p *replayer) line(l *line) error {
 		return p.snapreq(l)
 	case "snapload":
 		return p.snapload(l)
+	case "sdkdiverge":
+		p.stats.sdkDiverged = append(p.stats.sdkDiverged, fmt.Sprintf("client %s at server_seq %d", l.Client, l.Seq))
+	case "unrestore":
+		// The SDK could not go on from its own snapshot; neither compare nor go on.
+		p.restored = nil
 	case "fault":
 		p.stats.faults = append(p.stats.faults, fmt.Sprintf("step %d: %s", l.Step, firstLine(l.Error)))
 	case "end":
@@ -191,7 +198,7 @@ func (p *replayer) check(l *line) error {
 	}
 	p.doc.GarbageCollect(vv)
 	if got := p.doc.JSON(); got != *l.JSON {
-		return p.diverge("JSON differs from replica %s: %s", l.Client, jsonDiff(got, *l.JSON))
+		return p.diverge("JSON differs from the SDK's (replica %s in sync): %s", l.Client, jsonDiff(got, *l.JSON))
 	}
 	if got, want := p.doc.GarbageLen(), l.Observer.Garbage; got != want {
 		return p.diverge("GarbageLen after collecting with %v: ours %d, sdk %d", l.MinVV, got, want)
