@@ -368,7 +368,8 @@ async function main() {
     // The SDK itself failed outside an updater: a defect of the SDK the
     // generator does not avoid yet. Stop here; what came before stays valid.
     if (process.env.SDKDIFF_RETHROW) throw err;
-    fault = { step, error: String(err && err.stack ? err.stack : err) };
+    fault = { step, error: String(err) };
+    process.stderr.write(`sdkdiff generator: the SDK failed at step ${step}: ${err && err.stack ? err.stack : err}\n`);
    }
   }
 
@@ -377,7 +378,8 @@ async function main() {
       fullSync();
       sdkSnapshot(clients[rng.int(clients.length)]);
     } catch (err) {
-      fault = { step: args.steps, error: String(err && err.stack ? err.stack : err) };
+      fault = { step: args.steps, error: String(err) };
+      process.stderr.write(`sdkdiff generator: the SDK failed at the end: ${err && err.stack ? err.stack : err}\n`);
     }
   }
   if (fault) out.line({ t: 'fault', seq: server.head(), ...fault });
