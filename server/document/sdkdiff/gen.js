@@ -376,6 +376,12 @@ async function main() {
   if (!fault) {
     try {
       fullSync();
+      // Everyone has synced twice past the last change and collected garbage
+      // with the same vector: the replicas' garbage is what the server must hold.
+      out.line({
+        t: 'settled', seq: server.head(),
+        replicas: clients.map((c) => ({ client: c.hex, garbage: c.doc.getGarbageLen(), diverged: !!c.diverged })),
+      });
       sdkSnapshot(clients[rng.int(clients.length)]);
     } catch (err) {
       fault = { step: args.steps, error: String(err) };

@@ -158,8 +158,8 @@ func TestSDKSessions(t *testing.T) {
 func runSession(t *testing.T, g generator, kinds []string, seed, steps int) {
 	p, err := g.replay(t.Context(), kinds, seed, steps, false)
 	if err == nil {
-		t.Logf("%d changes, %d operations, %d checks, %d SDK snapshots read (%d that the SDK itself reads back differently), %d of ours loaded by the SDK (%d read back differently, as the SDK reads its own)",
-			p.stats.changes, p.stats.ops, p.stats.checks, p.stats.snapshots, p.stats.lossySnapshots, p.stats.loads, p.stats.lossyLoads)
+		t.Logf("%d changes, %d operations, %d checks, %d SDK snapshots read (%d that the SDK itself reads back differently), %d of ours loaded by the SDK (%d read back differently, as the SDK reads its own); garbage once settled: %d (-1: stopped before)",
+			p.stats.changes, p.stats.ops, p.stats.checks, p.stats.snapshots, p.stats.lossySnapshots, p.stats.loads, p.stats.lossyLoads, p.stats.settledGarbage)
 		if len(p.stats.sdkDiverged) > 0 {
 			t.Logf("SDK replicas that do not converge with the log (compared with the log): %s", strings.Join(p.stats.sdkDiverged, "; "))
 		}

@@ -41,6 +41,12 @@ type line struct {
 		Garbage int    `json:"garbage"`
 	} `json:"restored"`
 	FreshJSON string `json:"freshJSON"`
+	// Replicas are the clients' garbage once everyone synced and collected (settled).
+	Replicas []struct {
+		Client   string `json:"client"`
+		Garbage  int    `json:"garbage"`
+		Diverged bool   `json:"diverged"`
+	} `json:"replicas"`
 	// SDKB64 is the SDK's own snapshot at a snapshot request, to compare ours with.
 	SDKB64 string `json:"sdkB64"`
 	// SDKLoadJSON is what the SDK reads from its own snapshot at a snapshot request.
@@ -105,10 +111,13 @@ type stats struct {
 	faults                     []string
 	// sdkDiverged lists the replicas whose own document left the log\'s (SDK defects).
 	sdkDiverged []string
+	// settledGarbage is our GarbageLen once everyone synced and collected (-1: the
+	// session stopped before).
+	settledGarbage int
 }
 
 func newReplayer(checkSize bool, answer io.Writer) *replayer {
-	return &replayer{checkSize: checkSize, answer: answer, doc: document.New()}
+	return &replayer{checkSize: checkSize, answer: answer, doc: document.New(), stats: stats{settledGarbage: -1}}
 }
 
 // run replays every line of r, stopping at the first divergence.
@@ -146,6 +155,16 @@ func (p *replayer) line(l *line) error {
 		return p.snapreq(l)
 	case "snapload":
 		return p.snapload(l)
+	case "settled":
+		for _, r := range l.Replicas {
+			if r.Diverged {
+				continue
+			}
+			if got := p.doc.GarbageLen(); got != r.Garbage {
+				return p.diverge("after everyone synced and collected: GarbageLen ours %d, replica %s %d", got, r.Client, r.Garbage)
+			}
+		}
+		p.stats.settledGarbage = p.doc.GarbageLen()
 	case "sdkdiverge":
 		p.stats.sdkDiverged = append(p.stats.sdkDiverged, fmt.Sprintf("client %s at server_seq %d", l.Client, l.Seq))
 	case "unrestore":
