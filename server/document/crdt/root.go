@@ -14,10 +14,10 @@ type Root struct {
 	elements map[Ticket]elementPair
 	removed  map[Ticket]struct{}
 	gcPairs  map[string]gcEntry
-	// gcOrder lists the pairs in registration order (with stale entries of cancelled ones):
-	// collection visits them in that order, as the SDK iterates its Map, because purging
-	// an attribute first shrinks the text node that holds it.
-	gcOrder []gcRef
+	// gcOrder lists the pairs in registration order, as the SDK's Map iterates them: purging
+	// in another order leaves different split links behind when nodes share an ID (nodes an
+	// undo put back). Entries whose seq no longer matches the table are stale.
+	gcOrder []gcSlot
 	gcSeq   uint64
 	size    DocSize
 }
@@ -109,14 +109,12 @@ func (r *Root) RegisterGCPair(p GCPair) {
 	key := p.Child.GCKey()
 	if _, ok := r.gcPairs[key]; ok {
 		delete(r.gcPairs, key)
-		if len(r.gcOrder) > 2*len(r.gcPairs)+64 {
-			r.compactGCOrder()
-		}
+		r.compactGCOrder()
 		return
 	}
 	r.gcSeq++
 	r.gcPairs[key] = gcEntry{pair: p, seq: r.gcSeq}
-	r.gcOrder = append(r.gcOrder, gcRef{key: key, seq: r.gcSeq})
+	r.gcOrder = append(r.gcOrder, gcSlot{key: key, seq: r.gcSeq})
 	s := p.Child.DataSize()
 	r.size.GC.Add(s)
 	r.size.Live.Sub(s)
@@ -168,24 +166,20 @@ func (r *Root) GarbageCollect(minSynced VersionVector) int {
 			n += r.deregister(p.elem)
 		}
 	}
-	kept := r.gcOrder[:0]
-	for _, ref := range r.gcOrder {
-		e, ok := r.gcPairs[ref.key]
-		if !ok || e.seq != ref.seq {
+	for _, slot := range r.gcOrder {
+		e, ok := r.gcPairs[slot.key]
+		if !ok || e.seq != slot.seq {
 			continue
 		}
 		p := e.pair
 		if rm := p.Child.RemovedAt(); !rm.IsZero() && minSynced.AfterOrEqual(rm) {
 			p.Parent.PurgeNode(p.Child)
 			r.size.GC.Sub(p.Child.DataSize())
-			delete(r.gcPairs, ref.key)
+			delete(r.gcPairs, slot.key)
 			n++
-			continue
 		}
-		kept = append(kept, ref)
 	}
-	clear(r.gcOrder[len(kept):])
-	r.gcOrder = kept
+	r.compactGCOrder()
 	return n
 }
 
@@ -198,20 +192,23 @@ type gcEntry struct {
 	seq  uint64
 }
 
-// gcRef names a registration in gcOrder.
-type gcRef struct {
+// gcSlot is a place in the registration order.
+type gcSlot struct {
 	key string
 	seq uint64
 }
 
-// compactGCOrder drops the references of cancelled registrations.
+// compactGCOrder drops stale slots once they outnumber the live ones.
 func (r *Root) compactGCOrder() {
-	kept := r.gcOrder[:0]
-	for _, ref := range r.gcOrder {
-		if e, ok := r.gcPairs[ref.key]; ok && e.seq == ref.seq {
-			kept = append(kept, ref)
+	if len(r.gcOrder) < 2*len(r.gcPairs)+32 {
+		return
+	}
+	live := r.gcOrder[:0]
+	for _, slot := range r.gcOrder {
+		if e, ok := r.gcPairs[slot.key]; ok && e.seq == slot.seq {
+			live = append(live, slot)
 		}
 	}
-	clear(r.gcOrder[len(kept):])
-	r.gcOrder = kept
+	clear(r.gcOrder[len(live):])
+	r.gcOrder = live
 }
