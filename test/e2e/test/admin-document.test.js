@@ -1,9 +1,10 @@
 'use strict';
 // The operator's view of a document (GET /admin/documents/{key} on the
 // profiling port) against the real SDK: after concurrent edits of objects,
-// arrays, counters, text with styles and every primitive type, its root is every replica's
-// toSortedJSON, its live size is the SDK's, and it follows later edits and a
-// client that attaches late.
+// arrays, counters, text with styles, a tree (split, merge, styles) and every
+// primitive type, its root is every replica's toSortedJSON, its live size is
+// a fresh replica's, and it follows later edits and a client that attaches
+// late.
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
@@ -69,6 +70,13 @@ test('the admin view of a document equals the SDK replicas', { skip: skipReason(
       root.big = new yorkie.Counter(yorkie.CounterType.Long, BigInt(1));
       root.t = new yorkie.Text();
       root.t.edit(0, 0, 'hello world');
+      root.tree = new yorkie.Tree({
+        type: 'doc',
+        children: [
+          { type: 'p', children: [{ type: 'text', value: 'first line' }] },
+          { type: 'p', attributes: { align: 'left' }, children: [{ type: 'text', value: 'second' }] },
+        ],
+      });
       root.values = {
         nothing: null,
         yes: true,
@@ -93,6 +101,8 @@ test('the admin view of a document equals the SDK replicas', { skip: skipReason(
       root.o.a = 'one';
       root.t.edit(0, 5, 'HELLO', { bold: true });
       root.t.setStyle(6, 11, { italic: true, size: 12 });
+      root.tree.edit(6, 6, undefined, 1); // split the first paragraph
+      root.tree.style(0, 1, { bold: 'true' });
     }, 'edits of replica 1');
     d2.update((root) => {
       root.list[1] = 'set';
@@ -102,6 +112,8 @@ test('the admin view of a document equals the SDK replicas', { skip: skipReason(
       root.o.added = [{ deep: [] }];
       root.t.edit(5, 6, ' dear "friend" ');
       root.t.edit(11, 11, '😀');
+      root.tree.edit(1, 1, { type: 'text', value: 'the ' });
+      root.tree.removeStyle(16, 17, ['align']);
     }, 'edits of replica 2');
     await syncAll([[c1, d1], [c2, d2]]);
     assert.equal(d1.toSortedJSON(), d2.toSortedJSON(), 'replicas converge');
@@ -124,6 +136,8 @@ test('the admin view of a document equals the SDK replicas', { skip: skipReason(
       root.n.increase(100);
       root.t.edit(0, 2, '');
       root.t.setStyle(0, 3, { bold: null, color: 'red' });
+      // Delete across a paragraph boundary, which merges two paragraphs.
+      root.tree.edit(3, 9);
     }, 'edits of the late joiner');
     await syncAll([[c3, d3], [c1, d1], [c2, d2]]);
     view = await documentView(admin, key);
