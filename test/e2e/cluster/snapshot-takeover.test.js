@@ -1,9 +1,9 @@
 'use strict';
 // Crash and takeover with snapshots. Three `yorkie server` processes in
 // forward mode behind haproxy, on FerretDB and etcd, store a snapshot every
-// SNAPSHOT_INTERVAL changes. SDK clients edit one document past several
-// intervals, its owner is killed with SIGKILL while they go on editing, and
-// another node takes the document over from its newest snapshot and the
+// SNAPSHOT_INTERVAL changes. SDK clients edit one document (object, counter,
+// text, tree, array) past several intervals, its owner is killed with SIGKILL
+// while they go on editing, and another node takes the document over from its newest snapshot and the
 // changes after it. Checked: every replica converges with every edit, the
 // new owner goes on storing snapshots, the operator's view of the document
 // (GET /admin/documents/{key}, on every live node) is every replica's
@@ -76,7 +76,7 @@ function snapshotFlagsMissing() {
   return `${bin} has no --snapshot-interval flag`;
 }
 
-/** One client editing until stopped: object keys, a counter, text and a list, in turn. */
+/** One client editing until stopped: object keys, a counter, text, a tree and a list, in turn. */
 class Editor {
   constructor({ label, client, doc }) {
     Object.assign(this, { label, client, doc, count: 0, keys: [], increments: 0, tokens: [], error: null, stopped: false });
@@ -84,7 +84,7 @@ class Editor {
 
   editOnce() {
     const n = ++this.count;
-    switch (n % 4) {
+    switch (n % 5) {
       case 0: {
         const key = `${this.label}-${n}`;
         this.doc.update((root) => {
@@ -103,6 +103,9 @@ class Editor {
         this.tokens.push(token);
         break;
       }
+      case 3:
+        this.doc.update((root) => root.tree.edit(1, 1, { type: 'text', value: this.label }));
+        break;
       default:
         // Pushes and removals: the list's tombstones go with garbage collection.
         this.doc.update((root) => {
@@ -176,7 +179,13 @@ test(
           initialPresence: { name: `c${i}` },
           initialRoot:
             i === 0
-              ? { items: {}, counter: new yorkie.Counter(yorkie.CounterType.Int, 0), text: new yorkie.Text(), list: [] }
+              ? {
+                  items: {},
+                  counter: new yorkie.Counter(yorkie.CounterType.Int, 0),
+                  text: new yorkie.Text(),
+                  tree: new yorkie.Tree({ type: 'doc', children: [{ type: 'p', children: [{ type: 'text', value: '.' }] }] }),
+                  list: [],
+                }
               : undefined,
         });
         if (i === 0) await waitPushed(doc);
