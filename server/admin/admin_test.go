@@ -299,6 +299,13 @@ func TestAdminService(t *testing.T) {
 				AuthWebhookMaxRetries: wrapperspb.UInt64(3),
 			}}, token))
 			wantCode(t, err, connect.CodeUnimplemented, "ErrUnimplemented")
+			// Sent back unchanged, as upstream's CLI does, such a field is fine.
+			if _, err = c.UpdateProject(ctx, authed(&api.UpdateProjectRequest{Id: p.Id, Fields: &api.UpdatableProjectFields{
+				AuthWebhookMaxRetries: wrapperspb.UInt64(0), SnapshotInterval: wrapperspb.Int64(0),
+				AllowedOrigins: &api.UpdatableProjectFields_AllowedOrigins{},
+			}}, token)); err != nil {
+				t.Fatalf("unchanged unsupported fields refused: %v", err)
+			}
 			_, err = c.UpdateProject(ctx, authed(&api.UpdateProjectRequest{Id: p.Id, Fields: &api.UpdatableProjectFields{
 				Name: wrapperspb.String("default"),
 			}}, token))

@@ -11,6 +11,7 @@ import (
 
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/types/known/timestamppb"
+	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
@@ -79,25 +80,31 @@ func validateAll(what string, got, known []string) error {
 
 // projectUpdate checks the fields a request sets and turns them into a
 // database update. Fields this server does not keep yet are refused with
-// unimplemented rather than dropped.
+// unimplemented rather than dropped when they carry a value.
 func projectUpdate(f *api.UpdatableProjectFields) (*database.ProjectUpdate, error) {
 	if f == nil {
 		return nil, invalidArgument(errors.New("no fields to update"))
 	}
+	// Upstream's CLI sends every field back as it read it, so a field this
+	// server does not keep is refused only when it would change something
+	// (what this server reports for it is the zero value).
+	str := func(w *wrapperspb.StringValue) bool { return w != nil && w.Value != "" }
+	u64 := func(w *wrapperspb.UInt64Value) bool { return w != nil && w.Value != 0 }
+	i64 := func(w *wrapperspb.Int64Value) bool { return w != nil && w.Value != 0 }
 	unsupported := map[string]bool{
-		"auth_webhook_max_retries":        f.AuthWebhookMaxRetries != nil,
-		"auth_webhook_min_wait_interval":  f.AuthWebhookMinWaitInterval != nil,
-		"auth_webhook_max_wait_interval":  f.AuthWebhookMaxWaitInterval != nil,
-		"auth_webhook_request_timeout":    f.AuthWebhookRequestTimeout != nil,
-		"event_webhook_max_retries":       f.EventWebhookMaxRetries != nil,
-		"event_webhook_min_wait_interval": f.EventWebhookMinWaitInterval != nil,
-		"event_webhook_max_wait_interval": f.EventWebhookMaxWaitInterval != nil,
-		"event_webhook_request_timeout":   f.EventWebhookRequestTimeout != nil,
-		"snapshot_threshold":              f.SnapshotThreshold != nil,
-		"snapshot_interval":               f.SnapshotInterval != nil,
-		"auto_revision_enabled":           f.AutoRevisionEnabled != nil,
-		"channel_session_ttl":             f.ChannelSessionTtl != nil,
-		"allowed_origins":                 f.AllowedOrigins != nil,
+		"auth_webhook_max_retries":        u64(f.AuthWebhookMaxRetries),
+		"auth_webhook_min_wait_interval":  str(f.AuthWebhookMinWaitInterval),
+		"auth_webhook_max_wait_interval":  str(f.AuthWebhookMaxWaitInterval),
+		"auth_webhook_request_timeout":    str(f.AuthWebhookRequestTimeout),
+		"event_webhook_max_retries":       u64(f.EventWebhookMaxRetries),
+		"event_webhook_min_wait_interval": str(f.EventWebhookMinWaitInterval),
+		"event_webhook_max_wait_interval": str(f.EventWebhookMaxWaitInterval),
+		"event_webhook_request_timeout":   str(f.EventWebhookRequestTimeout),
+		"snapshot_threshold":              i64(f.SnapshotThreshold),
+		"snapshot_interval":               i64(f.SnapshotInterval),
+		"auto_revision_enabled":           f.AutoRevisionEnabled != nil && f.AutoRevisionEnabled.Value,
+		"channel_session_ttl":             str(f.ChannelSessionTtl),
+		"allowed_origins":                 f.AllowedOrigins != nil && len(f.AllowedOrigins.Origins) > 0,
 	}
 	for _, name := range slices.Sorted(maps.Keys(unsupported)) {
 		if unsupported[name] {
