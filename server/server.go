@@ -257,7 +257,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.health = grpchealth.NewStaticChecker(v1connect.YorkieServiceName)
 
-	if s.admin, err = admin.New(admin.Config{Settings: cfg.Admin, DB: s.db, Logger: logger}); err != nil {
+	if s.admin, err = admin.New(admin.Config{Settings: cfg.Admin, DB: s.db, Logger: logger, Registerer: s.registry}); err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
 

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
+	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/crypto/bcrypt"
 
 	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
@@ -65,6 +66,8 @@ type Config struct {
 	Settings
 	DB     database.Database
 	Logger *slog.Logger
+	// Registerer receives the service's metrics (nil: not registered).
+	Registerer prometheus.Registerer
 	// Now is the clock of token expiry (nil: time.Now).
 	Now func() time.Time
 }
@@ -78,6 +81,7 @@ type Service struct {
 	db     database.Database
 	logger *slog.Logger
 	tokens *tokens
+	calls  *prometheus.CounterVec
 	// dummyHash makes a log-in for an unknown user cost what a wrong
 	// password costs, so timing does not tell which names exist. It is
 	// made on first need: hashing is slow by design.
@@ -116,7 +120,16 @@ func New(cfg Config) (*Service, error) {
 	dummy := sync.OnceValues(func() ([]byte, error) {
 		return bcrypt.GenerateFromPassword([]byte("no such user"), cfg.PasswordCost)
 	})
-	return &Service{cfg: cfg, db: cfg.DB, logger: cfg.Logger, dummyHash: dummy}, nil
+	calls := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "yorkie_admin_calls_total",
+		Help: "AdminService calls answered, by method and Connect code (ok for success).",
+	}, []string{"method", "code"})
+	if cfg.Registerer != nil {
+		if err := cfg.Registerer.Register(calls); err != nil {
+			return nil, fmt.Errorf("admin: register metrics: %w", err)
+		}
+	}
+	return &Service{cfg: cfg, db: cfg.DB, logger: cfg.Logger, dummyHash: dummy, calls: calls}, nil
 }
 
 // Start agrees on the token secret with the other nodes and creates the
@@ -148,7 +161,22 @@ func (s *Service) Start(ctx context.Context) error {
 
 // Handler returns the path prefix and handler of the AdminService.
 func (s *Service) Handler() (string, http.Handler) {
-	return v1connect.NewAdminServiceHandler(s, connect.WithReadMaxBytes(maxRequestBytes))
+	return v1connect.NewAdminServiceHandler(s, connect.WithReadMaxBytes(maxRequestBytes),
+		connect.WithInterceptors(connect.UnaryInterceptorFunc(s.count)))
+}
+
+// count records the outcome of every call.
+func (s *Service) count(next connect.UnaryFunc) connect.UnaryFunc {
+	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
+		res, err := next(ctx, req)
+		code := "ok"
+		if err != nil {
+			code = connect.CodeOf(err).String()
+		}
+		method := req.Spec().Procedure[strings.LastIndexByte(req.Spec().Procedure, '/')+1:]
+		s.calls.WithLabelValues(method, code).Inc()
+		return res, err
+	}
 }
 
 func (s *Service) createUser(ctx context.Context, username, password string) (*database.UserInfo, error) {

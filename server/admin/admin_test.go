@@ -342,6 +342,34 @@ func TestAdminService(t *testing.T) {
 			wantCode(t, err, connect.CodeUnimplemented, "")
 		})
 
+		t.Run("Metrics", func(t *testing.T) {
+			families, err := srv.Registry().Gather()
+			if err != nil {
+				t.Fatal(err)
+			}
+			counts := map[string]float64{}
+			for _, f := range families {
+				if f.GetName() != "yorkie_admin_calls_total" {
+					continue
+				}
+				for _, m := range f.GetMetric() {
+					var method, code string
+					for _, l := range m.GetLabel() {
+						switch l.GetName() {
+						case "method":
+							method = l.GetValue()
+						case "code":
+							code = l.GetValue()
+						}
+					}
+					counts[method+"/"+code] = m.GetCounter().GetValue()
+				}
+			}
+			if counts["LogIn/ok"] < 1 || counts["LogIn/unauthenticated"] < 2 || counts["CreateProject/already_exists"] < 1 {
+				t.Fatalf("admin call counts %v", counts)
+			}
+		})
+
 		t.Run("JSON", func(t *testing.T) {
 			// Dashboards speak Connect JSON.
 			jc := v1connect.NewAdminServiceClient(servertest.HTTPClient(t, servertest.ConnectJSON), servertest.BaseURL(srv), connect.WithProtoJSON())
