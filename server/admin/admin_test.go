@@ -370,11 +370,16 @@ func TestAdminService(t *testing.T) {
 			}
 		})
 
-		t.Run("JSON", func(t *testing.T) {
-			// Dashboards speak Connect JSON.
-			jc := v1connect.NewAdminServiceClient(servertest.HTTPClient(t, servertest.ConnectJSON), servertest.BaseURL(srv), connect.WithProtoJSON())
-			if _, err := jc.GetProject(ctx, authed(&api.GetProjectRequest{Name: "default"}, token)); err != nil {
-				t.Fatal(err)
+		t.Run("Protocols", func(t *testing.T) {
+			// Dashboards speak Connect JSON, other tools gRPC or gRPC-web.
+			for _, p := range servertest.Protocols() {
+				pc := v1connect.NewAdminServiceClient(servertest.HTTPClient(t, p), servertest.BaseURL(srv), p.ClientOptions()...)
+				res, err := pc.GetProject(ctx, authed(&api.GetProjectRequest{Name: "default"}, token))
+				if err != nil || res.Msg.Project.Id != database.DefaultProjectID {
+					t.Fatalf("%v: get project: %v, %v", p, res, err)
+				}
+				_, err = pc.ListProjects(ctx, connect.NewRequest(&api.ListProjectsRequest{}))
+				wantCode(t, err, connect.CodeUnauthenticated, "ErrUnauthenticated")
 			}
 		})
 	})
