@@ -539,3 +539,17 @@ func validateSessionID(id string) error {
 	}
 	return nil
 }
+
+// routingPrefix marks the routing keys of channel groups. Document keys
+// cannot contain '$', so a group never shares a binding with a document.
+const routingPrefix = "$channel:"
+
+// RoutingKey is the key under which the owner of every channel sharing the
+// key's first key path is bound, alongside document keys.
+func RoutingKey(key string) string { return routingPrefix + FirstKeyPath(key) }
+
+// FromRoutingKey returns the first key path a routing key stands for, and
+// false for a document key.
+func FromRoutingKey(routingKey string) (string, bool) {
+	return strings.CutPrefix(routingKey, routingPrefix)
+}
