@@ -385,13 +385,13 @@ func (m *Manager) Watch(clientID, key string) (*Watcher, error) {
 	}
 	n := m.nodeLocked(key)
 	w := &Watcher{
-		m:        m,
-		client:   clientID,
-		key:      key,
-		messages: make(chan Message, m.buffer),
-		counted:  make(chan struct{}, 1),
-		done:     make(chan struct{}),
-		count:    Count{Sessions: int64(n.total), Seq: m.lastSeq},
+		m:      m,
+		client: clientID,
+		key:    key,
+		limit:  m.buffer,
+		ready:  make(chan struct{}, 1),
+		done:   make(chan struct{}),
+		count:  Count{Sessions: int64(n.total), Seq: m.lastSeq},
 	}
 	if n.watchers == nil {
 		n.watchers = map[*Watcher]struct{}{}

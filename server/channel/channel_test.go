@@ -61,8 +61,8 @@ func TestWatcherSeesParentCountsAndNewerSeqs(t *testing.T) {
 	if _, _, err := m.Attach("bb", "room.1"); err != nil {
 		t.Fatal(err)
 	}
-	<-w.Counted()
-	c, changed := w.LatestCount()
+	<-w.Ready()
+	_, c, changed := w.Take()
 	if !changed || c.Sessions != 1 || c.Seq <= first.Seq {
 		t.Fatalf("count after a child's attach = %+v (changed %v), before %+v", c, changed, first)
 	}
@@ -76,12 +76,20 @@ func TestBroadcastSkipsSenderAndOtherChannels(t *testing.T) {
 	if err := m.Broadcast("aa", "room", "cursor", []byte(`{"x":1}`)); err != nil {
 		t.Fatal(err)
 	}
-	msg := <-other.Messages()
+	<-other.Ready()
+	msgs, _, _ := other.Take()
+	if len(msgs) != 1 {
+		t.Fatalf("got %d messages, want 1", len(msgs))
+	}
+	msg := msgs[0]
 	if msg.Publisher != "aa" || msg.Topic != "cursor" || string(msg.Payload) != `{"x":1}` {
 		t.Fatalf("message = %+v", msg)
 	}
-	if len(sender.Messages()) != 0 || len(child.Messages()) != 0 {
-		t.Fatalf("sender got %d, sub-channel got %d messages; want none", len(sender.Messages()), len(child.Messages()))
+	if got, _, _ := sender.Take(); len(got) != 0 {
+		t.Fatalf("the sender got %d messages, want none", len(got))
+	}
+	if got, _, _ := child.Take(); len(got) != 0 {
+		t.Fatalf("a sub-channel's watcher got %d messages, want none", len(got))
 	}
 }
 

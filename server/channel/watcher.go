@@ -19,18 +19,20 @@ type Message struct {
 // Watcher receives one channel's counts and broadcasts. Counts are
 // coalesced (a watcher that reads late gets the latest one); broadcasts are
 // queued, and a watcher whose queue fills up is ended with ErrSlowWatcher
-// rather than silently missing some.
+// rather than silently missing some. The queue is a slice that grows only
+// while messages wait, so an idle watcher costs a few hundred bytes.
 type Watcher struct {
 	m      *Manager
 	client string
 	key    string
+	limit  int
 
-	messages chan Message
-	counted  chan struct{}
+	ready chan struct{}
 
 	mu      sync.Mutex
 	count   Count
 	changed bool
+	queue   []Message
 
 	done    chan struct{}
 	endOnce sync.Once
@@ -40,21 +42,29 @@ type Watcher struct {
 // Key returns the watched channel's key.
 func (w *Watcher) Key() string { return w.key }
 
-// Messages delivers the broadcasts of other clients.
-func (w *Watcher) Messages() <-chan Message { return w.messages }
+// Ready fires when a count or a broadcast arrived since the last Take.
+func (w *Watcher) Ready() <-chan struct{} { return w.ready }
 
-// Counted fires when the count changed since the last LatestCount.
-func (w *Watcher) Counted() <-chan struct{} { return w.counted }
-
-// LatestCount returns the newest count; changed says whether it differs
-// from the one returned before (the first call always reports the count at
-// Watch time as changed=false: it is the initial count).
+// LatestCount returns the newest count; changed says whether it is newer
+// than the one returned before (the count at Watch time counts as seen).
 func (w *Watcher) LatestCount() (Count, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	c, changed := w.count, w.changed
 	w.changed = false
 	return c, changed
+}
+
+// Take returns the broadcasts that arrived since the last Take, oldest
+// first, and the newest count with whether it is new.
+func (w *Watcher) Take() ([]Message, Count, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	msgs := w.queue
+	w.queue = nil
+	c, changed := w.count, w.changed
+	w.changed = false
+	return msgs, c, changed
 }
 
 // Done is closed when the watcher was ended by the manager; Err says why.
@@ -81,19 +91,26 @@ func (w *Watcher) setCount(c Count) {
 		w.changed = true
 	}
 	w.mu.Unlock()
-	select {
-	case w.counted <- struct{}{}:
-	default:
-	}
+	w.signal()
 }
 
 // deliver queues msg; false when the queue is full.
 func (w *Watcher) deliver(msg Message) bool {
-	select {
-	case w.messages <- msg:
-		return true
-	default:
+	w.mu.Lock()
+	if len(w.queue) >= w.limit {
+		w.mu.Unlock()
 		return false
+	}
+	w.queue = append(w.queue, msg)
+	w.mu.Unlock()
+	w.signal()
+	return true
+}
+
+func (w *Watcher) signal() {
+	select {
+	case w.ready <- struct{}{}:
+	default:
 	}
 }
 

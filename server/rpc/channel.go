@@ -173,21 +173,21 @@ func (s *Service) pumpChannel(ctx context.Context, procedure string, w *channel.
 			return newError(connect.CodeUnavailable, CodeShuttingDown, ErrShuttingDown)
 		case <-w.Done():
 			return s.subscriptionEnded(ctx, procedure, w.Err())
-		case <-w.Counted():
-			c, changed := w.LatestCount()
-			if !changed {
-				continue
+		case <-w.Ready():
+			msgs, c, changed := w.Take()
+			if changed {
+				if err := send(&api.ChannelEvent{
+					Type: api.ChannelEvent_TYPE_PRESENCE, SessionCount: c.Sessions, Seq: c.Seq,
+				}); err != nil {
+					return streamSendFailed{err}
+				}
 			}
-			if err := send(&api.ChannelEvent{
-				Type: api.ChannelEvent_TYPE_PRESENCE, SessionCount: c.Sessions, Seq: c.Seq,
-			}); err != nil {
-				return streamSendFailed{err}
-			}
-		case msg := <-w.Messages():
-			if err := send(&api.ChannelEvent{
-				Type: api.ChannelEvent_TYPE_BROADCAST, Publisher: msg.Publisher, Topic: msg.Topic, Payload: msg.Payload,
-			}); err != nil {
-				return streamSendFailed{err}
+			for _, msg := range msgs {
+				if err := send(&api.ChannelEvent{
+					Type: api.ChannelEvent_TYPE_BROADCAST, Publisher: msg.Publisher, Topic: msg.Topic, Payload: msg.Payload,
+				}); err != nil {
+					return streamSendFailed{err}
+				}
 			}
 		}
 	}

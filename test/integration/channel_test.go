@@ -25,7 +25,7 @@ func watchResources(t *testing.T, c v1connect.YorkieServiceClient, clientID stri
 	})
 }
 
-func attachChannel(t *testing.T, c v1connect.YorkieServiceClient, clientID, key string) *api.AttachChannelResponse {
+func attachChannel(t testing.TB, c v1connect.YorkieServiceClient, clientID, key string) *api.AttachChannelResponse {
 	t.Helper()
 	resp, err := c.AttachChannel(wire.Context(t), connect.NewRequest(&api.AttachChannelRequest{ClientId: clientID, ChannelKey: key}))
 	if err != nil {
