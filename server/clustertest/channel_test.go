@@ -176,3 +176,46 @@ func TestChannelRedirectMode(t *testing.T) {
 		t.Fatalf("refresh through a non-owner: %v, want unavailable naming %s", err, owner.Node.SessionKey())
 	}
 }
+
+// TestWatchResourcesOwnedElsewhere watches a document and a channel in one
+// stream through a node that owns neither: both are relayed from their
+// owners and merged.
+func TestWatchResourcesOwnedElsewhere(t *testing.T) {
+	c := clustertest.Start(t, 3)
+	docKey := wire.UniqueKey(t, "doc")
+	room := wire.UniqueKey(t, "room")
+	writer := wire.NewReplica(t, c.Node(0).ConnectJSON())
+	writer.MustAttach(docKey)
+	joiner := &channelClient{r: wire.NewReplica(t, c.Node(0).ConnectJSON()), key: room}
+	joiner.attach(t)
+	docOwner := ownerOf(t, c, docKey).Node
+	channelOwner := ownerOf(t, c, channel.RoutingKey(room)).Node
+	far := otherNodes(c, docOwner, channelOwner)[0]
+
+	reader := wire.NewReplica(t, far.ConnectJSON())
+	reader.MustAttach(docKey)
+	w := wire.OpenStream(t, func(ctx context.Context) (*connect.ServerStreamForClient[api.WatchResponse], error) {
+		return reader.C.Watch(ctx, connect.NewRequest(&api.WatchRequest{ClientId: reader.ID, Resources: []*api.ResourceDescriptor{
+			{Resource: &api.ResourceDescriptor_Document{Document: &api.DocumentDescriptor{DocumentId: reader.DocID}}},
+			{Resource: &api.ResourceDescriptor_Channel{Channel: &api.ChannelDescriptor{ChannelKey: room}}},
+		}}))
+	})
+	inits := w.Next(t).GetInitialization().GetResourceInits()
+	if len(inits) != 2 || inits[0].GetDocumentInit() == nil || inits[1].GetChannelInit().GetSessionCount() != 1 {
+		t.Fatalf("initialization %v, want the document's and the channel's (count 1)", inits)
+	}
+	writer.Edit(1)
+	writer.MustPushPull()
+	second := &channelClient{r: wire.NewReplica(t, c.Node(1).ConnectJSON()), key: room + ".sub"}
+	second.attach(t)
+	var sawChange, sawCount bool
+	for !sawChange || !sawCount {
+		ev := w.Next(t).GetEvent()
+		if d := ev.GetDocEvent().GetEvent(); d.GetType() == api.DocEventType_DOC_EVENT_TYPE_DOCUMENT_CHANGED && d.GetPublisher() == writer.ID {
+			sawChange = true
+		}
+		if ch := ev.GetChannelEvent(); ch.GetChannelKey() == room && ch.GetEvent().GetSessionCount() == 2 {
+			sawCount = true
+		}
+	}
+}
