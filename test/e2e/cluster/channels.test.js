@@ -4,7 +4,9 @@
 // straight to each node and three through haproxy. They all see one count,
 // every broadcast reaches every other client exactly once, and after the
 // node owning the channel is SIGKILLed the heartbeats of the surviving
-// clients bring the count right again.
+// clients bring the count right again. In redirect mode, clients behind a
+// proxy that routes by the session key (with clients/js/session-key.js)
+// reach the owner the same way.
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
@@ -16,6 +18,8 @@ const { waitFor, waitForEvent, withTimeout } = require('../lib/wait');
 const { skipUnlessPresent, startFerretDB, startSessionStore } = require('./lib/processes');
 const { YorkieCluster } = require('./lib/yorkie-cluster');
 const { startBalancer } = require('./lib/balancer');
+const { startRoutingHAProxy } = require('./lib-redirect/haproxy');
+const { installSessionKeyFetch } = require('../../../clients/js/session-key');
 
 const TTL_S = 6;
 const HEARTBEAT_MS = 1000;
@@ -122,6 +126,77 @@ test(
       });
       // The dead node's client cannot deactivate; do not wait for it.
       clients[ownerIndex].deactivate().catch(() => {});
+    } catch (err) {
+      const parts = [err.message];
+      if (session) parts.push(`--- SDK wire ---\n${session.report()}`);
+      if (cluster) parts.push(cluster.describe(2500));
+      err.message = parts.join('\n');
+      throw err;
+    } finally {
+      if (session) await session.close();
+      for (const c of cleanups.reverse()) await c().catch(() => {});
+    }
+  },
+);
+
+test(
+  'redirect mode: channel clients behind a session-key proxy reach the owner, one count, broadcasts once',
+  { skip: skipUnlessPresent(['yorkie', 'ferretdb', 'haproxy', 'etcd']), timeout: 120000 },
+  async () => {
+    const cleanups = [];
+    let cluster;
+    let session;
+    const uninstall = installSessionKeyFetch();
+    cleanups.push(async () => uninstall());
+    try {
+      const ferret = await startFerretDB();
+      cleanups.push(() => ferret.stop());
+      const store = await startSessionStore('etcd');
+      cleanups.push(() => store.stop());
+      cluster = new YorkieCluster({
+        storeArgs: store.args,
+        mongoURI: ferret.uri,
+        database: `channels-redirect-${crypto.randomBytes(4).toString('hex')}`,
+        nodeTTL: '2s',
+        extraArgs: ['--affinity-mode', 'redirect'],
+      });
+      cleanups.push(() => cluster.stop());
+      await cluster.start(3);
+      const lb = await startRoutingHAProxy({ nodes: cluster.nodes.map((n) => n.hostPort) });
+      cleanups.push(() => lb.stop());
+
+      session = new Session({
+        target: { name: 'redirect proxy', addrFor: () => lb.addr, describe: () => cluster.describe(2000) },
+        clientOptions: { channelHeartbeatInterval: HEARTBEAT_MS },
+      });
+      const clients = await session.activateClients(4);
+      const key = `hall-${crypto.randomBytes(4).toString('hex')}`;
+      const channels = [];
+      for (const [i, c] of clients.entries()) {
+        // Sub-channels of one group: one owner, and the root counts them all.
+        const ch = new yorkie.Channel(i === 0 ? key : `${key}.${i}`);
+        await withTimeout(c.attach(ch), 15000, `attach of client ${i}`);
+        channels.push(ch);
+      }
+      await awaitCount(channels[0], 4, 'the root channel');
+      const received = channels.map((ch) => {
+        const got = [];
+        ch.subscribe('broadcast', (e) => got.push(`${e.clientID}:${e.payload}`));
+        return got;
+      });
+      // A second client on the root channel, to receive a broadcast there.
+      const listener = await session.activateClient();
+      const lc = new yorkie.Channel(key);
+      await withTimeout(listener.attach(lc), 15000, 'attach of the listener');
+      const heard = [];
+      lc.subscribe('broadcast', (e) => heard.push(`${e.clientID}:${e.payload}`));
+      channels[0].broadcast('t', 'one');
+      channels[0].broadcast('t', 'two');
+      await waitFor(() => heard.length === 2, { what: "the listener to receive the root's two broadcasts", timeoutMs: WAIT_MS });
+      assert.deepEqual(heard, [`${clients[0].getID()}:one`, `${clients[0].getID()}:two`], 'each broadcast once, in order');
+      assert.deepEqual(received[0], [], 'the sender got nothing back');
+      const byNode = await cluster.metricByNode('yorkie_channel_sessions');
+      assert.deepEqual(Object.values(byNode).sort(), [0, 0, 5], `one node holds the five sessions: ${JSON.stringify(byNode)}`);
     } catch (err) {
       const parts = [err.message];
       if (session) parts.push(`--- SDK wire ---\n${session.report()}`);
