@@ -394,33 +394,6 @@ func TestRemovedDocument(t *testing.T) {
 	}
 }
 
-func TestMinimumSyncedVersionVector(t *testing.T) {
-	ctx := context.Background()
-	b, _ := newBackend(t, nil)
-	a, c, docID := attachTwo(t, b)
-	pa := pack(0, 0)
-	pa.VersionVector = &api.VersionVector{Vector: map[string]int64{"A": 5, "B": 2}}
-	if _, err := b.PushPull(ctx, a, docID, pa, false); err != nil {
-		t.Fatal(err)
-	}
-	pc := pack(0, 0)
-	pc.VersionVector = &api.VersionVector{Vector: map[string]int64{"A": 3, "C": 1}}
-	resp, err := b.PushPull(ctx, c, docID, pc, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := resp.VersionVector.GetVector()
-	// The vector may lag (a lower bound) but never exceed the minimum and
-	// never lack an actor some attached client reported.
-	want := map[string]int64{"A": 3, "B": 0, "C": 0}
-	for k, v := range want {
-		w, ok := got[k]
-		if !ok || w > v {
-			t.Fatalf("min synced vector %v, want at most %v with every actor", got, want)
-		}
-	}
-}
-
 func TestShutdownEndsSubscriptions(t *testing.T) {
 	ctx := context.Background()
 	b, _ := newBackend(t, nil)

@@ -2,6 +2,7 @@ package backend_test
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/hex"
 	"fmt"
 	"sync"
@@ -27,6 +28,7 @@ func BenchmarkPushPull(b *testing.B) {
 type benchClient struct {
 	id        string
 	actor     []byte
+	vvKey     string // the actor's key in version vectors
 	docID     string
 	clientSeq uint32
 	serverSeq int64
@@ -45,7 +47,7 @@ func benchPushPull(b *testing.B, clients, docs int) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		cs[i] = &benchClient{id: id, actor: actor, docID: docID, serverSeq: resp.Checkpoint.ServerSeq}
+		cs[i] = &benchClient{id: id, actor: actor, vvKey: base64.StdEncoding.EncodeToString(actor), docID: docID, serverSeq: resp.Checkpoint.ServerSeq}
 	}
 	var next atomic.Int64
 	var wg sync.WaitGroup
@@ -66,7 +68,7 @@ func benchPushPull(b *testing.B, clients, docs int) {
 						ClientSeq:     c.clientSeq,
 						Lamport:       c.lamport,
 						ActorId:       c.actor,
-						VersionVector: &api.VersionVector{Vector: map[string]int64{c.id: c.lamport}},
+						VersionVector: &api.VersionVector{Vector: map[string]int64{c.vvKey: c.lamport}},
 					},
 					PresenceChange: &api.PresenceChange{
 						Type:     api.PresenceChange_CHANGE_TYPE_PUT,
@@ -77,7 +79,7 @@ func benchPushPull(b *testing.B, clients, docs int) {
 					DocumentKey:   "doc",
 					Checkpoint:    &api.Checkpoint{ServerSeq: c.serverSeq, ClientSeq: c.clientSeq},
 					Changes:       []*api.Change{ch},
-					VersionVector: &api.VersionVector{Vector: map[string]int64{c.id: c.lamport}},
+					VersionVector: &api.VersionVector{Vector: map[string]int64{c.vvKey: c.lamport}},
 				}
 				resp, err := be.PushPull(ctx, c.id, c.docID, p, false)
 				if err != nil {
@@ -131,7 +133,7 @@ func BenchmarkChangedDelivery(b *testing.B) {
 				seq := uint32(i + 1)
 				ch := &api.Change{Id: &api.ChangeID{
 					ClientSeq: seq, Lamport: int64(seq), ActorId: actor,
-					VersionVector: &api.VersionVector{Vector: map[string]int64{pusher: int64(seq)}},
+					VersionVector: &api.VersionVector{Vector: map[string]int64{base64.StdEncoding.EncodeToString(actor): int64(seq)}},
 				}}
 				if _, err := be.PushPull(ctx, pusher, docID, pack(int64(i), seq, ch), true); err != nil {
 					b.Fatal(err)

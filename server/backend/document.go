@@ -27,11 +27,11 @@ type docState struct {
 	// atts holds the attachments with status Attached, by client ID.
 	atts map[string]*attState
 
-	// minVV is the minimum synced version vector last computed; it is
-	// replaced, never mutated, since responses share it.
-	minVV   map[string]int64
-	minAt   time.Time
-	minRoot bool // minVV was computed over every attachment (not only folded)
+	// synced is the minimum synced version vector over atts.
+	synced minVector
+	// known holds the wire keys of the actors a pushed vector may name:
+	// every client that ever attached the document, and the initial actor.
+	known map[string]struct{}
 }
 
 // attState is one attached client's attachment as cached here.
@@ -42,8 +42,10 @@ type attState struct {
 	// lamport is the lamport of the client's last stored change in this
 	// attachment, or -1 when unknown.
 	lamport int64
-	// persistedAt is when att was last written to the database.
+	// persistedAt is when att was last written to the database; unsaved
+	// says att has changed since.
 	persistedAt time.Time
+	unsaved     bool
 }
 
 func (ds *docState) unlock() { <-ds.lock }
@@ -109,10 +111,22 @@ func (b *Backend) load(ctx context.Context, ds *docState) error {
 	for _, a := range list {
 		atts[a.ClientID] = &attState{att: *a, lamport: -1}
 	}
+	ever, err := b.db.ListDocumentClients(ctx, ds.id)
+	if err != nil {
+		return fmt.Errorf("document %s: list clients: %w", ds.id, err)
+	}
+	known := make(map[string]struct{}, len(ever)+1)
+	known[initialActorKey] = struct{}{}
+	for _, id := range ever {
+		if k, err := actorKey(id); err == nil {
+			known[k] = struct{}{}
+		}
+	}
 	ds.key, ds.epoch, ds.head = info.Key, epoch, info.ServerSeq
 	ds.removed = !info.RemovedAt.IsZero()
 	ds.atts = atts
-	ds.minVV, ds.minAt, ds.minRoot = nil, time.Time{}, false
+	ds.known = known
+	ds.synced.reset(atts)
 	ds.loaded = true
 	b.rememberKey(ds.id, info.Key)
 	return nil
@@ -221,4 +235,46 @@ func (b *Backend) rememberKey(docID, key string) {
 		b.keys[docID] = key
 		b.mu.Unlock()
 	}
+}
+
+// addAttachment records e, whose vector is still empty, as the client's
+// attachment (replacing an earlier one) and counts it in the minimum synced
+// vector. The caller holds the lock.
+func (ds *docState) addAttachment(clientID string, e *attState) {
+	if old := ds.atts[clientID]; old != nil {
+		delete(ds.atts, clientID)
+		ds.synced.leave(old.att.VersionVector, ds.atts)
+	}
+	ds.atts[clientID] = e
+	ds.synced.join()
+}
+
+// dropAttachment removes the client's attachment and its vector from the
+// minimum synced vector. The caller holds the lock.
+func (ds *docState) dropAttachment(clientID string) {
+	if e := ds.atts[clientID]; e != nil {
+		delete(ds.atts, clientID)
+		ds.synced.leave(e.att.VersionVector, ds.atts)
+	}
+}
+
+// reportVector records vv as the client's vector and follows it in the
+// minimum synced vector, reporting whether it changed. A vector naming an
+// actor outside ds.known is refused and leaves everything as it was. The
+// caller holds the lock.
+func (ds *docState) reportVector(e *attState, vv map[string]int64) (bool, error) {
+	if len(vv) > len(ds.known) {
+		return false, fmt.Errorf("%d actors, the document knows %d: %w", len(vv), len(ds.known), ErrInvalidVersionVector)
+	}
+	old := e.att.VersionVector
+	e.att.VersionVector = vv
+	changed, unknown := ds.synced.update(old, vv, ds.atts, ds.known)
+	if unknown != "" {
+		// Only a misbehaving client gets here: start over from the
+		// attachments rather than undo the entries already followed.
+		e.att.VersionVector = old
+		ds.synced.reset(ds.atts)
+		return false, fmt.Errorf("actor %q: %w", truncate(unknown), ErrInvalidVersionVector)
+	}
+	return changed, nil
 }

@@ -2,6 +2,7 @@ package backend_test
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/hex"
 	"testing"
 	"time"
@@ -48,7 +49,7 @@ func edit(tb testing.TB, clientID string, clientSeq uint32, lamport int64) *api.
 			ClientSeq:     clientSeq,
 			Lamport:       lamport,
 			ActorId:       actor,
-			VersionVector: &api.VersionVector{Vector: map[string]int64{"x": lamport}},
+			VersionVector: &api.VersionVector{Vector: map[string]int64{base64.StdEncoding.EncodeToString(actor): lamport}},
 		},
 		PresenceChange: &api.PresenceChange{
 			Type:     api.PresenceChange_CHANGE_TYPE_PUT,

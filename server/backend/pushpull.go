@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"maps"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -21,8 +20,10 @@ const maxAppendAttempts = 4
 // server_seq may stay newer in memory than in the database. Every watcher
 // pulls after every change, so writing them each time would multiply the
 // writes by the watchers; a lagging copy is safe, since after a reload it only
-// lowers the minimum synced vector. A call that stores changes always writes
-// the attachment (its client_seq).
+// lowers the minimum synced vector (or leaves an actor out of it), which
+// delays collecting tombstones. A change not yet written is written by the
+// client's first call after the interval; a call that stores changes always
+// writes the attachment (its client_seq).
 const attachmentFlush = time.Second
 
 // AttachDocument creates the document if needed, attaches the client (a fresh
@@ -62,6 +63,19 @@ func (b *Backend) AttachDocument(ctx context.Context, clientID, docKey string, p
 		}
 	}
 	defer ds.unlock()
+	actor, err := actorKey(clientID)
+	if err != nil {
+		return "", nil, fmt.Errorf("attach document %q: %w", docKey, err)
+	}
+	// The client is known from now on, even if the attach fails below;
+	// a refused pack must not leave an attachment behind.
+	ds.known[actor] = struct{}{}
+	if err := ds.checkVector(pack.GetVersionVector().GetVector()); err != nil {
+		return "", nil, fmt.Errorf("attach document %q by %s: %w", docKey, clientID, err)
+	}
+	if err := ds.checkChangeVectors(pack); err != nil {
+		return "", nil, fmt.Errorf("attach document %q by %s: %w", docKey, clientID, err)
+	}
 	e := &attState{
 		att: database.Attachment{
 			ClientID:   clientID,
@@ -76,7 +90,7 @@ func (b *Backend) AttachDocument(ctx context.Context, clientID, docKey string, p
 		b.writeFailed(ds, err)
 		return "", nil, fmt.Errorf("attach document %q (%s): %w", docKey, info.ID, err)
 	}
-	ds.atts[clientID] = e
+	ds.addAttachment(clientID, e)
 	resp, err := b.exchange(ctx, ds, clientID, e, pack, false, b.maxPack)
 	if err != nil {
 		return "", nil, fmt.Errorf("attach document %q (%s): %w", docKey, info.ID, err)
@@ -110,7 +124,8 @@ func (b *Backend) detachDocument(ctx context.Context, clientID, docID string, pa
 
 // RemoveDocument stores the pack, marks the document removed and the
 // client's attachment removed. The other clients learn it on their next
-// PushPull (is_removed), which the CHANGED event published here prompts.
+// PushPull (is_removed, with the changes they had not pulled), which the
+// CHANGED event published here prompts.
 func (b *Backend) RemoveDocument(ctx context.Context, clientID, docID string, pack *api.ChangePack) (*api.ChangePack, error) {
 	return fresh(ctx, b, docID, func() (*api.ChangePack, error) { return b.removeDocument(ctx, clientID, docID, pack) })
 }
@@ -268,22 +283,30 @@ func actorIs(actor []byte, hexID string) bool {
 // sends it again on its next PushPull.
 func (b *Backend) exchange(ctx context.Context, ds *docState, clientID string, e *attState, pack *api.ChangePack, pushOnly bool, limit int) (*api.ChangePack, error) {
 	b.metrics.PushPulls.Add(1)
-	if ds.removed {
-		// Nothing more is stored in a removed document; the client only
-		// needs to learn it was removed.
-		return &api.ChangePack{
-			DocumentKey: ds.key,
-			Checkpoint:  &api.Checkpoint{ServerSeq: min(pack.Checkpoint.ServerSeq, ds.head), ClientSeq: e.att.ClientSeq},
-			IsRemoved:   true,
-		}, nil
+	if err := ds.checkChangeVectors(pack); err != nil {
+		return nil, fmt.Errorf("pack of %s: %w", clientID, err)
 	}
-	stored, err := b.push(ctx, ds, clientID, e, pack.Changes, limit)
-	if stored > 0 {
-		b.metrics.ChangesStored.Add(int64(stored))
-		b.publishChanged(ds.id, clientID)
-	}
+	// The vector counts at once, so this answer's minimum includes it. It is
+	// what the client has seen whatever becomes of its changes, and a failed
+	// write below makes the next call reload the state anyway.
+	reported := pack.GetVersionVector().GetVector() // not mutated once decoded
+	vvChanged, err := ds.reportVector(e, reported)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("pack of %s: %w", clientID, err)
+	}
+	// Nothing more is stored in a removed document, but the client still
+	// gets the changes it has not pulled along with the removal, so that its
+	// replica ends with the last edits.
+	var stored int
+	if !ds.removed {
+		stored, err = b.push(ctx, ds, clientID, e, pack.Changes, limit)
+		if stored > 0 {
+			b.metrics.ChangesStored.Add(int64(stored))
+			b.publishChanged(ds.id, clientID)
+		}
+		if err != nil {
+			return nil, err
+		}
 	}
 
 	from := min(pack.Checkpoint.ServerSeq, ds.head)
@@ -298,26 +321,25 @@ func (b *Backend) exchange(ctx context.Context, ds *docState, clientID string, e
 		b.metrics.ChangesSent.Add(int64(len(changes)))
 	}
 
-	reported := pack.GetVersionVector().GetVector()
 	next := e.att
 	next.ServerSeq = respSeq
-	next.VersionVector = reported // the request is not mutated once decoded
 	now := time.Now()
-	dirty := next.ServerSeq != e.att.ServerSeq || !maps.Equal(reported, e.att.VersionVector)
-	if stored > 0 || (dirty && now.Sub(e.persistedAt) >= attachmentFlush) {
+	e.unsaved = e.unsaved || vvChanged || next.ServerSeq != e.att.ServerSeq
+	if stored > 0 || (e.unsaved && now.Sub(e.persistedAt) >= attachmentFlush) {
 		next.UpdatedAt = now
 		if err := b.db.UpdateAttachment(ctx, &next, ds.epoch); err != nil {
 			b.writeFailed(ds, err)
 			return nil, fmt.Errorf("update attachment of %s: %w", clientID, err)
 		}
-		e.persistedAt = now
+		e.persistedAt, e.unsaved = now, false
 	}
 	e.att = next
 	return &api.ChangePack{
 		DocumentKey:   ds.key,
 		Checkpoint:    &api.Checkpoint{ServerSeq: respSeq, ClientSeq: e.att.ClientSeq},
 		Changes:       changes,
-		VersionVector: &api.VersionVector{Vector: ds.syncedVV(e.att.VersionVector, now)},
+		VersionVector: &api.VersionVector{Vector: ds.synced.vector(reported)},
+		IsRemoved:     ds.removed,
 	}, nil
 }
 
@@ -500,7 +522,7 @@ func (b *Backend) endAttachment(ctx context.Context, ds *docState, clientID stri
 		b.writeFailed(ds, err)
 		return fmt.Errorf("mark attachment of %s %s: %w", clientID, status, err)
 	}
-	delete(ds.atts, clientID)
+	ds.dropAttachment(clientID)
 	if len(ds.atts) == 0 {
 		// Nobody is attached: keep no state for it; a later call reloads.
 		b.forget(ds)

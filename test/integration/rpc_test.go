@@ -33,10 +33,12 @@ func TestActivateClient(t *testing.T) {
 		if _, err := hex.DecodeString(id); err != nil {
 			t.Fatalf("client_id %q is not hex: %v", id, err)
 		}
+		// Every activation makes a new client, with a greater ID: knowing a
+		// key does not give anyone the client made with it.
 		again, err := c.ActivateClient(ctx, connect.NewRequest(&api.ActivateClientRequest{ClientKey: key}))
 		wire.Must(t, err, "activate again")
-		if again.Msg.GetClientId() != id {
-			t.Fatalf("same key gave client %s then %s", id, again.Msg.GetClientId())
+		if again.Msg.GetClientId() <= id {
+			t.Fatalf("same key gave client %s then %s, want a new, greater ID", id, again.Msg.GetClientId())
 		}
 		other, err := c.ActivateClient(ctx, connect.NewRequest(&api.ActivateClientRequest{ClientKey: key + "-other"}))
 		wire.Must(t, err, "activate another key")
@@ -434,26 +436,33 @@ func TestReattach(t *testing.T) {
 				b.MustAttach(docKey)
 				a.Edit(2)
 				a.MustPushPull()
-				firstGen := a.Generation
 				lastSeq := a.LastSeq
 				if how == "detach" {
 					_, err := a.Detach(ctx)
 					wire.Must(t, err, "detach")
 					lastSeq++
-				} else {
+				}
+				var earlier []string
+				for seq := uint32(1); seq <= lastSeq; seq++ {
+					earlier = append(earlier, a.Label(a.Generation, seq))
+				}
+				if how == "deactivate" {
 					_, err := c.DeactivateClient(ctx, connect.NewRequest(&api.DeactivateClientRequest{ClientId: a.ID}))
 					wire.Must(t, err, "deactivate")
-					again, err := c.ActivateClient(ctx, connect.NewRequest(&api.ActivateClientRequest{ClientKey: a.Key}))
+					// The activation makes a new client: the earlier
+					// changes are another actor's now.
+					again, err := wire.Activate(ctx, c, a.Key)
 					wire.Must(t, err, "activate again")
-					if again.Msg.GetClientId() != a.ID {
-						t.Fatalf("re-activation gave client %s, want %s", again.Msg.GetClientId(), a.ID)
+					if again.ID <= a.ID {
+						t.Fatalf("re-activation gave client %s, want a new ID above %s", again.ID, a.ID)
 					}
+					a.ID, a.Actor = again.ID, again.Actor
 				}
 
 				a.MustAttach(docKey)
-				for seq := uint32(1); seq <= lastSeq; seq++ {
-					if n := a.ByLabel[a.Label(firstGen, seq)]; n != 1 {
-						t.Errorf("re-attach pulled a's earlier change %d %d times, want once", seq, n)
+				for seq, label := range earlier {
+					if n := a.ByLabel[label]; n != 1 {
+						t.Errorf("re-attach pulled a's earlier change %d %d times, want once", seq+1, n)
 					}
 				}
 				if a.Acked != 1 {

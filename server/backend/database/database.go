@@ -125,8 +125,9 @@ type Change struct {
 
 // Database stores everything a Yorkie server persists.
 type Database interface {
-	// ActivateClient finds the client with the key, or creates it, and marks it
-	// activated. The same key always maps to the same client ID.
+	// ActivateClient creates a new activated client with the key. Every call
+	// creates one, even for a key used before, with an ID (see ClientIDs)
+	// greater than the IDs handed out before it.
 	ActivateClient(ctx context.Context, key string, metadata map[string]string) (*ClientInfo, error)
 	// DeactivateClient marks the client deactivated. ErrClientNotFound if absent.
 	DeactivateClient(ctx context.Context, clientID string) (*ClientInfo, error)
@@ -160,6 +161,9 @@ type Database interface {
 	FindAttachment(ctx context.Context, clientID, docID string) (*Attachment, error)
 	// ListAttachments returns the attachments of a document with status Attached.
 	ListAttachments(ctx context.Context, docID string) ([]*Attachment, error)
+	// ListDocumentClients returns the IDs of every client that ever attached
+	// the document, whatever its attachment's status.
+	ListDocumentClients(ctx context.Context, docID string) ([]string, error)
 	// ListClientAttachments returns the attachments of a client with status Attached.
 	ListClientAttachments(ctx context.Context, clientID string) ([]*Attachment, error)
 	// UpdateAttachment creates or replaces the attachment keyed by

@@ -52,11 +52,12 @@ function singleServerSkipReason() {
   return `no yorkie binary at ${yorkieBinary()} (build it or set YORKIE_BIN; YORKIE_TEST_REQUIRE_SERVERS=1 makes this a failure)`;
 }
 
-/** Runs the scenarios against one freshly started server (or YORKIE_E2E_RPC_ADDR). */
-function defineSingleServerSuite({ transports, title = 'single yorkie server' } = {}) {
+/** Runs the scenarios (`list`, default all) against one freshly started server (or YORKIE_E2E_RPC_ADDR). */
+function defineSingleServerSuite({ transports, title = 'single yorkie server', list } = {}) {
   defineScenarioSuite({
     title,
     transports,
+    list,
     skip: singleServerSkipReason(),
     setup: async () => {
       const addrs = externalAddrs();

@@ -174,7 +174,7 @@ func assertGapless(t *testing.T, log []*database.Change) {
 }
 
 func testClients(t *testing.T, newDB NewDB) {
-	t.Run("ActivateSameKeySameID", func(t *testing.T) {
+	t.Run("ActivateMakesANewClientEachTime", func(t *testing.T) {
 		ctx, db := testCtx(t), newDB(t)
 		md := map[string]string{"name": "alice", "dotted.key": "$v"}
 		a := must(db.ActivateClient(ctx, "client-a", md)).get(t)
@@ -187,32 +187,68 @@ func testClients(t *testing.T, newDB NewDB) {
 		if fmt.Sprint(a.Metadata) != fmt.Sprint(md) {
 			t.Fatalf("metadata = %v, want %v", a.Metadata, md)
 		}
+		// Knowing a key must not give anyone the client made with it.
 		again := must(db.ActivateClient(ctx, "client-a", nil)).get(t)
-		if again.ID != a.ID {
-			t.Fatalf("same key got IDs %s and %s", a.ID, again.ID)
+		if again.ID == a.ID {
+			t.Fatalf("a second activation of the key gave the first client's ID %s", a.ID)
 		}
-		other := must(db.ActivateClient(ctx, "client-b", nil)).get(t)
-		if other.ID == a.ID {
-			t.Fatalf("different keys share ID %s", a.ID)
+		if again.Key != "client-a" || again.Status != database.ClientActivated || len(again.Metadata) != 0 {
+			t.Fatalf("second activation = %+v", again)
 		}
 		found := must(db.FindClient(ctx, a.ID)).get(t)
 		if found.ID != a.ID || found.Key != "client-a" || found.Status != database.ClientActivated {
 			t.Fatalf("FindClient = %+v", found)
 		}
 		if fmt.Sprint(found.Metadata) != fmt.Sprint(md) {
-			t.Fatalf("metadata after reactivation without metadata = %v, want %v", found.Metadata, md)
+			t.Fatalf("metadata of the first client after a second activation = %v, want %v", found.Metadata, md)
+		}
+		if got := must(db.FindClient(ctx, again.ID)).get(t); got.ID != again.ID || got.Key != "client-a" {
+			t.Fatalf("FindClient of the second client = %+v", got)
+		}
+	})
+
+	t.Run("IDsIncreaseInActivationOrder", func(t *testing.T) {
+		ctx, db := testCtx(t), newDB(t)
+		prev := ""
+		for i := range 300 {
+			// Keys repeat: a key used before gets a new, greater ID too.
+			c := must(db.ActivateClient(ctx, fmt.Sprintf("ordered-%d", i%7), nil)).get(t)
+			if !idPattern.MatchString(c.ID) {
+				t.Fatalf("client ID %q is not 24 lowercase hex characters", c.ID)
+			}
+			if c.ID <= prev {
+				t.Fatalf("activation %d got ID %s, not above the previous %s", i, c.ID, prev)
+			}
+			prev = c.ID
 		}
 	})
 
 	t.Run("ActivateConcurrently", func(t *testing.T) {
 		ctx, db := testCtx(t), newDB(t)
-		raceForOneID(t, "activations", func() (string, error) {
-			c, err := db.ActivateClient(ctx, "racing-client", nil)
-			if err != nil {
-				return "", err
+		const n = 16
+		ids := make([]string, n)
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() {
+				c, err := db.ActivateClient(ctx, "racing-client", nil)
+				if err == nil {
+					ids[i] = c.ID
+				}
+				errs[i] = err
+			})
+		}
+		wg.Wait()
+		seen := map[string]bool{}
+		for i := range n {
+			if errs[i] != nil {
+				t.Fatalf("activation %d: %v", i, errs[i])
 			}
-			return c.ID, nil
-		})
+			if seen[ids[i]] {
+				t.Fatalf("racing activations of one key share ID %s", ids[i])
+			}
+			seen[ids[i]] = true
+		}
 	})
 
 	t.Run("Deactivate", func(t *testing.T) {
@@ -226,8 +262,11 @@ func testClients(t *testing.T, newDB NewDB) {
 			t.Fatalf("status after deactivation = %s", got.Status)
 		}
 		re := must(db.ActivateClient(ctx, "client-d", nil)).get(t)
-		if re.ID != a.ID || re.Status != database.ClientActivated {
-			t.Fatalf("reactivation = %+v, want ID %s activated", re, a.ID)
+		if re.ID == a.ID || re.Status != database.ClientActivated {
+			t.Fatalf("activation after deactivation = %+v, want a new activated client, not %s", re, a.ID)
+		}
+		if got := must(db.FindClient(ctx, a.ID)).get(t); got.Status != database.ClientDeactivated {
+			t.Fatalf("the deactivated client came back as %s", got.Status)
 		}
 	})
 
@@ -411,6 +450,14 @@ func testAttachments(t *testing.T, newDB NewDB) {
 		eq("attached documents of c0", byClient(clients[0]), d1.ID, d2.ID)
 		eq("attached documents of c1", byClient(clients[1]), d1.ID)
 		eq("attached documents of c2", byClient(clients[2]))
+		ever := func(doc string) []string {
+			out := must(db.ListDocumentClients(ctx, doc)).get(t)
+			sort.Strings(out)
+			return out
+		}
+		eq("clients that ever attached d1", ever(d1.ID), clients...)
+		eq("clients that ever attached d2", ever(d2.ID), clients[0], clients[1])
+		eq("clients that ever attached d3", ever(d3.ID))
 	})
 }
 
@@ -671,8 +718,14 @@ func testVisibility(t *testing.T, newPair NewPair) {
 	a, b := newPair(t)
 	ctx := testCtx(t)
 	c := must(a.ActivateClient(ctx, "seen-client", nil)).get(t)
-	if got := must(b.ActivateClient(ctx, "seen-client", nil)).get(t); got.ID != c.ID {
-		t.Fatalf("the second handle activated the key as %s, the first as %s", got.ID, c.ID)
+	// Two nodes (or a node before and after a restart) hand out IDs in
+	// activation order too.
+	later := must(b.ActivateClient(ctx, "seen-client", nil)).get(t)
+	if later.ID <= c.ID {
+		t.Fatalf("the second handle activated a client as %s, not above the first handle's %s", later.ID, c.ID)
+	}
+	if got := must(a.FindClient(ctx, later.ID)).get(t); got.Key != "seen-client" {
+		t.Fatalf("the first handle finds the second's client as %+v", got)
 	}
 	d := must(a.FindOrCreateDocument(ctx, "seen-doc")).get(t)
 	if got := must(b.FindOrCreateDocument(ctx, "seen-doc")).get(t); got.ID != d.ID {
@@ -1183,7 +1236,7 @@ func BenchAppendFind(b *testing.B, db database.Database, size int) {
 }
 
 // raceForOneID runs call from many goroutines at once; every call must
-// succeed with the same ID, since they all name one key.
+// succeed with the same ID, since they all name one document key.
 func raceForOneID(t *testing.T, what string, call func() (string, error)) {
 	t.Helper()
 	const n = 16

@@ -29,12 +29,13 @@ var errClosed = fmt.Errorf("memory database closed: %w", database.ErrUnavailable
 type DB struct {
 	closed atomic.Bool
 
-	mu          sync.RWMutex
-	clients     map[string]*database.ClientInfo // by client ID
-	clientByKey map[string]string               // client key -> ID
-	docs        map[string]*doc                 // by document ID
-	liveByKey   map[string]string               // key -> ID of the live document
-	clientDocs  map[string]map[string]struct{}  // client ID -> IDs of documents it ever attached
+	clientIDs *database.ClientIDs
+
+	mu         sync.RWMutex
+	clients    map[string]*database.ClientInfo // by client ID
+	docs       map[string]*doc                 // by document ID
+	liveByKey  map[string]string               // key -> ID of the live document
+	clientDocs map[string]map[string]struct{}  // client ID -> IDs of documents it ever attached
 
 	snaps snapshotStore // see snapshots.go; its zero value is ready
 }
@@ -52,11 +53,11 @@ type doc struct {
 // New returns an empty in-memory database.
 func New() *DB {
 	return &DB{
-		clients:     make(map[string]*database.ClientInfo),
-		clientByKey: make(map[string]string),
-		docs:        make(map[string]*doc),
-		liveByKey:   make(map[string]string),
-		clientDocs:  make(map[string]map[string]struct{}),
+		clientIDs:  database.NewClientIDs(nil),
+		clients:    make(map[string]*database.ClientInfo),
+		docs:       make(map[string]*doc),
+		liveByKey:  make(map[string]string),
+		clientDocs: make(map[string]map[string]struct{}),
 	}
 }
 
@@ -73,7 +74,7 @@ func (db *DB) check(ctx context.Context, op string) error {
 	return nil
 }
 
-// newID returns 24 lowercase hex characters from crypto/rand.
+// newID returns 24 lowercase hex characters from crypto/rand, for documents.
 func newID() string {
 	var b [12]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
@@ -92,8 +93,7 @@ func cloneAttachment(a *database.Attachment) *database.Attachment {
 	return &out
 }
 
-// ActivateClient finds or creates the client with the key and marks it
-// activated. Metadata, when given, replaces the stored metadata.
+// ActivateClient creates a new activated client with the key.
 func (db *DB) ActivateClient(ctx context.Context, key string, metadata map[string]string) (*database.ClientInfo, error) {
 	if err := db.check(ctx, "activate client"); err != nil {
 		return nil, err
@@ -101,29 +101,17 @@ func (db *DB) ActivateClient(ctx context.Context, key string, metadata map[strin
 	now := time.Now()
 	db.mu.Lock()
 	defer db.mu.Unlock()
-	if id, ok := db.clientByKey[key]; ok {
-		c := db.clients[id]
-		c.Status = database.ClientActivated
-		if metadata != nil {
-			c.Metadata = maps.Clone(metadata)
-		}
-		c.UpdatedAt = now
-		return cloneClient(c), nil
-	}
-	id := newID()
-	for db.clients[id] != nil {
-		id = newID()
-	}
+	// Taking the ID under the lock keeps the map's order of creation the
+	// order of the IDs.
 	c := &database.ClientInfo{
-		ID:        id,
+		ID:        db.clientIDs.Next(),
 		Key:       key,
 		Metadata:  maps.Clone(metadata),
 		Status:    database.ClientActivated,
 		CreatedAt: now,
 		UpdatedAt: now,
 	}
-	db.clients[id] = c
-	db.clientByKey[key] = id
+	db.clients[c.ID] = c
 	return cloneClient(c), nil
 }
 
@@ -314,6 +302,25 @@ func (db *DB) ListAttachments(ctx context.Context, docID string) ([]*database.At
 		if a.Status == database.Attached {
 			out = append(out, cloneAttachment(a))
 		}
+	}
+	return out, nil
+}
+
+// ListDocumentClients returns the IDs of every client that ever attached
+// the document.
+func (db *DB) ListDocumentClients(ctx context.Context, docID string) ([]string, error) {
+	if err := db.check(ctx, "list document clients"); err != nil {
+		return nil, err
+	}
+	d, err := db.findDoc(docID)
+	if err != nil {
+		return nil, fmt.Errorf("list document clients: %w", err)
+	}
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	out := make([]string, 0, len(d.attachments))
+	for id := range d.attachments {
+		out = append(out, id)
 	}
 	return out, nil
 }

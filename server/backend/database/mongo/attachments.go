@@ -125,6 +125,27 @@ func (db *DB) ListClientAttachments(ctx context.Context, clientID string) ([]*da
 	return out, nil
 }
 
+// ListDocumentClients returns the IDs of every client that ever attached
+// the document.
+func (db *DB) ListDocumentClients(ctx context.Context, docID string) ([]string, error) {
+	cur, err := db.attachments.Find(ctx, bson.D{{Key: "doc_id", Value: docID}},
+		options.Find().SetProjection(bson.D{{Key: "client_id", Value: 1}}))
+	if err != nil {
+		return nil, wrapErr(fmt.Sprintf("list clients of document %q", docID), err)
+	}
+	var recs []struct {
+		ClientID string `bson:"client_id"`
+	}
+	if err := cur.All(ctx, &recs); err != nil {
+		return nil, wrapErr(fmt.Sprintf("list clients of document %q", docID), err)
+	}
+	out := make([]string, len(recs))
+	for i, r := range recs {
+		out[i] = r.ClientID
+	}
+	return out, nil
+}
+
 func (db *DB) listAttachments(ctx context.Context, filter bson.D) ([]*database.Attachment, error) {
 	cur, err := db.attachments.Find(ctx, filter)
 	if err != nil {

@@ -70,31 +70,18 @@ func (r *clientRecord) info() *database.ClientInfo {
 // each lost race means another writer made progress, so a few suffice.
 const maxInsertRaces = 8
 
-// ActivateClient finds or creates the client with the key and marks it
-// activated. Metadata, when not nil, replaces the stored metadata. Racing
-// activations of a new key agree on one client through the unique key index.
+// ActivateClient creates a new activated client with the key. Its ID comes
+// from the handle's generator; should another node's ID collide with it, the
+// unique _id refuses the insert and a new ID is taken.
 func (db *DB) ActivateClient(ctx context.Context, key string, metadata map[string]string) (*database.ClientInfo, error) {
 	for range maxInsertRaces {
-		set := bson.D{
-			{Key: "status", Value: string(database.ClientActivated)},
-			{Key: "updated_at", Value: now()},
+		id, err := primitive.ObjectIDFromHex(db.clientIDs.Next())
+		if err != nil {
+			return nil, fmt.Errorf("activate client %q: %w", key, err)
 		}
-		if metadata != nil {
-			set = append(set, bson.E{Key: "metadata", Value: fromMap(metadata)})
-		}
-		var rec clientRecord
-		err := db.clients.FindOneAndUpdate(ctx, bson.D{{Key: "key", Value: key}}, bson.D{{Key: "$set", Value: set}},
-			options.FindOneAndUpdate().SetReturnDocument(options.After)).Decode(&rec)
-		if err == nil {
-			return rec.info(), nil
-		}
-		if !errors.Is(err, mongo.ErrNoDocuments) {
-			return nil, wrapErr("activate client", err)
-		}
-
 		t := now()
-		rec = clientRecord{
-			ID:        primitive.NewObjectID(),
+		rec := clientRecord{
+			ID:        id,
 			Key:       key,
 			Metadata:  fromMap(metadata),
 			Status:    string(database.ClientActivated),
@@ -108,9 +95,8 @@ func (db *DB) ActivateClient(ctx context.Context, key string, metadata map[strin
 		if !mongo.IsDuplicateKeyError(err) {
 			return nil, wrapErr("activate client", err)
 		}
-		// Another activation created the key first: update that client.
 	}
-	return nil, fmt.Errorf("activate client %q: lost %d creation races in a row", key, maxInsertRaces)
+	return nil, fmt.Errorf("activate client %q: insert refused as a duplicate %d times in a row", key, maxInsertRaces)
 }
 
 // DeactivateClient marks the client deactivated.

@@ -89,9 +89,10 @@ type Config struct {
 
 // DB is a database.Database on MongoDB, safe for concurrent use.
 type DB struct {
-	client *mongo.Client
-	db     *mongo.Database
-	log    *slog.Logger
+	client    *mongo.Client
+	db        *mongo.Database
+	log       *slog.Logger
+	clientIDs *database.ClientIDs
 
 	clients     *mongo.Collection
 	documents   *mongo.Collection
@@ -144,6 +145,7 @@ func Dial(ctx context.Context, cfg Config) (*DB, error) {
 		client:      client,
 		db:          mdb,
 		log:         log,
+		clientIDs:   database.NewClientIDs(nil),
 		clients:     mdb.Collection(colClients),
 		documents:   mdb.Collection(colDocuments),
 		docKeys:     mdb.Collection(colDocKeys),
@@ -171,7 +173,6 @@ func (db *DB) ensureIndexes(ctx context.Context) error {
 		models []mongo.IndexModel
 	}{
 		{db.clients, []mongo.IndexModel{
-			{Keys: bson.D{{Key: "key", Value: 1}}, Options: unique("key_unique")},
 			{Keys: bson.D{{Key: "status", Value: 1}, {Key: "updated_at", Value: 1}}, Options: named("status_updated")},
 		}},
 		{db.claims, []mongo.IndexModel{
@@ -185,6 +186,12 @@ func (db *DB) ensureIndexes(ctx context.Context) error {
 			{Keys: bson.D{{Key: "doc_id", Value: 1}, {Key: "server_seq", Value: 1}}, Options: unique("doc_seq_unique")},
 			{Keys: bson.D{{Key: "doc_id", Value: 1}, {Key: "last_seq", Value: 1}}, Options: unique("doc_last_seq_unique")},
 		}},
+	}
+	// Client keys were unique once; every activation now makes a client.
+	if db.hasIndex(ctx, db.clients, "key_unique") {
+		if _, err := db.clients.Indexes().DropOne(ctx, "key_unique"); err != nil && db.hasIndex(ctx, db.clients, "key_unique") {
+			return wrapErr("mongo: drop index key_unique of clients", err)
+		}
 	}
 	for _, s := range specs {
 		// Only missing indexes are created, one at a time: FerretDB fails on

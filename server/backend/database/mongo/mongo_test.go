@@ -255,3 +255,37 @@ func TestFindOrCreateAfterInterruptedRemoval(t *testing.T) {
 		t.Fatalf("the key then gave %v, %v; want %s", again, err, fresh.ID)
 	}
 }
+
+// TestDialDropsUniqueClientKeys checks that a database made when client keys
+// were unique (one client per key) takes a second activation of a key once
+// dialled again.
+func TestDialDropsUniqueClientKeys(t *testing.T) {
+	m := testenv.MongoURI(t)
+	name := m.NewDatabase()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := mongodrv.Connect(ctx, options.Client().ApplyURI(m.URI))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = c.Disconnect(context.Background()) }()
+	clients := c.Database(name).Collection("clients")
+	if _, err := clients.Indexes().CreateOne(ctx, mongodrv.IndexModel{
+		Keys: bson.D{{Key: "key", Value: 1}}, Options: options.Index().SetName("key_unique").SetUnique(true),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := clients.InsertOne(ctx, bson.D{{Key: "_id", Value: primitive.NewObjectID()}, {Key: "key", Value: "old-key"}, {Key: "status", Value: "activated"}}); err != nil {
+		t.Fatal(err)
+	}
+
+	db := dial(t, m, name)
+	a, err := db.ActivateClient(ctx, "old-key", nil)
+	if err != nil {
+		t.Fatalf("activation of a key stored under the unique index: %v", err)
+	}
+	b, err := db.ActivateClient(ctx, "old-key", nil)
+	if err != nil || b.ID == a.ID {
+		t.Fatalf("second activation: %+v, %v", b, err)
+	}
+}
