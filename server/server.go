@@ -28,6 +28,7 @@ import (
 	"github.com/yorkie-affinity/yorkie/server/backend"
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
 	"github.com/yorkie-affinity/yorkie/server/backend/database/memory"
+	"github.com/yorkie-affinity/yorkie/server/channel"
 	"github.com/yorkie-affinity/yorkie/server/cluster"
 	"github.com/yorkie-affinity/yorkie/server/housekeeping"
 	"github.com/yorkie-affinity/yorkie/server/rpc"
@@ -131,6 +132,13 @@ type Config struct {
 	// the default admin account and the version it reports.
 	Admin admin.Settings
 
+	// ChannelSessionTTL is how long a channel session lives after its
+	// attach or last heartbeat (0: channel.DefaultSessionTTL, 60s).
+	ChannelSessionTTL time.Duration
+	// ChannelMaxPayloadBytes bounds a broadcast payload (0:
+	// channel.DefaultMaxPayloadBytes).
+	ChannelMaxPayloadBytes int
+
 	// Router and Epoch replace the cluster layer, for tests that stage
 	// routing decisions themselves (say, two nodes that both believe they
 	// own a document). With either set the node joins no cluster: Router
@@ -147,6 +155,7 @@ type Server struct {
 	db       database.Database
 	ownsDB   bool
 	backend  *backend.Backend
+	channels *channel.Manager
 	service  *rpc.Service
 	health   *grpchealth.StaticChecker
 	router   *router // nil when Config.Router or Config.Epoch replace it
@@ -238,7 +247,20 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("server: create backend: %w", err)
 	}
 	s.backend = b
+	channelMetrics, err := channel.NewMetrics(s.registry)
+	if err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
 	tracker := housekeeping.NewTracker()
+	s.channels = channel.New(channel.Config{
+		SessionTTL:      cfg.ChannelSessionTTL,
+		MaxPayloadBytes: cfg.ChannelMaxPayloadBytes,
+		Logger:          logger,
+		Metrics:         channelMetrics,
+	})
+	if s.router != nil {
+		s.router.channels = s.channels
+	}
 	svc, err := rpc.New(rpc.Config{
 		Backend:         b,
 		Logger:          logger,
@@ -247,8 +269,10 @@ func New(cfg Config) (*Server, error) {
 		Router:          routing,
 		Limits:          cfg.Limits,
 		Activity:        tracker,
+		Channels:        s.channels,
 	})
 	if err != nil {
+		s.channels.Close()
 		return nil, fmt.Errorf("server: create rpc service: %w", err)
 	}
 	s.service = svc
@@ -652,6 +676,7 @@ func (s *Server) shutdown(ctx context.Context) error {
 		}
 	}
 	s.serveDone.Wait()
+	s.channels.Close()
 	if err := s.backend.Close(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("close backend: %w", err))
 	}
@@ -701,6 +726,7 @@ func (s *Server) Abort() {
 			_ = s.profilingServer.Close()
 		}
 		s.serveDone.Wait()
+		s.channels.Close()
 		if s.store != nil {
 			_ = s.store.Close()
 		}

@@ -23,6 +23,7 @@ import (
 	"github.com/yorkie-affinity/yorkie/server"
 	"github.com/yorkie-affinity/yorkie/server/affinity"
 	"github.com/yorkie-affinity/yorkie/server/backend/database/mongo"
+	"github.com/yorkie-affinity/yorkie/server/channel"
 	"github.com/yorkie-affinity/yorkie/server/housekeeping"
 	"github.com/yorkie-affinity/yorkie/server/rpc"
 	"github.com/yorkie-affinity/yorkie/server/sessionstore"
@@ -107,6 +108,8 @@ func runServer(args []string, stderr io.Writer) int {
 	housekeepingInterval := fs.Duration("housekeeping-interval", housekeeping.DefaultInterval, "time between housekeeping runs")
 	admin := adminFlags(fs)
 	candidatesLimit := fs.Int("housekeeping-candidates-limit", housekeeping.DefaultCandidatesLimit, "most clients one housekeeping run deactivates")
+	channelTTL := fs.Duration("channel-session-ttl", channel.DefaultSessionTTL, "a channel session not refreshed (the SDK's heartbeat, every 30s) for longer is removed from its counts")
+	channelPayload := fs.Int("channel-max-payload-bytes", channel.DefaultMaxPayloadBytes, "largest broadcast payload a channel relays")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -115,6 +118,10 @@ func runServer(args []string, stderr io.Writer) int {
 	}
 	if *deactivateThreshold <= 0 || *housekeepingInterval <= 0 || *candidatesLimit <= 0 {
 		fmt.Fprintf(stderr, "yorkie server: --client-deactivate-threshold, --housekeeping-interval and --housekeeping-candidates-limit must be positive\n")
+		return 2
+	}
+	if *channelTTL <= 0 || *channelPayload <= 0 {
+		fmt.Fprintf(stderr, "yorkie server: --channel-session-ttl and --channel-max-payload-bytes must be positive\n")
 		return 2
 	}
 	if fs.NArg() > 0 {
@@ -153,6 +160,8 @@ func runServer(args []string, stderr io.Writer) int {
 		ClientDeactivateThreshold:   *deactivateThreshold,
 		HousekeepingInterval:        *housekeepingInterval,
 		HousekeepingCandidatesLimit: *candidatesLimit,
+		ChannelSessionTTL:           *channelTTL,
+		ChannelMaxPayloadBytes:      *channelPayload,
 		Admin:                       admin.settings(),
 	}
 	store, err := openSessionStore(ctx, *storeKind, *etcdEndpoints, *redisAddr, !*redisCloseOnReadOnly, logger)
