@@ -23,6 +23,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/yorkie-affinity/yorkie/api/yorkie/v1/v1connect"
+	"github.com/yorkie-affinity/yorkie/server/admin"
 	"github.com/yorkie-affinity/yorkie/server/affinity"
 	"github.com/yorkie-affinity/yorkie/server/backend"
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
@@ -127,6 +128,10 @@ type Config struct {
 	// run on this node.
 	OnHousekeeping func(housekeeping.Report)
 
+	// Admin configures the AdminService: the token secret and duration,
+	// the default admin account and the version it reports.
+	Admin admin.Settings
+
 	// ChannelSessionTTL is how long a channel session lives after its
 	// attach or last heartbeat (0: channel.DefaultSessionTTL, 60s).
 	ChannelSessionTTL time.Duration
@@ -158,6 +163,7 @@ type Server struct {
 	ownStore bool
 	mgr      *affinity.Manager
 	house    *housekeeping.Housekeeper
+	admin    *admin.Service
 
 	rpcServer       *http.Server
 	rpcHTTP1        *rpc.HTTP1Server // serves the RPC port, rpcServer is its fallback
@@ -275,9 +281,15 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.health = grpchealth.NewStaticChecker(v1connect.YorkieServiceName)
 
+	if s.admin, err = admin.New(admin.Config{Settings: cfg.Admin, DB: s.db, Logger: logger, Registerer: s.registry}); err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
+
 	mux := http.NewServeMux()
 	path, yorkieHandler := svc.Handler()
 	mux.Handle(path, yorkieHandler)
+	// The AdminService's requests keep the small default bound.
+	mux.Handle(s.admin.Handler())
 	// Every body is bounded, after decompression, before any handler runs.
 	bounds := rpc.Bounds{
 		Rules:           []rpc.BoundRule{{Prefix: path, MaxBytes: cfg.MaxRequestBytes}},
@@ -533,6 +545,13 @@ func (s *Server) Start(ctx context.Context) error {
 		s.serve(s.profilingServer.Serve, profLn, "profiling", nil)
 	}
 	s.rpcAddr = rpcLn.Addr().String()
+	if err := s.admin.Start(ctx); err != nil {
+		_ = rpcLn.Close()
+		if profLn != nil {
+			_ = s.profilingServer.Close()
+		}
+		return fmt.Errorf("server: %w", err)
+	}
 	if s.router != nil {
 		if err := s.joinCluster(ctx, s.rpcAddr); err != nil {
 			_ = rpcLn.Close()

@@ -1,7 +1,10 @@
 // Command yorkie runs a Yorkie-compatible collaboration server.
 //
 //	yorkie server [flags]   run a server until SIGINT or SIGTERM
-//	yorkie version          print the version
+//	yorkie login            log in to a server's admin API
+//	yorkie logout           forget a server's admin token
+//	yorkie project ...      create, list and update projects
+//	yorkie version          print the version, and the server's
 package main
 
 import (
@@ -38,7 +41,10 @@ const usage = `usage: yorkie <command> [flags]
 
 commands:
   server    run a Yorkie server (see "yorkie server -h")
-  version   print the version
+  login     log in to a server: yorkie login --username U --password P [--rpc-addr host:port]
+  logout    forget the token of a server
+  project   create, ls, update projects (see "yorkie project help")
+  version   print the version, and the server's when logged in (--client: this command's only)
 `
 
 func main() {
@@ -55,8 +61,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "server":
 		return runServer(args[1:], stderr)
 	case "version":
-		fmt.Fprintf(stdout, "yorkie %s\n", version)
-		return 0
+		return runVersion(args[1:], stdout, stderr)
+	case "login":
+		return runLogin(args[1:], stdout, stderr)
+	case "logout":
+		return runLogout(args[1:], stdout, stderr)
+	case "project":
+		return runProject(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0
@@ -95,6 +106,7 @@ func runServer(args []string, stderr io.Writer) int {
 	maxAttachments := fs.Int("max-attachments-per-client", rpc.DefaultMaxAttachmentsPerClient, "most documents one client may have attached; negative: no bound")
 	deactivateThreshold := fs.Duration("client-deactivate-threshold", housekeeping.DefaultDeactivateThreshold, "housekeeping deactivates clients that made no call for longer than this")
 	housekeepingInterval := fs.Duration("housekeeping-interval", housekeeping.DefaultInterval, "time between housekeeping runs")
+	admin := adminFlags(fs)
 	candidatesLimit := fs.Int("housekeeping-candidates-limit", housekeeping.DefaultCandidatesLimit, "most clients one housekeeping run deactivates")
 	channelTTL := fs.Duration("channel-session-ttl", channel.DefaultSessionTTL, "a channel session not refreshed (the SDK's heartbeat, every 30s) for longer is removed from its counts")
 	channelPayload := fs.Int("channel-max-payload-bytes", channel.DefaultMaxPayloadBytes, "largest broadcast payload a channel relays")
@@ -150,6 +162,7 @@ func runServer(args []string, stderr io.Writer) int {
 		HousekeepingCandidatesLimit: *candidatesLimit,
 		ChannelSessionTTL:           *channelTTL,
 		ChannelMaxPayloadBytes:      *channelPayload,
+		Admin:                       admin.settings(),
 	}
 	store, err := openSessionStore(ctx, *storeKind, *etcdEndpoints, *redisAddr, !*redisCloseOnReadOnly, logger)
 	if err != nil {
