@@ -14,6 +14,7 @@ import (
 	"github.com/yorkie-affinity/yorkie/server/affinity"
 	"github.com/yorkie-affinity/yorkie/server/backend"
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
+	"github.com/yorkie-affinity/yorkie/server/channel"
 	"github.com/yorkie-affinity/yorkie/server/cluster"
 	"github.com/yorkie-affinity/yorkie/server/rpc"
 )
@@ -47,10 +48,11 @@ var (
 // router routes document calls to their owners with the affinity manager.
 // Its manager, peers and secret are set by Start, before the first call.
 type router struct {
-	mode    AffinityMode
-	header  string
-	logger  *slog.Logger
-	backend *backend.Backend
+	mode     AffinityMode
+	header   string
+	logger   *slog.Logger
+	backend  *backend.Backend
+	channels *channel.Manager
 
 	mgr    *affinity.Manager
 	peers  *cluster.Peers
@@ -100,7 +102,7 @@ func (r *router) Route(ctx context.Context, call rpc.DocumentCall) (rpc.Route, e
 	// views of the owner must not pass a call back and forth. An attach is
 	// handed to the owner even in redirect mode: it must succeed wherever it
 	// lands, and its answer tells the client the owner's session key.
-	if forwarded || (r.mode == Redirect && call.Kind != rpc.CallAttach) {
+	if forwarded || (r.mode == Redirect && !call.Kind.IsAttach()) {
 		r.redirects.Inc()
 		return rpc.Route{}, rpc.WrongNode(r.header, owner.SessionKey,
 			fmt.Errorf("document %q is owned by another node", call.DocumentKey))
@@ -178,6 +180,10 @@ func (r *router) epoch(ctx context.Context, docID string) (int64, error) {
 func (r *router) lost(keys []string) {
 	ctx := context.Background()
 	for _, key := range keys {
+		if first, ok := channel.FromRoutingKey(key); ok {
+			r.channels.Release(first, errBindingLost)
+			continue
+		}
 		if err := r.backend.ReleaseKey(ctx, key, errBindingLost); err != nil {
 			r.logger.Warn("release lost document", "key", key, "error", err)
 		}

@@ -24,10 +24,12 @@ import (
 
 	"github.com/yorkie-affinity/yorkie/api/yorkie/v1/v1connect"
 	"github.com/yorkie-affinity/yorkie/server/admin"
+	"github.com/yorkie-affinity/yorkie/server/admin/docview"
 	"github.com/yorkie-affinity/yorkie/server/affinity"
 	"github.com/yorkie-affinity/yorkie/server/backend"
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
 	"github.com/yorkie-affinity/yorkie/server/backend/database/memory"
+	"github.com/yorkie-affinity/yorkie/server/channel"
 	"github.com/yorkie-affinity/yorkie/server/cluster"
 	"github.com/yorkie-affinity/yorkie/server/housekeeping"
 	"github.com/yorkie-affinity/yorkie/server/rpc"
@@ -60,7 +62,7 @@ type Config struct {
 	Host string
 	// RPCPort serves the YorkieService and health checks; 0 picks a free port.
 	RPCPort int
-	// ProfilingPort serves /metrics, the admin views (package admin) and,
+	// ProfilingPort serves /metrics, the document view (package docview) and,
 	// with PprofEnabled, /debug/pprof/; 0 picks a free port and a negative
 	// value disables the profiling server.
 	ProfilingPort int
@@ -128,6 +130,17 @@ type Config struct {
 	// run on this node.
 	OnHousekeeping func(housekeeping.Report)
 
+	// Admin configures the AdminService: the token secret and duration,
+	// the default admin account and the version it reports.
+	Admin admin.Settings
+
+	// ChannelSessionTTL is how long a channel session lives after its
+	// attach or last heartbeat (0: channel.DefaultSessionTTL, 60s).
+	ChannelSessionTTL time.Duration
+	// ChannelMaxPayloadBytes bounds a broadcast payload (0:
+	// channel.DefaultMaxPayloadBytes).
+	ChannelMaxPayloadBytes int
+
 	// Router and Epoch replace the cluster layer, for tests that stage
 	// routing decisions themselves (say, two nodes that both believe they
 	// own a document). With either set the node joins no cluster: Router
@@ -144,6 +157,7 @@ type Server struct {
 	db       database.Database
 	ownsDB   bool
 	backend  *backend.Backend
+	channels *channel.Manager
 	service  *rpc.Service
 	health   *grpchealth.StaticChecker
 	router   *router // nil when Config.Router or Config.Epoch replace it
@@ -151,6 +165,7 @@ type Server struct {
 	ownStore bool
 	mgr      *affinity.Manager
 	house    *housekeeping.Housekeeper
+	admin    *admin.Service
 
 	rpcServer       *http.Server
 	rpcHTTP1        *rpc.HTTP1Server // serves the RPC port, rpcServer is its fallback
@@ -234,7 +249,20 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("server: create backend: %w", err)
 	}
 	s.backend = b
+	channelMetrics, err := channel.NewMetrics(s.registry)
+	if err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
 	tracker := housekeeping.NewTracker()
+	s.channels = channel.New(channel.Config{
+		SessionTTL:      cfg.ChannelSessionTTL,
+		MaxPayloadBytes: cfg.ChannelMaxPayloadBytes,
+		Logger:          logger,
+		Metrics:         channelMetrics,
+	})
+	if s.router != nil {
+		s.router.channels = s.channels
+	}
 	svc, err := rpc.New(rpc.Config{
 		Backend:         b,
 		Logger:          logger,
@@ -243,8 +271,10 @@ func New(cfg Config) (*Server, error) {
 		Router:          routing,
 		Limits:          cfg.Limits,
 		Activity:        tracker,
+		Channels:        s.channels,
 	})
 	if err != nil {
+		s.channels.Close()
 		return nil, fmt.Errorf("server: create rpc service: %w", err)
 	}
 	s.service = svc
@@ -253,9 +283,15 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.health = grpchealth.NewStaticChecker(v1connect.YorkieServiceName)
 
+	if s.admin, err = admin.New(admin.Config{Settings: cfg.Admin, DB: s.db, Logger: logger, Registerer: s.registry}); err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
+
 	mux := http.NewServeMux()
 	path, yorkieHandler := svc.Handler()
 	mux.Handle(path, yorkieHandler)
+	// The AdminService's requests keep the small default bound.
+	mux.Handle(s.admin.Handler())
 	// Every body is bounded, after decompression, before any handler runs.
 	bounds := rpc.Bounds{
 		Rules:           []rpc.BoundRule{{Prefix: path, MaxBytes: cfg.MaxRequestBytes}},
@@ -291,11 +327,11 @@ func New(cfg Config) (*Server, error) {
 		pmux.Handle("/metrics", promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{Registry: s.registry}))
 		// Operators' read-only views, on the operators' port only: they name
 		// documents by key and show their content.
-		adm, err := admin.New(admin.Config{DB: s.db, Logger: logger, Registerer: s.registry})
+		views, err := docview.New(docview.Config{DB: s.db, Logger: logger, Registerer: s.registry})
 		if err != nil {
-			return nil, fmt.Errorf("server: create admin handler: %w", err)
+			return nil, fmt.Errorf("server: create document view: %w", err)
 		}
-		adm.Register(pmux)
+		views.Register(pmux)
 		if cfg.PprofEnabled {
 			pmux.HandleFunc("/debug/pprof/", pprof.Index)
 			pmux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
@@ -518,6 +554,13 @@ func (s *Server) Start(ctx context.Context) error {
 		s.serve(s.profilingServer.Serve, profLn, "profiling", nil)
 	}
 	s.rpcAddr = rpcLn.Addr().String()
+	if err := s.admin.Start(ctx); err != nil {
+		_ = rpcLn.Close()
+		if profLn != nil {
+			_ = s.profilingServer.Close()
+		}
+		return fmt.Errorf("server: %w", err)
+	}
 	if s.router != nil {
 		if err := s.joinCluster(ctx, s.rpcAddr); err != nil {
 			_ = rpcLn.Close()
@@ -642,6 +685,7 @@ func (s *Server) shutdown(ctx context.Context) error {
 		}
 	}
 	s.serveDone.Wait()
+	s.channels.Close()
 	if err := s.backend.Close(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("close backend: %w", err))
 	}
@@ -691,6 +735,7 @@ func (s *Server) Abort() {
 			_ = s.profilingServer.Close()
 		}
 		s.serveDone.Wait()
+		s.channels.Close()
 		if s.store != nil {
 			_ = s.store.Close()
 		}

@@ -13,8 +13,10 @@
 
 const DEFAULT_HEADER = 'x-session-key';
 
-// Calls the cluster routes by document. ActivateClient and DeactivateClient
-// also carry x-shard-key, but with the client key in it: sending a document's
+// Calls the cluster routes by document, or by a channel's first key path
+// (the SDK's x-shard-key of a channel call names it, so every channel of one
+// group shares the owner's key). ActivateClient and DeactivateClient also
+// carry x-shard-key, but with the client key in it: sending a document's
 // session key there would pin a client to an unrelated node.
 const DOCUMENT_METHODS = new Set([
   'AttachDocument',
@@ -23,6 +25,11 @@ const DOCUMENT_METHODS = new Set([
   'RemoveDocument',
   'Watch',
   'WatchDocument',
+  'AttachChannel',
+  'DetachChannel',
+  'RefreshChannel',
+  'Broadcast',
+  'WatchChannel',
 ]);
 
 const WRONG_NODE = 'ErrWrongNode';

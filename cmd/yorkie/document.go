@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/yorkie-affinity/yorkie/server/admin"
+	"github.com/yorkie-affinity/yorkie/server/admin/docview"
 )
 
 // defaultAdminAddr is the profiling port of a server started with the
@@ -92,7 +92,7 @@ func runDocument(args []string, stdout, stderr io.Writer) int {
 // returns it indented, or an error saying what went wrong in an operator's
 // terms.
 func getDocument(ctx context.Context, base, key string) ([]byte, error) {
-	target := base + admin.DocumentsPath + url.PathEscape(key)
+	target := base + docview.DocumentsPath + url.PathEscape(key)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
 	if err != nil {
 		return nil, fmt.Errorf("request %s: %w", target, err)

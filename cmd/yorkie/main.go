@@ -1,8 +1,11 @@
 // Command yorkie runs a Yorkie-compatible collaboration server.
 //
 //	yorkie server [flags]          run a server until SIGINT or SIGTERM
+//	yorkie login                   log in to a server's admin API
+//	yorkie logout                  forget a server's admin token
+//	yorkie project ...             create, list and update projects
 //	yorkie document get KEY [...]  print a running server's view of a document
-//	yorkie version                 print the version
+//	yorkie version                 print the version, and the server's
 package main
 
 import (
@@ -21,6 +24,7 @@ import (
 	"github.com/yorkie-affinity/yorkie/server"
 	"github.com/yorkie-affinity/yorkie/server/affinity"
 	"github.com/yorkie-affinity/yorkie/server/backend/database/mongo"
+	"github.com/yorkie-affinity/yorkie/server/channel"
 	"github.com/yorkie-affinity/yorkie/server/housekeeping"
 	"github.com/yorkie-affinity/yorkie/server/rpc"
 	"github.com/yorkie-affinity/yorkie/server/sessionstore"
@@ -38,8 +42,11 @@ const usage = `usage: yorkie <command> [flags]
 
 commands:
   server    run a Yorkie server (see "yorkie server -h")
+  login     log in to a server: yorkie login --username U --password P [--rpc-addr host:port]
+  logout    forget the token of a server
+  project   create, ls, update projects (see "yorkie project help")
   document  show a document of a running server (see "yorkie document -h")
-  version   print the version
+  version   print the version, and the server's when logged in (--client: this command's only)
 `
 
 func main() {
@@ -58,8 +65,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "document":
 		return runDocument(args[1:], stdout, stderr)
 	case "version":
-		fmt.Fprintf(stdout, "yorkie %s\n", version)
-		return 0
+		return runVersion(args[1:], stdout, stderr)
+	case "login":
+		return runLogin(args[1:], stdout, stderr)
+	case "logout":
+		return runLogout(args[1:], stdout, stderr)
+	case "project":
+		return runProject(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0
@@ -98,7 +110,10 @@ func runServer(args []string, stderr io.Writer) int {
 	maxAttachments := fs.Int("max-attachments-per-client", rpc.DefaultMaxAttachmentsPerClient, "most documents one client may have attached; negative: no bound")
 	deactivateThreshold := fs.Duration("client-deactivate-threshold", housekeeping.DefaultDeactivateThreshold, "housekeeping deactivates clients that made no call for longer than this")
 	housekeepingInterval := fs.Duration("housekeeping-interval", housekeeping.DefaultInterval, "time between housekeeping runs")
+	admin := adminFlags(fs)
 	candidatesLimit := fs.Int("housekeeping-candidates-limit", housekeeping.DefaultCandidatesLimit, "most clients one housekeeping run deactivates")
+	channelTTL := fs.Duration("channel-session-ttl", channel.DefaultSessionTTL, "a channel session not refreshed (the SDK's heartbeat, every 30s) for longer is removed from its counts")
+	channelPayload := fs.Int("channel-max-payload-bytes", channel.DefaultMaxPayloadBytes, "largest broadcast payload a channel relays")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -107,6 +122,10 @@ func runServer(args []string, stderr io.Writer) int {
 	}
 	if *deactivateThreshold <= 0 || *housekeepingInterval <= 0 || *candidatesLimit <= 0 {
 		fmt.Fprintf(stderr, "yorkie server: --client-deactivate-threshold, --housekeeping-interval and --housekeeping-candidates-limit must be positive\n")
+		return 2
+	}
+	if *channelTTL <= 0 || *channelPayload <= 0 {
+		fmt.Fprintf(stderr, "yorkie server: --channel-session-ttl and --channel-max-payload-bytes must be positive\n")
 		return 2
 	}
 	if fs.NArg() > 0 {
@@ -145,6 +164,9 @@ func runServer(args []string, stderr io.Writer) int {
 		ClientDeactivateThreshold:   *deactivateThreshold,
 		HousekeepingInterval:        *housekeepingInterval,
 		HousekeepingCandidatesLimit: *candidatesLimit,
+		ChannelSessionTTL:           *channelTTL,
+		ChannelMaxPayloadBytes:      *channelPayload,
+		Admin:                       admin.settings(),
 	}
 	store, err := openSessionStore(ctx, *storeKind, *etcdEndpoints, *redisAddr, !*redisCloseOnReadOnly, logger)
 	if err != nil {

@@ -16,7 +16,11 @@ func TestRunCommands(t *testing.T) {
 	}{
 		{"no command", nil, 2, "", "usage: yorkie"},
 		{"unknown command", []string{"serve"}, 2, "", `unknown command "serve"`},
-		{"version", []string{"version"}, 0, "yorkie dev\n", ""},
+		{"version", []string{"version", "--client"}, 0, "yorkie dev\n", ""},
+		{"project without command", []string{"project"}, 2, "", "usage: yorkie project"},
+		{"login without user", []string{"login"}, 2, "", "--username and --password are required"},
+		{"bad output", []string{"project", "ls", "--output", "yaml"}, 2, "", "--output"},
+		{"negative token duration", []string{"server", "--admin-token-duration", "-1h"}, 1, "", "token duration"},
 		{"help", []string{"help"}, 0, "usage: yorkie", ""},
 		{"unknown flag", []string{"server", "--no-such-flag"}, 2, "", "flag provided but not defined"},
 		{"bad log level", []string{"server", "--log-level", "loud"}, 2, "", "--log-level"},
@@ -29,6 +33,8 @@ func TestRunCommands(t *testing.T) {
 		{"document get two keys", []string{"document", "get", "a", "b"}, 2, "", "unexpected arguments"},
 		{"document get bad addr", []string{"document", "get", "doc", "--addr", "127.0.0.1:8081"}, 2, "", "want a URL"},
 	}
+	// The admin commands must not read the real user's config.
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer

@@ -11,6 +11,7 @@ import (
 	"github.com/yorkie-affinity/yorkie/server/affinity"
 	"github.com/yorkie-affinity/yorkie/server/backend"
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
+	"github.com/yorkie-affinity/yorkie/server/channel"
 	"github.com/yorkie-affinity/yorkie/server/sessionstore"
 )
 
@@ -35,6 +36,9 @@ const (
 	CodeDeadlineExceeded    = "ErrDeadlineExceeded"
 	CodeWrongNode           = "ErrWrongNode"
 	CodePermissionDenied    = "ErrPermissionDenied"
+	CodeInvalidChannelKey   = "ErrInvalidChannelKey"
+	CodePayloadTooLarge     = "ErrPayloadTooLarge"
+	CodeSessionNotFound     = "ErrSessionNotFound"
 )
 
 // classify returns the Connect code and code name of a known sentinel error.
@@ -66,6 +70,19 @@ func classify(err error) (connect.Code, string, bool) {
 		// a node whose lease just ended registers again and serves anew.
 		errors.Is(err, sessionstore.ErrUnavailable),
 		errors.Is(err, sessionstore.ErrNotMember), errors.Is(err, sessionstore.ErrLeaseLost):
+		return connect.CodeUnavailable, CodeUnavailable, true
+	case errors.Is(err, channel.ErrInvalidKey):
+		return connect.CodeInvalidArgument, CodeInvalidChannelKey, true
+	case errors.Is(err, channel.ErrPayloadTooLarge):
+		// Sending it again cannot help: a code the SDK does not retry.
+		return connect.CodeInvalidArgument, CodePayloadTooLarge, true
+	case errors.Is(err, channel.ErrInvalidSession):
+		return connect.CodeInvalidArgument, CodeInvalidArgument, true
+	case errors.Is(err, channel.ErrSessionNotFound):
+		return connect.CodeNotFound, CodeSessionNotFound, true
+	case errors.Is(err, channel.ErrClosed):
+		return connect.CodeUnavailable, CodeShuttingDown, true
+	case errors.Is(err, channel.ErrSlowWatcher), errors.Is(err, channel.ErrReleased):
 		return connect.CodeUnavailable, CodeUnavailable, true
 	case errors.Is(err, context.Canceled):
 		return connect.CodeCanceled, CodeCanceled, true

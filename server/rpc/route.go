@@ -21,6 +21,12 @@ const (
 	CallRemove
 	CallPushPull
 	CallWatch
+	// CallAttachChannel, CallChannel (detach, refresh, broadcast) and
+	// CallWatchChannel are channel calls: DocumentKey is the routing key of
+	// the channel's group (channel.RoutingKey).
+	CallAttachChannel
+	CallChannel
+	CallWatchChannel
 )
 
 // String returns the call kind's RPC-like name, for logs.
@@ -36,6 +42,12 @@ func (k CallKind) String() string {
 		return "pushpull"
 	case CallWatch:
 		return "watch"
+	case CallAttachChannel:
+		return "attach-channel"
+	case CallChannel:
+		return "channel"
+	case CallWatchChannel:
+		return "watch-channel"
 	}
 	return fmt.Sprintf("CallKind(%d)", int(k))
 }
@@ -107,6 +119,10 @@ func (s *Service) route(ctx context.Context, call DocumentCall) (Route, error) {
 	}
 	return rt, nil
 }
+
+// IsAttach reports whether the call creates an attachment: such a call must
+// succeed wherever it lands, so even redirect mode hands it to the owner.
+func (k CallKind) IsAttach() bool { return k == CallAttach || k == CallAttachChannel }
 
 // stamp puts the owner's session key in response headers.
 func (s *Service) stamp(h http.Header, rt Route) {

@@ -19,6 +19,7 @@ import (
 	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
 	"github.com/yorkie-affinity/yorkie/api/yorkie/v1/v1connect"
 	"github.com/yorkie-affinity/yorkie/server/backend"
+	"github.com/yorkie-affinity/yorkie/server/channel"
 )
 
 // DefaultMaxRequestBytes bounds a request message when
@@ -54,6 +55,8 @@ type Config struct {
 	Limits Limits
 	// Activity is told about every call of a client; nil records nothing.
 	Activity Activity
+	// Channels holds the channel sessions this node serves. Required.
+	Channels *channel.Manager
 }
 
 // Service implements v1connect.YorkieServiceHandler.
@@ -66,6 +69,7 @@ type Service struct {
 	limits          Limits
 	activity        Activity
 	streams         streamCounts
+	channels        *channel.Manager
 
 	closeOnce sync.Once
 	closing   chan struct{}
@@ -75,6 +79,9 @@ type Service struct {
 func New(cfg Config) (*Service, error) {
 	if cfg.Backend == nil {
 		return nil, errors.New("rpc: Config.Backend is required")
+	}
+	if cfg.Channels == nil {
+		return nil, errors.New("rpc: Config.Channels is required")
 	}
 	logger := cfg.Logger
 	if logger == nil {
@@ -91,6 +98,7 @@ func New(cfg Config) (*Service, error) {
 		maxRequestBytes: maxBytes,
 		limits:          cfg.Limits.withDefaults(),
 		activity:        cfg.Activity,
+		channels:        cfg.Channels,
 		closing:         make(chan struct{}),
 	}
 	if cfg.Registerer != nil {
@@ -182,6 +190,9 @@ func (s *Service) DeactivateClient(ctx context.Context, req *connect.Request[api
 	if err := s.backend.DeactivateClient(ctx, clientID); err != nil {
 		return nil, s.fail(ctx, req.Spec().Procedure, fmt.Errorf("deactivate client %s: %w", clientID, err))
 	}
+	// The SDK sends no DetachChannel before deactivating. Sessions on
+	// channels other nodes own expire with their TTL.
+	s.channels.DetachClient(clientID)
 	return connect.NewResponse(&api.DeactivateClientResponse{}), nil
 }
 
@@ -311,11 +322,11 @@ func (s *Service) Watch(ctx context.Context, req *connect.Request[api.WatchReque
 		return invalidArgument(err)
 	}
 	resources := req.Msg.GetResources()
-	if len(resources) != 1 {
-		return invalidArgument(fmt.Errorf("watch takes exactly one resource, got %d", len(resources)))
+	if len(resources) == 0 || len(resources) > maxWatchResources {
+		return invalidArgument(fmt.Errorf("watch takes 1 to %d resources, got %d", maxWatchResources, len(resources)))
 	}
-	if resources[0].GetChannel() != nil {
-		return unimplemented(errChannels)
+	if len(resources) > 1 || resources[0].GetChannel() != nil {
+		return s.watchResources(ctx, req, stream)
 	}
 	doc := resources[0].GetDocument()
 	if doc == nil {

@@ -10,9 +10,11 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
+	"golang.org/x/crypto/bcrypt"
 
 	"github.com/yorkie-affinity/yorkie/api/yorkie/v1/v1connect"
 	"github.com/yorkie-affinity/yorkie/server"
+	"github.com/yorkie-affinity/yorkie/server/admin"
 )
 
 // shutdownTimeout bounds the graceful shutdown a test's cleanup waits for.
@@ -26,6 +28,8 @@ func Start(t testing.TB, opts ...func(*server.Config)) *server.Server {
 	cfg := server.Config{
 		Host:   "127.0.0.1",
 		Logger: slog.New(slog.DiscardHandler),
+		// Every start hashes the default admin password: keep it cheap.
+		Admin: admin.Settings{PasswordCost: bcrypt.MinCost},
 	}
 	for _, opt := range opts {
 		opt(&cfg)

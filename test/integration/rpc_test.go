@@ -403,14 +403,6 @@ func TestUnimplementedRPCs(t *testing.T) {
 		ctx := wire.Context(t)
 		r := newReplica(t, c)
 		calls := map[string]func() error{
-			"AttachChannel": func() error {
-				_, err := c.AttachChannel(ctx, connect.NewRequest(&api.AttachChannelRequest{ClientId: r.ID, ChannelKey: "room"}))
-				return err
-			},
-			"Broadcast": func() error {
-				_, err := c.Broadcast(ctx, connect.NewRequest(&api.BroadcastRequest{ClientId: r.ID, ChannelKey: "room"}))
-				return err
-			},
 			"CreateRevision": func() error {
 				_, err := c.CreateRevision(ctx, connect.NewRequest(&api.CreateRevisionRequest{ClientId: r.ID}))
 				return err
@@ -418,16 +410,6 @@ func TestUnimplementedRPCs(t *testing.T) {
 			"ListRevisions": func() error {
 				_, err := c.ListRevisions(ctx, connect.NewRequest(&api.ListRevisionsRequest{ClientId: r.ID}))
 				return err
-			},
-			"WatchChannel": func() error {
-				s, err := c.WatchChannel(ctx, connect.NewRequest(&api.WatchChannelRequest{ClientId: r.ID, ChannelKey: "room"}))
-				if err != nil {
-					return err
-				}
-				defer s.Close()
-				for s.Receive() {
-				}
-				return s.Err()
 			},
 		}
 		for name, call := range calls {

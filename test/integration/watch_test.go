@@ -97,6 +97,9 @@ func TestWatchErrors(t *testing.T) {
 		channel := &api.ResourceDescriptor{Resource: &api.ResourceDescriptor_Channel{
 			Channel: &api.ChannelDescriptor{ChannelKey: "room"},
 		}}
+		badChannel := &api.ResourceDescriptor{Resource: &api.ResourceDescriptor_Channel{
+			Channel: &api.ChannelDescriptor{ChannelKey: "room..1"},
+		}}
 		stranger := newReplica(t, c)
 		cases := []struct {
 			name string
@@ -105,8 +108,10 @@ func TestWatchErrors(t *testing.T) {
 			want string
 		}{
 			{"no resource", &api.WatchRequest{ClientId: a.ID}, connect.CodeInvalidArgument, rpc.CodeInvalidArgument},
-			{"two resources", &api.WatchRequest{ClientId: a.ID, Resources: []*api.ResourceDescriptor{doc, doc}}, connect.CodeInvalidArgument, rpc.CodeInvalidArgument},
-			{"channel", &api.WatchRequest{ClientId: a.ID, Resources: []*api.ResourceDescriptor{channel}}, connect.CodeUnimplemented, rpc.CodeUnimplemented},
+			{"too many resources", &api.WatchRequest{ClientId: a.ID, Resources: slices.Repeat([]*api.ResourceDescriptor{doc}, 65)}, connect.CodeInvalidArgument, rpc.CodeInvalidArgument},
+			{"invalid channel key", &api.WatchRequest{ClientId: a.ID, Resources: []*api.ResourceDescriptor{badChannel}}, connect.CodeInvalidArgument, rpc.CodeInvalidChannelKey},
+			{"channel of an unknown client", &api.WatchRequest{ClientId: unknownClientID, Resources: []*api.ResourceDescriptor{channel}}, connect.CodeNotFound, rpc.CodeClientNotFound},
+			{"channel and a document not attached", &api.WatchRequest{ClientId: stranger.ID, Resources: []*api.ResourceDescriptor{channel, doc}}, connect.CodeFailedPrecondition, rpc.CodeDocumentNotAttached},
 			{"malformed client", &api.WatchRequest{ClientId: "ZZ", Resources: []*api.ResourceDescriptor{doc}}, connect.CodeInvalidArgument, rpc.CodeInvalidArgument},
 			{"unknown client", &api.WatchRequest{ClientId: unknownClientID, Resources: []*api.ResourceDescriptor{doc}}, connect.CodeNotFound, rpc.CodeClientNotFound},
 			{"not attached", &api.WatchRequest{ClientId: stranger.ID, Resources: []*api.ResourceDescriptor{doc}}, connect.CodeFailedPrecondition, rpc.CodeDocumentNotAttached},

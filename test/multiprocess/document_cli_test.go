@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
-	"github.com/yorkie-affinity/yorkie/server/admin"
+	"github.com/yorkie-affinity/yorkie/server/admin/docview"
 	"github.com/yorkie-affinity/yorkie/server/servertest/wire"
 )
 
@@ -71,7 +71,7 @@ func TestDocumentGetCommand(t *testing.T) {
 		if !strings.Contains(stdout, "\n  \"root\": {\n") {
 			t.Errorf("output is not indented JSON:\n%s", stdout)
 		}
-		var view admin.DocumentView
+		var view docview.DocumentView
 		wire.Must(t, json.Unmarshal([]byte(stdout), &view), "decode output")
 		var root map[string]any
 		wire.Must(t, json.Unmarshal(view.Root, &root), "decode root")

@@ -205,6 +205,9 @@ type Database interface {
 
 	// Close releases the database's resources.
 	Close(ctx context.Context) error
+
+	// Accounts: the admin API's users and projects.
+	Accounts
 }
 
 // ErrSnapshotNotFound: the document has no stored snapshot at or before the
@@ -231,4 +234,155 @@ type Snapshot struct {
 	Data []byte
 	// CreatedAt is when the snapshot was stored.
 	CreatedAt time.Time
+}
+
+// Sentinel errors of accounts, projects and secrets.
+var (
+	// ErrUserNotFound: no user has the given name.
+	ErrUserNotFound = errors.New("user not found")
+	// ErrUserAlreadyExists: a user with the name exists already.
+	ErrUserAlreadyExists = errors.New("user already exists")
+	// ErrProjectNotFound: no project of the owner has the given ID or name,
+	// or no project has the given key.
+	ErrProjectNotFound = errors.New("project not found")
+	// ErrProjectAlreadyExists: the owner has a project with the name already.
+	ErrProjectAlreadyExists = errors.New("project already exists")
+)
+
+// UserInfo is an account of the admin API.
+type UserInfo struct {
+	// ID is 24 lowercase hex characters.
+	ID       string
+	Username string
+	// HashedPassword is the password as the caller hashed it; the database
+	// never sees the password itself.
+	HashedPassword string
+	CreatedAt      time.Time
+}
+
+// The default project serves clients sending no API key. Its ID is fixed, as
+// upstream's is, so every node (and data stored before projects existed)
+// names the same project.
+const (
+	DefaultProjectName = "default"
+	DefaultProjectID   = "000000000000000000000000"
+)
+
+// ProjectInfo is a tenant: its keys, webhook settings and limits.
+type ProjectInfo struct {
+	// ID is 24 lowercase hex characters.
+	ID string
+	// Name is unique among the projects of one owner.
+	Name string
+	// Owner is the ID of the user who created the project.
+	Owner string
+	// PublicKey picks the project in the x-api-key header of SDK calls;
+	// SecretKey authenticates server-side calls and signs event webhooks.
+	// Both are random and unique among all projects.
+	PublicKey string
+	SecretKey string
+
+	AuthWebhookURL     string
+	AuthWebhookMethods []string
+	EventWebhookURL    string
+	EventWebhookEvents []string
+
+	// ClientDeactivateThreshold is a Go duration ("24h"); empty means the
+	// server's flag.
+	ClientDeactivateThreshold string
+	// MaxSubscribersPerDocument, MaxAttachmentsPerDocument and
+	// MaxSizePerDocument bound a document of the project; 0 is no bound.
+	MaxSubscribersPerDocument int
+	MaxAttachmentsPerDocument int
+	MaxSizePerDocument        int
+	// RemoveOnDetach removes a document once its last client detaches.
+	RemoveOnDetach bool
+
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// ProjectUpdate lists the fields UpdateProject changes: nil fields stay.
+type ProjectUpdate struct {
+	Name                      *string
+	AuthWebhookURL            *string
+	AuthWebhookMethods        *[]string
+	EventWebhookURL           *string
+	EventWebhookEvents        *[]string
+	ClientDeactivateThreshold *string
+	MaxSubscribersPerDocument *int
+	MaxAttachmentsPerDocument *int
+	MaxSizePerDocument        *int
+	RemoveOnDetach            *bool
+}
+
+// Apply writes the set fields of u into p.
+func (u *ProjectUpdate) Apply(p *ProjectInfo) {
+	set := func(dst *string, src *string) {
+		if src != nil {
+			*dst = *src
+		}
+	}
+	set(&p.Name, u.Name)
+	set(&p.AuthWebhookURL, u.AuthWebhookURL)
+	set(&p.EventWebhookURL, u.EventWebhookURL)
+	set(&p.ClientDeactivateThreshold, u.ClientDeactivateThreshold)
+	if u.AuthWebhookMethods != nil {
+		p.AuthWebhookMethods = append([]string(nil), (*u.AuthWebhookMethods)...)
+	}
+	if u.EventWebhookEvents != nil {
+		p.EventWebhookEvents = append([]string(nil), (*u.EventWebhookEvents)...)
+	}
+	for _, f := range []struct {
+		dst *int
+		src *int
+	}{
+		{&p.MaxSubscribersPerDocument, u.MaxSubscribersPerDocument},
+		{&p.MaxAttachmentsPerDocument, u.MaxAttachmentsPerDocument},
+		{&p.MaxSizePerDocument, u.MaxSizePerDocument},
+	} {
+		if f.src != nil {
+			*f.dst = *f.src
+		}
+	}
+	if u.RemoveOnDetach != nil {
+		p.RemoveOnDetach = *u.RemoveOnDetach
+	}
+}
+
+// Accounts stores the users of the admin API, its projects and the
+// server-wide secrets every node of a cluster must agree on. A Database
+// implementation that serves the admin API implements it too.
+type Accounts interface {
+	// CreateUser stores a new user, or fails with ErrUserAlreadyExists.
+	CreateUser(ctx context.Context, username, hashedPassword string) (*UserInfo, error)
+	// FindUserByName returns the user or ErrUserNotFound.
+	FindUserByName(ctx context.Context, username string) (*UserInfo, error)
+
+	// CreateProject stores a new project of the owner with fresh keys and
+	// no webhooks or limits, or fails with ErrProjectAlreadyExists.
+	CreateProject(ctx context.Context, owner, name string) (*ProjectInfo, error)
+	// EnsureDefaultProject returns the project with DefaultProjectID,
+	// creating it (named DefaultProjectName, owned by owner) if it is
+	// missing. Racing callers get the same project.
+	EnsureDefaultProject(ctx context.Context, owner string) (*ProjectInfo, error)
+	// ListProjects returns the owner's projects, oldest first.
+	ListProjects(ctx context.Context, owner string) ([]*ProjectInfo, error)
+	// FindProjectByName returns the owner's project or ErrProjectNotFound.
+	FindProjectByName(ctx context.Context, owner, name string) (*ProjectInfo, error)
+	// FindProjectByID returns the project or ErrProjectNotFound.
+	FindProjectByID(ctx context.Context, id string) (*ProjectInfo, error)
+	// FindProjectByPublicKey returns the project or ErrProjectNotFound.
+	FindProjectByPublicKey(ctx context.Context, publicKey string) (*ProjectInfo, error)
+	// FindProjectBySecretKey returns the project or ErrProjectNotFound.
+	FindProjectBySecretKey(ctx context.Context, secretKey string) (*ProjectInfo, error)
+	// UpdateProject changes the set fields of the owner's project and sets
+	// UpdatedAt. ErrProjectNotFound if the owner has no project with the ID,
+	// ErrProjectAlreadyExists if the new name is another project's.
+	UpdateProject(ctx context.Context, owner, id string, u *ProjectUpdate) (*ProjectInfo, error)
+
+	// EnsureSecret returns the secret stored under name, storing candidate
+	// first if there is none: the first node to start picks the value and
+	// every other node gets the same.
+	EnsureSecret(ctx context.Context, name, candidate string) (string, error)
 }

@@ -37,7 +37,8 @@ type DB struct {
 	liveByKey  map[string]string               // key -> ID of the live document
 	clientDocs map[string]map[string]struct{}  // client ID -> IDs of documents it ever attached
 
-	snaps snapshotStore // see snapshots.go; its zero value is ready
+	snaps    snapshotStore // see snapshots.go; its zero value is ready
+	accounts accountStore  // see projects.go; its zero value is ready
 }
 
 // doc is one document: metadata, change log and attachments, under its own

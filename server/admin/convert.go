@@ -1,0 +1,188 @@
+package admin
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"net/url"
+	"regexp"
+	"slices"
+	"time"
+
+	"connectrpc.com/connect"
+	"google.golang.org/protobuf/types/known/timestamppb"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
+	"github.com/yorkie-affinity/yorkie/server/backend/database"
+)
+
+// authMethods are the calls an auth webhook may guard, named as upstream
+// names them in a project's settings.
+var authMethods = []string{
+	"ActivateClient", "DeactivateClient", "AttachDocument", "DetachDocument", "RemoveDocument",
+	"PushPull", "Watch", "WatchDocument", "WatchChannel",
+	"CreateRevision", "GetRevision", "ListRevisions", "RestoreRevision",
+	"AttachChannel", "DetachChannel", "RefreshChannel", "PeekChannel", "Broadcast",
+}
+
+// eventTypes are the events an event webhook may receive.
+var eventTypes = []string{"DocumentRootChanged"}
+
+// Character classes a password must contain.
+var (
+	hasLetter  = regexp.MustCompile(`[a-zA-Z]`)
+	hasDigit   = regexp.MustCompile(`[0-9]`)
+	hasSpecial = regexp.MustCompile(`[^a-zA-Z0-9]`)
+)
+
+// slug is upstream's rule for user and project names.
+var slug = regexp.MustCompile(`^[a-zA-Z0-9\-._~]+$`)
+
+func validateName(what, name string) error {
+	if n := len(name); n < 2 || n > 30 || !slug.MatchString(name) {
+		return fmt.Errorf("%s %q: want 2 to 30 letters, digits or -._~", what, name)
+	}
+	return nil
+}
+
+func validateUsername(name string) error    { return validateName("username", name) }
+func validateProjectName(name string) error { return validateName("project name", name) }
+
+// validatePassword follows upstream's rule: 8 to 30 characters with a letter,
+// a digit and a special character.
+func validatePassword(pw string) error {
+	if n := len(pw); n < 8 || n > 30 || !hasLetter.MatchString(pw) || !hasDigit.MatchString(pw) || !hasSpecial.MatchString(pw) {
+		return errors.New("password: want 8 to 30 characters with a letter, a digit and a special character")
+	}
+	return nil
+}
+
+func validateWebhookURL(what, raw string) error {
+	if raw == "" {
+		return nil
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("%s %q: want an http or https URL, or empty", what, raw)
+	}
+	return nil
+}
+
+func validateAll(what string, got, known []string) error {
+	for _, v := range got {
+		if !slices.Contains(known, v) {
+			return fmt.Errorf("%s: unknown %q (want one of %v)", what, v, known)
+		}
+	}
+	return nil
+}
+
+// projectUpdate checks the fields a request sets and turns them into a
+// database update. Fields this server does not keep yet are refused with
+// unimplemented rather than dropped when they carry a value.
+func projectUpdate(f *api.UpdatableProjectFields) (*database.ProjectUpdate, error) {
+	if f == nil {
+		return nil, invalidArgument(errors.New("no fields to update"))
+	}
+	// Upstream's CLI sends every field back as it read it, so a field this
+	// server does not keep is refused only when it would change something
+	// (what this server reports for it is the zero value).
+	str := func(w *wrapperspb.StringValue) bool { return w != nil && w.Value != "" }
+	u64 := func(w *wrapperspb.UInt64Value) bool { return w != nil && w.Value != 0 }
+	i64 := func(w *wrapperspb.Int64Value) bool { return w != nil && w.Value != 0 }
+	unsupported := map[string]bool{
+		"auth_webhook_max_retries":        u64(f.AuthWebhookMaxRetries),
+		"auth_webhook_min_wait_interval":  str(f.AuthWebhookMinWaitInterval),
+		"auth_webhook_max_wait_interval":  str(f.AuthWebhookMaxWaitInterval),
+		"auth_webhook_request_timeout":    str(f.AuthWebhookRequestTimeout),
+		"event_webhook_max_retries":       u64(f.EventWebhookMaxRetries),
+		"event_webhook_min_wait_interval": str(f.EventWebhookMinWaitInterval),
+		"event_webhook_max_wait_interval": str(f.EventWebhookMaxWaitInterval),
+		"event_webhook_request_timeout":   str(f.EventWebhookRequestTimeout),
+		"snapshot_threshold":              i64(f.SnapshotThreshold),
+		"snapshot_interval":               i64(f.SnapshotInterval),
+		"auto_revision_enabled":           f.AutoRevisionEnabled != nil && f.AutoRevisionEnabled.Value,
+		"channel_session_ttl":             str(f.ChannelSessionTtl),
+		"allowed_origins":                 f.AllowedOrigins != nil && len(f.AllowedOrigins.Origins) > 0,
+	}
+	for _, name := range slices.Sorted(maps.Keys(unsupported)) {
+		if unsupported[name] {
+			return nil, newError(connect.CodeUnimplemented, CodeUnimplemented,
+				fmt.Errorf("project field %s is not supported by this server yet", name))
+		}
+	}
+	u := &database.ProjectUpdate{}
+	var errs []error
+	if f.Name != nil {
+		u.Name = &f.Name.Value
+		errs = append(errs, validateProjectName(f.Name.Value))
+	}
+	if f.AuthWebhookUrl != nil {
+		u.AuthWebhookURL = &f.AuthWebhookUrl.Value
+		errs = append(errs, validateWebhookURL("auth webhook URL", f.AuthWebhookUrl.Value))
+	}
+	if f.AuthWebhookMethods != nil {
+		m := slices.Clone(f.AuthWebhookMethods.Methods)
+		u.AuthWebhookMethods = &m
+		errs = append(errs, validateAll("auth webhook methods", m, authMethods))
+	}
+	if f.EventWebhookUrl != nil {
+		u.EventWebhookURL = &f.EventWebhookUrl.Value
+		errs = append(errs, validateWebhookURL("event webhook URL", f.EventWebhookUrl.Value))
+	}
+	if f.EventWebhookEvents != nil {
+		e := slices.Clone(f.EventWebhookEvents.Events)
+		u.EventWebhookEvents = &e
+		errs = append(errs, validateAll("event webhook events", e, eventTypes))
+	}
+	if f.ClientDeactivateThreshold != nil {
+		v := f.ClientDeactivateThreshold.Value
+		u.ClientDeactivateThreshold = &v
+		if d, err := time.ParseDuration(v); err != nil || d <= 0 {
+			errs = append(errs, fmt.Errorf("client deactivate threshold %q: want a positive duration such as 24h", v))
+		}
+	}
+	limit := func(name string, w interface{ GetValue() int32 }, dst **int) {
+		v := int(w.GetValue())
+		*dst = &v
+		if v < 0 {
+			errs = append(errs, fmt.Errorf("%s %d: want 0 (no bound) or more", name, v))
+		}
+	}
+	if f.MaxSubscribersPerDocument != nil {
+		limit("max subscribers per document", f.MaxSubscribersPerDocument, &u.MaxSubscribersPerDocument)
+	}
+	if f.MaxAttachmentsPerDocument != nil {
+		limit("max attachments per document", f.MaxAttachmentsPerDocument, &u.MaxAttachmentsPerDocument)
+	}
+	if f.MaxSizePerDocument != nil {
+		limit("max size per document", f.MaxSizePerDocument, &u.MaxSizePerDocument)
+	}
+	if f.RemoveOnDetach != nil {
+		u.RemoveOnDetach = &f.RemoveOnDetach.Value
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, invalidArgument(err)
+	}
+	return u, nil
+}
+
+func toUser(u *database.UserInfo) *api.User {
+	return &api.User{Id: u.ID, Username: u.Username, CreatedAt: timestamppb.New(u.CreatedAt)}
+}
+
+func toProject(p *database.ProjectInfo) *api.Project {
+	return &api.Project{
+		Id: p.ID, Name: p.Name, PublicKey: p.PublicKey, SecretKey: p.SecretKey,
+		AuthWebhookUrl: p.AuthWebhookURL, AuthWebhookMethods: p.AuthWebhookMethods,
+		EventWebhookUrl: p.EventWebhookURL, EventWebhookEvents: p.EventWebhookEvents,
+		ClientDeactivateThreshold: p.ClientDeactivateThreshold,
+		MaxSubscribersPerDocument: int32(p.MaxSubscribersPerDocument),
+		MaxAttachmentsPerDocument: int32(p.MaxAttachmentsPerDocument),
+		MaxSizePerDocument:        int32(p.MaxSizePerDocument),
+		RemoveOnDetach:            p.RemoveOnDetach,
+		CreatedAt:                 timestamppb.New(p.CreatedAt),
+		UpdatedAt:                 timestamppb.New(p.UpdatedAt),
+	}
+}

@@ -1,0 +1,209 @@
+package rpc
+
+import (
+	"context"
+	"fmt"
+
+	"connectrpc.com/connect"
+
+	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
+	"github.com/yorkie-affinity/yorkie/api/yorkie/v1/v1connect"
+	"github.com/yorkie-affinity/yorkie/server/channel"
+)
+
+// Channel calls are routed like document calls: every channel that shares a
+// first key path (the SDK's x-shard-key is "<apiKey>/<first key path>") is
+// served by the one node that owns the group's routing key, so its counts
+// and broadcasts meet in one place.
+
+// AttachChannel gives the client a session on the channel.
+func (s *Service) AttachChannel(ctx context.Context, req *connect.Request[api.AttachChannelRequest]) (*connect.Response[api.AttachChannelResponse], error) {
+	return channelCall(ctx, s, req, CallAttachChannel, req.Msg.GetClientId(), req.Msg.GetChannelKey(),
+		func(o v1connect.YorkieServiceClient) relayFunc[api.AttachChannelRequest, api.AttachChannelResponse] {
+			return o.AttachChannel
+		},
+		func(clientID, key string) (*api.AttachChannelResponse, error) {
+			id, n, err := s.channels.Attach(clientID, key)
+			return &api.AttachChannelResponse{SessionId: id, SessionCount: n}, err
+		})
+}
+
+// DetachChannel ends the client's session on the channel.
+func (s *Service) DetachChannel(ctx context.Context, req *connect.Request[api.DetachChannelRequest]) (*connect.Response[api.DetachChannelResponse], error) {
+	return channelCall(ctx, s, req, CallChannel, req.Msg.GetClientId(), req.Msg.GetChannelKey(),
+		func(o v1connect.YorkieServiceClient) relayFunc[api.DetachChannelRequest, api.DetachChannelResponse] {
+			return o.DetachChannel
+		},
+		func(clientID, key string) (*api.DetachChannelResponse, error) {
+			n, err := s.channels.Detach(clientID, key, req.Msg.GetSessionId())
+			return &api.DetachChannelResponse{SessionCount: n}, err
+		})
+}
+
+// RefreshChannel is the SDK's heartbeat: it keeps the session alive, and
+// brings it back on a node that did not know it.
+func (s *Service) RefreshChannel(ctx context.Context, req *connect.Request[api.RefreshChannelRequest]) (*connect.Response[api.RefreshChannelResponse], error) {
+	return channelCall(ctx, s, req, CallChannel, req.Msg.GetClientId(), req.Msg.GetChannelKey(),
+		func(o v1connect.YorkieServiceClient) relayFunc[api.RefreshChannelRequest, api.RefreshChannelResponse] {
+			return o.RefreshChannel
+		},
+		func(clientID, key string) (*api.RefreshChannelResponse, error) {
+			n, err := s.channels.Refresh(clientID, key, req.Msg.GetSessionId())
+			return &api.RefreshChannelResponse{SessionCount: n}, err
+		})
+}
+
+// Broadcast hands the payload to the channel's other watchers; nothing is
+// stored.
+func (s *Service) Broadcast(ctx context.Context, req *connect.Request[api.BroadcastRequest]) (*connect.Response[api.BroadcastResponse], error) {
+	// Checked before routing: an oversized payload is refused where it
+	// arrives rather than carried to the owner.
+	if n, limit := len(req.Msg.GetPayload()), s.channels.MaxPayloadBytes(); n > limit {
+		err := fmt.Errorf("broadcast on %q: payload of %d bytes, at most %d: %w", truncate(req.Msg.GetChannelKey()), n, limit, channel.ErrPayloadTooLarge)
+		return nil, s.fail(ctx, req.Spec().Procedure, err)
+	}
+	return channelCall(ctx, s, req, CallChannel, req.Msg.GetClientId(), req.Msg.GetChannelKey(),
+		func(o v1connect.YorkieServiceClient) relayFunc[api.BroadcastRequest, api.BroadcastResponse] {
+			return o.Broadcast
+		},
+		func(clientID, key string) (*api.BroadcastResponse, error) {
+			err := s.channels.Broadcast(clientID, key, req.Msg.GetTopic(), req.Msg.GetPayload())
+			return &api.BroadcastResponse{}, err
+		})
+}
+
+// channelCall serves a unary channel call: it validates the client and the
+// key, routes the call to the group's owner, and there checks that the
+// client is active before serve.
+func channelCall[Req, Res any](ctx context.Context, s *Service, req *connect.Request[Req], kind CallKind,
+	clientID, key string,
+	method func(v1connect.YorkieServiceClient) relayFunc[Req, Res],
+	serve func(clientID, key string) (*Res, error),
+) (*connect.Response[Res], error) {
+	procedure := req.Spec().Procedure
+	if err := validateClientID(clientID); err != nil {
+		return nil, invalidArgument(err)
+	}
+	if err := channel.ValidateKey(key); err != nil {
+		return nil, s.fail(ctx, procedure, err)
+	}
+	call := DocumentCall{Kind: kind, ClientID: clientID, DocumentKey: channel.RoutingKey(key), Header: req.Header()}
+	rt, err := s.route(ctx, call)
+	if err != nil {
+		return nil, s.fail(ctx, procedure, err)
+	}
+	if rt.Owner != nil {
+		return relay(ctx, s, procedure, call, rt, method(rt.Owner), req.Msg)
+	}
+	if err := s.backend.CheckClient(ctx, clientID); err != nil {
+		return nil, s.failRouted(ctx, procedure, rt, fmt.Errorf("%s %q by %s: %w", kind, key, clientID, err))
+	}
+	resp, err := serve(clientID, key)
+	if err != nil {
+		return nil, s.failRouted(ctx, procedure, rt, fmt.Errorf("%s %q by %s: %w", kind, key, clientID, err))
+	}
+	out := connect.NewResponse(resp)
+	s.stamp(out.Header(), rt)
+	return out, nil
+}
+
+// WatchChannel is the deprecated single-channel form of Watch.
+func (s *Service) WatchChannel(ctx context.Context, req *connect.Request[api.WatchChannelRequest], stream *connect.ServerStream[api.WatchChannelResponse]) error {
+	clientID, key := req.Msg.GetClientId(), req.Msg.GetChannelKey()
+	procedure := req.Spec().Procedure
+	if err := validateClientID(clientID); err != nil {
+		return invalidArgument(err)
+	}
+	if err := channel.ValidateKey(key); err != nil {
+		return s.fail(ctx, procedure, err)
+	}
+	closeStream, err := s.streams.open(clientID, s.limits.MaxWatchStreamsPerClient)
+	if err != nil {
+		return err
+	}
+	defer closeStream()
+	call := DocumentCall{Kind: CallWatchChannel, ClientID: clientID, DocumentKey: channel.RoutingKey(key), Header: req.Header()}
+	rt, err := s.routeWatch(ctx, procedure, call, stream.ResponseHeader())
+	if err != nil {
+		return err
+	}
+	if rt.Owner != nil {
+		return relayStream(ctx, s, procedure, call, rt, func(ctx context.Context) (*connect.ServerStreamForClient[api.WatchChannelResponse], error) {
+			return rt.Owner.WatchChannel(ctx, connect.NewRequest(req.Msg))
+		}, stream.ResponseHeader(), stream.Send)
+	}
+	s.stamp(stream.ResponseHeader(), rt)
+	w, err := s.openChannelWatch(ctx, clientID, key)
+	if err != nil {
+		return s.failRouted(ctx, procedure, rt, err)
+	}
+	defer w.Close()
+	c, _ := w.LatestCount()
+	if err := stream.Send(&api.WatchChannelResponse{Body: &api.WatchChannelResponse_Initialized{
+		Initialized: &api.WatchChannelInitialized{SessionCount: c.Sessions, Seq: c.Seq},
+	}}); err != nil {
+		return s.streamEnded(ctx, procedure, err)
+	}
+	err = s.pumpChannel(ctx, procedure, w, func(ev *api.ChannelEvent) error {
+		return stream.Send(&api.WatchChannelResponse{Body: &api.WatchChannelResponse_Event{Event: ev}})
+	})
+	return s.endWatch(ctx, procedure, err)
+}
+
+// openChannelWatch subscribes an active client to a channel served here.
+func (s *Service) openChannelWatch(ctx context.Context, clientID, key string) (*channel.Watcher, error) {
+	if err := s.backend.CheckClient(ctx, clientID); err != nil {
+		return nil, fmt.Errorf("watch channel %q by %s: %w", key, clientID, err)
+	}
+	w, err := s.channels.Watch(clientID, key)
+	if err != nil {
+		return nil, fmt.Errorf("watch channel %q by %s: %w", key, clientID, err)
+	}
+	return w, nil
+}
+
+// pumpChannel sends a watcher's counts and broadcasts until the client
+// leaves (nil), the manager ends the watcher, or a send fails.
+func (s *Service) pumpChannel(ctx context.Context, procedure string, w *channel.Watcher, send func(*api.ChannelEvent) error) error {
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-s.closing:
+			return newError(connect.CodeUnavailable, CodeShuttingDown, ErrShuttingDown)
+		case <-w.Done():
+			return s.subscriptionEnded(ctx, procedure, w.Err())
+		case <-w.Ready():
+			msgs, c, changed := w.Take()
+			if changed {
+				if err := send(&api.ChannelEvent{
+					Type: api.ChannelEvent_TYPE_PRESENCE, SessionCount: c.Sessions, Seq: c.Seq,
+				}); err != nil {
+					return streamSendFailed{err}
+				}
+			}
+			for _, msg := range msgs {
+				if err := send(&api.ChannelEvent{
+					Type: api.ChannelEvent_TYPE_BROADCAST, Publisher: msg.Publisher, Topic: msg.Topic, Payload: msg.Payload,
+				}); err != nil {
+					return streamSendFailed{err}
+				}
+			}
+		}
+	}
+}
+
+// streamSendFailed marks an error of the client's own stream, as opposed
+// to a reason the server ended it.
+type streamSendFailed struct{ err error }
+
+func (e streamSendFailed) Error() string { return e.err.Error() }
+func (e streamSendFailed) Unwrap() error { return e.err }
+
+// endWatch maps how an event loop ended to the stream's ending.
+func (s *Service) endWatch(ctx context.Context, procedure string, err error) error {
+	if sf, ok := err.(streamSendFailed); ok {
+		return s.streamEnded(ctx, procedure, sf.err)
+	}
+	return err
+}
