@@ -38,6 +38,11 @@ go build -ldflags "-X main.version=$(git describe --tags --always --dirty 2>/dev
 (cd test/ferretdb && go build -o "$root/bin/ferretdb" .)
 go vet ./...
 
+step "static checks"
+go tool -modfile=tools/go.mod staticcheck ./...
+unreachable=$(go tool -modfile=tools/go.mod deadcode -test ./...)
+[ -z "$unreachable" ] || { printf 'dead code:\n%s\n' "$unreachable" >&2; exit 1; }
+
 export YORKIE_TEST_REQUIRE_SERVERS=1
 export YORKIE_BIN="$root/bin/yorkie"
 export YORKIE_FERRETDB_BIN="$root/bin/ferretdb"

@@ -49,7 +49,6 @@ type Option func(*options)
 type options struct {
 	mode    server.AffinityMode
 	ttl     time.Duration
-	logger  *slog.Logger
 	configs []func(i int, cfg *server.Config)
 }
 
@@ -62,12 +61,6 @@ func WithMode(mode server.AffinityMode) Option {
 // one, such as 500 ms, so that documents move quickly.
 func WithNodeTTL(ttl time.Duration) Option {
 	return func(o *options) { o.ttl = ttl }
-}
-
-// WithLogger sends the nodes' and the store's logs to logger (default:
-// discarded).
-func WithLogger(logger *slog.Logger) Option {
-	return func(o *options) { o.logger = logger }
 }
 
 // WithConfig applies f to the Config of every node before it starts; i is
@@ -95,14 +88,14 @@ type Cluster struct {
 // node sees all n as members. Everything is shut down when the test ends.
 func Start(t testing.TB, n int, opts ...Option) *Cluster {
 	t.Helper()
-	o := options{mode: server.Forward, logger: slog.New(slog.DiscardHandler)}
+	o := options{mode: server.Forward}
 	for _, opt := range opts {
 		opt(&o)
 	}
 	c := &Cluster{
 		t:     t,
 		opts:  o,
-		store: memory.New(memory.Config{Logger: o.logger}),
+		store: memory.New(memory.Config{Logger: slog.New(slog.DiscardHandler)}),
 		db:    dbmemory.New(),
 	}
 	t.Cleanup(c.close)
@@ -130,7 +123,7 @@ func (c *Cluster) Add() *Node {
 	cfg := server.Config{
 		Host:          "127.0.0.1",
 		ProfilingPort: -1,
-		Logger:        c.opts.logger.With("node", i),
+		Logger:        slog.New(slog.DiscardHandler),
 		DB:            c.db,
 		SessionStore:  client,
 		AffinityMode:  c.opts.mode,

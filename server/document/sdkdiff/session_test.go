@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -388,8 +387,4 @@ func jsonDiff(ours, sdk string) string {
 func firstLine(s string) string {
 	s, _, _ = strings.Cut(s, "\n")
 	return s
-}
-
-func sortedKeys(m map[string]int) []string {
-	return slices.Sorted(maps.Keys(m))
 }
