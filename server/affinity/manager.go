@@ -152,15 +152,6 @@ func (m *Manager) SessionKey() string { return SessionKey(m.cfg.AdvertiseAddr) }
 // Addr is this node's advertised address.
 func (m *Manager) Addr() string { return m.cfg.AdvertiseAddr }
 
-// IsMember reports whether addr is a live member now. Addresses taken from
-// requests are dialled only if this says yes.
-func (m *Manager) IsMember(addr string) bool {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	_, ok := m.members[addr]
-	return ok
-}
-
 // Gone returns a channel that is closed when the member now at addr leaves
 // (its lease ended or it left gracefully); it is closed already if addr is
 // not a member. A call relayed to an owner stops waiting on it then, rather

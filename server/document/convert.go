@@ -45,7 +45,7 @@ func optionalTicketToPB(t crdt.Ticket) *api.TimeTicket {
 }
 
 // VersionVectorFromPB reads a wire version vector: keys are the standard base64 of actor
-// IDs. A nil vector is empty.
+// IDs. A nil vector stays nil: a change without one has seen everything.
 func VersionVectorFromPB(v *api.VersionVector) (crdt.VersionVector, error) {
 	return vectorFromPB(v, nil)
 }
@@ -53,6 +53,11 @@ func VersionVectorFromPB(v *api.VersionVector) (crdt.VersionVector, error) {
 // vectorFromPB reads a version vector, remembering decoded keys in cache when it is not nil
 // (a document sees the same few actors in every change).
 func vectorFromPB(v *api.VersionVector, cache map[string]crdt.ActorID) (crdt.VersionVector, error) {
+	if v == nil {
+		// Absent is not empty: the SDK treats a change without a vector as one
+		// that has seen everything, an empty vector as one that has seen nothing.
+		return nil, nil
+	}
 	out := make(crdt.VersionVector, len(v.GetVector()))
 	for k, l := range v.GetVector() {
 		a, ok := cache[k]

@@ -27,7 +27,10 @@ type sdkTreeSession struct {
 		GC        string   `json:"gc"`
 		Collected int      `json:"collected"`
 	} `json:"changes"`
-	FailedAt         int          `json:"failedAt"`
+	FailedAt int `json:"failedAt"`
+	// Hung is set for a session the SDK never finished (it can loop for ever in a local
+	// edit): there is nothing to compare.
+	Hung             bool         `json:"hung"`
 	JSON             string       `json:"json"`
 	Root             string       `json:"root"`
 	ReadBack         string       `json:"readBack"`
@@ -183,6 +186,9 @@ func checkTreeState(t *testing.T, d *Document, want sdkTreeState) {
 }
 
 func checkTreeSession(t *testing.T, s sdkTreeSession) {
+	if s.Hung {
+		t.Skip("the SDK never finished this session")
+	}
 	if s.FailedAt == -2 {
 		t.Skip("the SDK threw collecting garbage: no reference to compare with")
 	}

@@ -112,11 +112,6 @@ func (s *Subscription) Err() error {
 	return s.err
 }
 
-// ClientID returns the subscribing client's ID.
-func (s *Subscription) ClientID() string { return s.clientID }
-
-// DocumentID returns the ID of the document subscribed to.
-func (s *Subscription) DocumentID() string { return s.docID }
 
 // Close unsubscribes, announcing UNWATCHED to the other watchers when this was
 // the client's last subscription to the document. Safe to call repeatedly.

@@ -525,22 +525,16 @@ func toIndex(parent, left *TreeNode, includeRemoved bool) (int, error) {
 
 func (t *Tree) traverseInPosRange(fromParent, fromLeft, toParent, toLeft *TreeNode, includeRemoved bool,
 	fn func(n *TreeNode, typ treeTokenType, ended bool)) error {
-	if includeRemoved {
-		// Counting tombstones, every node with a parent is among its children, so the SDK's
-		// index conversions cannot fail: the same position has no token between, and a range
-		// inside one element holds tokens of that element's content only (its ancestors
-		// neither start nor end in it), so walking that content gives the same tokens.
-		if fromParent == toParent && fromLeft == toLeft {
+	if includeRemoved && fromParent == toParent && fromLeft == toLeft {
+		// Counting tombstones every node with a parent is among its children, so the SDK's
+		// index conversions cannot fail here: the same position has no token between.
+		return nil
+	}
+	if a, from, to, ok := t.commonRange(fromParent, fromLeft, toParent, toLeft, includeRemoved); ok {
+		if from > to {
 			return nil
 		}
-		if p := fromParent; p == toParent && !p.IsText() &&
-			(fromLeft == p || fromLeft.parent == p) && (toLeft == p || toLeft.parent == p) {
-			from, to := p.offsetAfter(fromLeft), p.offsetAfter(toLeft)
-			if from > to {
-				return nil
-			}
-			return tokensBetween(p, from, to, true, fn)
-		}
+		return tokensBetween(a, from, to, includeRemoved, fn)
 	}
 	from, err := toIndex(fromParent, fromLeft, includeRemoved)
 	if err != nil {
@@ -557,13 +551,61 @@ func (t *Tree) traverseInPosRange(fromParent, fromLeft, toParent, toLeft *TreeNo
 	return tokensBetween(t.root, from, to, includeRemoved, fn)
 }
 
-// offsetAfter is the offset, tombstones counted, of the position after child left in n's
-// content (0 at n's own start, when left is n).
-func (n *TreeNode) offsetAfter(left *TreeNode) int {
-	if left == n {
-		return 0
+// commonRange narrows the SDK's walk from the root to the lowest element a holding both
+// positions, with their offsets in a's content. Both walks give the same tokens: above a only
+// a overlaps the range, and a neither starts nor ends in it, because sizes never run behind
+// the content they count. It declines (ok false) where the SDK's conversions take other
+// paths: text parents, left nodes that are not children, removed parents or ancestors when
+// tombstones are not counted, nodes cut off from the root.
+func (t *Tree) commonRange(fp, fl, tp, tl *TreeNode, includeRemoved bool) (a *TreeNode, from, to int, ok bool) {
+	if fp.IsText() || tp.IsText() || (fl != fp && fl.parent != fp) || (tl != tp && tl.parent != tp) {
+		return nil, 0, 0, false
 	}
-	return n.sizeThrough(left, true)
+	depth := func(n *TreeNode) (int, bool) {
+		d := 0
+		for ; n.parent != nil; n = n.parent {
+			if !includeRemoved && n.removed {
+				return 0, false
+			}
+			d++
+		}
+		return d, n == t.root && (includeRemoved || !n.removed)
+	}
+	df, okf := depth(fp)
+	dt, okt := depth(tp)
+	if !okf || !okt {
+		return nil, 0, 0, false
+	}
+	x, y := fp, tp
+	for ; df > dt; df-- {
+		x = x.parent
+	}
+	for ; dt > df; dt-- {
+		y = y.parent
+	}
+	for x != y {
+		x, y = x.parent, y.parent
+	}
+	from, okf = offsetIn(x, fp, fl, includeRemoved)
+	to, okt = offsetIn(x, tp, tl, includeRemoved)
+	return x, from, to, okf && okt
+}
+
+// offsetIn is the offset in a's content of the position after left in parent, a being
+// parent or one of its ancestors.
+func offsetIn(a, parent, left *TreeNode, includeRemoved bool) (int, bool) {
+	size := 0
+	if left != parent {
+		size = parent.sizeThrough(left, includeRemoved)
+	}
+	for n := parent; n != a; n = n.parent {
+		ls, ok := n.parent.leftSize(n, includeRemoved)
+		if !ok {
+			return 0, false
+		}
+		size += ls + 1 // and the start tag of n
+	}
+	return size, true
 }
 
 // nodeSet is a set of nodes (the SDK's Array.includes checks).
