@@ -13,8 +13,13 @@ type Root struct {
 	object   Container
 	elements map[Ticket]elementPair
 	removed  map[Ticket]struct{}
-	gcPairs  map[string]GCPair
-	size     DocSize
+	gcPairs  map[string]gcEntry
+	// gcOrder lists the pairs in registration order, as the SDK's Map iterates them: purging
+	// in another order leaves different split links behind when nodes share an ID (nodes an
+	// undo put back). Entries whose seq no longer matches the table are stale.
+	gcOrder []gcSlot
+	gcSeq   uint64
+	size    DocSize
 }
 
 // NewRoot indexes the tree under object, registering its removed elements and nodes for
@@ -24,7 +29,7 @@ func NewRoot(object Container) *Root {
 		object:   object,
 		elements: make(map[Ticket]elementPair),
 		removed:  make(map[Ticket]struct{}),
-		gcPairs:  make(map[string]GCPair),
+		gcPairs:  make(map[string]gcEntry),
 	}
 	r.RegisterElement(object, nil)
 	object.Descendants(func(elem Element, _ Container) bool {
@@ -104,9 +109,12 @@ func (r *Root) RegisterGCPair(p GCPair) {
 	key := p.Child.GCKey()
 	if _, ok := r.gcPairs[key]; ok {
 		delete(r.gcPairs, key)
+		r.compactGCOrder()
 		return
 	}
-	r.gcPairs[key] = p
+	r.gcSeq++
+	r.gcPairs[key] = gcEntry{pair: p, seq: r.gcSeq}
+	r.gcOrder = append(r.gcOrder, gcSlot{key: key, seq: r.gcSeq})
 	s := p.Child.DataSize()
 	r.size.GC.Add(s)
 	r.size.Live.Sub(s)
@@ -158,16 +166,49 @@ func (r *Root) GarbageCollect(minSynced VersionVector) int {
 			n += r.deregister(p.elem)
 		}
 	}
-	for key, p := range r.gcPairs {
+	for _, slot := range r.gcOrder {
+		e, ok := r.gcPairs[slot.key]
+		if !ok || e.seq != slot.seq {
+			continue
+		}
+		p := e.pair
 		if rm := p.Child.RemovedAt(); !rm.IsZero() && minSynced.AfterOrEqual(rm) {
 			p.Parent.PurgeNode(p.Child)
 			r.size.GC.Sub(p.Child.DataSize())
-			delete(r.gcPairs, key)
+			delete(r.gcPairs, slot.key)
 			n++
 		}
 	}
+	r.compactGCOrder()
 	return n
 }
 
 // JSON is the document as the SDK's toSortedJSON writes it.
 func (r *Root) JSON() string { return string(r.object.JSON(nil)) }
+
+// gcEntry is a registered pair and the sequence number of its registration.
+type gcEntry struct {
+	pair GCPair
+	seq  uint64
+}
+
+// gcSlot is a place in the registration order.
+type gcSlot struct {
+	key string
+	seq uint64
+}
+
+// compactGCOrder drops stale slots once they outnumber the live ones.
+func (r *Root) compactGCOrder() {
+	if len(r.gcOrder) < 2*len(r.gcPairs)+32 {
+		return
+	}
+	live := r.gcOrder[:0]
+	for _, slot := range r.gcOrder {
+		if e, ok := r.gcPairs[slot.key]; ok && e.seq == slot.seq {
+			live = append(live, slot)
+		}
+	}
+	clear(r.gcOrder[len(live):])
+	r.gcOrder = live
+}
