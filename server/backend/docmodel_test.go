@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -424,4 +425,52 @@ func TestTombstonesAreCollectedOnceEveryoneSawTheRemoval(t *testing.T) {
 	if b.Metrics().GarbageCollected.Load() == 0 {
 		t.Fatal("no tombstone collected")
 	}
+}
+
+// BenchmarkHotDocumentMemory reports the heap a document held built in
+// memory costs, per document, for documents of 100 keys set by one client:
+// the log itself lives in the database (here the memory one, so it is
+// measured apart, as log-bytes/doc, by the same documents before they were
+// built). Each op builds and keeps one document.
+func BenchmarkHotDocumentMemory(b *testing.B) {
+	const keys = 100
+	heap := func() uint64 {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	db := memory.New()
+	bk, err := backend.New(backend.Config{DB: db})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ws := make([]*writer, b.N)
+	start := heap()
+	for i := range ws {
+		w := newWriter(b, bk, fmt.Sprintf("w%d", i))
+		w.attach(fmt.Sprintf("doc-%d", i))
+		changes := make([]*api.Change, keys)
+		for k := range changes {
+			changes[k] = w.set(fmt.Sprintf("key-%d", k), "value")
+		}
+		w.mustPush(changes...)
+		ws[i] = w
+	}
+	withDocs := heap()
+	// Dropping the built documents (a node restart would) leaves the logs.
+	bk2, err := backend.New(backend.Config{DB: db, DocumentCacheBytes: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	_ = bk.Close(context.Background())
+	bk = nil
+	for _, w := range ws {
+		w.b = nil
+	}
+	withoutDocs := heap()
+	runtime.KeepAlive(ws)
+	runtime.KeepAlive(bk2)
+	b.ReportMetric(float64(withDocs-min(withoutDocs, withDocs))/float64(b.N), "doc-bytes/doc")
+	b.ReportMetric(float64(min(withoutDocs, withDocs)-min(start, withoutDocs))/float64(b.N), "log-bytes/doc")
 }
