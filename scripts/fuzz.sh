@@ -14,6 +14,11 @@ targets=(
 	"./server/backend FuzzPushPullPack"
 	"./server/affinity FuzzParseSessionKey"
 	"./test/integration FuzzRequestDecoding"
+	"./server/document FuzzApplyChanges"
+	"./server/document FuzzTextOps"
+	"./server/document FuzzTextSnapshot"
+	"./server/document FuzzTreeOps"
+	"./server/webhook/authwebhook FuzzDecodeAnswer"
 )
 cache=$(go env GOCACHE)/fuzz
 module=$(go list -m)

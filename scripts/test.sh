@@ -42,6 +42,10 @@ export YORKIE_TEST_REQUIRE_SERVERS=1
 export YORKIE_BIN="$root/bin/yorkie"
 export YORKIE_FERRETDB_BIN="$root/bin/ferretdb"
 
+# The Go tests drive the JS SDK too (server/document/sdkdiff): install it first.
+step "Node packages of the JavaScript SDK"
+(cd test/e2e && npm ci --no-audit --no-fund --loglevel=error)
+
 step "go test"
 go test -count=1 -timeout 15m ./...
 
@@ -52,7 +56,7 @@ step "fuzz targets, time-boxed, from the committed corpora"
 ./scripts/fuzz.sh
 
 step "JavaScript SDK end-to-end"
-(cd test/e2e && npm ci --no-audit --no-fund --loglevel=error && npm test)
+(cd test/e2e && npm test)
 
 step "JavaScript SDK end-to-end on the MongoDB backend"
 (cd test/e2e && npm run test:mongo)

@@ -1,0 +1,225 @@
+package sdkdiff_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/yorkie-affinity/yorkie/test/testenv"
+)
+
+// kindsKnownToPass are the kinds (kinds/*.js) whose sessions agree with the SDK. A kind
+// left out diverges in a way the document package still has to fix (README.md lists the
+// cases); its sessions run only with YORKIE_SDKDIFF_ALL=1, so that main stays green while
+// the fix is routed. Add a kind back once its sessions pass.
+var kindsKnownToPass = map[string]bool{
+	"object":    true,
+	"array":     true,
+	"counter":   true,
+	"primitive": true,
+	// "text": garbage of a text read from an SDK snapshot (testdata/text-seed1.jsonl).
+	// "tree": order of element attributes (testdata/tree-seed3.jsonl).
+}
+
+// sizeKnownToPass are the kinds whose document sizes (getDocSize) also agree; with
+// YORKIE_SDKDIFF_ALL=1 sizes are compared for every kind.
+var sizeKnownToPass = map[string]bool{
+	"object":    true,
+	"array":     true,
+	"counter":   true,
+	"primitive": true,
+	// "text": sizes after overlapping styles (testdata/text-twostyles-size.jsonl).
+	"tree": true,
+}
+
+// allEnv runs every kind, known to pass or not.
+const allEnv = "YORKIE_SDKDIFF_ALL"
+
+type sessionSet struct {
+	name  string
+	kinds []string
+	seeds []int
+	steps int
+}
+
+// sessions are what the test runs: a few sessions of each kind alone, then sessions of all
+// kinds together. Every session has its own seed; a failure names it.
+var sessions = []sessionSet{
+	{"object", []string{"object"}, []int{1, 2, 3}, 250},
+	{"array", []string{"array"}, []int{1, 2, 3}, 250},
+	{"counter", []string{"counter"}, []int{1, 2}, 200},
+	{"primitive", []string{"primitive"}, []int{1, 2}, 200},
+	{"text", []string{"text"}, []int{1, 2, 3}, 250},
+	{"tree", []string{"tree"}, []int{1, 2, 3}, 250},
+	// Sessions of every kind together: with YORKIE_SDKDIFF_ALL=1 all of them, else the
+	// kinds known to pass.
+	{"mixed", nil, []int{11, 12, 13, 14, 15}, 400},
+}
+
+var allKinds = []string{"object", "array", "counter", "primitive", "text", "tree"}
+
+// generator is how to run gen.js here.
+type generator struct {
+	node, script string
+}
+
+func findGenerator(t *testing.T) generator {
+	t.Helper()
+	node := testenv.LookBinary(t, "node")
+	script, err := filepath.Abs("gen.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sdk := filepath.Join(filepath.Dir(script), "..", "..", "..", "test", "e2e", "node_modules", "@yorkie-js", "sdk")
+	if _, err := os.Stat(sdk); err != nil {
+		testenv.Unavailable(t, "the JS SDK is not installed (run npm ci in test/e2e): %v", err)
+	}
+	return generator{node: node, script: script}
+}
+
+func (g generator) args(kinds []string, seed, steps int, trace bool) []string {
+	args := []string{g.script, "--seed", strconv.Itoa(seed), "--steps", strconv.Itoa(steps),
+		"--kinds", strings.Join(kinds, ","), "--answer-snapshots"}
+	if trace {
+		args = append(args, "--trace")
+	}
+	return args
+}
+
+// replay runs one session and replays it as it is produced.
+func (g generator) replay(ctx context.Context, kinds []string, seed, steps int, trace bool) (*replayer, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, g.node, g.args(kinds, seed, steps, trace)...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start the generator: %w", err)
+	}
+	checkSize := true
+	for _, k := range kinds {
+		checkSize = checkSize && sizeKnownToPass[k]
+	}
+	checkSize = checkSize || os.Getenv(allEnv) != ""
+	p := newReplayer(checkSize, stdin)
+	runErr := p.run(stdout)
+	stdin.Close()
+	if runErr != nil {
+		cancel()
+		_ = cmd.Wait()
+		return p, runErr
+	}
+	if err := cmd.Wait(); err != nil {
+		return p, fmt.Errorf("generator: %w\n%s", err, stderr.String())
+	}
+	return p, nil
+}
+
+func TestSDKSessions(t *testing.T) {
+	g := findGenerator(t)
+	all := os.Getenv(allEnv) != ""
+	for _, set := range sessions {
+		if set.kinds == nil {
+			for _, k := range allKinds {
+				if kindsKnownToPass[k] || all {
+					set.kinds = append(set.kinds, k)
+				}
+			}
+		}
+		t.Run(set.name, func(t *testing.T) {
+			for _, k := range set.kinds {
+				if !kindsKnownToPass[k] && !all {
+					t.Skipf("kind %s is not in kindsKnownToPass (set %s=1 to run it)", k, allEnv)
+				}
+			}
+			t.Parallel()
+			for _, seed := range set.seeds {
+				t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+					runSession(t, g, set.kinds, seed, set.steps)
+				})
+			}
+		})
+	}
+}
+
+func runSession(t *testing.T, g generator, kinds []string, seed, steps int) {
+	p, err := g.replay(t.Context(), kinds, seed, steps, false)
+	if err == nil {
+		t.Logf("%d changes, %d operations, %d checks, %d SDK snapshots read (%d that the SDK itself reads back differently), %d of ours loaded by the SDK (%d read back differently, as the SDK reads its own); garbage once settled: %d (-1: stopped before)",
+			p.stats.changes, p.stats.ops, p.stats.checks, p.stats.snapshots, p.stats.lossySnapshots, p.stats.loads, p.stats.lossyLoads, p.stats.settledGarbage)
+		if len(p.stats.sdkDiverged) > 0 {
+			t.Logf("SDK replicas that do not converge with the log (compared with the log): %s", strings.Join(p.stats.sdkDiverged, "; "))
+		}
+		for _, f := range p.stats.faults {
+			t.Logf("the SDK failed by itself and the session stopped early: %s", f)
+		}
+		if p.stats.checks == 0 {
+			t.Errorf("seed %d: the session checked nothing", seed)
+		}
+		return
+	}
+	var d *divergence
+	if !errors.As(err, &d) {
+		t.Fatalf("seed %d (kinds %s): %v", seed, strings.Join(kinds, ","), err)
+	}
+	// Replay again with the SDK's JSON after every change, to name the first change
+	// after which the documents differ.
+	first := err
+	if _, terr := g.replay(t.Context(), kinds, seed, steps, true); terr != nil {
+		var td *divergence
+		if errors.As(terr, &td) && td.change != nil {
+			first = terr
+		}
+	}
+	found := ""
+	if first != err {
+		found = fmt.Sprintf("\nfound at: %v", err)
+	}
+	t.Fatalf("seed %d (kinds %s) diverges from the SDK\nfirst divergence: %v%s\nreproduce: node %s | node %s",
+		seed, strings.Join(kinds, ","), first, found, strings.Join(g.args(kinds, seed, steps, true), " "),
+		filepath.Join(filepath.Dir(g.script), "dump.js"))
+}
+
+// TestSDKCorpus replays recorded sessions (testdata/*.jsonl, written by gen.js) without
+// Node: cases worth keeping, such as past divergences. A file whose name starts with a kind
+// not known to pass is skipped, as in TestSDKSessions.
+func TestSDKCorpus(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("testdata", "*.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := os.Getenv(allEnv) != ""
+	for _, f := range files {
+		name := strings.TrimSuffix(filepath.Base(f), ".jsonl")
+		t.Run(name, func(t *testing.T) {
+			kind, _, _ := strings.Cut(name, "-")
+			if !kindsKnownToPass[kind] && kind != "mixed" && !all {
+				t.Skipf("kind %s is not in kindsKnownToPass (set %s=1 to run it)", kind, allEnv)
+			}
+			r, err := os.Open(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			p := newReplayer(sizeKnownToPass[kind] || all, nil)
+			if err := p.run(r); err != nil {
+				t.Fatalf("%s: %v", f, err)
+			}
+		})
+	}
+}

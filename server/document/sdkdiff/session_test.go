@@ -1,0 +1,395 @@
+package sdkdiff_test
+
+import (
+	"bufio"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+
+	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
+	"github.com/yorkie-affinity/yorkie/server/document"
+	"github.com/yorkie-affinity/yorkie/server/document/crdt"
+)
+
+// line is one JSON line of gen.js (see README.md for the fields of each type).
+type line struct {
+	T         string                       `json:"t"`
+	Seq       int                          `json:"seq"`
+	Actor     string                       `json:"actor"`
+	Client    string                       `json:"client"`
+	B64       string                       `json:"b64"`
+	JSON      *string                      `json:"json"`
+	Garbage   *int                         `json:"garbage"`
+	Presences map[string]map[string]string `json:"presences"`
+	MinVV     map[string]string            `json:"minvv"`
+	Observer  *struct {
+		JSON    string  `json:"json"`
+		Garbage int     `json:"garbage"`
+		Size    sdkSize `json:"size"`
+	} `json:"observer"`
+	// Restored is the SDK document loaded from the last SDK snapshot, kept applying.
+	Restored *struct {
+		JSON    string `json:"json"`
+		Garbage int    `json:"garbage"`
+	} `json:"restored"`
+	FreshJSON string `json:"freshJSON"`
+	// Replicas are the clients' garbage once everyone synced and collected (settled).
+	Replicas []struct {
+		Client   string `json:"client"`
+		Garbage  int    `json:"garbage"`
+		Diverged bool   `json:"diverged"`
+	} `json:"replicas"`
+	// SDKB64 is the SDK's own snapshot at a snapshot request, to compare ours with.
+	SDKB64 string `json:"sdkB64"`
+	// SDKLoadJSON is what the SDK reads from its own snapshot at a snapshot request.
+	SDKLoadJSON string         `json:"sdkLoadJSON"`
+	Answered    bool           `json:"answered"`
+	Error       string         `json:"error"`
+	Step        int            `json:"step"`
+	Seed        int            `json:"seed"`
+	Kinds       []string       `json:"kinds"`
+	Changes     int            `json:"changes"`
+	Ops         int            `json:"ops"`
+	Refused     int            `json:"refused"`
+	Labels      map[string]int `json:"labels"`
+	Fault       bool           `json:"fault"`
+}
+
+type sdkSize struct {
+	Live struct{ Data, Meta int } `json:"live"`
+	GC   struct{ Data, Meta int } `json:"gc"`
+}
+
+// divergence is the first disagreement of a session with the SDK.
+type divergence struct {
+	seq    int
+	what   string
+	change *api.Change // the change being applied, when the divergence is an apply error
+}
+
+func (d *divergence) Error() string {
+	s := fmt.Sprintf("at server_seq %d: %s", d.seq, d.what)
+	if d.change != nil {
+		s += "\n  change: " + protojson.MarshalOptions{}.Format(d.change)
+	}
+	return s
+}
+
+// replayer applies a session's lines to our documents and compares them with the SDK's.
+type replayer struct {
+	// checkSize also compares document sizes with the SDK's getDocSize.
+	checkSize bool
+	// answer, when set, receives the answer to a snapshot request.
+	answer io.Writer
+
+	doc *document.Document
+	// restored is rebuilt from the last SDK snapshot and then kept applying the later
+	// changes: a server that restarted from a snapshot the SDK wrote.
+	restored *document.Document
+	// lastSnapshot is the snapshot we answered the last request with, sdkSnapshot the
+	// SDK's own at the same point and sdkLoadJSON what the SDK reads from it.
+	lastSnapshot, sdkSnapshot []byte
+	sdkLoadJSON               string
+	seq                       int
+	changes                   []*api.Change
+	stats                     stats
+}
+
+type stats struct {
+	changes, ops, checks, snapshots, loads int
+	// lossySnapshots counts SDK snapshots the SDK itself reads back differently, lossyLoads
+	// our snapshots the SDK reads back differently exactly as it reads its own.
+	lossySnapshots, lossyLoads int
+	faults                     []string
+	// sdkDiverged lists the replicas whose own document left the log\'s (SDK defects).
+	sdkDiverged []string
+	// settledGarbage is our GarbageLen once everyone synced and collected (-1: the
+	// session stopped before).
+	settledGarbage int
+}
+
+func newReplayer(checkSize bool, answer io.Writer) *replayer {
+	return &replayer{checkSize: checkSize, answer: answer, doc: document.New(), stats: stats{settledGarbage: -1}}
+}
+
+// run replays every line of r, stopping at the first divergence.
+func (p *replayer) run(r io.Reader) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 1<<20), 256<<20)
+	for sc.Scan() {
+		var l line
+		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+			return fmt.Errorf("read generator line: %w", err)
+		}
+		if err := p.line(&l); err != nil {
+			return err
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("read generator output: %w", err)
+	}
+	return nil
+}
+
+func (p *replayer) diverge(format string, args ...any) error {
+	return &divergence{seq: p.seq, what: fmt.Sprintf(format, args...)}
+}
+
+func (p *replayer) line(l *line) error {
+	switch l.T {
+	case "change":
+		return p.change(l)
+	case "check":
+		return p.check(l)
+	case "snap":
+		return p.snap(l)
+	case "snapreq":
+		return p.snapreq(l)
+	case "snapload":
+		return p.snapload(l)
+	case "settled":
+		for _, r := range l.Replicas {
+			if r.Diverged {
+				continue
+			}
+			if got := p.doc.GarbageLen(); got != r.Garbage {
+				return p.diverge("after everyone synced and collected: GarbageLen ours %d, replica %s %d", got, r.Client, r.Garbage)
+			}
+		}
+		p.stats.settledGarbage = p.doc.GarbageLen()
+	case "sdkdiverge":
+		p.stats.sdkDiverged = append(p.stats.sdkDiverged, fmt.Sprintf("client %s at server_seq %d", l.Client, l.Seq))
+	case "unrestore":
+		// The SDK could not go on from its own snapshot; neither compare nor go on.
+		p.restored = nil
+	case "fault":
+		p.stats.faults = append(p.stats.faults, fmt.Sprintf("step %d: %s", l.Step, firstLine(l.Error)))
+	case "end":
+		p.stats.changes, p.stats.ops = l.Changes, l.Ops
+	}
+	return nil
+}
+
+func (p *replayer) change(l *line) error {
+	if l.Seq != p.seq+1 {
+		return fmt.Errorf("change %d after %d: the generator's log has a gap", l.Seq, p.seq)
+	}
+	raw, err := base64.StdEncoding.DecodeString(l.B64)
+	if err != nil {
+		return fmt.Errorf("change %d: %w", l.Seq, err)
+	}
+	var c api.Change
+	if err := proto.Unmarshal(raw, &c); err != nil {
+		return fmt.Errorf("change %d: %w", l.Seq, err)
+	}
+	p.seq = l.Seq
+	p.changes = append(p.changes, &c)
+	if err := p.doc.ApplyChanges([]*api.Change{&c}); err != nil {
+		return &divergence{seq: p.seq, what: fmt.Sprintf("ApplyChanges refused a change the SDK applied: %v", err), change: &c}
+	}
+	if p.restored != nil {
+		if err := p.restored.ApplyChanges([]*api.Change{&c}); err != nil {
+			return &divergence{seq: p.seq, what: fmt.Sprintf("the document restored from the SDK's snapshot refused a change: %v", err), change: &c}
+		}
+	}
+	if l.JSON != nil && p.doc.JSON() != *l.JSON {
+		return &divergence{seq: p.seq, what: "JSON after this change: " + jsonDiff(p.doc.JSON(), *l.JSON), change: &c}
+	}
+	return nil
+}
+
+func (p *replayer) check(l *line) error {
+	if l.Seq != p.seq {
+		return fmt.Errorf("check at %d while the log is at %d", l.Seq, p.seq)
+	}
+	p.stats.checks++
+	vv, err := vector(l.MinVV)
+	if err != nil {
+		return err
+	}
+	p.doc.GarbageCollect(vv)
+	if got := p.doc.JSON(); got != *l.JSON {
+		return p.diverge("JSON differs from the SDK's (replica %s in sync): %s", l.Client, jsonDiff(got, *l.JSON))
+	}
+	if got, want := p.doc.GarbageLen(), l.Observer.Garbage; got != want {
+		return p.diverge("GarbageLen after collecting with %v: ours %d, sdk %d", l.MinVV, got, want)
+	}
+	if p.checkSize {
+		got, want := p.doc.Size(), l.Observer.Size
+		if got.Live.Data != want.Live.Data || got.Live.Meta != want.Live.Meta || got.GC.Data != want.GC.Data || got.GC.Meta != want.GC.Meta {
+			return p.diverge("Size: ours %+v, sdk %+v", got, want)
+		}
+	}
+	if got := presences(p.doc); !maps.EqualFunc(got, l.Presences, maps.Equal) {
+		return p.diverge("presences: ours %v, sdk %v", got, l.Presences)
+	}
+	if p.restored != nil && l.Restored != nil {
+		p.restored.GarbageCollect(vv)
+		if got := p.restored.JSON(); got != l.Restored.JSON {
+			return p.diverge("restored from the SDK's snapshot and kept applying, we differ from the SDK doing the same: %s", jsonDiff(got, l.Restored.JSON))
+		}
+		if got := p.restored.GarbageLen(); got != l.Restored.Garbage {
+			return p.diverge("GarbageLen restored from the SDK's snapshot: ours %d, sdk %d", got, l.Restored.Garbage)
+		}
+	}
+	return nil
+}
+
+func (p *replayer) snap(l *line) error {
+	if l.Seq != p.seq {
+		return fmt.Errorf("snapshot at %d while the log is at %d", l.Seq, p.seq)
+	}
+	p.stats.snapshots++
+	raw, err := base64.StdEncoding.DecodeString(l.B64)
+	if err != nil {
+		return fmt.Errorf("snapshot at %d: %w", l.Seq, err)
+	}
+	d, err := document.FromSnapshot(raw)
+	if err != nil {
+		return p.diverge("FromSnapshot refused the SDK's snapshot of %s: %v", l.Client, err)
+	}
+	// The reference is what the SDK itself reads from these bytes (freshJSON).
+	if got := d.JSON(); got != l.FreshJSON {
+		return p.diverge("the SDK's snapshot of %s reads differently: %s", l.Client, jsonDiff(got, l.FreshJSON))
+	}
+	if got := d.GarbageLen(); got != *l.Garbage {
+		return p.diverge("GarbageLen of the SDK's snapshot of %s: ours %d, sdk %d", l.Client, got, *l.Garbage)
+	}
+	if got := presences(d); !maps.EqualFunc(got, l.Presences, maps.Equal) {
+		return p.diverge("presences of the SDK's snapshot: ours %v, sdk %v", got, l.Presences)
+	}
+	if l.FreshJSON != *l.JSON {
+		p.stats.lossySnapshots++
+	}
+	p.restored = d
+	return nil
+}
+
+func (p *replayer) snapreq(l *line) error {
+	if l.Seq != p.seq {
+		return fmt.Errorf("snapshot request at %d while the log is at %d", l.Seq, p.seq)
+	}
+	if !l.Answered || p.answer == nil {
+		return nil
+	}
+	b, err := p.doc.Snapshot()
+	if err != nil {
+		return p.diverge("Snapshot: %v", err)
+	}
+	p.lastSnapshot = b
+	p.sdkLoadJSON = l.SDKLoadJSON
+	if p.sdkSnapshot, err = base64.StdEncoding.DecodeString(l.SDKB64); err != nil {
+		return fmt.Errorf("snapshot request at %d: %w", l.Seq, err)
+	}
+	vv := make(map[string]string)
+	for a, n := range p.doc.VersionVector() {
+		vv[a.String()] = strconv.FormatInt(n, 10)
+	}
+	msg, err := json.Marshal(map[string]any{"b64": base64.StdEncoding.EncodeToString(b), "vv": vv})
+	if err != nil {
+		return err
+	}
+	if _, err := p.answer.Write(append(msg, '\n')); err != nil {
+		return fmt.Errorf("answer the snapshot request: %w", err)
+	}
+	return nil
+}
+
+func (p *replayer) snapload(l *line) error {
+	p.stats.loads++
+	if got := p.doc.JSON(); got != *l.JSON {
+		// Fine only if the SDK reads its own snapshot of this document the same way.
+		if p.lastSnapshot == nil || *l.JSON != p.sdkLoadJSON {
+			return p.diverge("a new SDK client loaded our snapshot to a different document: %s\nour snapshot against the SDK's own: %s",
+				jsonDiff(got, *l.JSON), snapshotDiff(p.lastSnapshot, p.sdkSnapshot))
+		}
+		p.stats.lossyLoads++
+	}
+	if p.lastSnapshot == nil {
+		return nil
+	}
+	// A document loaded from a snapshot counts garbage the live one may not (the SDK
+	// registers every removed element it reads): compare loaded with loaded.
+	d, err := document.FromSnapshot(p.lastSnapshot)
+	if err != nil {
+		return p.diverge("FromSnapshot refused our own snapshot: %v", err)
+	}
+	if got := d.JSON(); got != *l.JSON {
+		return p.diverge("our snapshot reads differently with FromSnapshot and in the SDK: %s", jsonDiff(got, *l.JSON))
+	}
+	if got := d.GarbageLen(); got != *l.Garbage {
+		return p.diverge("GarbageLen of our snapshot loaded: ours %d, the SDK's %d", got, *l.Garbage)
+	}
+	if got := presences(d); !maps.EqualFunc(got, l.Presences, maps.Equal) {
+		return p.diverge("presences of our snapshot loaded by the SDK: ours %v, sdk %v", got, l.Presences)
+	}
+	p.lastSnapshot = nil
+	return nil
+}
+
+func vector(m map[string]string) (crdt.VersionVector, error) {
+	vv := make(crdt.VersionVector, len(m))
+	for k, v := range m {
+		a, err := crdt.ActorIDFromHex(k)
+		if err != nil {
+			return nil, fmt.Errorf("vector key %q: %w", k, err)
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("vector value %q: %w", v, err)
+		}
+		vv[a] = n
+	}
+	return vv, nil
+}
+
+func presences(d *document.Document) map[string]map[string]string {
+	out := make(map[string]map[string]string)
+	for a, p := range d.Presences() {
+		out[a.String()] = p
+	}
+	return out
+}
+
+// snapshotDiff shows where two binary snapshots first differ, as protobuf JSON.
+func snapshotDiff(ours, sdk []byte) string {
+	text := func(b []byte) string {
+		var s api.Snapshot
+		if err := proto.Unmarshal(b, &s); err != nil {
+			return err.Error()
+		}
+		s.Presences = nil
+		return protojson.MarshalOptions{}.Format(&s)
+	}
+	return jsonDiff(text(ours), text(sdk))
+}
+
+// jsonDiff shows two documents around the first byte where they differ.
+func jsonDiff(ours, sdk string) string {
+	i := 0
+	for i < len(ours) && i < len(sdk) && ours[i] == sdk[i] {
+		i++
+	}
+	from := max(0, i-80)
+	clip := func(s string) string {
+		return s[min(from, len(s)):min(len(s), i+120)]
+	}
+	return fmt.Sprintf("first difference at byte %d of %d/%d\n  ours: ...%s...\n  sdk:  ...%s...", i, len(ours), len(sdk), clip(ours), clip(sdk))
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	return s
+}
+
+func sortedKeys(m map[string]int) []string {
+	return slices.Sorted(maps.Keys(m))
+}
