@@ -263,6 +263,14 @@ func TestLateJoinerGetsTheDocumentAsASnapshot(t *testing.T) {
 	if resp.GetSnapshot() != nil || len(resp.GetChanges()) != 1 {
 		t.Fatalf("a one change behind got %d changes, snapshot %v", len(resp.GetChanges()), resp.GetSnapshot() != nil)
 	}
+	// A client's own new changes do not count as being behind.
+	burst := make([]*api.Change, 25)
+	for i := range burst {
+		burst[i] = late.set("burst", fmt.Sprint(i))
+	}
+	if resp := late.mustPush(burst...); resp.GetSnapshot() != nil {
+		t.Fatal("a push of 25 changes was answered with a snapshot")
+	}
 	if got := b.Metrics().SnapshotsSent.Load(); got != 1 {
 		t.Fatalf("%d snapshots sent, want 1", got)
 	}

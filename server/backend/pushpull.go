@@ -298,6 +298,8 @@ func (b *Backend) exchange(ctx context.Context, ds *docState, clientID string, e
 	// gets the changes it has not pulled along with the removal, so that its
 	// replica ends with the last edits.
 	var stored int
+	// How far behind the client is counts without its own new changes.
+	headBefore := ds.head
 	if !ds.removed {
 		stored, err = b.push(ctx, ds, clientID, e, pack.Changes, limit)
 		if stored > 0 {
@@ -324,7 +326,7 @@ func (b *Backend) exchange(ctx context.Context, ds *docState, clientID string, e
 	)
 	if pushOnly {
 		respSeq = from
-	} else if b.snapThreshold > 0 && ds.head-from >= b.snapThreshold {
+	} else if b.snapThreshold > 0 && headBefore-from >= b.snapThreshold {
 		// Far behind: the document as it is now costs its size, the
 		// changes its history. It holds the requester's pushed changes
 		// and presence, as the SDK expects of a snapshot.
