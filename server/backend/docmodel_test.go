@@ -482,3 +482,34 @@ func BenchmarkHotDocumentMemory(b *testing.B) {
 	b.ReportMetric(float64(withDocs-min(withoutDocs, withDocs))/float64(b.N), "doc-bytes/doc")
 	b.ReportMetric(float64(min(withoutDocs, withDocs)-min(start, withoutDocs))/float64(b.N), "log-bytes/doc")
 }
+
+// TestEvictedDocumentsAreRebuilt: with a cache too small for two documents,
+// each call on one evicts the other, which the next call rebuilds from the
+// database, and both end as their logs make them.
+func TestEvictedDocumentsAreRebuilt(t *testing.T) {
+	db := memory.New()
+	b, err := backend.New(backend.Config{DB: db, DocumentCacheBytes: 1, SnapshotInterval: 4, SnapshotThreshold: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, y := newWriter(t, b, "x"), newWriter(t, b, "y")
+	x.attach("doc-x")
+	y.attach("doc-y")
+	for i := range 10 {
+		x.mustPush(x.set("k", fmt.Sprint(i)))
+		y.mustPush(y.set(fmt.Sprintf("k%d", i), "v"))
+	}
+	if got := b.Metrics().DocumentsBuilt.Load(); got < 10 {
+		t.Fatalf("%d documents built, want one per eviction", got)
+	}
+	for _, w := range []*writer{x, y} {
+		late := newWriter(t, b, "late-"+w.id)
+		_, resp, err := b.AttachDocument(context.Background(), late.id, map[*writer]string{x: "doc-x", y: "doc-y"}[w], pack(0, 0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := snapshotJSON(t, resp.GetSnapshot()), replayJSON(t, db, w.docID, 1<<62); got != want {
+			t.Fatalf("served document %s, the log makes %s", got, want)
+		}
+	}
+}
