@@ -142,6 +142,10 @@ describe('server-side documents', { skip }, () => {
           root.count = new yorkie.Counter(yorkie.CounterType.Int, 0);
           root.text = new yorkie.Text();
           root.items = [];
+          root.tree = new yorkie.Tree({
+            type: 'doc',
+            children: [{ type: 'p', children: [{ type: 'text', value: 'ab' }] }],
+          });
         });
         const n = THRESHOLD * 3;
         for (let i = 0; i < n; i++) {
@@ -151,6 +155,11 @@ describe('server-side documents', { skip }, () => {
             root.text.edit(root.text.length, root.text.length, String(i % 10));
             if (root.text.length > 20) root.text.edit(0, 1, '');
             if (i % 50 === 0) root.items.push(i);
+            if (i % 20 === 0) {
+              // Type into the paragraph and split it now and then.
+              root.tree.edit(2, 2, { type: 'text', value: String(i % 10) });
+              if (i % 100 === 0) root.tree.edit(2, 2, undefined, 1);
+            }
             root[`k${i % 5}`] = i;
           });
         }
