@@ -5,7 +5,8 @@
 // are printed. "small" keeps the text near 100 characters (each change types
 // one character and, past 100, deletes the first), "growing" only types.
 //
-//   node bench/late-joiner.js [changes...]     (default 1000 10000 100000)
+//   node bench/late-joiner.js [small|growing] [changes...]
+//   (default: both shapes at 1000 10000 100000)
 //
 // It starts its own server (YORKIE_BIN or bin/yorkie); YORKIE_E2E_RPC_ADDR
 // points it at a running one instead.
@@ -56,8 +57,11 @@ async function measure(rpcAddr, shape, n) {
 }
 
 async function main() {
-  const sizes = process.argv.slice(2).map(Number).filter(Boolean);
+  const args = process.argv.slice(2);
+  const sizes = args.map(Number).filter(Boolean);
   const counts = sizes.length ? sizes : [1000, 10000, 100000];
+  const named = args.filter((a) => a === 'small' || a === 'growing');
+  const shapes = named.length ? named : ['small', 'growing'];
   let server = null;
   let rpcAddr = process.env.YORKIE_E2E_RPC_ADDR;
   if (!rpcAddr) {
@@ -65,7 +69,7 @@ async function main() {
     rpcAddr = server.rpcAddr;
   }
   try {
-    for (const shape of ['small', 'growing']) {
+    for (const shape of shapes) {
       for (const n of counts) await measure(rpcAddr, shape, n);
     }
   } finally {
