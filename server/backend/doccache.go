@@ -93,13 +93,6 @@ func (c *docCache) removeLocked(ds *docState) {
 	}
 }
 
-// bytes is the cache's estimated total.
-func (c *docCache) bytes() int64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.total
-}
-
 // dropDoc discards the built document (it may be half-applied, or behind a
 // write whose outcome is unsure); the next use rebuilds it from the database.
 // The caller holds the lock.
