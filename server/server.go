@@ -83,6 +83,13 @@ type Config struct {
 	ReadBodyTimeout time.Duration
 	// MaxChangesPerPack bounds the changes of one pushed pack (0: default).
 	MaxChangesPerPack int
+	// SnapshotInterval, SnapshotThreshold, MaxSizePerDocument and
+	// DocumentCacheBytes are the backend's document options (0: the
+	// backend's defaults; negative interval, threshold or size: off).
+	SnapshotInterval   int
+	SnapshotThreshold  int
+	MaxSizePerDocument int
+	DocumentCacheBytes int64
 	// Logger receives the server's logs (nil: slog.Default()).
 	Logger *slog.Logger
 	// DB stores the server's data; nil gives the server its own in-memory
@@ -225,11 +232,15 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("server: %w", err)
 	}
 	bcfg := backend.Config{
-		DB:                s.db,
-		MaxChangesPerPack: cfg.MaxChangesPerPack,
-		Logger:            logger,
-		Metrics:           backendMetrics,
-		Epoch:             cfg.Epoch,
+		DB:                 s.db,
+		MaxChangesPerPack:  cfg.MaxChangesPerPack,
+		Logger:             logger,
+		Metrics:            backendMetrics,
+		Epoch:              cfg.Epoch,
+		SnapshotInterval:   cfg.SnapshotInterval,
+		SnapshotThreshold:  cfg.SnapshotThreshold,
+		MaxSizePerDocument: cfg.MaxSizePerDocument,
+		DocumentCacheBytes: cfg.DocumentCacheBytes,
 	}
 	routing := cfg.Router
 	if cfg.Router == nil && cfg.Epoch == nil {
@@ -514,6 +525,16 @@ func registerBackendMetrics(reg prometheus.Registerer, m *backend.Metrics) error
 		counter("changes_stored_total", "Changes appended to document logs.", m.ChangesStored.Load),
 		counter("changes_sent_total", "Changes returned to clients.", m.ChangesSent.Load),
 		counter("conflicts_total", "Appends that lost a server_seq race and were retried.", m.Conflicts.Load),
+		counter("changes_refused_total", "Pushed changes refused: they do not apply or would exceed the document size limit.", m.ChangesRefused.Load),
+		counter("documents_built_total", "Documents built from a snapshot and the change log.", m.DocumentsBuilt.Load),
+		counter("snapshots_stored_total", "Snapshots stored.", m.SnapshotsStored.Load),
+		counter("snapshot_failures_total", "Snapshots that failed to encode or store.", m.SnapshotFailures.Load),
+		counter("snapshots_sent_total", "Answers that carried a snapshot instead of changes.", m.SnapshotsSent.Load),
+		counter("garbage_collected_total", "Tombstones purged from the documents held in memory.", m.GarbageCollected.Load),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Namespace: "yorkie", Subsystem: "backend", Name: "document_cache_bytes",
+			Help: "Estimated bytes of the documents held built in memory.",
+		}, func() float64 { return float64(m.CachedDocumentBytes.Load()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Namespace: "yorkie", Subsystem: "backend", Name: "subscriptions",
 			Help: "Live Watch subscriptions.",

@@ -134,7 +134,9 @@ func (s *session) newChange(presence bool) *api.Change {
 	ticket := &api.TimeTicket{Lamport: s.lamport, ActorId: s.actor}
 	value := binary.LittleEndian.AppendUint32(nil, s.clientSeq)
 	ch.Operations = []*api.Operation{{Body: &api.Operation_Set_{Set: &api.Operation_Set{
-		ParentCreatedAt: &api.TimeTicket{},
+		// The root object's ticket as the SDK writes it: the server applies
+		// every change and refuses a parent it does not hold.
+		ParentCreatedAt: &api.TimeTicket{ActorId: make([]byte, 12)},
 		Key:             "k" + s.id,
 		Value:           &api.JSONElementSimple{CreatedAt: ticket, Type: api.ValueType_VALUE_TYPE_INTEGER, Value: value},
 		ExecutedAt:      ticket,

@@ -23,6 +23,7 @@ import (
 
 	"github.com/yorkie-affinity/yorkie/server"
 	"github.com/yorkie-affinity/yorkie/server/affinity"
+	"github.com/yorkie-affinity/yorkie/server/backend"
 	"github.com/yorkie-affinity/yorkie/server/backend/database/mongo"
 	"github.com/yorkie-affinity/yorkie/server/channel"
 	"github.com/yorkie-affinity/yorkie/server/housekeeping"
@@ -94,6 +95,10 @@ func runServer(args []string, stderr io.Writer) int {
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
 	maxRequestBytes := fs.Int("rpc-max-request-bytes", server.DefaultMaxRequestBytes, "largest request message accepted, in bytes")
 	maxChanges := fs.Int("max-changes-per-pack", server.DefaultMaxChangesPerPack, "most changes one pushed pack may hold")
+	snapshotInterval := fs.Int("snapshot-interval", backend.DefaultSnapshotInterval, "changes between stored snapshots of a document; negative: none")
+	snapshotThreshold := fs.Int("snapshot-threshold", backend.DefaultSnapshotThreshold, "changes a client must be behind to get a snapshot instead of changes; negative: never")
+	maxDocSize := fs.Int("max-size-per-document", backend.DefaultMaxSizePerDocument, "largest document size in bytes, as the SDK counts it; negative: no bound")
+	docCacheBytes := fs.Int64("document-cache-bytes", backend.DefaultDocumentCacheBytes, "estimated bytes of documents kept built in memory")
 	mongoURI := fs.String("mongo-connection-uri", "", "MongoDB connection URI; empty keeps everything in memory")
 	mongoDatabase := fs.String("mongo-database", mongo.DefaultDatabase, "MongoDB database name")
 	storeKind := fs.String("session-store", "memory", "where document owners are recorded: memory (one process), etcd or redis")
@@ -142,20 +147,24 @@ func runServer(args []string, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	cfg := server.Config{
-		RPCPort:           *rpcPort,
-		ProfilingPort:     *profilingPort,
-		ProfilingHost:     *profilingAddr,
-		PprofEnabled:      *pprofEnabled,
-		MaxRequestBytes:   *maxRequestBytes,
-		ReadHeaderTimeout: *readHeaderTimeout,
-		ReadBodyTimeout:   *readBodyTimeout,
-		MaxChangesPerPack: *maxChanges,
-		Logger:            logger,
-		AdvertiseAddr:     *advertiseAddr,
-		AffinityMode:      server.AffinityMode(*affinityMode),
-		SessionKeyHeader:  *sessionKeyHeader,
-		NodeTTL:           *nodeTTL,
-		ClusterSecret:     *clusterSecret,
+		RPCPort:            *rpcPort,
+		ProfilingPort:      *profilingPort,
+		ProfilingHost:      *profilingAddr,
+		PprofEnabled:       *pprofEnabled,
+		MaxRequestBytes:    *maxRequestBytes,
+		ReadHeaderTimeout:  *readHeaderTimeout,
+		ReadBodyTimeout:    *readBodyTimeout,
+		MaxChangesPerPack:  *maxChanges,
+		SnapshotInterval:   *snapshotInterval,
+		SnapshotThreshold:  *snapshotThreshold,
+		MaxSizePerDocument: *maxDocSize,
+		DocumentCacheBytes: *docCacheBytes,
+		Logger:             logger,
+		AdvertiseAddr:      *advertiseAddr,
+		AffinityMode:       server.AffinityMode(*affinityMode),
+		SessionKeyHeader:   *sessionKeyHeader,
+		NodeTTL:            *nodeTTL,
+		ClusterSecret:      *clusterSecret,
 		Limits: rpc.Limits{
 			MaxMetadataBytes:         *maxMetadata,
 			MaxWatchStreamsPerClient: *maxStreams,

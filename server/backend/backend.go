@@ -55,10 +55,36 @@ var (
 	// ErrDocumentReleased: this node gave up the document (another node owns
 	// it now). Subscription.Err also wraps database.ErrFenced, retryable.
 	ErrDocumentReleased = errors.New("document released by this node")
+	// ErrInvalidChange: a pushed change does not apply to the document. The
+	// error also wraps the document package's sentinel naming the problem
+	// (document.ErrInvalidOperation, ErrElementNotFound, ...). Nothing of the
+	// pack is stored.
+	ErrInvalidChange = errors.New("change does not apply")
+	// ErrDocumentSizeExceedsLimit: applying the pushed changes would take the
+	// document past Config.MaxSizePerDocument. Nothing of the pack is stored.
+	ErrDocumentSizeExceedsLimit = errors.New("document size exceeds the limit")
+	// ErrDocumentBroken: the document's stored snapshot and log could not be
+	// rebuilt into a document. It is the server's fault, not the caller's.
+	ErrDocumentBroken = errors.New("stored document does not rebuild")
 )
 
-// DefaultMaxChangesPerPack is the default bound on the changes of one pack.
-const DefaultMaxChangesPerPack = 1000
+// Defaults of the Config options.
+const (
+	// DefaultMaxChangesPerPack is the default bound on the changes of one pack.
+	DefaultMaxChangesPerPack = 1000
+	// DefaultSnapshotInterval is how many changes separate stored snapshots
+	// by default, as upstream.
+	DefaultSnapshotInterval = 500
+	// DefaultSnapshotThreshold is how many changes behind a client must be to
+	// get a snapshot instead of changes, by default.
+	DefaultSnapshotThreshold = 500
+	// DefaultMaxSizePerDocument is the default document size limit (10 MiB,
+	// as upstream), counted as the SDK counts it.
+	DefaultMaxSizePerDocument = 10 << 20
+	// DefaultDocumentCacheBytes bounds the documents kept in memory by
+	// default, by their estimated size.
+	DefaultDocumentCacheBytes = 1 << 30
+)
 
 // Config holds the backend's dependencies and options.
 type Config struct {
@@ -83,6 +109,21 @@ type Config struct {
 	// backend has already dropped the document. A cluster layer uses it to
 	// forget its belief that this node owns the document.
 	OnFenced func(docID, key string)
+	// SnapshotInterval is how many changes separate the stored snapshots of
+	// a document (default DefaultSnapshotInterval; negative: none stored).
+	SnapshotInterval int
+	// SnapshotThreshold is how many changes behind a client must be for its
+	// answer to carry a snapshot instead of changes (default
+	// DefaultSnapshotThreshold; negative: never).
+	SnapshotThreshold int
+	// MaxSizePerDocument bounds a document's size, live and garbage bytes
+	// as the SDK counts them (default DefaultMaxSizePerDocument; negative:
+	// no bound). Clients learn it on attach.
+	MaxSizePerDocument int
+	// DocumentCacheBytes bounds the documents this node keeps built in
+	// memory, by their estimated size (default DefaultDocumentCacheBytes);
+	// the least recently used go first and are rebuilt when used again.
+	DocumentCacheBytes int64
 }
 
 // Metrics counts the backend's work with atomic counters. It needs no global
@@ -98,6 +139,20 @@ type Metrics struct {
 	Conflicts atomic.Int64
 	// Subscriptions is the number of live Watch subscriptions.
 	Subscriptions atomic.Int64
+	// ChangesRefused counts pushed changes refused because they do not apply
+	// or would exceed the document size limit.
+	ChangesRefused atomic.Int64
+	// DocumentsBuilt counts documents built from a snapshot and the log.
+	DocumentsBuilt atomic.Int64
+	// SnapshotsStored and SnapshotFailures count snapshot saves.
+	SnapshotsStored  atomic.Int64
+	SnapshotFailures atomic.Int64
+	// SnapshotsSent counts answers that carried a snapshot.
+	SnapshotsSent atomic.Int64
+	// GarbageCollected counts tombstones the server purged.
+	GarbageCollected atomic.Int64
+	// CachedDocumentBytes is the estimated size of the documents held built.
+	CachedDocumentBytes atomic.Int64
 }
 
 // Event is one document event delivered to a subscriber.
@@ -117,8 +172,14 @@ type Backend struct {
 	epochOf func(ctx context.Context, docID string) (int64, error)
 	fenced  func(docID, key string)
 	maxPack int
-	ps      *pubsub.PubSub
-	closing atomic.Bool
+	// snapInterval, snapThreshold and maxDocSize are the Config options, with
+	// 0 meaning off.
+	snapInterval  int64
+	snapThreshold int64
+	maxDocSize    int
+	cache         *docCache
+	ps            *pubsub.PubSub
+	closing       atomic.Bool
 
 	// clients caches the IDs of clients known to be activated, so PushPull
 	// does not read the client record on every call.
@@ -146,13 +207,29 @@ func New(cfg Config) (*Backend, error) {
 	if cfg.OnFenced == nil {
 		cfg.OnFenced = func(string, string) {}
 	}
+	if cfg.SnapshotInterval == 0 {
+		cfg.SnapshotInterval = DefaultSnapshotInterval
+	}
+	if cfg.SnapshotThreshold == 0 {
+		cfg.SnapshotThreshold = DefaultSnapshotThreshold
+	}
+	if cfg.MaxSizePerDocument == 0 {
+		cfg.MaxSizePerDocument = DefaultMaxSizePerDocument
+	}
+	if cfg.DocumentCacheBytes <= 0 {
+		cfg.DocumentCacheBytes = DefaultDocumentCacheBytes
+	}
 	return &Backend{
-		db:      cfg.DB,
-		logger:  cfg.Logger,
-		metrics: cfg.Metrics,
-		epochOf: cfg.Epoch,
-		fenced:  cfg.OnFenced,
-		maxPack: cfg.MaxChangesPerPack,
+		db:            cfg.DB,
+		logger:        cfg.Logger,
+		metrics:       cfg.Metrics,
+		epochOf:       cfg.Epoch,
+		fenced:        cfg.OnFenced,
+		maxPack:       cfg.MaxChangesPerPack,
+		snapInterval:  int64(max(cfg.SnapshotInterval, 0)),
+		snapThreshold: int64(max(cfg.SnapshotThreshold, 0)),
+		maxDocSize:    max(cfg.MaxSizePerDocument, 0),
+		cache:         newDocCache(cfg.DocumentCacheBytes, &cfg.Metrics.CachedDocumentBytes),
 		ps: pubsub.New(pubsub.Config{
 			QueueSize:     cfg.WatchQueueSize,
 			OverflowError: fmt.Errorf("%w: %w", pubsub.ErrSlowSubscriber, database.ErrUnavailable),
@@ -170,6 +247,10 @@ func (b *Backend) Close(ctx context.Context) error {
 	b.ps.Close(ErrShuttingDown)
 	return nil
 }
+
+// MaxSizePerDocument is the document size limit clients are told on attach
+// (0: none).
+func (b *Backend) MaxSizePerDocument() int { return b.maxDocSize }
 
 // Metrics returns the counters of the backend's work.
 func (b *Backend) Metrics() *Metrics { return b.metrics }

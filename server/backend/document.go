@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
+	"github.com/yorkie-affinity/yorkie/server/document"
 )
 
 // docState is what this node keeps about a document it serves. Every field is
@@ -32,6 +33,26 @@ type docState struct {
 	// known holds the wire keys of the actors a pushed vector may name:
 	// every client that ever attached the document, and the initial actor.
 	known map[string]struct{}
+
+	// doc is the document built from the log up to docSeq, or nil when it
+	// must be rebuilt (never built, evicted, or dropped after a failure).
+	doc    *document.Document
+	docSeq int64
+	// snapSeq is the server_seq of the newest snapshot stored or being
+	// stored; the next one is due an interval after it.
+	snapSeq int64
+	// answer caches the encoded snapshot of doc at answerSeq, shared by the
+	// late joiners of one head.
+	answer    []byte
+	answerSeq int64
+	// gcWith is the minimum synced vector garbage was last collected with;
+	// collection runs again only when the minimum is a new one.
+	gcWith map[string]int64
+	// pending is a snapshot encoded under the lock, to store after it.
+	pending *pendingSnapshot
+	// cached is the document's entry in the backend's document cache,
+	// guarded by the cache's mutex.
+	cached *cacheEntry
 }
 
 // attState is one attached client's attachment as cached here.
@@ -152,6 +173,7 @@ func (b *Backend) claim(ctx context.Context, docID string) (*database.DocInfo, i
 func (b *Backend) forget(ds *docState) {
 	ds.released = true
 	ds.loaded = false
+	b.dropDoc(ds)
 	b.mu.Lock()
 	if b.docs[ds.id] == ds {
 		delete(b.docs, ds.id)

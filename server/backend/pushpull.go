@@ -62,7 +62,7 @@ func (b *Backend) AttachDocument(ctx context.Context, clientID, docKey string, p
 			return "", nil, fmt.Errorf("attach document %q (%s): %w", docKey, info.ID, ErrDocumentRemoved)
 		}
 	}
-	defer ds.unlock()
+	defer b.release(ctx, ds)
 	actor, err := actorKey(clientID)
 	if err != nil {
 		return "", nil, fmt.Errorf("attach document %q: %w", docKey, err)
@@ -109,7 +109,7 @@ func (b *Backend) detachDocument(ctx context.Context, clientID, docID string, pa
 	if err != nil {
 		return nil, fmt.Errorf("detach document %s: %w", docID, err)
 	}
-	defer ds.unlock()
+	defer b.release(ctx, ds)
 	// No bound: the attachment ends here, so nothing may be left behind.
 	resp, err := b.exchange(ctx, ds, clientID, e, pack, false, 0)
 	if err != nil {
@@ -135,7 +135,7 @@ func (b *Backend) removeDocument(ctx context.Context, clientID, docID string, pa
 	if err != nil {
 		return nil, fmt.Errorf("remove document %s: %w", docID, err)
 	}
-	defer ds.unlock()
+	defer b.release(ctx, ds)
 	resp, err := b.exchange(ctx, ds, clientID, e, pack, false, 0)
 	if err != nil {
 		return nil, fmt.Errorf("remove document %s: %w", docID, err)
@@ -167,7 +167,7 @@ func (b *Backend) pushPull(ctx context.Context, clientID, docID string, pack *ap
 	if err != nil {
 		return nil, fmt.Errorf("push pull %s: %w", docID, err)
 	}
-	defer ds.unlock()
+	defer b.release(ctx, ds)
 	resp, err := b.exchange(ctx, ds, clientID, e, pack, pushOnly, b.maxPack)
 	if err != nil {
 		return nil, fmt.Errorf("push pull %s: %w", docID, err)
@@ -298,6 +298,8 @@ func (b *Backend) exchange(ctx context.Context, ds *docState, clientID string, e
 	// gets the changes it has not pulled along with the removal, so that its
 	// replica ends with the last edits.
 	var stored int
+	// How far behind the client is counts without its own new changes.
+	headBefore := ds.head
 	if !ds.removed {
 		stored, err = b.push(ctx, ds, clientID, e, pack.Changes, limit)
 		if stored > 0 {
@@ -309,11 +311,29 @@ func (b *Backend) exchange(ctx context.Context, ds *docState, clientID string, e
 		}
 	}
 
+	minSynced := ds.synced.vector(reported)
+	b.collect(ds, minSynced)
+	if stored > 0 {
+		b.maybeSnapshot(ds)
+	}
+
 	from := min(pack.Checkpoint.ServerSeq, ds.head)
 	respSeq := ds.head
-	var changes []*api.Change
+	var (
+		changes  []*api.Change
+		snapshot []byte
+		docVV    *api.VersionVector
+	)
 	if pushOnly {
 		respSeq = from
+	} else if b.snapThreshold > 0 && headBefore-from >= b.snapThreshold {
+		// Far behind: the document as it is now costs its size, the
+		// changes its history. It holds the requester's pushed changes
+		// and presence, as the SDK expects of a snapshot.
+		if snapshot, docVV, err = b.snapshotAnswer(ctx, ds); err != nil {
+			return nil, err
+		}
+		b.metrics.SnapshotsSent.Add(1)
 	} else if from < ds.head {
 		if changes, err = b.pull(ctx, ds, clientID, e, from); err != nil {
 			return nil, err
@@ -334,11 +354,18 @@ func (b *Backend) exchange(ctx context.Context, ds *docState, clientID string, e
 		e.persistedAt, e.unsaved = now, false
 	}
 	e.att = next
+	vv := &api.VersionVector{Vector: minSynced}
+	if snapshot != nil {
+		// After a snapshot the SDK takes the vector as its own clocks, so it
+		// is the document's, not the minimum.
+		vv = docVV
+	}
 	return &api.ChangePack{
 		DocumentKey:   ds.key,
 		Checkpoint:    &api.Checkpoint{ServerSeq: respSeq, ClientSeq: e.att.ClientSeq},
 		Changes:       changes,
-		VersionVector: &api.VersionVector{Vector: ds.synced.vector(reported)},
+		Snapshot:      snapshot,
+		VersionVector: vv,
 		IsRemoved:     ds.removed,
 	}, nil
 }
@@ -378,6 +405,11 @@ func (b *Backend) push(ctx context.Context, ds *docState, clientID string, e *at
 		if limit > 0 && len(fresh) > limit {
 			fresh = fresh[:limit]
 		}
+		// The changes must apply before anything of them is stored: one
+		// that does not would break every replica that pulls it.
+		if err := b.applyPushed(ctx, ds, fresh); err != nil {
+			return 0, fmt.Errorf("push of %s: %w", clientID, err)
+		}
 		batch := make([]*database.Change, len(fresh))
 		rows := make([]database.Change, len(fresh))
 		for i, c := range fresh {
@@ -393,6 +425,7 @@ func (b *Backend) push(ctx context.Context, ds *docState, clientID string, e *at
 		if err == nil {
 			last := fresh[len(fresh)-1].Id
 			ds.head += int64(len(fresh))
+			ds.docSeq = ds.head
 			e.att.ClientSeq = last.ClientSeq
 			e.lamport = last.Lamport
 			return len(fresh), nil
@@ -401,6 +434,7 @@ func (b *Backend) push(ctx context.Context, ds *docState, clientID string, e *at
 			// Another writer took these server_seq values: reload the head
 			// and the client's stored client_seq, then dedup again.
 			b.metrics.Conflicts.Add(1)
+			b.dropDoc(ds)
 			if err := b.reloadHead(ctx, ds, e); err != nil {
 				return 0, err
 			}
@@ -502,6 +536,7 @@ func (b *Backend) writeFailed(ds *docState, err error) {
 		return
 	}
 	ds.loaded = false
+	b.dropDoc(ds)
 }
 
 // leftDocument ends the streams of a client that detached from or removed

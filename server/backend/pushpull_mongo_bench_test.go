@@ -59,7 +59,7 @@ func benchMongo(b *testing.B, m *testenv.Mongo) database.Database {
 }
 
 // dropBenchDatabase removes a run's database from an external server.
-func dropBenchDatabase(b *testing.B, uri, name string) {
+func dropBenchDatabase(b testing.TB, uri, name string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	c, err := mongodrv.Connect(ctx, options.Client().ApplyURI(uri))

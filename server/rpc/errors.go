@@ -12,6 +12,7 @@ import (
 	"github.com/yorkie-affinity/yorkie/server/backend"
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
 	"github.com/yorkie-affinity/yorkie/server/channel"
+	"github.com/yorkie-affinity/yorkie/server/document"
 	"github.com/yorkie-affinity/yorkie/server/sessionstore"
 )
 
@@ -39,6 +40,15 @@ const (
 	CodeInvalidChannelKey   = "ErrInvalidChannelKey"
 	CodePayloadTooLarge     = "ErrPayloadTooLarge"
 	CodeSessionNotFound     = "ErrSessionNotFound"
+	// A pushed change that does not apply gets the name of its problem.
+	CodeInvalidOperation = "ErrInvalidOperation"
+	CodeElementNotFound  = "ErrElementNotFound"
+	CodeWrongElementType = "ErrWrongElementType"
+	CodeRemoveRoot       = "ErrRemoveRoot"
+	CodeInvalidChange    = "ErrInvalidChange"
+	// CodeDocumentSizeExceedsLimit is the SDK's name for a document past
+	// max_size_per_document.
+	CodeDocumentSizeExceedsLimit = "ErrDocumentSizeExceedsLimit"
 )
 
 // classify returns the Connect code and code name of a known sentinel error.
@@ -56,6 +66,12 @@ func classify(err error) (connect.Code, string, bool) {
 		return connect.CodeFailedPrecondition, CodeDocumentRemoved, true
 	case errors.Is(err, backend.ErrInvalidClientSeq):
 		return connect.CodeInvalidArgument, CodeInvalidClientSeq, true
+	case errors.Is(err, backend.ErrInvalidChange):
+		return connect.CodeInvalidArgument, changeProblem(err), true
+	case errors.Is(err, backend.ErrDocumentSizeExceedsLimit):
+		// Upstream's code for it: the push may succeed once others have
+		// made the document smaller, so the SDK's retry is right.
+		return connect.CodeResourceExhausted, CodeDocumentSizeExceedsLimit, true
 	case errors.Is(err, backend.ErrInvalidChangePack):
 		return connect.CodeInvalidArgument, CodeInvalidChangePack, true
 	case errors.Is(err, backend.ErrTooManyChanges):
@@ -90,6 +106,21 @@ func classify(err error) (connect.Code, string, bool) {
 		return connect.CodeDeadlineExceeded, CodeDeadlineExceeded, true
 	}
 	return connect.CodeUnknown, "", false
+}
+
+// changeProblem names the reason a pushed change does not apply.
+func changeProblem(err error) string {
+	switch {
+	case errors.Is(err, document.ErrRemoveRoot):
+		return CodeRemoveRoot
+	case errors.Is(err, document.ErrElementNotFound):
+		return CodeElementNotFound
+	case errors.Is(err, document.ErrWrongElementType):
+		return CodeWrongElementType
+	case errors.Is(err, document.ErrInvalidOperation):
+		return CodeInvalidOperation
+	}
+	return CodeInvalidChange
 }
 
 // newError builds a Connect error whose google.rpc.ErrorInfo detail names the

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/http"
 	"runtime/debug"
 	"sync"
@@ -226,7 +227,11 @@ func (s *Service) AttachDocument(ctx context.Context, req *connect.Request[api.A
 	if err != nil {
 		return nil, s.failRouted(ctx, procedure, rt, fmt.Errorf("attach document %q by %s: %w", key, clientID, err))
 	}
-	out := connect.NewResponse(&api.AttachDocumentResponse{DocumentId: docID, ChangePack: resp})
+	out := connect.NewResponse(&api.AttachDocumentResponse{
+		DocumentId:         docID,
+		ChangePack:         resp,
+		MaxSizePerDocument: int32(min(s.backend.MaxSizePerDocument(), math.MaxInt32)),
+	})
 	s.stamp(out.Header(), rt)
 	return out, nil
 }

@@ -128,7 +128,7 @@ func (r *Replica) NewChange(presence map[string]string) *api.Change {
 		}
 	} else {
 		ch.Operations = []*api.Operation{{Body: &api.Operation_Set_{Set: &api.Operation_Set{
-			ParentCreatedAt: &api.TimeTicket{},
+			ParentCreatedAt: RootTicket(),
 			Key:             r.SetKey(r.LastSeq),
 			Value: &api.JSONElementSimple{
 				CreatedAt: &api.TimeTicket{Lamport: r.Lamport, ActorId: r.Actor},
@@ -141,6 +141,10 @@ func (r *Replica) NewChange(presence map[string]string) *api.Change {
 	r.Pending = append(r.Pending, ch)
 	return ch
 }
+
+// RootTicket is the creation ticket of a document's root object, as the SDK
+// writes it: lamport 0 and the all-zero initial actor.
+func RootTicket() *api.TimeTicket { return &api.TimeTicket{ActorId: make([]byte, 12)} }
 
 // Edit records n operation changes.
 func (r *Replica) Edit(n int) {

@@ -1,0 +1,191 @@
+package backend
+
+import (
+	"container/list"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
+	"github.com/yorkie-affinity/yorkie/server/backend/database"
+	"github.com/yorkie-affinity/yorkie/server/document"
+)
+
+// rebuildBatch is how many stored changes a rebuild reads at a time, so a
+// long log tail is never held in memory whole.
+const rebuildBatch = 1000
+
+// docCache bounds the documents a node keeps built, by their estimated size
+// (the SDK's document size plus a cached snapshot answer): past the bound,
+// the least recently used documents whose lock is free are dropped, to be
+// rebuilt from their snapshot and log when used again.
+type docCache struct {
+	mu    sync.Mutex
+	limit int64
+	total int64
+	lru   list.List // of *cacheEntry, most recently used first
+	gauge *atomic.Int64
+}
+
+// cacheEntry is one built document in the cache.
+type cacheEntry struct {
+	ds    *docState
+	bytes int64
+	elem  *list.Element
+}
+
+func newDocCache(limit int64, gauge *atomic.Int64) *docCache {
+	return &docCache{limit: limit, gauge: gauge}
+}
+
+// touch records ds (whose lock the caller holds) as just used, with its
+// current estimated size, and evicts others while the cache is over its
+// bound. A document whose lock is held elsewhere is in use and stays.
+func (c *docCache) touch(ds *docState) {
+	bytes := int64(len(ds.answer))
+	if ds.doc != nil {
+		bytes += int64(ds.doc.Size().Total())
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e := ds.cached
+	if e == nil {
+		e = &cacheEntry{ds: ds}
+		e.elem = c.lru.PushFront(e)
+		ds.cached = e
+	} else {
+		c.lru.MoveToFront(e.elem)
+	}
+	c.total += bytes - e.bytes
+	e.bytes = bytes
+	for el := c.lru.Back(); el != nil && c.total > c.limit; {
+		prev := el.Prev()
+		victim := el.Value.(*cacheEntry).ds
+		if victim != ds {
+			select {
+			case victim.lock <- struct{}{}:
+				victim.doc, victim.answer = nil, nil
+				c.removeLocked(victim)
+				victim.unlock()
+			default:
+			}
+		}
+		el = prev
+	}
+	c.gauge.Store(c.total)
+}
+
+// remove forgets ds's entry; the caller holds ds's lock.
+func (c *docCache) remove(ds *docState) {
+	c.mu.Lock()
+	c.removeLocked(ds)
+	c.mu.Unlock()
+}
+
+func (c *docCache) removeLocked(ds *docState) {
+	if e := ds.cached; e != nil {
+		c.lru.Remove(e.elem)
+		c.total -= e.bytes
+		ds.cached = nil
+		c.gauge.Store(c.total)
+	}
+}
+
+// dropDoc discards the built document (it may be half-applied, or behind a
+// write whose outcome is unsure); the next use rebuilds it from the database.
+// The caller holds the lock.
+func (b *Backend) dropDoc(ds *docState) {
+	ds.doc, ds.answer, ds.gcWith = nil, nil, nil
+	b.cache.remove(ds)
+}
+
+// useDoc returns the document built up to ds.head: the cached one, brought
+// forward through the log if the head moved without it, or one rebuilt from
+// the newest snapshot and the changes after it. The caller holds the lock.
+func (b *Backend) useDoc(ctx context.Context, ds *docState) (*document.Document, error) {
+	if ds.doc != nil && ds.docSeq > ds.head {
+		b.dropDoc(ds)
+	}
+	if ds.doc == nil {
+		if err := b.buildDoc(ctx, ds); err != nil {
+			return nil, err
+		}
+	}
+	if ds.docSeq < ds.head {
+		if err := b.replay(ctx, ds, ds.doc, ds.docSeq, ds.head); err != nil {
+			b.dropDoc(ds)
+			return nil, err
+		}
+		ds.docSeq = ds.head
+		ds.answer = nil
+	}
+	b.cache.touch(ds)
+	return ds.doc, nil
+}
+
+// buildDoc builds the document at ds.head from its newest snapshot at or
+// before the head and the log after it. A snapshot that does not read is
+// logged and passed over: the log is the truth.
+func (b *Backend) buildDoc(ctx context.Context, ds *docState) error {
+	var (
+		doc  *document.Document
+		from int64
+	)
+	snap, err := b.db.FindSnapshot(ctx, ds.id, ds.head)
+	switch {
+	case errors.Is(err, database.ErrSnapshotNotFound):
+	case err != nil:
+		return fmt.Errorf("document %s: find snapshot: %w", ds.id, err)
+	default:
+		doc, err = snapshotDoc(snap)
+		if err != nil {
+			b.logger.Error("stored snapshot does not read; rebuilding from the log",
+				"document", ds.id, "server_seq", snap.ServerSeq, "error", err)
+			doc = nil
+		} else {
+			from = snap.ServerSeq
+			ds.snapSeq = max(ds.snapSeq, snap.ServerSeq)
+		}
+	}
+	if doc == nil {
+		doc = document.New()
+	}
+	if err := b.replay(ctx, ds, doc, from, ds.head); err != nil {
+		return err
+	}
+	b.metrics.DocumentsBuilt.Add(1)
+	ds.doc, ds.docSeq, ds.answer, ds.gcWith = doc, ds.head, nil, nil
+	return nil
+}
+
+// snapshotDoc reads a stored snapshot with its version vector.
+func snapshotDoc(s *database.Snapshot) (*document.Document, error) {
+	vv, err := document.VersionVectorFromPB(&api.VersionVector{Vector: s.VersionVector})
+	if err != nil {
+		return nil, fmt.Errorf("snapshot vector: %w", err)
+	}
+	return document.FromSnapshotAt(s.Data, vv)
+}
+
+// replay applies the stored changes after from up to to. A stored change
+// that does not apply means the stored document is broken, which is not the
+// caller's fault: the error does not wrap the document's sentinels.
+func (b *Backend) replay(ctx context.Context, ds *docState, doc *document.Document, from, to int64) error {
+	for lo := from + 1; lo <= to; lo += rebuildBatch {
+		hi := min(lo+rebuildBatch-1, to)
+		stored, err := b.db.FindChanges(ctx, ds.id, lo, hi)
+		if err != nil {
+			return fmt.Errorf("document %s: find changes %d..%d: %w", ds.id, lo, hi, err)
+		}
+		bodies := make([]*api.Change, len(stored))
+		for i, c := range stored {
+			bodies[i] = c.Body
+		}
+		if err := doc.ApplyChanges(bodies); err != nil {
+			return fmt.Errorf("document %s: changes %d..%d: %w: %s", ds.id, lo, hi, ErrDocumentBroken, err.Error())
+		}
+	}
+	return nil
+}

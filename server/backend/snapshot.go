@@ -1,0 +1,171 @@
+package backend
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"time"
+
+	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
+	"github.com/yorkie-affinity/yorkie/server/backend/database"
+	"github.com/yorkie-affinity/yorkie/server/document"
+	"github.com/yorkie-affinity/yorkie/server/document/crdt"
+)
+
+// snapshotSaveTimeout bounds storing one snapshot after its call has been
+// answered or abandoned.
+const snapshotSaveTimeout = 30 * time.Second
+
+// pendingSnapshot is a snapshot encoded under the document's lock, stored
+// once the lock is released so other calls on the document do not wait for
+// the write.
+type pendingSnapshot struct {
+	docID string
+	epoch int64
+	snap  database.Snapshot
+}
+
+// release unlocks the document, then stores the snapshot its call encoded,
+// if any. A failed save is logged and counted: the log stays the truth, and
+// the next interval tries again.
+func (b *Backend) release(ctx context.Context, ds *docState) {
+	p := ds.pending
+	ds.pending = nil
+	ds.unlock()
+	if p == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), snapshotSaveTimeout)
+	defer cancel()
+	if err := b.db.SaveSnapshot(ctx, p.docID, p.epoch, &p.snap); err != nil {
+		b.metrics.SnapshotFailures.Add(1)
+		b.logger.Warn("store snapshot", "document", p.docID, "server_seq", p.snap.ServerSeq, "error", err)
+		return
+	}
+	b.metrics.SnapshotsStored.Add(1)
+}
+
+// applyPushed applies the changes about to be stored to the built document,
+// refusing them (and dropping the document, which may be half-applied) when
+// one does not apply or the document would outgrow its limit. The caller
+// holds the lock and has not stored them yet.
+func (b *Backend) applyPushed(ctx context.Context, ds *docState, changes []*api.Change) error {
+	doc, err := b.useDoc(ctx, ds)
+	if err != nil {
+		return err
+	}
+	if err := doc.ApplyChanges(changes); err != nil {
+		b.dropDoc(ds)
+		b.metrics.ChangesRefused.Add(int64(len(changes)))
+		return fmt.Errorf("%w: %w", ErrInvalidChange, err)
+	}
+	if b.maxDocSize > 0 && hasOperations(changes) {
+		if size := doc.Size().Total(); size > b.maxDocSize {
+			b.dropDoc(ds)
+			b.metrics.ChangesRefused.Add(int64(len(changes)))
+			return fmt.Errorf("size %d > %d: %w", size, b.maxDocSize, ErrDocumentSizeExceedsLimit)
+		}
+	}
+	ds.answer = nil
+	return nil
+}
+
+// hasOperations reports whether a change edits the document: presence-only
+// changes pass the size limit, as in the SDK.
+func hasOperations(changes []*api.Change) bool {
+	for _, c := range changes {
+		if len(c.GetOperations()) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// collect purges the built document's tombstones that minSynced covers. It
+// runs only when there is garbage and the minimum is a new one since the last
+// collection: the minimum's map is replaced whenever any of its entries
+// changes, so an unchanged map means nothing new can be collected.
+func (b *Backend) collect(ds *docState, minSynced map[string]int64) {
+	doc := ds.doc
+	if doc == nil || doc.Size().GC.Total() == 0 || sameMap(minSynced, ds.gcWith) {
+		return
+	}
+	ds.gcWith = minSynced
+	vv, err := document.VersionVectorFromPB(&api.VersionVector{Vector: minSynced})
+	if err != nil {
+		// The minimum holds only keys the document accepted; nothing to do.
+		return
+	}
+	if n := doc.GarbageCollect(vv); n > 0 {
+		b.metrics.GarbageCollected.Add(int64(n))
+		ds.answer = nil
+	}
+}
+
+// sameMap reports whether a and b are the same map value (not equal
+// contents): the minimum vector is shared and replaced, never mutated.
+func sameMap(a, b map[string]int64) bool {
+	if a == nil || b == nil {
+		return false
+	}
+	return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
+}
+
+// maybeSnapshot encodes a snapshot of the built document when the head is an
+// interval past the last one, leaving it for release to store. The caller
+// holds the lock.
+func (b *Backend) maybeSnapshot(ds *docState) {
+	if b.snapInterval <= 0 || ds.doc == nil || ds.docSeq != ds.head || ds.head-ds.snapSeq < b.snapInterval {
+		return
+	}
+	data, err := b.answerSnapshot(ds)
+	if err != nil {
+		b.metrics.SnapshotFailures.Add(1)
+		b.logger.Warn("encode snapshot", "document", ds.id, "error", err)
+		return
+	}
+	vv := ds.doc.VersionVector()
+	ds.pending = &pendingSnapshot{
+		docID: ds.id,
+		epoch: ds.epoch,
+		snap: database.Snapshot{
+			ServerSeq:     ds.head,
+			Lamport:       vv[crdt.InitialActorID],
+			VersionVector: document.VersionVectorToPB(vv).GetVector(),
+			Data:          data,
+			CreatedAt:     time.Now(),
+		},
+	}
+	// Advanced now, so a failed save is tried again an interval later rather
+	// than on every call.
+	ds.snapSeq = ds.head
+}
+
+// answerSnapshot returns the built document's snapshot at the head, encoding
+// it once per head. The caller holds the lock and has built the document.
+func (b *Backend) answerSnapshot(ds *docState) ([]byte, error) {
+	if ds.answer != nil && ds.answerSeq == ds.head {
+		return ds.answer, nil
+	}
+	data, err := ds.doc.Snapshot()
+	if err != nil {
+		return nil, fmt.Errorf("document %s: %w", ds.id, err)
+	}
+	ds.answer, ds.answerSeq = data, ds.head
+	return data, nil
+}
+
+// snapshotAnswer returns the built document's snapshot at the head and its
+// version vector, for an answer to a client far behind.
+func (b *Backend) snapshotAnswer(ctx context.Context, ds *docState) ([]byte, *api.VersionVector, error) {
+	doc, err := b.useDoc(ctx, ds)
+	if err != nil {
+		return nil, nil, err
+	}
+	data, err := b.answerSnapshot(ds)
+	if err != nil {
+		return nil, nil, err
+	}
+	b.cache.touch(ds)
+	return data, document.VersionVectorToPB(doc.VersionVector()), nil
+}
