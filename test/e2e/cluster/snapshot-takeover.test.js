@@ -14,7 +14,6 @@
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const crypto = require('node:crypto');
-const { spawnSync } = require('node:child_process');
 const { setTimeout: delay } = require('node:timers/promises');
 const yorkie = require('@yorkie-js/sdk');
 
@@ -22,7 +21,7 @@ const { Session, singleTarget } = require('../lib/session');
 const { waitConverged, waitPushed } = require('../lib/replicas');
 const { waitFor } = require('../lib/wait');
 const { documentView, assertRootIs } = require('../lib/admin');
-const { skipUnlessPresent, startFerretDB, startSessionStore, binaries } = require('./lib/processes');
+const { skipUnlessPresent, startFerretDB, startSessionStore } = require('./lib/processes');
 const { YorkieCluster } = require('./lib/yorkie-cluster');
 const { startBalancer } = require('./lib/balancer');
 const wireLog = require('./lib/wire-log').install();
@@ -65,15 +64,6 @@ const attaches = [];
     }
     return res;
   };
-}
-
-/** Why the suite cannot run: the binary must have the snapshot flags. */
-function snapshotFlagsMissing() {
-  const bin = binaries().yorkie;
-  if (!bin) return false; // skipUnlessPresent reports it
-  const help = spawnSync(bin, ['server', '-h'], { encoding: 'utf8' });
-  if (`${help.stdout}${help.stderr}`.includes('-snapshot-interval')) return false;
-  return `${bin} has no --snapshot-interval flag`;
 }
 
 /** One client editing until stopped: object keys, a counter, text, a tree and a list, in turn. */
@@ -141,7 +131,7 @@ const adminOf = (node) => `http://127.0.0.1:${node.profilingPort}`;
 
 test(
   'snapshots across a SIGKILL of the owner: the new owner serves the same document, late joiners attach from a snapshot',
-  { skip: skipUnlessPresent(['yorkie', 'ferretdb', 'haproxy', 'etcd']) || snapshotFlagsMissing(), timeout: 240000 },
+  { skip: skipUnlessPresent(['yorkie', 'ferretdb', 'haproxy', 'etcd']), timeout: 240000 },
   async (t) => {
     const cleanups = [];
     let cluster;
