@@ -41,20 +41,32 @@ function assertMatches(view, docs, what) {
 }
 
 /**
- * A client attaching now builds the document from the log in server order,
- * as the view does: its live size is the view's. (Replicas that made
- * concurrent edits may count a few bytes of metadata differently.)
+ * A client attaching now equals the view. When it builds the document from
+ * the log in server order, as the view does, its live size is the view's too
+ * (replicas that made concurrent edits may count a few bytes of metadata
+ * differently). A client sent a snapshot is only compared by content: the
+ * SDK's snapshot reader counts styled text differently from its change
+ * reader, so its size is reported, not asserted.
  */
-async function assertSizeOfFreshReplica(session, view, key, what) {
+async function assertFreshReplica(t, session, view, key, what, { compareSize }) {
   const c = await session.activateClient();
   const d = await attachManual(c, key);
   assertRootIs(view, d, `${what}: fresh replica`);
-  assert.deepEqual(view.size.live, d.getDocSize().live, `${what}: live size of a fresh replica`);
+  if (compareSize) {
+    assert.deepEqual(view.size.live, d.getDocSize().live, `${what}: live size of a fresh replica`);
+  } else {
+    t.diagnostic(`${what}: live size of the view ${JSON.stringify(view.size.live)}, of a replica sent a snapshot ${JSON.stringify(d.getDocSize().live)}`);
+  }
   await withTimeout(c.detach(d), STEP_MS, 'detach of the fresh replica');
 }
 
-test('the admin view of a document equals the SDK replicas', { skip: skipReason(), timeout: 120000 }, async (t) => {
-  const server = await startServer();
+/**
+ * Edits on two replicas, then a late joiner's, each step checked against the
+ * view. `extraArgs` are server flags; `snapshots` says the view must have
+ * started from a stored snapshot by the end.
+ */
+async function viewMatchesReplicas(t, { extraArgs = [], snapshots = false } = {}) {
+  const server = await startServer({ extraArgs });
   const session = new Session({ target: singleTarget(server.rpcAddr) });
   const admin = `http://127.0.0.1:${server.profilingPort}`;
   try {
@@ -74,7 +86,11 @@ test('the admin view of a document equals the SDK replicas', { skip: skipReason(
         type: 'doc',
         children: [
           { type: 'p', children: [{ type: 'text', value: 'first line' }] },
-          { type: 'p', attributes: { align: 'left' }, children: [{ type: 'text', value: 'second' }] },
+          // Two attributes, so that removing one leaves the node with attributes:
+          // an SDK replica prints a node whose attributes were all removed as
+          // "attributes":{} when it applied the removal, and without them when
+          // it loaded a snapshot, so replicas would not agree.
+          { type: 'p', attributes: { align: 'left', id: 'p2' }, children: [{ type: 'text', value: 'second' }] },
         ],
       });
       root.values = {
@@ -123,9 +139,9 @@ test('the admin view of a document equals the SDK replicas', { skip: skipReason(
     assert.equal(view.key, key);
     assert.equal(view.removed, false);
     assert.equal(view.server_seq, Number(d1.getCheckpoint().getServerSeq()), 'server_seq is the replicas\' checkpoint');
-    assert.equal(view.snapshot, null, 'no snapshot stored yet');
+    if (!snapshots) assert.equal(view.snapshot, null, 'no snapshot stored yet');
     assertMatches(view, [d1, d2], 'after concurrent edits');
-    await assertSizeOfFreshReplica(session, view, key, 'after concurrent edits');
+    await assertFreshReplica(t, session, view, key, 'after concurrent edits', { compareSize: !snapshots });
 
     // A late joiner gets the same document, and its edits show too.
     const d3 = await attachManual(c3, key);
@@ -142,8 +158,12 @@ test('the admin view of a document equals the SDK replicas', { skip: skipReason(
     await syncAll([[c3, d3], [c1, d1], [c2, d2]]);
     view = await documentView(admin, key);
     assertMatches(view, [d1, d2, d3], 'after the late joiner\'s edits');
-    await assertSizeOfFreshReplica(session, view, key, 'after the late joiner\'s edits');
-    assert.ok(view.garbage_len >= 1, `the removal of values left tombstones in the stored state: ${view.garbage_len}`);
+    await assertFreshReplica(t, session, view, key, 'after the late joiner\'s edits', { compareSize: !snapshots });
+    if (snapshots) {
+      assert.ok(view.snapshot && view.snapshot.server_seq > 0, `the view started from a snapshot: ${JSON.stringify(view.snapshot)}`);
+    } else {
+      assert.ok(view.garbage_len >= 1, `the removal of values left tombstones in the stored state: ${view.garbage_len}`);
+    }
   } catch (err) {
     err.message += `\n--- wire ---\n${session.report()}\n--- server log ---\n${server.logTail(4000)}`;
     throw err;
@@ -151,7 +171,15 @@ test('the admin view of a document equals the SDK replicas', { skip: skipReason(
     await session.close();
     await server.stop();
   }
-});
+}
+
+test('the admin view of a document equals the SDK replicas', { skip: skipReason(), timeout: 120000 }, (t) => viewMatchesReplicas(t));
+
+test(
+  'the admin view rebuilt from a stored snapshot equals the SDK replicas',
+  { skip: skipReason(), timeout: 120000 },
+  (t) => viewMatchesReplicas(t, { extraArgs: ['--snapshot-interval', '2', '--snapshot-threshold', '2'], snapshots: true }),
+);
 
 test('the admin view answers 404 for an unknown document', { skip: skipReason(), timeout: 60000 }, async () => {
   const server = await startServer();
