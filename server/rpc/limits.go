@@ -163,7 +163,7 @@ func (i activityInterceptor) WrapStreamingHandler(next connect.StreamingHandlerF
 	}
 }
 
-// watchedConn records the stream's client once the stream has sent its
+// watchedConn records the stream's client once the stream sends its
 // first message (the initialization, which the server sends only to an
 // activated, attached client), until the stream ends.
 type watchedConn struct {
@@ -182,11 +182,12 @@ func (c *watchedConn) Receive(msg any) error {
 }
 
 func (c *watchedConn) Send(msg any) error {
-	err := c.StreamingHandlerConn.Send(msg)
-	if err == nil && c.closed == nil && c.clientID != "" {
+	if c.closed == nil && c.clientID != "" {
+		// Recorded before the message leaves: a client that has read it can
+		// count on the stream being activity already.
 		c.closed = c.a.Watching(c.clientID)
 	}
-	return err
+	return c.StreamingHandlerConn.Send(msg)
 }
 
 func (c *watchedConn) close() {
