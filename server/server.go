@@ -24,6 +24,7 @@ import (
 
 	"github.com/yorkie-affinity/yorkie/api/yorkie/v1/v1connect"
 	"github.com/yorkie-affinity/yorkie/server/admin"
+	"github.com/yorkie-affinity/yorkie/server/admin/docview"
 	"github.com/yorkie-affinity/yorkie/server/affinity"
 	"github.com/yorkie-affinity/yorkie/server/backend"
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
@@ -61,8 +62,9 @@ type Config struct {
 	Host string
 	// RPCPort serves the YorkieService and health checks; 0 picks a free port.
 	RPCPort int
-	// ProfilingPort serves /metrics (and /debug/pprof/ with PprofEnabled); 0
-	// picks a free port and a negative value disables the profiling server.
+	// ProfilingPort serves /metrics, the document view (package docview) and,
+	// with PprofEnabled, /debug/pprof/; 0 picks a free port and a negative
+	// value disables the profiling server.
 	ProfilingPort int
 	// ProfilingHost is the address the profiling port listens on ("": Host).
 	ProfilingHost string
@@ -334,6 +336,13 @@ func New(cfg Config) (*Server, error) {
 	if cfg.ProfilingPort >= 0 {
 		pmux := http.NewServeMux()
 		pmux.Handle("/metrics", promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{Registry: s.registry}))
+		// Operators' read-only views, on the operators' port only: they name
+		// documents by key and show their content.
+		views, err := docview.New(docview.Config{DB: s.db, Logger: logger, Registerer: s.registry})
+		if err != nil {
+			return nil, fmt.Errorf("server: create document view: %w", err)
+		}
+		views.Register(pmux)
 		if cfg.PprofEnabled {
 			pmux.HandleFunc("/debug/pprof/", pprof.Index)
 			pmux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)

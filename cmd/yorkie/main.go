@@ -1,10 +1,11 @@
 // Command yorkie runs a Yorkie-compatible collaboration server.
 //
-//	yorkie server [flags]   run a server until SIGINT or SIGTERM
-//	yorkie login            log in to a server's admin API
-//	yorkie logout           forget a server's admin token
-//	yorkie project ...      create, list and update projects
-//	yorkie version          print the version, and the server's
+//	yorkie server [flags]          run a server until SIGINT or SIGTERM
+//	yorkie login                   log in to a server's admin API
+//	yorkie logout                  forget a server's admin token
+//	yorkie project ...             create, list and update projects
+//	yorkie document get KEY [...]  print a running server's view of a document
+//	yorkie version                 print the version, and the server's
 package main
 
 import (
@@ -45,6 +46,7 @@ commands:
   login     log in to a server: yorkie login --username U --password P [--rpc-addr host:port]
   logout    forget the token of a server
   project   create, ls, update projects (see "yorkie project help")
+  document  show a document of a running server (see "yorkie document -h")
   version   print the version, and the server's when logged in (--client: this command's only)
 `
 
@@ -61,6 +63,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "server":
 		return runServer(args[1:], stderr)
+	case "document":
+		return runDocument(args[1:], stdout, stderr)
 	case "version":
 		return runVersion(args[1:], stdout, stderr)
 	case "login":

@@ -26,6 +26,12 @@ func TestRunCommands(t *testing.T) {
 		{"bad log level", []string{"server", "--log-level", "loud"}, 2, "", "--log-level"},
 		{"stray argument", []string{"server", "extra"}, 2, "", "unexpected arguments"},
 		{"bad timeout", []string{"server", "--rpc-read-body-timeout", "soon"}, 2, "", "invalid value"},
+		{"document without command", []string{"document"}, 2, "", "usage: yorkie document get"},
+		{"document unknown command", []string{"document", "list"}, 2, "", `unknown command "list"`},
+		{"document get without key", []string{"document", "get"}, 2, "", "a document key is required"},
+		{"document get empty key", []string{"document", "get", ""}, 2, "", "a document key is required"},
+		{"document get two keys", []string{"document", "get", "a", "b"}, 2, "", "unexpected arguments"},
+		{"document get bad addr", []string{"document", "get", "doc", "--addr", "127.0.0.1:8081"}, 2, "", "want a URL"},
 	}
 	// The admin commands must not read the real user's config.
 	t.Setenv("XDG_CONFIG_HOME", t.TempDir())

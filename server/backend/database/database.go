@@ -148,6 +148,10 @@ type Database interface {
 	FindOrCreateDocument(ctx context.Context, key string) (*DocInfo, error)
 	// FindDocument returns the document or ErrDocumentNotFound.
 	FindDocument(ctx context.Context, docID string) (*DocInfo, error)
+	// FindDocumentByKey returns the live document with the key or, when none
+	// is live, the newest removed one; ErrDocumentNotFound if the key never
+	// named a document. It creates nothing: operators read documents with it.
+	FindDocumentByKey(ctx context.Context, key string) (*DocInfo, error)
 	// ClaimDocument records epoch as the document's owner epoch unless a higher
 	// one is recorded (then ErrFenced), and returns the document with ServerSeq
 	// recomputed from the change log. An owner calls it before serving a

@@ -8,5 +8,6 @@ module.exports = {
   ...require('./wait'),
   ...require('./scenarios'),
   ...require('./suite'),
+  ...require('./admin'),
   diagnostics: require('./diagnostics'),
 };

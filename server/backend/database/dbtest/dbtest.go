@@ -42,6 +42,7 @@ func Run(t *testing.T, newDB NewDB) {
 	t.Run("Clients", func(t *testing.T) { testClients(t, newDB) })
 	t.Run("InactiveClients", func(t *testing.T) { testInactiveClients(t, newDB) })
 	t.Run("Documents", func(t *testing.T) { testDocuments(t, newDB) })
+	t.Run("FindByKey", func(t *testing.T) { testFindByKey(t, newDB) })
 	t.Run("Attachments", func(t *testing.T) { testAttachments(t, newDB) })
 	t.Run("Changes", func(t *testing.T) { testChanges(t, newDB) })
 	t.Run("Fencing", func(t *testing.T) { testFencing(t, newDB) })
