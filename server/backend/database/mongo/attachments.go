@@ -53,31 +53,20 @@ func toAttachmentRecord(a *database.Attachment) *attachmentRecord {
 	if a.UpdatedAt.IsZero() {
 		rec.UpdatedAt = now()
 	}
-	if a.VersionVector != nil {
-		rec.VersionVector = make([]lamport, 0, len(a.VersionVector))
-		for k, v := range a.VersionVector {
-			rec.VersionVector = append(rec.VersionVector, lamport{Actor: k, Value: v})
-		}
-		sort.Slice(rec.VersionVector, func(i, j int) bool { return rec.VersionVector[i].Actor < rec.VersionVector[j].Actor })
-	}
+	rec.VersionVector = toLamports(a.VersionVector)
 	return rec
 }
 
 func (r *attachmentRecord) attachment() *database.Attachment {
 	a := &database.Attachment{
-		ClientID:   r.ClientID,
-		DocID:      r.DocID,
-		Status:     database.AttachmentStatus(r.Status),
-		ServerSeq:  r.ServerSeq,
-		ClientSeq:  uint32(r.ClientSeq),
-		AttachedAt: r.AttachedAt,
-		UpdatedAt:  r.UpdatedAt.UTC(),
-	}
-	if r.VersionVector != nil {
-		a.VersionVector = make(map[string]int64, len(r.VersionVector))
-		for _, e := range r.VersionVector {
-			a.VersionVector[e.Actor] = e.Value
-		}
+		ClientID:      r.ClientID,
+		DocID:         r.DocID,
+		Status:        database.AttachmentStatus(r.Status),
+		ServerSeq:     r.ServerSeq,
+		ClientSeq:     uint32(r.ClientSeq),
+		AttachedAt:    r.AttachedAt,
+		UpdatedAt:     r.UpdatedAt.UTC(),
+		VersionVector: fromLamports(r.VersionVector),
 	}
 	return a
 }
@@ -211,4 +200,29 @@ func (db *DB) UpdateAttachment(ctx context.Context, a *database.Attachment, epoc
 		}
 	}
 	return fmt.Errorf("update attachment of client %q to document %q: lost %d races in a row", a.ClientID, a.DocID, maxInsertRaces)
+}
+
+// toLamports stores a version vector as a list sorted by actor (keys of
+// BSON documents must not contain every character base64 uses).
+func toLamports(vv map[string]int64) []lamport {
+	if vv == nil {
+		return nil
+	}
+	out := make([]lamport, 0, len(vv))
+	for k, v := range vv {
+		out = append(out, lamport{Actor: k, Value: v})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Actor < out[j].Actor })
+	return out
+}
+
+func fromLamports(list []lamport) map[string]int64 {
+	if list == nil {
+		return nil
+	}
+	out := make(map[string]int64, len(list))
+	for _, e := range list {
+		out[e.Actor] = e.Value
+	}
+	return out
 }

@@ -27,7 +27,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"time"
 
 	"go.mongodb.org/mongo-driver/bson"
@@ -269,31 +268,6 @@ func (db *DB) SaveSnapshot(ctx context.Context, docID string, epoch int64, s *da
 		db.log.Warn("tidy snapshots", "doc_id", docID, "err", err)
 	}
 	return nil
-}
-
-// toLamports stores a version vector as a list sorted by actor (keys of
-// BSON documents must not contain every character base64 uses).
-func toLamports(vv map[string]int64) []lamport {
-	if vv == nil {
-		return nil
-	}
-	out := make([]lamport, 0, len(vv))
-	for k, v := range vv {
-		out = append(out, lamport{Actor: k, Value: v})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Actor < out[j].Actor })
-	return out
-}
-
-func fromLamports(list []lamport) map[string]int64 {
-	if list == nil {
-		return nil
-	}
-	out := make(map[string]int64, len(list))
-	for _, e := range list {
-		out[e.Actor] = e.Value
-	}
-	return out
 }
 
 // headerByID returns the header with the _id, or nil.
