@@ -446,10 +446,6 @@ func (s *Service) watch(ctx context.Context, procedure string, rt Route, clientI
 			if !ok {
 				return s.subscriptionEnded(ctx, procedure, sub.Err())
 			}
-			if ev.Type == api.DocEventType_DOC_EVENT_TYPE_DOCUMENT_BROADCAST {
-				// The SDK takes a document broadcast for a presence event.
-				continue
-			}
 			if err := sendEvent(&api.DocEvent{Type: ev.Type, Publisher: ev.Publisher}); err != nil {
 				return s.streamEnded(ctx, procedure, err)
 			}

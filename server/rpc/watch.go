@@ -178,9 +178,6 @@ func (s *Service) openSource(ctx context.Context, procedure, clientID string, re
 					if !ok {
 						return s.subscriptionEnded(ctx, procedure, sub.Err())
 					}
-					if ev.Type == api.DocEventType_DOC_EVENT_TYPE_DOCUMENT_BROADCAST {
-						continue // the SDK takes it for a presence event
-					}
 					if err := send(&api.WatchEvent{Event: &api.WatchEvent_DocEvent{DocEvent: &api.DocWatchEvent{
 						DocumentId: docID, Event: &api.DocEvent{Type: ev.Type, Publisher: ev.Publisher},
 					}}}); err != nil {
