@@ -41,11 +41,6 @@ var (
 	// ErrInvalidChangePack: the pack is malformed (no checkpoint, a change of
 	// another actor, non-consecutive client_seq values, ...).
 	ErrInvalidChangePack = errors.New("invalid change pack")
-	// ErrTooManyChanges: the pack holds more changes than the server accepts.
-	// The backend does not return it today: a pack beyond
-	// Config.MaxChangesPerPack is acknowledged in part instead, since the SDK
-	// cannot split packs and would stop syncing on the error.
-	ErrTooManyChanges = errors.New("too many changes in pack")
 	// ErrShuttingDown: the backend is closing; clients should retry elsewhere.
 	ErrShuttingDown = errors.New("server shutting down")
 	// ErrSlowSubscriber: a Watch subscriber fell so far behind that its

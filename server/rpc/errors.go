@@ -26,7 +26,6 @@ const (
 	CodeDocumentRemoved     = "ErrDocumentRemoved"
 	CodeInvalidClientSeq    = "ErrInvalidClientSeq"
 	CodeInvalidChangePack   = "ErrInvalidChangePack"
-	CodeTooManyChanges      = "ErrTooManyChanges"
 	CodeShuttingDown        = "ErrShuttingDown"
 	CodeUnavailable         = "ErrUnavailable"
 	CodeInvalidArgument     = "ErrInvalidArgument"
@@ -74,8 +73,6 @@ func classify(err error) (connect.Code, string, bool) {
 		return connect.CodeResourceExhausted, CodeDocumentSizeExceedsLimit, true
 	case errors.Is(err, backend.ErrInvalidChangePack):
 		return connect.CodeInvalidArgument, CodeInvalidChangePack, true
-	case errors.Is(err, backend.ErrTooManyChanges):
-		return connect.CodeInvalidArgument, CodeTooManyChanges, true
 	case errors.Is(err, backend.ErrShuttingDown), errors.Is(err, affinity.ErrStopped):
 		return connect.CodeUnavailable, CodeShuttingDown, true
 	case errors.Is(err, database.ErrUnavailable),

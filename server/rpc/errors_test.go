@@ -26,7 +26,6 @@ func TestToConnectError(t *testing.T) {
 		{backend.ErrDocumentRemoved, connect.CodeFailedPrecondition, CodeDocumentRemoved},
 		{backend.ErrInvalidClientSeq, connect.CodeInvalidArgument, CodeInvalidClientSeq},
 		{backend.ErrInvalidChangePack, connect.CodeInvalidArgument, CodeInvalidChangePack},
-		{backend.ErrTooManyChanges, connect.CodeInvalidArgument, CodeTooManyChanges},
 		{backend.ErrShuttingDown, connect.CodeUnavailable, CodeShuttingDown},
 		{database.ErrUnavailable, connect.CodeUnavailable, CodeUnavailable},
 		{database.ErrFenced, connect.CodeUnavailable, CodeUnavailable},
