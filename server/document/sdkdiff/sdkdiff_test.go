@@ -166,6 +166,9 @@ func runSession(t *testing.T, g generator, kinds []string, seed, steps int) {
 		if len(p.stats.sdkDiverged) > 0 {
 			t.Logf("SDK replicas that do not converge with the log (compared with the log): %s", strings.Join(p.stats.sdkDiverged, "; "))
 		}
+		if len(p.stats.revived) > 0 {
+			t.Logf("replicas that undid a removal and count less garbage than the log once settled (ours %d): %s", p.stats.settledGarbage, strings.Join(p.stats.revived, "; "))
+		}
 		for _, f := range p.stats.faults {
 			t.Logf("the SDK failed by itself and the session stopped early: %s", f)
 		}
