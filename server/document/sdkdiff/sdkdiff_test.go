@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -36,6 +37,10 @@ var kindsKnownToPass = map[string]bool{
 
 // allEnv runs every kind, known to pass or not.
 const allEnv = "YORKIE_SDKDIFF_ALL"
+
+// recordEnv names a directory where every session's lines (with our snapshot answers in
+// effect) are written as <kind or mixed>-seed<n>.jsonl, to keep one in testdata.
+const recordEnv = "YORKIE_SDKDIFF_RECORD"
 
 // seedsEnv adds that many seeds (from 1000 on) to the sets named in setsEnv (a comma
 // list, "mixed" when unset): a longer search for divergences than the default run.
@@ -113,9 +118,26 @@ func (g generator) replay(ctx context.Context, kinds []string, seed, steps int, 
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start the generator: %w", err)
 	}
+	var out io.Reader = stdout
+	if dir := os.Getenv(recordEnv); dir != "" && !trace {
+		name := "mixed"
+		if len(kinds) == 1 {
+			name = kinds[0]
+		}
+		f, err := os.Create(filepath.Join(dir, fmt.Sprintf("%s-seed%d.jsonl", name, seed)))
+		if err != nil {
+			return nil, fmt.Errorf("record the session: %w", err)
+		}
+		defer f.Close()
+		out = io.TeeReader(stdout, f)
+	}
 	p := newReplayer(kinds, stdin)
-	runErr := p.run(stdout)
+	runErr := p.run(out)
 	stdin.Close()
+	if runErr != nil && out != io.Reader(stdout) {
+		// Keep the rest of the session in the recording.
+		_, _ = io.Copy(io.Discard, out)
+	}
 	if runErr != nil {
 		cancel()
 		_ = cmd.Wait()
@@ -167,7 +189,7 @@ func runSession(t *testing.T, g generator, kinds []string, seed, steps int) {
 			t.Logf("SDK replicas that do not converge with the log (compared with the log): %s", strings.Join(p.stats.sdkDiverged, "; "))
 		}
 		if len(p.stats.revived) > 0 {
-			t.Logf("replicas that undid a removal and count less garbage than the log once settled (ours %d): %s", p.stats.settledGarbage, strings.Join(p.stats.revived, "; "))
+			t.Logf("a replica undid a removal; replicas whose garbage once settled differs from ours (%d): %s", p.stats.settledGarbage, strings.Join(p.stats.revived, "; "))
 		}
 		for _, f := range p.stats.faults {
 			t.Logf("the SDK failed by itself and the session stopped early: %s", f)
@@ -199,6 +221,12 @@ func runSession(t *testing.T, g generator, kinds []string, seed, steps int) {
 		filepath.Join(filepath.Dir(g.script), "dump.js"))
 }
 
+// corpusKnownToFail are recorded sessions that still diverge, with the reason; they run
+// only with YORKIE_SDKDIFF_ALL=1.
+var corpusKnownToFail = map[string]string{
+	"mixed-seed1093": "a new SDK client loads our snapshot of an array with moved elements in another order (server_seq 120)",
+}
+
 // TestSDKCorpus replays recorded sessions (testdata/*.jsonl, written by gen.js) without
 // Node: cases worth keeping, such as past divergences. A file whose name starts with a kind
 // not known to pass is skipped, as in TestSDKSessions.
@@ -214,6 +242,9 @@ func TestSDKCorpus(t *testing.T) {
 			kind, _, _ := strings.Cut(name, "-")
 			if !kindsKnownToPass[kind] && kind != "mixed" && !all {
 				t.Skipf("kind %s is not in kindsKnownToPass (set %s=1 to run it)", kind, allEnv)
+			}
+			if why, ok := corpusKnownToFail[name]; ok && !all {
+				t.Skipf("known to diverge: %s (set %s=1 to run it)", why, allEnv)
 			}
 			r, err := os.Open(f)
 			if err != nil {
