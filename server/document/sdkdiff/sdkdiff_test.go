@@ -224,7 +224,13 @@ func runSession(t *testing.T, g generator, kinds []string, seed, steps int) {
 // corpusKnownToFail are recorded sessions that still diverge, with the reason; they run
 // only with YORKIE_SDKDIFF_ALL=1.
 var corpusKnownToFail = map[string]string{
-	"mixed-seed1093": "a new SDK client loads our snapshot of an array with moved elements in another order (server_seq 120)",
+	// At server_seq 120 a new SDK client loads our snapshot. It reads a moved array element
+	// at another place than the document has it, as it reads the SDK's own snapshot (the
+	// array parts of both are the same bytes); but the SDK's own snapshot also gives two
+	// text nodes attributes the document no longer has (its writer keeps removed
+	// attributes), where ours reads back right, so the load matches neither our document
+	// nor the SDK's own reading, and the test cannot accept it.
+	"mixed-seed1093": "our snapshot and the SDK's are lossy in different ways (server_seq 120)",
 }
 
 // TestSDKCorpus replays recorded sessions (testdata/*.jsonl, written by gen.js) without
