@@ -12,8 +12,15 @@ type elementPair struct {
 type Root struct {
 	object   Container
 	elements map[Ticket]elementPair
-	removed  map[Ticket]struct{}
-	gcPairs  map[string]gcEntry
+	// removed holds the removed elements waiting for collection, each with the sequence
+	// number of its registration; removedOrder lists them in registration order, as the
+	// SDK's Set iterates them: an element an undo put back shares its ID with a child of a
+	// removed container, and which one collection visits first decides what it subtracts.
+	// Entries whose seq no longer matches the table are stale.
+	removed      map[Ticket]uint64
+	removedOrder []removedSlot
+	removedSeq   uint64
+	gcPairs      map[string]gcEntry
 	// gcOrder lists the pairs in registration order, as the SDK's Map iterates them: purging
 	// in another order leaves different split links behind when nodes share an ID (nodes an
 	// undo put back). Entries whose seq no longer matches the table are stale.
@@ -28,7 +35,7 @@ func NewRoot(object Container) *Root {
 	r := &Root{
 		object:   object,
 		elements: make(map[Ticket]elementPair),
-		removed:  make(map[Ticket]struct{}),
+		removed:  make(map[Ticket]uint64),
 		gcPairs:  make(map[string]gcEntry),
 	}
 	r.RegisterElement(object, nil)
@@ -100,7 +107,14 @@ func (r *Root) RegisterRemovedElement(elem Element) {
 	r.size.Live.Sub(s)
 	// The parent keeps the removal ticket of the child it marked.
 	r.size.Live.Meta += TicketSize
-	r.removed[elem.CreatedAt()] = struct{}{}
+	t := elem.CreatedAt()
+	if _, ok := r.removed[t]; ok {
+		// A Set keeps its first place when the same element is added again.
+		return
+	}
+	r.removedSeq++
+	r.removed[t] = r.removedSeq
+	r.removedOrder = append(r.removedOrder, removedSlot{ticket: t, seq: r.removedSeq})
 }
 
 // RegisterGCPair records a removed node for collection. Registering the same child twice
@@ -152,7 +166,14 @@ func (r *Root) GarbageLen() int {
 // returns how many it purged.
 func (r *Root) GarbageCollect(minSynced VersionVector) int {
 	n := 0
-	for t := range r.removed {
+	// Elements dropped along the way (descendants of a collected container) are not
+	// visited: the slot no longer matches, as the SDK's Set skips deleted entries.
+	for i := 0; i < len(r.removedOrder); i++ {
+		slot := r.removedOrder[i]
+		if seq, ok := r.removed[slot.ticket]; !ok || seq != slot.seq {
+			continue
+		}
+		t := slot.ticket
 		p, ok := r.elements[t]
 		// An element registered as removed may still be live (a removal that lost to a
 		// later re-set, or one not after its creation): it has no removal to collect. An
@@ -180,7 +201,29 @@ func (r *Root) GarbageCollect(minSynced VersionVector) int {
 		}
 	}
 	r.compactGCOrder()
+	r.compactRemovedOrder()
 	return n
+}
+
+// removedSlot is a place in the registration order of removed elements.
+type removedSlot struct {
+	ticket Ticket
+	seq    uint64
+}
+
+// compactRemovedOrder drops stale slots once they outnumber the live ones.
+func (r *Root) compactRemovedOrder() {
+	if len(r.removedOrder) < 2*len(r.removed)+32 {
+		return
+	}
+	live := r.removedOrder[:0]
+	for _, slot := range r.removedOrder {
+		if seq, ok := r.removed[slot.ticket]; ok && seq == slot.seq {
+			live = append(live, slot)
+		}
+	}
+	clear(r.removedOrder[len(live):])
+	r.removedOrder = live
 }
 
 // JSON is the document as the SDK's toSortedJSON writes it.

@@ -81,6 +81,15 @@ function unsafeReverse(op) {
   return name === 'SetOperation' && !op.getKey().includes('#');
 }
 
+// revivesElement tells whether op, a reverse operation about to run, puts back an object
+// value its replica still holds as a removed element (undo of a removal): the replica then
+// drops that element from its garbage, while the replicas that receive the change keep
+// counting it (README.md).
+function revivesElement(doc, op) {
+  const name = op && op.constructor ? op.constructor.name : '';
+  return name === 'SetOperation' && !!doc.root.findByCreatedAt(op.getValue().getCreatedAt());
+}
+
 function presencesOf(doc) {
   // The document's presence map is private in TypeScript only; it holds
   // every actor's presence the replica knows, as the server's would.
@@ -295,7 +304,11 @@ async function main() {
         if (action === 'undo' ? !h.canUndo() : !h.canRedo()) break;
         const stack = action === 'undo' ? c.doc.getUndoStackForTest() : c.doc.getRedoStackForTest();
         if (stack[stack.length - 1].some(unsafeReverse)) break;
-        if (attempt(action, () => (action === 'undo' ? h.undo() : h.redo()))) count(action);
+        const revives = stack[stack.length - 1].some((op) => revivesElement(c.doc, op));
+        if (attempt(action, () => (action === 'undo' ? h.undo() : h.redo()))) {
+          count(action);
+          if (revives) c.revived = true;
+        }
         // A failed undo may leave the clone half-applied: drop it.
         else c.doc.clone = undefined;
         break;
@@ -380,7 +393,7 @@ async function main() {
       // with the same vector: the replicas' garbage is what the server must hold.
       out.line({
         t: 'settled', seq: server.head(),
-        replicas: clients.map((c) => ({ client: c.hex, garbage: c.doc.getGarbageLen(), diverged: !!c.diverged })),
+        replicas: clients.map((c) => ({ client: c.hex, garbage: c.doc.getGarbageLen(), diverged: !!c.diverged, revived: !!c.revived })),
       });
       sdkSnapshot(clients[rng.int(clients.length)]);
     } catch (err) {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -41,11 +42,7 @@ type line struct {
 	} `json:"restored"`
 	FreshJSON string `json:"freshJSON"`
 	// Replicas are the clients' garbage once everyone synced and collected (settled).
-	Replicas []struct {
-		Client   string `json:"client"`
-		Garbage  int    `json:"garbage"`
-		Diverged bool   `json:"diverged"`
-	} `json:"replicas"`
+	Replicas []replicaGarbage `json:"replicas"`
 	// SDKB64 is the SDK's own snapshot at a snapshot request, to compare ours with.
 	SDKB64 string `json:"sdkB64"`
 	// SDKLoadJSON is what the SDK reads from its own snapshot at a snapshot request.
@@ -60,6 +57,15 @@ type line struct {
 	Refused     int            `json:"refused"`
 	Labels      map[string]int `json:"labels"`
 	Fault       bool           `json:"fault"`
+}
+
+// replicaGarbage is a replica's garbage once settled.
+type replicaGarbage struct {
+	Client   string `json:"client"`
+	Garbage  int    `json:"garbage"`
+	Diverged bool   `json:"diverged"`
+	// Revived: it undid or redid the removal of an object's value (see replayer.line).
+	Revived bool `json:"revived"`
 }
 
 type sdkSize struct {
@@ -84,8 +90,10 @@ func (d *divergence) Error() string {
 
 // replayer applies a session's lines to our documents and compares them with the SDK's.
 type replayer struct {
-	// checkSize also compares document sizes with the SDK's getDocSize.
-	checkSize bool
+	// withText is set when the session's kinds (its start line, else the kinds it was made
+	// with) include text, where two comparisons follow the SDK's live documents rather than
+	// what it reports (see newReplayer).
+	withText bool
 	// answer, when set, receives the answer to a snapshot request.
 	answer io.Writer
 
@@ -110,13 +118,29 @@ type stats struct {
 	faults                     []string
 	// sdkDiverged lists the replicas whose own document left the log\'s (SDK defects).
 	sdkDiverged []string
+	// revived lists the replicas left out of the settled garbage comparison in a session
+	// where one undid a removal (their garbage after the colon).
+	revived []string
 	// settledGarbage is our GarbageLen once everyone synced and collected (-1: the
 	// session stopped before).
 	settledGarbage int
 }
 
-func newReplayer(checkSize bool, answer io.Writer) *replayer {
-	return &replayer{checkSize: checkSize, answer: answer, doc: document.New(), stats: stats{settledGarbage: -1}}
+// newReplayer returns a replayer of a session of kinds (a start line replaces them) that
+// answers snapshot requests on answer (nil: it does not answer).
+//
+// In a document holding a text, two numbers of the SDK are not compared, because the SDK
+// disagrees with itself there and the server mirrors its live, editing documents:
+//   - Size (getDocSize) after overlapping styles: a replica that decodes the changes from
+//     protobuf counts more than the replica that made them and than one handed the same
+//     Change objects (testdata/text-twostyles-size.jsonl).
+//   - GarbageLen of the document restored from an SDK snapshot and kept applying: after a
+//     style that removes attributes it counts fewer pairs than the live documents do
+//     (testdata/text-seed1.jsonl, server_seq 135).
+//
+// Its JSON and every other number are compared as for the other kinds.
+func newReplayer(kinds []string, answer io.Writer) *replayer {
+	return &replayer{withText: slices.Contains(kinds, "text"), answer: answer, doc: document.New(), stats: stats{settledGarbage: -1}}
 }
 
 // run replays every line of r, stopping at the first divergence.
@@ -144,6 +168,8 @@ func (p *replayer) diverge(format string, args ...any) error {
 
 func (p *replayer) line(l *line) error {
 	switch l.T {
+	case "start":
+		p.withText = slices.Contains(l.Kinds, "text")
 	case "change":
 		return p.change(l)
 	case "check":
@@ -155,8 +181,19 @@ func (p *replayer) line(l *line) error {
 	case "snapload":
 		return p.snapload(l)
 	case "settled":
+		// A replica that undid the removal of an object's value no longer counts the value
+		// it put back as garbage; a replica that applied that Set from the wire still does
+		// unless it had collected the removal before, and so does the server, which cannot
+		// tell an undo from a Set (testdata/object-undo-remove.jsonl, mixed-seed1060.jsonl).
+		// In such a session the replicas' garbage is reported, not compared: the server's is
+		// compared with the log's at every check.
+		revived := slices.ContainsFunc(l.Replicas, func(r replicaGarbage) bool { return r.Revived })
 		for _, r := range l.Replicas {
 			if r.Diverged {
+				continue
+			}
+			if revived && p.doc.GarbageLen() != r.Garbage {
+				p.stats.revived = append(p.stats.revived, fmt.Sprintf("client %s: %d", r.Client, r.Garbage))
 				continue
 			}
 			if got := p.doc.GarbageLen(); got != r.Garbage {
@@ -199,8 +236,10 @@ func (p *replayer) change(l *line) error {
 			return &divergence{seq: p.seq, what: fmt.Sprintf("the document restored from the SDK's snapshot refused a change: %v", err), change: &c}
 		}
 	}
-	if l.JSON != nil && p.doc.JSON() != *l.JSON {
-		return &divergence{seq: p.seq, what: "JSON after this change: " + jsonDiff(p.doc.JSON(), *l.JSON), change: &c}
+	if l.JSON != nil {
+		if d := jsonMismatch(p.doc.JSON(), *l.JSON); d != "" {
+			return &divergence{seq: p.seq, what: "JSON after this change: " + d, change: &c}
+		}
 	}
 	return nil
 }
@@ -215,13 +254,13 @@ func (p *replayer) check(l *line) error {
 		return err
 	}
 	p.doc.GarbageCollect(vv)
-	if got := p.doc.JSON(); got != *l.JSON {
-		return p.diverge("JSON differs from the SDK's (replica %s in sync): %s", l.Client, jsonDiff(got, *l.JSON))
+	if d := jsonMismatch(p.doc.JSON(), *l.JSON); d != "" {
+		return p.diverge("JSON differs from the SDK's (replica %s in sync): %s", l.Client, d)
 	}
 	if got, want := p.doc.GarbageLen(), l.Observer.Garbage; got != want {
 		return p.diverge("GarbageLen after collecting with %v: ours %d, sdk %d", l.MinVV, got, want)
 	}
-	if p.checkSize {
+	if !p.withText {
 		got, want := p.doc.Size(), l.Observer.Size
 		if got.Live.Data != want.Live.Data || got.Live.Meta != want.Live.Meta || got.GC.Data != want.GC.Data || got.GC.Meta != want.GC.Meta {
 			return p.diverge("Size: ours %+v, sdk %+v", got, want)
@@ -232,10 +271,10 @@ func (p *replayer) check(l *line) error {
 	}
 	if p.restored != nil && l.Restored != nil {
 		p.restored.GarbageCollect(vv)
-		if got := p.restored.JSON(); got != l.Restored.JSON {
-			return p.diverge("restored from the SDK's snapshot and kept applying, we differ from the SDK doing the same: %s", jsonDiff(got, l.Restored.JSON))
+		if d := jsonMismatch(p.restored.JSON(), l.Restored.JSON); d != "" {
+			return p.diverge("restored from the SDK's snapshot and kept applying, we differ from the SDK doing the same: %s", d)
 		}
-		if got := p.restored.GarbageLen(); got != l.Restored.Garbage {
+		if got := p.restored.GarbageLen(); got != l.Restored.Garbage && !p.withText {
 			return p.diverge("GarbageLen restored from the SDK's snapshot: ours %d, sdk %d", got, l.Restored.Garbage)
 		}
 	}
@@ -256,8 +295,8 @@ func (p *replayer) snap(l *line) error {
 		return p.diverge("FromSnapshot refused the SDK's snapshot of %s: %v", l.Client, err)
 	}
 	// The reference is what the SDK itself reads from these bytes (freshJSON).
-	if got := d.JSON(); got != l.FreshJSON {
-		return p.diverge("the SDK's snapshot of %s reads differently: %s", l.Client, jsonDiff(got, l.FreshJSON))
+	if diff := jsonMismatch(d.JSON(), l.FreshJSON); diff != "" {
+		return p.diverge("the SDK's snapshot of %s reads differently: %s", l.Client, diff)
 	}
 	if got := d.GarbageLen(); got != *l.Garbage {
 		return p.diverge("GarbageLen of the SDK's snapshot of %s: ours %d, sdk %d", l.Client, got, *l.Garbage)
@@ -265,7 +304,7 @@ func (p *replayer) snap(l *line) error {
 	if got := presences(d); !maps.EqualFunc(got, l.Presences, maps.Equal) {
 		return p.diverge("presences of the SDK's snapshot: ours %v, sdk %v", got, l.Presences)
 	}
-	if l.FreshJSON != *l.JSON {
+	if jsonMismatch(l.FreshJSON, *l.JSON) != "" {
 		p.stats.lossySnapshots++
 	}
 	p.restored = d
@@ -276,6 +315,9 @@ func (p *replayer) snapreq(l *line) error {
 	if l.Seq != p.seq {
 		return fmt.Errorf("snapshot request at %d while the log is at %d", l.Seq, p.seq)
 	}
+	// What the SDK reads from its own snapshot here is the reference for the new client
+	// whichever snapshot it loads: ours, or (not answered) the SDK's own.
+	p.sdkLoadJSON = l.SDKLoadJSON
 	if !l.Answered || p.answer == nil {
 		return nil
 	}
@@ -284,7 +326,6 @@ func (p *replayer) snapreq(l *line) error {
 		return p.diverge("Snapshot: %v", err)
 	}
 	p.lastSnapshot = b
-	p.sdkLoadJSON = l.SDKLoadJSON
 	if p.sdkSnapshot, err = base64.StdEncoding.DecodeString(l.SDKB64); err != nil {
 		return fmt.Errorf("snapshot request at %d: %w", l.Seq, err)
 	}
@@ -304,11 +345,11 @@ func (p *replayer) snapreq(l *line) error {
 
 func (p *replayer) snapload(l *line) error {
 	p.stats.loads++
-	if got := p.doc.JSON(); got != *l.JSON {
+	if diff := jsonMismatch(p.doc.JSON(), *l.JSON); diff != "" {
 		// Fine only if the SDK reads its own snapshot of this document the same way.
-		if p.lastSnapshot == nil || *l.JSON != p.sdkLoadJSON {
+		if jsonMismatch(*l.JSON, p.sdkLoadJSON) != "" {
 			return p.diverge("a new SDK client loaded our snapshot to a different document: %s\nour snapshot against the SDK's own: %s",
-				jsonDiff(got, *l.JSON), snapshotDiff(p.lastSnapshot, p.sdkSnapshot))
+				diff, snapshotDiff(p.lastSnapshot, p.sdkSnapshot))
 		}
 		p.stats.lossyLoads++
 	}
@@ -321,8 +362,8 @@ func (p *replayer) snapload(l *line) error {
 	if err != nil {
 		return p.diverge("FromSnapshot refused our own snapshot: %v", err)
 	}
-	if got := d.JSON(); got != *l.JSON {
-		return p.diverge("our snapshot reads differently with FromSnapshot and in the SDK: %s", jsonDiff(got, *l.JSON))
+	if diff := jsonMismatch(d.JSON(), *l.JSON); diff != "" {
+		return p.diverge("our snapshot reads differently with FromSnapshot and in the SDK: %s", diff)
 	}
 	if got := d.GarbageLen(); got != *l.Garbage {
 		return p.diverge("GarbageLen of our snapshot loaded: ours %d, the SDK's %d", got, *l.Garbage)
