@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"testing"
 
 	"github.com/yorkie-affinity/yorkie/server/sessionstore"
@@ -100,21 +99,9 @@ func (s *suite) testConcurrentClaimersAgree(t *testing.T) {
 	}
 	for r := range rounds {
 		role := fmt.Sprintf("%s/role-%d", ns, r)
-		start := make(chan struct{})
-		var wg sync.WaitGroup
-		results := make([]sessionstore.Member, clients*goroutines)
-		errs := make([]error, clients*goroutines)
-		for i := range clients {
-			for g := range goroutines {
-				idx := i*goroutines + g
-				wg.Go(func() {
-					<-start
-					results[idx], errs[idx] = cs[i].Claim(opCtx(t), role, ls[i].Member())
-				})
-			}
-		}
-		close(start)
-		wg.Wait()
+		results, errs := race(clients, goroutines, func(i int) (sessionstore.Member, error) {
+			return cs[i].Claim(opCtx(t), role, ls[i].Member())
+		})
 		for i, err := range errs {
 			if err != nil {
 				t.Fatalf("role %s: claimant %d: %v", role, i, err)

@@ -348,21 +348,9 @@ func (s *suite) testConcurrentBindersAgree(t *testing.T) {
 
 	for k := range keys {
 		key := fmt.Sprintf("%s/doc-%d", ns, k)
-		start := make(chan struct{})
-		var wg sync.WaitGroup
-		results := make([]sessionstore.Binding, clients*goroutines)
-		errs := make([]error, clients*goroutines)
-		for i := range clients {
-			for g := range goroutines {
-				idx := i*goroutines + g
-				wg.Go(func() {
-					<-start
-					results[idx], errs[idx] = cs[i].Bind(opCtx(t), key, ls[i].Member())
-				})
-			}
-		}
-		close(start)
-		wg.Wait()
+		results, errs := race(clients, goroutines, func(i int) (sessionstore.Binding, error) {
+			return cs[i].Bind(opCtx(t), key, ls[i].Member())
+		})
 		for i, err := range errs {
 			if err != nil {
 				t.Fatalf("key %s: binder %d: %v", key, i, err)
@@ -878,4 +866,25 @@ func (s *suite) testClusterSecretIsShared(t *testing.T) {
 	if err != nil || again != got[0] {
 		t.Fatalf("a later client got %q (%v), want %q", again, err, got[0])
 	}
+}
+
+// race runs call goroutines times for each of clients callers, all released at
+// once, and returns every result and error indexed by caller*goroutines+g.
+func race[T any](clients, goroutines int, call func(caller int) (T, error)) ([]T, []error) {
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	results := make([]T, clients*goroutines)
+	errs := make([]error, clients*goroutines)
+	for i := range clients {
+		for g := range goroutines {
+			idx := i*goroutines + g
+			wg.Go(func() {
+				<-start
+				results[idx], errs[idx] = call(i)
+			})
+		}
+	}
+	close(start)
+	wg.Wait()
+	return results, errs
 }
