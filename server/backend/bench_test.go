@@ -43,7 +43,7 @@ func benchPushPull(b *testing.B, clients, docs int) {
 	for i := range cs {
 		id := activate(b, be, fmt.Sprint("client-", i))
 		actor, _ := hex.DecodeString(id)
-		docID, resp, err := be.AttachDocument(ctx, id, fmt.Sprint("doc-", i%docs), pack(0, 0))
+		docID, resp, err := be.AttachDocument(ctx, 0, id, fmt.Sprint("doc-", i%docs), pack(0, 0))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -81,7 +81,7 @@ func benchPushPull(b *testing.B, clients, docs int) {
 					Changes:       []*api.Change{ch},
 					VersionVector: &api.VersionVector{Vector: map[string]int64{c.vvKey: c.lamport}},
 				}
-				resp, err := be.PushPull(ctx, c.id, c.docID, p, false)
+				resp, err := be.PushPull(ctx, 0, c.id, c.docID, p, false)
 				if err != nil {
 					b.Error(err)
 					return
@@ -102,7 +102,7 @@ func BenchmarkChangedDelivery(b *testing.B) {
 			be, _ := newBackend(b, nil)
 			pusher := activate(b, be, "pusher")
 			actor, _ := hex.DecodeString(pusher)
-			docID, _, err := be.AttachDocument(ctx, pusher, "doc", pack(0, 0))
+			docID, _, err := be.AttachDocument(ctx, 0, pusher, "doc", pack(0, 0))
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -110,10 +110,10 @@ func BenchmarkChangedDelivery(b *testing.B) {
 			var wg sync.WaitGroup
 			for i := range watchers {
 				id := activate(b, be, fmt.Sprint("watcher-", i))
-				if _, _, err := be.AttachDocument(ctx, id, "doc", pack(0, 0)); err != nil {
+				if _, _, err := be.AttachDocument(ctx, 0, id, "doc", pack(0, 0)); err != nil {
 					b.Fatal(err)
 				}
-				sub, _, err := be.Watch(ctx, id, docID)
+				sub, _, err := be.Watch(ctx, 0, id, docID)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -135,7 +135,7 @@ func BenchmarkChangedDelivery(b *testing.B) {
 					ClientSeq: seq, Lamport: int64(seq), ActorId: actor,
 					VersionVector: &api.VersionVector{Vector: map[string]int64{base64.StdEncoding.EncodeToString(actor): int64(seq)}},
 				}}
-				if _, err := be.PushPull(ctx, pusher, docID, pack(int64(i), seq, ch), true); err != nil {
+				if _, err := be.PushPull(ctx, 0, pusher, docID, pack(int64(i), seq, ch), true); err != nil {
 					b.Fatal(err)
 				}
 				for range watchers {

@@ -122,11 +122,11 @@ func attachTwo(tb testing.TB, b *backend.Backend) (a, c, docID string) {
 	tb.Helper()
 	ctx := context.Background()
 	a, c = activate(tb, b, "a"), activate(tb, b, "c")
-	docID, _, err := b.AttachDocument(ctx, a, "doc", pack(0, 0))
+	docID, _, err := b.AttachDocument(ctx, 0, a, "doc", pack(0, 0))
 	if err != nil {
 		tb.Fatal(err)
 	}
-	if _, _, err := b.AttachDocument(ctx, c, "doc", pack(0, 0)); err != nil {
+	if _, _, err := b.AttachDocument(ctx, 0, c, "doc", pack(0, 0)); err != nil {
 		tb.Fatal(err)
 	}
 	return a, c, docID

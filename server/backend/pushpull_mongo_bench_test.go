@@ -88,7 +88,7 @@ func pushPullLoad(b *testing.B, db database.Database, clients, docs int) {
 	cs := make([]*client, clients)
 	for i := range cs {
 		id := activate(b, be, fmt.Sprint("bench-client-", i))
-		docID, resp, err := be.AttachDocument(ctx, id, fmt.Sprint("bench-doc-", i%docs), pack(0, 0))
+		docID, resp, err := be.AttachDocument(ctx, 0, id, fmt.Sprint("bench-doc-", i%docs), pack(0, 0))
 		if err != nil {
 			b.Fatalf("attach: %v", err)
 		}
@@ -107,7 +107,7 @@ func pushPullLoad(b *testing.B, db database.Database, clients, docs int) {
 			for next.Add(1) <= int64(b.N) && failed.Load() == nil {
 				c.clientSeq++
 				ch := edit(b, c.id, c.clientSeq, int64(c.clientSeq))
-				resp, err := be.PushPull(ctx, c.id, c.docID, pack(c.serverSeq, c.clientSeq, ch), false)
+				resp, err := be.PushPull(ctx, 0, c.id, c.docID, pack(c.serverSeq, c.clientSeq, ch), false)
 				if err != nil {
 					err = fmt.Errorf("push pull of %s: %w", c.id, err)
 					failed.CompareAndSwap(nil, &err)
