@@ -10,7 +10,7 @@ import (
 	"connectrpc.com/connect"
 )
 
-// Router decides where document calls are served. The cluster layer
+// Router decides where document calls are served. routing.Router
 // implements it; without one every call is served here.
 type Router interface {
 	// Route returns where call is served, or an error for the client; a
