@@ -31,6 +31,7 @@ import (
 	"github.com/yorkie-affinity/yorkie/server/backend/database/memory"
 	"github.com/yorkie-affinity/yorkie/server/channel"
 	"github.com/yorkie-affinity/yorkie/server/housekeeping"
+	"github.com/yorkie-affinity/yorkie/server/project"
 	"github.com/yorkie-affinity/yorkie/server/routing"
 	"github.com/yorkie-affinity/yorkie/server/rpc"
 	"github.com/yorkie-affinity/yorkie/server/sessionstore"
@@ -137,6 +138,14 @@ type Config struct {
 	// run on this node.
 	OnHousekeeping func(housekeeping.Report)
 
+	// DisableDefaultProject refuses YorkieService calls without an API key
+	// (unauthenticated) instead of serving them in the default project.
+	DisableDefaultProject bool
+	// ProjectCacheTTL is how long a node reuses a project it looked up by
+	// API key (0: project.DefaultCacheTTL): an UpdateProject reaches every
+	// node within it.
+	ProjectCacheTTL time.Duration
+
 	// Admin configures the AdminService: the token secret and duration,
 	// the default admin account and the version it reports.
 	Admin admin.Settings
@@ -170,6 +179,7 @@ type Server struct {
 	router   *routing.Router
 	peers    *routing.Peers
 	tracker  *housekeeping.Tracker
+	projects *project.Resolver
 	store    sessionstore.Store
 	ownStore bool
 	mgr      *affinity.Manager
@@ -271,6 +281,14 @@ func New(cfg Config) (*Server, error) {
 		Logger:          logger,
 		Metrics:         channelMetrics,
 	})
+	if s.projects, err = project.NewResolver(project.ResolverConfig{
+		DB:                s.db,
+		UseDefaultProject: !cfg.DisableDefaultProject,
+		CacheTTL:          cfg.ProjectCacheTTL,
+	}); err != nil {
+		s.channels.Close()
+		return nil, fmt.Errorf("server: %w", err)
+	}
 	s.health = grpchealth.NewStaticChecker(v1connect.YorkieServiceName)
 
 	if s.admin, err = admin.New(admin.Config{Settings: cfg.Admin, DB: s.db, Logger: logger, Registerer: s.registry}); err != nil {
@@ -303,6 +321,7 @@ func (s *Server) newRPC(router rpc.Router) error {
 		Limits:          cfg.Limits,
 		Activity:        s.tracker,
 		Channels:        s.channels,
+		Projects:        s.projects,
 	})
 	if err != nil {
 		return fmt.Errorf("server: create rpc service: %w", err)
