@@ -370,26 +370,24 @@ func (s *Server) newRPC(router rpc.Router) error {
 // newProfilingServer builds the operators' port.
 func (s *Server) newProfilingServer() error {
 	cfg, logger := s.cfg, s.logger
-	{
-		pmux := http.NewServeMux()
-		pmux.Handle("/metrics", promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{Registry: s.registry}))
-		// Operators' read-only views, on the operators' port only: they name
-		// documents by key and show their content.
-		views, err := docview.New(docview.Config{DB: s.db, Logger: logger, Registerer: s.registry})
-		if err != nil {
-			return fmt.Errorf("server: create document view: %w", err)
-		}
-		views.Register(pmux)
-		if cfg.PprofEnabled {
-			pmux.HandleFunc("/debug/pprof/", pprof.Index)
-			pmux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-			pmux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-			pmux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-			pmux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-		}
-		s.profilingServer = newHTTPServer(rpc.BoundRequests(pmux, rpc.Bounds{ReadBodyTimeout: cfg.ReadBodyTimeout}),
-			logger, cfg.ReadHeaderTimeout)
+	pmux := http.NewServeMux()
+	pmux.Handle("/metrics", promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{Registry: s.registry}))
+	// Operators' read-only views, on the operators' port only: they name
+	// documents by key and show their content.
+	views, err := docview.New(docview.Config{DB: s.db, Logger: logger, Registerer: s.registry})
+	if err != nil {
+		return fmt.Errorf("server: create document view: %w", err)
 	}
+	views.Register(pmux)
+	if cfg.PprofEnabled {
+		pmux.HandleFunc("/debug/pprof/", pprof.Index)
+		pmux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		pmux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		pmux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		pmux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
+	s.profilingServer = newHTTPServer(rpc.BoundRequests(pmux, rpc.Bounds{ReadBodyTimeout: cfg.ReadBodyTimeout}),
+		logger, cfg.ReadHeaderTimeout)
 	return nil
 }
 
