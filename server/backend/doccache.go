@@ -45,7 +45,8 @@ func newDocCache(limit int64, gauge *atomic.Int64) *docCache {
 // current estimated heap, and evicts others while the cache is over its
 // bound. A document whose lock is held elsewhere is in use and stays.
 func (c *docCache) touch(ds *docState) {
-	bytes := int64(len(ds.answer)) + ds.heapBytes() + ds.snap.baseBytes.Load()
+	base := ds.snap.baseBytes.Load()
+	bytes := int64(len(ds.answer)) + ds.heapBytes() + base
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e := ds.cached
@@ -72,6 +73,13 @@ func (c *docCache) touch(ds *docState) {
 			}
 		}
 		el = prev
+	}
+	if c.total > c.limit && base > 0 {
+		// Still over with only this document left: its snapshot base is an
+		// optimisation, rebuilt from the stored snapshot when next needed.
+		ds.snap.dropBase()
+		e.bytes -= base
+		c.total -= base
 	}
 	c.gauge.Store(c.total)
 }
