@@ -632,3 +632,35 @@ func replayVector(tb testing.TB, db database.Database, docID string, upTo int64)
 	}
 	return document.VersionVectorToPB(doc.VersionVector()).GetVector()
 }
+
+// TestCacheCountsTheHeap: the cache's figure for a built document is its
+// heap estimate (followed between walks in proportion to its size), several
+// times the SDK's byte count of it.
+func TestCacheCountsTheHeap(t *testing.T) {
+	db := memory.New()
+	b, err := backend.New(backend.Config{DB: db, SnapshotInterval: -1, SnapshotThreshold: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close(context.Background()) })
+	a := newWriter(t, b, "a")
+	a.attach("doc")
+	for i := range 300 {
+		a.mustPush(a.set(fmt.Sprintf("key %d", i), "some value"))
+	}
+	doc := document.New()
+	var bodies []*api.Change
+	for _, c := range storedLog(t, db, a.docID) {
+		bodies = append(bodies, c.Body)
+	}
+	if err := doc.ApplyChanges(bodies); err != nil {
+		t.Fatal(err)
+	}
+	got, est := float64(b.Metrics().CachedDocumentBytes.Load()), float64(doc.HeapEstimate())
+	if got < est/1.25 || got > est*1.25 {
+		t.Fatalf("cache counts %.0f bytes, the document's heap estimate is %.0f", got, est)
+	}
+	if sdk := float64(doc.Size().Total()); got < 2*sdk {
+		t.Fatalf("cache counts %.0f bytes, hardly more than the SDK's %.0f", got, sdk)
+	}
+}
