@@ -664,3 +664,42 @@ func TestCacheCountsTheHeap(t *testing.T) {
 		t.Fatalf("cache counts %.0f bytes, hardly more than the SDK's %.0f", got, sdk)
 	}
 }
+
+// TestStoredSnapshotCarriesOnlyUnsyncedTombstones: a snapshot taken off the
+// lock collects the garbage every attached client has seen, as the owner's
+// own copy does: of the 19 values overwritten, only the one the other client
+// has not seen yet stays in the snapshot at 20.
+func TestStoredSnapshotCarriesOnlyUnsyncedTombstones(t *testing.T) {
+	ctx := context.Background()
+	db := memory.New()
+	b, err := backend.New(backend.Config{DB: db, SnapshotInterval: 20, SnapshotThreshold: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, c := newWriter(t, b, "a"), newWriter(t, b, "c")
+	a.attach("doc")
+	c.attach("doc")
+	for i := range 19 {
+		a.mustPush(a.set("k", fmt.Sprint(i)))
+	}
+	c.mustPush() // pulls the 19 changes
+	c.mustPush() // reports a vector covering them
+	a.mustPush(a.set("k", "19"))
+	if err := b.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := db.FindSnapshot(ctx, a.docID, 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := document.FromSnapshot(snap.Data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if snap.ServerSeq != 20 || doc.GarbageLen() != 1 {
+		t.Fatalf("snapshot at %d holds %d tombstones, want 1 at 20", snap.ServerSeq, doc.GarbageLen())
+	}
+	if got := doc.JSON(); got != `{"k":"19"}` {
+		t.Fatalf("snapshot holds %s", got)
+	}
+}

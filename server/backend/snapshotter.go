@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"sync"
 	"sync/atomic"
@@ -127,7 +128,12 @@ func (b *Backend) takeSnapshot(s *docSnapshots, job snapshotJob) {
 	}
 	if err != nil {
 		b.metrics.SnapshotFailures.Add(1)
-		b.logger.Warn("take snapshot", "document", job.docID, "server_seq", job.seq, "error", err)
+		level := slog.LevelWarn
+		if errors.Is(err, ErrDocumentBroken) {
+			// The log does not rebuild the state the owner holds: a bug.
+			level = slog.LevelError
+		}
+		b.logger.Log(ctx, level, "take snapshot", "document", job.docID, "server_seq", job.seq, "error", err)
 		return
 	}
 	b.metrics.SnapshotsStored.Add(1)
