@@ -2,7 +2,6 @@ package backend_test
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -18,6 +17,7 @@ import (
 	"github.com/yorkie-affinity/yorkie/server/backend/database/memory"
 	"github.com/yorkie-affinity/yorkie/server/backend/database/mongo"
 	"github.com/yorkie-affinity/yorkie/server/document"
+	"github.com/yorkie-affinity/yorkie/server/servertest/sdksim"
 	"github.com/yorkie-affinity/yorkie/test/testenv"
 )
 
@@ -49,7 +49,7 @@ func (w *writer) ticket(lamport int64) *api.TimeTicket {
 	return &api.TimeTicket{Lamport: lamport, ActorId: w.actor}
 }
 
-func rootTicket() *api.TimeTicket { return &api.TimeTicket{ActorId: make([]byte, 12)} }
+func rootTicket() *api.TimeTicket { return sdksim.RootTicket() }
 
 // change builds the next change with the operations ops makes from its
 // ticket.
@@ -86,7 +86,7 @@ func setOp(parent *api.TimeTicket, key, value string, at *api.TimeTicket) *api.O
 	}}}
 }
 
-func actorB64(actor []byte) string { return base64.StdEncoding.EncodeToString(actor) }
+func actorB64(actor []byte) string { return sdksim.VectorKey(actor) }
 
 // vector is the vector the client reports: what it has seen and its own
 // clock.

@@ -12,6 +12,7 @@ import (
 	"github.com/yorkie-affinity/yorkie/api/yorkie/v1/v1connect"
 	"github.com/yorkie-affinity/yorkie/server"
 	"github.com/yorkie-affinity/yorkie/server/rpc"
+	"github.com/yorkie-affinity/yorkie/server/servertest/sdksim"
 	"github.com/yorkie-affinity/yorkie/server/servertest/wire"
 )
 
@@ -92,7 +93,7 @@ func TestUnknownClient(t *testing.T) {
 		owner := newReplica(t, c)
 		owner.MustAttach(wire.UniqueKey(t, "doc"))
 
-		ghost := &wire.Replica{T: t, C: c, ID: unknownClientID, Seen: map[string]int{}, FailFast: true}
+		ghost := &wire.Replica{T: t, C: c, Client: sdksim.Client{ID: unknownClientID}, Seen: map[string]int{}, FailFast: true}
 		ghost.Actor, _ = hex.DecodeString(unknownClientID)
 		_, err := ghost.Attach(ctx, wire.UniqueKey(t, "doc"))
 		wantError(t, err, connect.CodeNotFound, rpc.CodeClientNotFound)
