@@ -16,6 +16,7 @@ import (
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
 	"github.com/yorkie-affinity/yorkie/server/clustertest"
 	"github.com/yorkie-affinity/yorkie/server/housekeeping"
+	"github.com/yorkie-affinity/yorkie/server/servertest/poll"
 	"github.com/yorkie-affinity/yorkie/server/servertest/wire"
 	"github.com/yorkie-affinity/yorkie/server/sessionstore"
 )
@@ -259,7 +260,7 @@ func TestHousekeepingDetachesAtTheOwner(t *testing.T) {
 
 	// The owner stored the idle client's presence clear and forgot its
 	// vector, so the active client's minimum becomes its own vector.
-	eventually(t, "the minimum synced vector rising", func() error {
+	poll.Until(t, wire.WaitTimeout, "the minimum synced vector rising", func() error {
 		got := pushPullVV(t, active, vv)
 		if got[vvKey(active)] != active.Lamport {
 			return fmt.Errorf("minimum synced vector %v names the active client at %d, want %d", got, got[vvKey(active)], active.Lamport)

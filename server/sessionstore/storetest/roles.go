@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/yorkie-affinity/yorkie/server/servertest/poll"
 	"github.com/yorkie-affinity/yorkie/server/sessionstore"
 )
 
@@ -144,16 +145,16 @@ func (s *suite) testRoleEndsWithExpiredLease(t *testing.T) {
 	wantHolder(t, c1, role, a.Member(), a.Member())
 
 	s.cfg.Expire(t, c1, a)
-	eventually(t, s.lossDeadline(), "takeover of "+role, func() (bool, string) {
+	poll.Until(t, s.lossDeadline(), "takeover of "+role, func() error {
 		got := mustClaim(t, c2, role, b)
 		switch got {
 		case b:
-			return true, ""
+			return nil
 		case a.Member():
-			return false, fmt.Sprintf("still held by %+v", got)
+			return fmt.Errorf("still held by %+v", got)
 		}
 		t.Fatalf("Claim = %+v: neither the expired holder nor the claimant", got)
-		return false, ""
+		return nil
 	})
 	wantHolder(t, c1, role, b, b)
 }

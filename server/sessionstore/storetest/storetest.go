@@ -41,6 +41,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/yorkie-affinity/yorkie/server/servertest/poll"
 	"github.com/yorkie-affinity/yorkie/server/sessionstore"
 )
 
@@ -207,23 +208,6 @@ func memberSet(ls ...sessionstore.Lease) []sessionstore.Member {
 	}
 	sortMembers(ms)
 	return ms
-}
-
-// eventually polls cond until it holds or d has passed, then fails with the
-// last reason cond gave.
-func eventually(t *testing.T, d time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		ok, why := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v: %s", what, d, why)
-		}
-		time.Sleep(25 * time.Millisecond)
-	}
 }
 
 func isClosed(ch <-chan struct{}) bool {
@@ -509,19 +493,19 @@ func (s *suite) testRevokeEndsLeaseAndBindings(t *testing.T) {
 func (s *suite) wantTakeover(t *testing.T, c sessionstore.Store, key string, x sessionstore.Binding, b sessionstore.Member) sessionstore.Binding {
 	t.Helper()
 	var y sessionstore.Binding
-	eventually(t, s.lossDeadline(), "takeover of "+key, func() (bool, string) {
+	poll.Until(t, s.lossDeadline(), "takeover of "+key, func() error {
 		got, err := c.Bind(opCtx(t), key, b)
 		if err != nil {
 			t.Fatalf("Bind while waiting for takeover: %v", err)
 		}
 		if got == x {
-			return false, fmt.Sprintf("still bound to %+v", x)
+			return fmt.Errorf("still bound to %+v", x)
 		}
 		if got.Owner != b || got.Epoch <= x.Epoch {
 			t.Fatalf("Bind = %+v: neither the old binding %+v nor a takeover by %+v with a larger epoch", got, x, b)
 		}
 		y = got
-		return true, ""
+		return nil
 	})
 	wantResolve(t, c, key, y)
 	return y
@@ -605,9 +589,11 @@ func (s *suite) testMembersListsLiveOnes(t *testing.T) {
 		return
 	}
 	s.cfg.Expire(t, c3, c)
-	eventually(t, s.lossDeadline(), "expired member leaves Members", func() (bool, string) {
-		got, want := members(t, c1, ns), memberSet(a, a2)
-		return slices.Equal(got, want), fmt.Sprintf("Members = %+v, want %+v", got, want)
+	poll.Until(t, s.lossDeadline(), "expired member leaves Members", func() error {
+		if got, want := members(t, c1, ns), memberSet(a, a2); !slices.Equal(got, want) {
+			return fmt.Errorf("Members = %+v, want %+v", got, want)
+		}
+		return nil
 	})
 }
 
