@@ -1,18 +1,12 @@
 package backend_test
 
 import (
-	"context"
 	"fmt"
-	"log/slog"
 	"testing"
-	"time"
-
-	mongodrv "go.mongodb.org/mongo-driver/mongo"
-	"go.mongodb.org/mongo-driver/mongo/options"
 
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
+	"github.com/yorkie-affinity/yorkie/server/backend/database/dbtest"
 	"github.com/yorkie-affinity/yorkie/server/backend/database/memory"
-	"github.com/yorkie-affinity/yorkie/server/backend/database/mongo"
 	"github.com/yorkie-affinity/yorkie/test/testenv"
 )
 
@@ -35,38 +29,6 @@ func BenchmarkPushPullByDatabase(b *testing.B) {
 	})
 	b.Run("mongo", func(b *testing.B) {
 		m := testenv.MongoURI(b)
-		run(b, func(b *testing.B) database.Database { return benchMongo(b, m) })
+		run(b, func(b *testing.B) database.Database { return dbtest.DialMongo(b, m, m.NewDatabase()) })
 	})
-}
-
-// benchMongo opens a fresh database of the server for one benchmark run.
-func benchMongo(b *testing.B, m *testenv.Mongo) database.Database {
-	b.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	name := m.NewDatabase()
-	db, err := mongo.Dial(ctx, mongo.Config{URI: m.URI, Database: name, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		b.Fatalf("dial %s: %v", m.URI, err)
-	}
-	b.Cleanup(func() { _ = db.Close(context.Background()) })
-	if !m.Managed() {
-		b.Cleanup(func() { dropBenchDatabase(b, m.URI, name) })
-	}
-	return db
-}
-
-// dropBenchDatabase removes a run's database from an external server.
-func dropBenchDatabase(b testing.TB, uri, name string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	c, err := mongodrv.Connect(ctx, options.Client().ApplyURI(uri))
-	if err != nil {
-		b.Logf("drop benchmark database %s: %v", name, err)
-		return
-	}
-	defer func() { _ = c.Disconnect(ctx) }()
-	if err := c.Database(name).Drop(ctx); err != nil {
-		b.Logf("drop benchmark database %s: %v", name, err)
-	}
 }

@@ -24,7 +24,7 @@ func TestSnapshotsTwoClients(t *testing.T) {
 	m := testenv.MongoURI(t)
 	dbtest.RunSnapshotsShared(t, func(t *testing.T) (database.Database, database.Database) {
 		name := m.NewDatabase()
-		return dial(t, m, name), dial(t, m, name)
+		return dbtest.DialMongo(t, m, name), dbtest.DialMongo(t, m, name)
 	})
 }
 
@@ -84,7 +84,7 @@ func appendLog(t *testing.T, ctx context.Context, db *mongo.DB, docID string, n 
 // retiring a snapshot removes its parts.
 func TestSnapshotParts(t *testing.T) {
 	m := testenv.MongoURI(t)
-	db := dial(t, m, m.Database)
+	db := dbtest.DialMongo(t, m, m.Database)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	raw := openRaw(t, ctx, m, m.Database)
@@ -138,7 +138,7 @@ func TestSnapshotParts(t *testing.T) {
 // of the document, and only that.
 func TestSnapshotLeftoversCollected(t *testing.T) {
 	m := testenv.MongoURI(t)
-	db := dial(t, m, m.Database)
+	db := dbtest.DialMongo(t, m, m.Database)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	raw := openRaw(t, ctx, m, m.Database)
@@ -217,7 +217,7 @@ func TestSnapshotLeftoversCollected(t *testing.T) {
 // returned cut.
 func TestSnapshotMissingPart(t *testing.T) {
 	m := testenv.MongoURI(t)
-	db := dial(t, m, m.Database)
+	db := dbtest.DialMongo(t, m, m.Database)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	raw := openRaw(t, ctx, m, m.Database)
@@ -265,7 +265,7 @@ func TestSnapshotMissingPart(t *testing.T) {
 // done.
 func TestSnapshotCancelledMidway(t *testing.T) {
 	m := testenv.MongoURI(t)
-	db := dial(t, m, m.Database)
+	db := dbtest.DialMongo(t, m, m.Database)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	raw := openRaw(t, ctx, m, m.Database)
