@@ -18,8 +18,10 @@
 //     What is honest per backend: the memory store calls its fault-injection
 //     hook (Store.ExpireLease, which ends the lease at once); the etcd store
 //     stops the lease's keepalive and lets the server expire it, rather than
-//     revoking it, which would test Revoke a second time; a Redis store stops
-//     its renewal loop and lets the member key's TTL run out. The suite then
+//     revoking it, which would test Revoke a second time; the Redis test
+//     deletes the member key through a connection of its own, as if its TTL
+//     had run out while the node was cut off, and the store's next renewal
+//     finds it gone and ends the lease. The suite then
 //     expects, within 2*TTL + 2s, Done closed, the member gone from Members
 //     and reported as MemberLeft, and its bindings free for takeover with a
 //     larger epoch.
@@ -51,9 +53,10 @@ type Config struct {
 	New func(t *testing.T) sessionstore.Store
 	// TTL is the lease TTL the suite uses (the smallest the backend supports well: memory 300ms, redis 1s, etcd 2s).
 	TTL time.Duration
-	// Expire stops the renewal of lease l, registered through client s, so
-	// that the lease runs out its TTL as if its node were partitioned away.
-	// Optional: the subtests that need it skip when it is nil.
+	// Expire ends lease l, registered through client s, as the backend ends
+	// the lease of a node partitioned away: at once, or once its TTL runs
+	// out (see the package comment). Optional: the subtests that need it
+	// skip when it is nil.
 	Expire func(t *testing.T, s sessionstore.Store, l sessionstore.Lease)
 }
 
