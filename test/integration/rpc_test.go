@@ -55,11 +55,7 @@ func TestActivateClient(t *testing.T) {
 func TestDeactivateClient(t *testing.T) {
 	forEachProtocol(t, func(t *testing.T, c v1connect.YorkieServiceClient, _ *server.Server) {
 		ctx := wire.Context(t)
-		a := newReplica(t, c)
-		b := newReplica(t, c)
-		docKey := wire.UniqueKey(t, "doc")
-		a.MustAttach(docKey)
-		b.MustAttach(docKey)
+		a, b, _ := attachedPair(t, c)
 		b.MustPushPull()
 		bw := b.Watch(t)
 		if got := bw.Next(t).GetInitialization(); got == nil {
@@ -193,11 +189,7 @@ func TestClientSeqGap(t *testing.T) {
 func TestResentChangesStoredOnce(t *testing.T) {
 	forEachProtocol(t, func(t *testing.T, c v1connect.YorkieServiceClient, _ *server.Server) {
 		ctx := wire.Context(t)
-		docKey := wire.UniqueKey(t, "doc")
-		a := newReplica(t, c)
-		b := newReplica(t, c)
-		a.MustAttach(docKey)
-		b.MustAttach(docKey)
+		a, b, _ := attachedPair(t, c)
 
 		a.Edit(2) // client_seq 2 and 3
 		sent := append([]*api.Change(nil), a.Pending...)
@@ -277,11 +269,7 @@ func TestPushPullExchange(t *testing.T) {
 func TestVersionVectorOnEveryChange(t *testing.T) {
 	forEachProtocol(t, func(t *testing.T, c v1connect.YorkieServiceClient, _ *server.Server) {
 		ctx := wire.Context(t)
-		docKey := wire.UniqueKey(t, "doc")
-		a := newReplica(t, c)
-		b := newReplica(t, c)
-		a.MustAttach(docKey)
-		b.MustAttach(docKey)
+		a, b, _ := attachedPair(t, c)
 		// A presence-only change with no version vector at all.
 		ch := a.NewChange(map[string]string{"cursor": "1"})
 		ch.Id.VersionVector = nil
@@ -297,11 +285,7 @@ func TestVersionVectorOnEveryChange(t *testing.T) {
 func TestDetachDocument(t *testing.T) {
 	forEachProtocol(t, func(t *testing.T, c v1connect.YorkieServiceClient, _ *server.Server) {
 		ctx := wire.Context(t)
-		docKey := wire.UniqueKey(t, "doc")
-		a := newReplica(t, c)
-		b := newReplica(t, c)
-		a.MustAttach(docKey)
-		b.MustAttach(docKey)
+		a, b, _ := attachedPair(t, c)
 		clearSeq := a.LastSeq + 1
 		p, err := a.Detach(ctx)
 		wire.Must(t, err, "detach")
@@ -321,11 +305,7 @@ func TestDetachDocument(t *testing.T) {
 func TestRemoveDocument(t *testing.T) {
 	forEachProtocol(t, func(t *testing.T, c v1connect.YorkieServiceClient, _ *server.Server) {
 		ctx := wire.Context(t)
-		docKey := wire.UniqueKey(t, "doc")
-		a := newReplica(t, c)
-		b := newReplica(t, c)
-		a.MustAttach(docKey)
-		b.MustAttach(docKey)
+		a, b, docKey := attachedPair(t, c)
 		pack := a.Pack()
 		pack.IsRemoved = true
 		resp, err := c.RemoveDocument(ctx, connect.NewRequest(&api.RemoveDocumentRequest{
@@ -359,11 +339,7 @@ func TestRemoveDocument(t *testing.T) {
 // PushPull (the SDK re-sends unacknowledged changes), each stored once.
 func TestPackBeyondChangeLimit(t *testing.T) {
 	forEachProtocol(t, func(t *testing.T, c v1connect.YorkieServiceClient, _ *server.Server) {
-		docKey := wire.UniqueKey(t, "doc")
-		a := newReplica(t, c)
-		b := newReplica(t, c)
-		a.MustAttach(docKey)
-		b.MustAttach(docKey)
+		a, b, _ := attachedPair(t, c)
 		a.Edit(4) // client_seq 2 to 5
 		a.MustPushPull()
 		if a.Acked != 4 {
@@ -430,11 +406,7 @@ func TestReattach(t *testing.T) {
 		t.Run(how, func(t *testing.T) {
 			forEachProtocol(t, func(t *testing.T, c v1connect.YorkieServiceClient, _ *server.Server) {
 				ctx := wire.Context(t)
-				docKey := wire.UniqueKey(t, "doc")
-				a := newReplica(t, c)
-				b := newReplica(t, c)
-				a.MustAttach(docKey)
-				b.MustAttach(docKey)
+				a, b, docKey := attachedPair(t, c)
 				a.Edit(2)
 				a.MustPushPull()
 				lastSeq := a.LastSeq

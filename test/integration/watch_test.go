@@ -28,11 +28,7 @@ const (
 
 func TestWatch(t *testing.T) {
 	forEachProtocol(t, func(t *testing.T, c v1connect.YorkieServiceClient, _ *server.Server) {
-		docKey := wire.UniqueKey(t, "doc")
-		a := newReplica(t, c)
-		b := newReplica(t, c)
-		a.MustAttach(docKey)
-		b.MustAttach(docKey)
+		a, b, _ := attachedPair(t, c)
 
 		aw := a.Watch(t)
 		init := aw.Next(t).GetInitialization()
@@ -63,11 +59,7 @@ func TestWatch(t *testing.T) {
 
 func TestWatchDocument(t *testing.T) {
 	forEachProtocol(t, func(t *testing.T, c v1connect.YorkieServiceClient, _ *server.Server) {
-		docKey := wire.UniqueKey(t, "doc")
-		a := newReplica(t, c)
-		b := newReplica(t, c)
-		a.MustAttach(docKey)
-		b.MustAttach(docKey)
+		a, b, _ := attachedPair(t, c)
 
 		aw := a.WatchDocument(t)
 		init := aw.Next(t).GetInitialization()
