@@ -174,24 +174,6 @@ func (s *session) watch(ctx context.Context) (*connect.ServerStreamForClient[api
 	return stream, nil
 }
 
-// setup activates n clients, attaching client i to document docOf(i), with
-// up to conc calls in flight.
-func setup(ctx context.Context, c v1connect.YorkieServiceClient, tag string, n, conc int, docOf func(i int) int) ([]*session, error) {
-	sessions := make([]*session, n)
-	err := parallel(ctx, n, conc, func(ctx context.Context, i int) error {
-		s, err := activate(ctx, c, fmt.Sprintf("load-%s-client-%d", tag, i))
-		if err != nil {
-			return err
-		}
-		if err := s.attach(ctx, fmt.Sprintf("load-%s-doc-%d", tag, docOf(i))); err != nil {
-			return err
-		}
-		sessions[i] = s
-		return nil
-	})
-	return sessions, err
-}
-
 // parallel runs f for 0..n-1 with up to conc at once and returns the first
 // error, after which the remaining indexes are skipped.
 func parallel(ctx context.Context, n, conc int, f func(ctx context.Context, i int) error) error {
