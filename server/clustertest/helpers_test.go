@@ -142,7 +142,7 @@ func checkStored(t testing.TB, log map[string]*database.Change, replicas ...*wir
 	}
 }
 
-// nodeOf returns the running node other than the ones excluded.
+// otherNodes returns the running nodes other than the ones excluded.
 func otherNodes(c *clustertest.Cluster, exclude ...*clustertest.Node) []*clustertest.Node {
 	var out []*clustertest.Node
 next:
