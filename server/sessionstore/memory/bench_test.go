@@ -3,9 +3,7 @@ package memory
 import (
 	"context"
 	"errors"
-	"fmt"
 	"testing"
-	"time"
 
 	"github.com/yorkie-affinity/yorkie/server/sessionstore"
 	"github.com/yorkie-affinity/yorkie/server/sessionstore/storetest"
@@ -25,22 +23,11 @@ func BenchmarkBind(b *testing.B) { storetest.BenchBind(b, benchStore(b)) }
 // for its own.
 func BenchmarkLeaseRenewal(b *testing.B) {
 	s := benchStore(b)
-	storetest.BenchConcurrent(b, func(b *testing.B, g int) func(context.Context, int64) error {
-		leases := make([]*lease, g)
-		for i := range leases {
-			l, err := s.Register(context.Background(), fmt.Sprintf("n%d:1", i), time.Minute)
-			if err != nil {
-				b.Fatal(err)
-			}
-			leases[i] = l.(*lease)
-			b.Cleanup(func() { _ = l.Revoke(context.Background()) })
+	storetest.BenchRenewal(b, s, func(_ context.Context, l sessionstore.Lease) error {
+		if !l.(*lease).renewOnce() {
+			return errors.New("renewal failed")
 		}
-		return func(_ context.Context, i int64) error {
-			if !leases[i%int64(g)].renewOnce() {
-				return errors.New("renewal failed")
-			}
-			return nil
-		}
+		return nil
 	})
 }
 

@@ -3,10 +3,10 @@ package redis
 import (
 	"context"
 	"errors"
-	"fmt"
 	"testing"
 	"time"
 
+	"github.com/yorkie-affinity/yorkie/server/sessionstore"
 	"github.com/yorkie-affinity/yorkie/server/sessionstore/storetest"
 	"github.com/yorkie-affinity/yorkie/test/testenv"
 )
@@ -24,18 +24,11 @@ func BenchmarkBind(b *testing.B) { storetest.BenchBind(b, benchStore(b)) }
 // BenchmarkRenew renews a lease (what each node does every TTL/3).
 func BenchmarkRenew(b *testing.B) {
 	s := benchStore(b)
-	storetest.BenchConcurrent(b, func(b *testing.B, g int) func(context.Context, int64) error {
-		l, err := s.Register(context.Background(), fmt.Sprintf("bench-renew-%d:1", g), time.Minute)
-		if err != nil {
-			b.Fatalf("Register: %v", err)
+	storetest.BenchRenewal(b, s, func(ctx context.Context, l sessionstore.Lease) error {
+		ok, err := s.renew(ctx, l.Member(), time.Minute)
+		if err == nil && !ok {
+			return errors.New("lease lost")
 		}
-		b.Cleanup(func() { _ = l.Revoke(context.Background()) })
-		return func(ctx context.Context, _ int64) error {
-			ok, err := s.renew(ctx, l.Member(), time.Minute)
-			if err == nil && !ok {
-				return errors.New("lease lost")
-			}
-			return err
-		}
+		return err
 	})
 }

@@ -109,3 +109,21 @@ func BenchBind(b *testing.B, s sessionstore.Store) {
 		}
 	})
 }
+
+// BenchRenewal measures renewing leases on s, one lease per goroutine as
+// every node renews its own; renew is the store's own single renewal of l,
+// which its keepalive runs on a timer.
+func BenchRenewal(b *testing.B, s sessionstore.Store, renew func(ctx context.Context, l sessionstore.Lease) error) {
+	BenchConcurrent(b, func(b *testing.B, g int) func(context.Context, int64) error {
+		leases := make([]sessionstore.Lease, g)
+		for i := range leases {
+			l, err := s.Register(context.Background(), fmt.Sprintf("bench-renew-%d-%d:1", g, i), time.Minute)
+			if err != nil {
+				b.Fatalf("Register: %v", err)
+			}
+			leases[i] = l
+			b.Cleanup(func() { _ = l.Revoke(context.Background()) })
+		}
+		return func(ctx context.Context, i int64) error { return renew(ctx, leases[i%int64(g)]) }
+	})
+}

@@ -92,12 +92,7 @@ func (s *suite) testConcurrentClaimersAgree(t *testing.T) {
 		rounds     = 4
 	)
 	ns := namespace(t)
-	cs := make([]sessionstore.Store, clients)
-	ls := make([]sessionstore.Lease, clients)
-	for i := range cs {
-		cs[i] = s.client(t)
-		ls[i] = s.register(t, cs[i], fmt.Sprintf("%s-n%d:1", ns, i))
-	}
+	cs, ls := s.nodes(t, ns, clients)
 	for r := range rounds {
 		role := fmt.Sprintf("%s/role-%d", ns, r)
 		results, errs := race(clients, goroutines, func(i int) (sessionstore.Member, error) {

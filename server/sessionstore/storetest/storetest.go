@@ -125,6 +125,27 @@ func opCtx(t *testing.T) context.Context {
 }
 
 // register registers addr on c and revokes the lease when the test ends.
+// twoNodes returns two clients, as two nodes, the subtest's namespace, and a
+// lease registered on each (a on c1, b on c2).
+func (s *suite) twoNodes(t *testing.T) (c1, c2 sessionstore.Store, ns string, a, b sessionstore.Lease) {
+	t.Helper()
+	c1, c2 = s.client(t), s.client(t)
+	ns = namespace(t)
+	return c1, c2, ns, s.register(t, c1, ns+"-a:1"), s.register(t, c2, ns+"-b:1")
+}
+
+// nodes returns n clients, as n nodes, each with a lease of its own in ns.
+func (s *suite) nodes(t *testing.T, ns string, n int) ([]sessionstore.Store, []sessionstore.Lease) {
+	t.Helper()
+	cs := make([]sessionstore.Store, n)
+	ls := make([]sessionstore.Lease, n)
+	for i := range cs {
+		cs[i] = s.client(t)
+		ls[i] = s.register(t, cs[i], fmt.Sprintf("%s-n%d:1", ns, i))
+	}
+	return cs, ls
+}
+
 func (s *suite) register(t *testing.T, c sessionstore.Store, addr string) sessionstore.Lease {
 	t.Helper()
 	l, err := c.Register(opCtx(t), addr, s.cfg.TTL)
@@ -323,12 +344,7 @@ func (s *suite) testConcurrentBindersAgree(t *testing.T) {
 		keys       = 6
 	)
 	ns := namespace(t)
-	cs := make([]sessionstore.Store, clients)
-	ls := make([]sessionstore.Lease, clients)
-	for i := range cs {
-		cs[i] = s.client(t)
-		ls[i] = s.register(t, cs[i], fmt.Sprintf("%s-n%d:1", ns, i))
-	}
+	cs, ls := s.nodes(t, ns, clients)
 	isMember := func(m sessionstore.Member) bool {
 		return slices.ContainsFunc(ls, func(l sessionstore.Lease) bool { return l.Member() == m })
 	}
@@ -359,10 +375,7 @@ func (s *suite) testConcurrentBindersAgree(t *testing.T) {
 }
 
 func (s *suite) testEpochsOnlyGrow(t *testing.T) {
-	c1, c2 := s.client(t), s.client(t)
-	ns := namespace(t)
-	a := s.register(t, c1, ns+"-a:1")
-	b := s.register(t, c2, ns+"-b:1")
+	c1, c2, ns, a, b := s.twoNodes(t)
 	k1, k2, k3 := ns+"/doc-1", ns+"/doc-2", ns+"/doc-3"
 
 	var last int64
@@ -404,10 +417,7 @@ func (s *suite) testEpochsOnlyGrow(t *testing.T) {
 }
 
 func (s *suite) testReleaseByNonOwner(t *testing.T) {
-	c1, c2 := s.client(t), s.client(t)
-	ns := namespace(t)
-	a := s.register(t, c1, ns+"-a:1")
-	b := s.register(t, c2, ns+"-b:1")
+	c1, c2, ns, a, b := s.twoNodes(t)
 	key := ns + "/doc"
 
 	x := mustBind(t, c1, key, a.Member())
@@ -436,10 +446,7 @@ func (s *suite) testReleaseByNonOwner(t *testing.T) {
 }
 
 func (s *suite) testRenewedLeaseOutlivesTTL(t *testing.T) {
-	c1, c2 := s.client(t), s.client(t)
-	ns := namespace(t)
-	a := s.register(t, c1, ns+"-a:1")
-	b := s.register(t, c2, ns+"-b:1")
+	c1, c2, ns, a, b := s.twoNodes(t)
 	key := ns + "/doc"
 	x := mustBind(t, c1, key, a.Member())
 
@@ -462,10 +469,7 @@ func (s *suite) testRenewedLeaseOutlivesTTL(t *testing.T) {
 }
 
 func (s *suite) testRevokeEndsLeaseAndBindings(t *testing.T) {
-	c1, c2 := s.client(t), s.client(t)
-	ns := namespace(t)
-	a := s.register(t, c1, ns+"-a:1")
-	b := s.register(t, c2, ns+"-b:1")
+	c1, c2, ns, a, b := s.twoNodes(t)
 	key := ns + "/doc"
 	x := mustBind(t, c1, key, a.Member())
 
