@@ -53,6 +53,15 @@ func newReplica(t testing.TB, c v1connect.YorkieServiceClient) *wire.Replica {
 	return r
 }
 
+// attachedReplica returns a replica of a fresh client attached to a fresh
+// document.
+func attachedReplica(t testing.TB, c v1connect.YorkieServiceClient) *wire.Replica {
+	t.Helper()
+	r := newReplica(t, c)
+	r.MustAttach(wire.UniqueKey(t, "doc"))
+	return r
+}
+
 // attachedPair returns two replicas of fresh clients, both attached to one
 // fresh document, and the document's key.
 func attachedPair(t testing.TB, c v1connect.YorkieServiceClient) (a, b *wire.Replica, docKey string) {

@@ -93,8 +93,7 @@ func TestShutdownLetsUnaryCallsFinish(t *testing.T) {
 	})
 	srv := servertest.Start(t, func(cfg *server.Config) { cfg.Router = router })
 	c := servertest.Client(t, srv, servertest.ConnectProto)
-	a := newReplica(t, c)
-	a.MustAttach(wire.UniqueKey(t, "doc"))
+	a := attachedReplica(t, c)
 	a.Edit(1)
 
 	callDone := make(chan error, 1)

@@ -86,8 +86,7 @@ func TestDeactivateClient(t *testing.T) {
 func TestUnknownClient(t *testing.T) {
 	forEachProtocol(t, func(t *testing.T, c v1connect.YorkieServiceClient, _ *server.Server) {
 		ctx := wire.Context(t)
-		owner := newReplica(t, c)
-		owner.MustAttach(wire.UniqueKey(t, "doc"))
+		owner := attachedReplica(t, c)
 
 		ghost := &wire.Replica{T: t, C: c, Client: sdksim.Client{ID: unknownClientID}, Seen: map[string]int{}, FailFast: true}
 		ghost.Actor, _ = hex.DecodeString(unknownClientID)
@@ -111,8 +110,7 @@ func TestUnknownClient(t *testing.T) {
 func TestMalformedRequests(t *testing.T) {
 	forEachProtocol(t, func(t *testing.T, c v1connect.YorkieServiceClient, _ *server.Server) {
 		ctx := wire.Context(t)
-		r := newReplica(t, c)
-		r.MustAttach(wire.UniqueKey(t, "doc"))
+		r := attachedReplica(t, c)
 		goodPack := &api.ChangePack{DocumentKey: r.DocKey, Checkpoint: &api.Checkpoint{ServerSeq: r.ServerSeq, ClientSeq: r.Acked}}
 
 		for _, id := range []string{"", "xyz", "abc", "0123456789ABCDEF01234567", strings.Repeat("ab", 100), "01 3"} {
@@ -175,8 +173,7 @@ func TestDocumentNotAttached(t *testing.T) {
 func TestClientSeqGap(t *testing.T) {
 	forEachProtocol(t, func(t *testing.T, c v1connect.YorkieServiceClient, _ *server.Server) {
 		ctx := wire.Context(t)
-		r := newReplica(t, c)
-		r.MustAttach(wire.UniqueKey(t, "doc"))
+		r := attachedReplica(t, c)
 		// Skip client_seq 2: the server stored 1 and is sent 3.
 		r.LastSeq++
 		r.Acked++
@@ -361,8 +358,7 @@ func TestPackBeyondChangeLimit(t *testing.T) {
 func TestOversizedRequest(t *testing.T) {
 	const limit = 2048
 	forEachProtocol(t, func(t *testing.T, c v1connect.YorkieServiceClient, _ *server.Server) {
-		r := newReplica(t, c)
-		r.MustAttach(wire.UniqueKey(t, "doc"))
+		r := attachedReplica(t, c)
 		ch := r.NewChange(nil)
 		ch.Message = strings.Repeat("x", 2*limit)
 		_, err := r.PushPull(wire.Context(t))

@@ -81,8 +81,7 @@ func TestWatchDocument(t *testing.T) {
 
 func TestWatchErrors(t *testing.T) {
 	forEachProtocol(t, func(t *testing.T, c v1connect.YorkieServiceClient, _ *server.Server) {
-		a := newReplica(t, c)
-		a.MustAttach(wire.UniqueKey(t, "doc"))
+		a := attachedReplica(t, c)
 		doc := &api.ResourceDescriptor{Resource: &api.ResourceDescriptor_Document{
 			Document: &api.DocumentDescriptor{DocumentId: a.DocID},
 		}}
@@ -127,8 +126,7 @@ func TestShutdownEndsWatchWithUnavailable(t *testing.T) {
 		t.Run(p.String(), func(t *testing.T) {
 			srv := servertest.Start(t)
 			c := servertest.Client(t, srv, p)
-			a := newReplica(t, c)
-			a.MustAttach(wire.UniqueKey(t, "doc"))
+			a := attachedReplica(t, c)
 			aw := a.Watch(t)
 			if aw.Next(t).GetInitialization() == nil {
 				t.Fatalf("first message is not an initialization")
@@ -176,8 +174,7 @@ func TestHealthAndProfiling(t *testing.T) {
 
 	// A few calls so that the RPC metrics have samples.
 	c := servertest.Client(t, srv, servertest.ConnectJSON)
-	r := newReplica(t, c)
-	r.MustAttach(wire.UniqueKey(t, "doc"))
+	r := attachedReplica(t, c)
 	r.MustPushPull()
 	r.MustPushPull()
 	_, err := c.DeactivateClient(wire.Context(t), connect.NewRequest(&api.DeactivateClientRequest{ClientId: "zz"}))
