@@ -116,11 +116,9 @@ func (s *suite) testConcurrentClaimersAgree(t *testing.T) {
 }
 
 func (s *suite) testRoleEndsWithRevokedLease(t *testing.T) {
-	c1, c2 := s.client(t), s.client(t)
-	ns := namespace(t)
+	c1, c2, ns, a, lb := s.twoNodes(t)
 	role := ns + "/housekeeping"
-	a := s.register(t, c1, ns+"-a:1")
-	b := s.register(t, c2, ns+"-b:1").Member()
+	b := lb.Member()
 	wantHolder(t, c1, role, a.Member(), a.Member())
 	if err := a.Revoke(opCtx(t)); err != nil {
 		t.Fatalf("Revoke: %v", err)
@@ -132,11 +130,9 @@ func (s *suite) testRoleEndsWithExpiredLease(t *testing.T) {
 	if s.cfg.Expire == nil {
 		t.Skip("Config.Expire is nil")
 	}
-	c1, c2 := s.client(t), s.client(t)
-	ns := namespace(t)
+	c1, c2, ns, a, lb := s.twoNodes(t)
 	role := ns + "/housekeeping"
-	a := s.register(t, c1, ns+"-a:1")
-	b := s.register(t, c2, ns+"-b:1").Member()
+	b := lb.Member()
 	wantHolder(t, c1, role, a.Member(), a.Member())
 
 	s.cfg.Expire(t, c1, a)

@@ -26,6 +26,17 @@ func quietLogger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 }
 
+// mongoTest returns a context bounding the test by timeout, the
+// MongoDB-wire server, and a handle on the test's own database of it.
+func mongoTest(t *testing.T, timeout time.Duration) (context.Context, *testenv.Mongo, *mongo.DB) {
+	t.Helper()
+	m := testenv.MongoURI(t)
+	db := dbtest.DialMongo(t, m, m.Database)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	t.Cleanup(cancel)
+	return ctx, m, db
+}
+
 func TestConformance(t *testing.T) {
 	m := testenv.MongoURI(t)
 	dbtest.Run(t, func(t *testing.T) database.Database {
@@ -152,10 +163,7 @@ func TestOutageAndRecovery(t *testing.T) {
 // takeover must not overwrite what the new owner wrote after it. Writing
 // without claims reproduces the interleaving deterministically.
 func TestAttachmentKeepsNewerEpoch(t *testing.T) {
-	m := testenv.MongoURI(t)
-	db := dbtest.DialMongo(t, m, m.Database)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	ctx, _, db := mongoTest(t, 30*time.Second)
 	c, err := db.ActivateClient(ctx, "client", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -188,10 +196,7 @@ func TestAttachmentKeepsNewerEpoch(t *testing.T) {
 // A remover that stopped after marking the document removed but before
 // releasing its key must not pin the key to the removed document.
 func TestFindOrCreateAfterInterruptedRemoval(t *testing.T) {
-	m := testenv.MongoURI(t)
-	db := dbtest.DialMongo(t, m, m.Database)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	ctx, m, db := mongoTest(t, 30*time.Second)
 	d, err := db.FindOrCreateDocument(ctx, "half-removed")
 	if err != nil {
 		t.Fatal(err)
