@@ -598,7 +598,7 @@ func (s *suite) testMembersListsLiveOnes(t *testing.T) {
 	s.cfg.Expire(t, c3, c)
 	poll.Until(t, s.lossDeadline(), "expired member leaves Members", func() error {
 		if got, want := members(t, c1, ns), memberSet(a, a2); !slices.Equal(got, want) {
-			return fmt.Errorf("Members = %+v, want %+v", got, want)
+			return fmt.Errorf("members %+v, want %+v", got, want)
 		}
 		return nil
 	})
