@@ -21,16 +21,16 @@ import (
 	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
 	"github.com/yorkie-affinity/yorkie/server/backend/pubsub"
+	"github.com/yorkie-affinity/yorkie/server/fault"
 )
 
 // Sentinel errors that the RPC layer tests with errors.Is and maps to codes.
+// An unknown client or document is database.ErrClientNotFound or
+// database.ErrDocumentNotFound, passed on; a closing backend answers
+// fault.ErrShuttingDown.
 var (
-	// ErrClientNotFound: no client has the given ID.
-	ErrClientNotFound = errors.New("client not found")
 	// ErrClientNotActivated: the client exists but is deactivated.
 	ErrClientNotActivated = errors.New("client not activated")
-	// ErrDocumentNotFound: no document has the given ID.
-	ErrDocumentNotFound = errors.New("document not found")
 	// ErrDocumentNotAttached: the client has not attached the document.
 	ErrDocumentNotAttached = errors.New("document not attached")
 	// ErrDocumentRemoved: the document was removed.
@@ -41,15 +41,9 @@ var (
 	// ErrInvalidChangePack: the pack is malformed (no checkpoint, a change of
 	// another actor, non-consecutive client_seq values, ...).
 	ErrInvalidChangePack = errors.New("invalid change pack")
-	// ErrShuttingDown: the backend is closing; clients should retry elsewhere.
-	ErrShuttingDown = errors.New("server shutting down")
-	// ErrSlowSubscriber: a Watch subscriber fell so far behind that its
-	// events could not be kept; it must reconnect. Subscription.Err also
-	// wraps database.ErrUnavailable so it maps to a retryable code.
-	ErrSlowSubscriber = pubsub.ErrSlowSubscriber
 	// ErrDocumentReleased: this node gave up the document (another node owns
-	// it now). Subscription.Err also wraps database.ErrFenced, retryable.
-	ErrDocumentReleased = errors.New("document released by this node")
+	// it now); retryable, the client goes on with the new owner.
+	ErrDocumentReleased = fault.NewRetryable("document released by this node")
 	// ErrInvalidChange: a pushed change does not apply to the document. The
 	// error also wraps the document package's sentinel naming the problem
 	// (document.ErrInvalidOperation, ErrElementNotFound, ...). Nothing of the
@@ -240,21 +234,20 @@ func New(cfg Config) (*Backend, error) {
 		maxDocSize:    max(cfg.MaxSizePerDocument, 0),
 		cache:         newDocCache(cfg.DocumentCacheBytes, &cfg.Metrics.CachedDocumentBytes),
 		ps: pubsub.New(pubsub.Config{
-			QueueSize:     cfg.WatchQueueSize,
-			OverflowError: fmt.Errorf("%w: %w", pubsub.ErrSlowSubscriber, database.ErrUnavailable),
-			Live:          &cfg.Metrics.Subscriptions,
+			QueueSize: cfg.WatchQueueSize,
+			Live:      &cfg.Metrics.Subscriptions,
 		}),
 		docs: make(map[string]*docState),
 		keys: make(map[string]string),
 	}, nil
 }
 
-// Close ends every subscription with ErrShuttingDown, refuses later calls
+// Close ends every subscription with fault.ErrShuttingDown, refuses later calls
 // and waits for the snapshots being taken to be stored (as long as ctx
 // lets it). It does not close the database, which the backend does not own.
 func (b *Backend) Close(ctx context.Context) error {
 	b.closing.Store(true)
-	b.ps.Close(ErrShuttingDown)
+	b.ps.Close(fault.ErrShuttingDown)
 	return b.waitSnapshots(ctx)
 }
 
@@ -267,7 +260,7 @@ func (b *Backend) Metrics() *Metrics { return b.metrics }
 
 func (b *Backend) checkOpen() error {
 	if b.closing.Load() {
-		return ErrShuttingDown
+		return fault.ErrShuttingDown
 	}
 	return nil
 }
@@ -277,15 +270,16 @@ func (b *Backend) ActivateClient(ctx context.Context, key string, metadata map[s
 	if err := b.checkOpen(); err != nil {
 		return nil, err
 	}
+	// The database names the operation and the key: nothing to add.
 	info, err := b.db.ActivateClient(ctx, key, metadata)
 	if err != nil {
-		return nil, fmt.Errorf("activate client %q: %w", key, err)
+		return nil, err
 	}
 	b.clients.Store(info.ID, struct{}{})
 	return info, nil
 }
 
-// CheckClient fails with ErrClientNotFound or ErrClientNotActivated unless
+// CheckClient fails with database.ErrClientNotFound or ErrClientNotActivated unless
 // the client exists and is activated.
 func (b *Backend) CheckClient(ctx context.Context, clientID string) error {
 	return b.ensureActivated(ctx, clientID)
@@ -296,12 +290,10 @@ func (b *Backend) ensureActivated(ctx context.Context, clientID string) error {
 	if _, ok := b.clients.Load(clientID); ok {
 		return nil
 	}
+	// The database's error names the client already.
 	info, err := b.db.FindClient(ctx, clientID)
-	if errors.Is(err, database.ErrClientNotFound) {
-		return fmt.Errorf("client %s: %w", clientID, ErrClientNotFound)
-	}
 	if err != nil {
-		return fmt.Errorf("find client %s: %w", clientID, err)
+		return err
 	}
 	if info.Status != database.ClientActivated {
 		return fmt.Errorf("client %s: %w", clientID, ErrClientNotActivated)
@@ -318,10 +310,7 @@ func (b *Backend) DeactivateClient(ctx context.Context, clientID string, epochs 
 		return err
 	}
 	if _, err := b.db.FindClient(ctx, clientID); err != nil {
-		if errors.Is(err, database.ErrClientNotFound) {
-			return fmt.Errorf("deactivate client %s: %w", clientID, ErrClientNotFound)
-		}
-		return fmt.Errorf("deactivate client %s: %w", clientID, err)
+		return err
 	}
 	atts, err := b.db.ListClientAttachments(ctx, clientID)
 	if err != nil {
@@ -335,7 +324,7 @@ func (b *Backend) DeactivateClient(ctx context.Context, clientID string, epochs 
 	b.clients.Delete(clientID)
 	b.ps.EndClient(clientID, fmt.Errorf("client %s deactivated: %w", clientID, ErrClientNotActivated))
 	if _, err := b.db.DeactivateClient(ctx, clientID); err != nil {
-		return fmt.Errorf("deactivate client %s: %w", clientID, err)
+		return err
 	}
 	return nil
 }
@@ -408,9 +397,6 @@ func (b *Backend) watch(ctx context.Context, epoch int64, clientID, docID string
 		return nil, nil, fmt.Errorf("watch document %s by %s: %w", docID, clientID, ErrDocumentNotAttached)
 	}
 	sub, watchers, err := b.ps.Subscribe(docID, clientID)
-	if errors.Is(err, pubsub.ErrClosed) {
-		return nil, nil, fmt.Errorf("watch document %s: %w", docID, ErrShuttingDown)
-	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("watch document %s: %w", docID, err)
 	}

@@ -13,6 +13,8 @@ import (
 	"github.com/yorkie-affinity/yorkie/server/backend"
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
 	"github.com/yorkie-affinity/yorkie/server/backend/database/memory"
+	"github.com/yorkie-affinity/yorkie/server/backend/pubsub"
+	"github.com/yorkie-affinity/yorkie/server/fault"
 )
 
 func TestResendOfUnacknowledgedChangesIsDeduplicated(t *testing.T) {
@@ -330,7 +332,7 @@ func TestDeactivateDetachesWithPresenceClear(t *testing.T) {
 	if atts, _ := db.ListAttachments(ctx, docID); len(atts) != 1 || atts[0].ClientID != c {
 		t.Fatalf("attachments after deactivation: %v", atts)
 	}
-	if err := b.DeactivateClient(ctx, "0123456789abcdef01234567", nil); !errors.Is(err, backend.ErrClientNotFound) {
+	if err := b.DeactivateClient(ctx, "0123456789abcdef01234567", nil); !errors.Is(err, database.ErrClientNotFound) {
 		t.Fatalf("deactivate unknown client: %v", err)
 	}
 }
@@ -407,10 +409,10 @@ func TestShutdownEndsSubscriptions(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-sub.Done()
-	if !errors.Is(sub.Err(), backend.ErrShuttingDown) {
+	if !errors.Is(sub.Err(), fault.ErrShuttingDown) {
 		t.Fatalf("subscription ended with %v", sub.Err())
 	}
-	if _, err := b.PushPull(ctx, 0, a, docID, pack(0, 0), false); !errors.Is(err, backend.ErrShuttingDown) {
+	if _, err := b.PushPull(ctx, 0, a, docID, pack(0, 0), false); !errors.Is(err, fault.ErrShuttingDown) {
 		t.Fatalf("push pull after Close: %v", err)
 	}
 }
@@ -439,13 +441,13 @@ func TestUnknownClientsAndDocuments(t *testing.T) {
 	ctx := context.Background()
 	b, _ := newBackend(t, nil)
 	a := activate(t, b, "a")
-	if _, err := b.PushPull(ctx, 0, "0123456789abcdef01234567", "0123456789abcdef01234567", pack(0, 0), false); !errors.Is(err, backend.ErrClientNotFound) {
+	if _, err := b.PushPull(ctx, 0, "0123456789abcdef01234567", "0123456789abcdef01234567", pack(0, 0), false); !errors.Is(err, database.ErrClientNotFound) {
 		t.Fatalf("unknown client: %v", err)
 	}
-	if _, err := b.PushPull(ctx, 0, a, "0123456789abcdef01234567", pack(0, 0), false); !errors.Is(err, backend.ErrDocumentNotFound) {
+	if _, err := b.PushPull(ctx, 0, a, "0123456789abcdef01234567", pack(0, 0), false); !errors.Is(err, database.ErrDocumentNotFound) {
 		t.Fatalf("unknown document: %v", err)
 	}
-	if _, err := b.DocumentKey(ctx, "0123456789abcdef01234567"); !errors.Is(err, backend.ErrDocumentNotFound) {
+	if _, err := b.DocumentKey(ctx, "0123456789abcdef01234567"); !errors.Is(err, database.ErrDocumentNotFound) {
 		t.Fatalf("key of unknown document: %v", err)
 	}
 }
@@ -496,7 +498,7 @@ func TestSlowWatcherNeverBlocksPushPull(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("overflowing watcher was not ended")
 	}
-	if !errors.Is(sub.Err(), backend.ErrSlowSubscriber) || !errors.Is(sub.Err(), database.ErrUnavailable) {
+	if !errors.Is(sub.Err(), pubsub.ErrSlowSubscriber) || !fault.IsRetryable(sub.Err()) {
 		t.Fatalf("slow watcher ended with %v", sub.Err())
 	}
 }

@@ -118,7 +118,7 @@ func (b *Backend) lockDoc(ctx context.Context, epoch int64, docID string) (*docS
 func (b *Backend) load(ctx context.Context, epoch int64, ds *docState) error {
 	info, err := b.db.ClaimDocument(ctx, ds.id, epoch)
 	if errors.Is(err, database.ErrDocumentNotFound) {
-		return fmt.Errorf("document %s: %w: %w", ds.id, ErrDocumentNotFound, err)
+		return err
 	}
 	if errors.Is(err, database.ErrFenced) {
 		// The routing binding is older than the database's knowledge: the
@@ -174,8 +174,8 @@ func (b *Backend) forget(ds *docState) {
 
 // ReleaseDocument tells the backend this node no longer owns the document:
 // its cached state is dropped and its subscriptions end with an error
-// wrapping cause, ErrDocumentReleased and database.ErrFenced (retryable for
-// clients, who reconnect to the new owner). A call in progress on the
+// wrapping cause and ErrDocumentReleased (retryable: clients reconnect to
+// the new owner). A call in progress on the
 // document finishes first.
 func (b *Backend) ReleaseDocument(ctx context.Context, docID string, cause error) error {
 	b.mu.RLock()
@@ -190,7 +190,7 @@ func (b *Backend) ReleaseDocument(ctx context.Context, docID string, cause error
 		b.forget(ds)
 		ds.unlock()
 	}
-	err := fmt.Errorf("document %s: %w: %w", docID, ErrDocumentReleased, database.ErrFenced)
+	err := fmt.Errorf("document %s: %w", docID, ErrDocumentReleased)
 	if cause != nil {
 		err = fmt.Errorf("%w: %w", err, cause)
 	}
@@ -228,12 +228,10 @@ func (b *Backend) DocumentKey(ctx context.Context, docID string) (string, error)
 	if ok {
 		return key, nil
 	}
+	// The database's error names the document already.
 	info, err := b.db.FindDocument(ctx, docID)
-	if errors.Is(err, database.ErrDocumentNotFound) {
-		return "", fmt.Errorf("document key of %s: %w: %w", docID, ErrDocumentNotFound, err)
-	}
 	if err != nil {
-		return "", fmt.Errorf("document key of %s: %w", docID, err)
+		return "", err
 	}
 	b.rememberKey(docID, info.Key)
 	return info.Key, nil

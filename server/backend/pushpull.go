@@ -570,7 +570,7 @@ func (b *Backend) endAttachment(ctx context.Context, ds *docState, clientID stri
 // drop its presence.
 func (b *Backend) detachOnDeactivate(ctx context.Context, epoch int64, clientID, docID string) error {
 	ds, err := b.lockDoc(ctx, epoch, docID)
-	if errors.Is(err, ErrDocumentNotFound) {
+	if errors.Is(err, database.ErrDocumentNotFound) {
 		return nil
 	}
 	if err != nil {

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/yorkie-affinity/yorkie/server/fault"
 )
 
 // Defaults of Config fields left zero.
@@ -44,12 +46,14 @@ var (
 	ErrSessionNotFound = errors.New("channel session not found")
 	// ErrSlowWatcher ends a watcher that fell a whole buffer of broadcasts
 	// behind; its client reconnects and goes on from there.
-	ErrSlowWatcher = errors.New("channel watcher fell too far behind")
-	// ErrReleased ends the watchers of channels this node gave up.
-	ErrReleased = errors.New("channel released by this node")
-	// ErrClosed: the manager was closed.
-	ErrClosed = errors.New("channel manager closed")
+	ErrSlowWatcher = fault.NewRetryable("channel watcher fell too far behind")
+	// ErrReleased ends the watchers of channels this node gave up; their
+	// clients reconnect to the new owner.
+	ErrReleased = fault.NewRetryable("channel released by this node")
 )
+
+// errClosed answers every call on a closed manager.
+var errClosed = fmt.Errorf("channel manager closed: %w", fault.ErrShuttingDown)
 
 // maxKeyLength bounds a channel key, as document keys are bounded.
 const maxKeyLength = 120
@@ -194,7 +198,7 @@ func (m *Manager) SessionTTL() time.Duration { return m.ttl }
 // MaxPayloadBytes returns the bound on a broadcast payload.
 func (m *Manager) MaxPayloadBytes() int { return m.maxPayload }
 
-// Close stops the sweeper and ends every watcher with ErrClosed.
+// Close stops the sweeper and ends every watcher with fault.ErrShuttingDown.
 func (m *Manager) Close() {
 	m.stopOnce.Do(func() { close(m.stop) })
 	<-m.done
@@ -203,7 +207,7 @@ func (m *Manager) Close() {
 	m.closed = true
 	for _, n := range m.nodes {
 		for w := range n.watchers {
-			w.end(ErrClosed)
+			w.end(errClosed)
 		}
 		m.metrics.watchers(-len(n.watchers))
 	}
@@ -222,7 +226,7 @@ func (m *Manager) Attach(clientID, key string) (sessionID string, count int64, e
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
-		return "", 0, ErrClosed
+		return "", 0, errClosed
 	}
 	if s, ok := m.byClient[clientChannel{clientID, key}]; ok {
 		s.refreshed = time.Now()
@@ -268,7 +272,7 @@ func (m *Manager) Refresh(clientID, key, sessionID string) (int64, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
-		return 0, ErrClosed
+		return 0, errClosed
 	}
 	if s, ok := m.sessions[sessionID]; ok {
 		if s.key != key || s.client != clientID {
@@ -381,7 +385,7 @@ func (m *Manager) Watch(clientID, key string) (*Watcher, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
-		return nil, ErrClosed
+		return nil, errClosed
 	}
 	n := m.nodeLocked(key)
 	w := &Watcher{

@@ -13,8 +13,8 @@ import (
 
 	clusterv1 "github.com/yorkie-affinity/yorkie/api/yorkie/cluster/v1"
 	"github.com/yorkie-affinity/yorkie/server/affinity"
-	"github.com/yorkie-affinity/yorkie/server/backend/database"
 	"github.com/yorkie-affinity/yorkie/server/channel"
+	"github.com/yorkie-affinity/yorkie/server/fault"
 )
 
 // Mode says what a node does with a call for a document it does not own.
@@ -43,6 +43,10 @@ var (
 	// ErrForgedForward: a call marked as forwarded by a node lacks the
 	// cluster secret. The RPC layer refuses it with permission denied.
 	ErrForgedForward = errors.New("forwarded call without the cluster secret")
+	// ErrOwnerUnreachable: the node that owns a document did not answer a
+	// node-to-node call. Retryable: the owner is forgotten, so the client's
+	// next try finds the owner afresh.
+	ErrOwnerUnreachable = fault.NewRetryable("document owner unreachable")
 	// errBindingLost is why the streams of a document whose binding this
 	// node lost end.
 	errBindingLost = errors.New("this node lost the document's binding")
@@ -206,7 +210,7 @@ func (r *Router) DetachRemote(ctx context.Context, clientID string) (map[string]
 		}))
 		if err != nil {
 			r.cfg.Owners.Forget(key)
-			errs = append(errs, fmt.Errorf("detach %s from %q at %s: %w: %w", clientID, key, owner.Addr, database.ErrUnavailable, err))
+			errs = append(errs, fmt.Errorf("detach from %q at %s: %w: %w", key, owner.Addr, ErrOwnerUnreachable, err))
 		}
 	}
 	return local, errors.Join(errs...)

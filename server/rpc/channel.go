@@ -3,13 +3,14 @@ package rpc
 import (
 	"context"
 	"fmt"
-	"github.com/yorkie-affinity/yorkie/server/routing"
 
 	"connectrpc.com/connect"
 
 	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
 	"github.com/yorkie-affinity/yorkie/api/yorkie/v1/v1connect"
 	"github.com/yorkie-affinity/yorkie/server/channel"
+	"github.com/yorkie-affinity/yorkie/server/fault"
+	"github.com/yorkie-affinity/yorkie/server/routing"
 )
 
 // Channel calls are routed like document calls: every channel that shares a
@@ -97,11 +98,11 @@ func channelCall[Req, Res any](ctx context.Context, s *Service, req *connect.Req
 		return relay(ctx, s, procedure, call, rt, method(rt.Owner), req.Msg)
 	}
 	if err := s.backend.CheckClient(ctx, clientID); err != nil {
-		return nil, s.failRouted(ctx, procedure, rt, fmt.Errorf("%s %q by %s: %w", kind, key, clientID, err))
+		return nil, s.failRouted(ctx, procedure, rt, err)
 	}
 	resp, err := serve(clientID, key)
 	if err != nil {
-		return nil, s.failRouted(ctx, procedure, rt, fmt.Errorf("%s %q by %s: %w", kind, key, clientID, err))
+		return nil, s.failRouted(ctx, procedure, rt, err)
 	}
 	out := connect.NewResponse(resp)
 	s.stamp(out.Header(), rt)
@@ -154,13 +155,9 @@ func (s *Service) WatchChannel(ctx context.Context, req *connect.Request[api.Wat
 // openChannelWatch subscribes an active client to a channel served here.
 func (s *Service) openChannelWatch(ctx context.Context, clientID, key string) (*channel.Watcher, error) {
 	if err := s.backend.CheckClient(ctx, clientID); err != nil {
-		return nil, fmt.Errorf("watch channel %q by %s: %w", key, clientID, err)
+		return nil, err
 	}
-	w, err := s.channels.Watch(clientID, key)
-	if err != nil {
-		return nil, fmt.Errorf("watch channel %q by %s: %w", key, clientID, err)
-	}
-	return w, nil
+	return s.channels.Watch(clientID, key)
 }
 
 // pumpChannel sends a watcher's counts and broadcasts until the client
@@ -171,7 +168,7 @@ func (s *Service) pumpChannel(ctx context.Context, procedure string, w *channel.
 		case <-ctx.Done():
 			return nil
 		case <-s.closing:
-			return newError(connect.CodeUnavailable, CodeShuttingDown, ErrShuttingDown)
+			return newError(connect.CodeUnavailable, CodeShuttingDown, fault.ErrShuttingDown)
 		case <-w.Done():
 			return s.subscriptionEnded(ctx, procedure, w.Err())
 		case <-w.Ready():

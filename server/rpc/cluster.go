@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/yorkie-affinity/yorkie/server/routing"
 	"log/slog"
 	"net/http"
 
@@ -13,6 +12,7 @@ import (
 	clusterv1 "github.com/yorkie-affinity/yorkie/api/yorkie/cluster/v1"
 	"github.com/yorkie-affinity/yorkie/api/yorkie/cluster/v1/clusterv1connect"
 	"github.com/yorkie-affinity/yorkie/server/backend"
+	"github.com/yorkie-affinity/yorkie/server/routing"
 )
 
 // ClusterConfig configures a ClusterService.
@@ -70,7 +70,7 @@ func (c *ClusterService) admit(h http.Header) *connect.Error {
 func (c *ClusterService) Handler() (string, http.Handler) {
 	return clusterv1connect.NewClusterServiceHandler(c,
 		connect.WithReadMaxBytes(DefaultSmallRequestBytes),
-		connect.WithInterceptors(connect.UnaryInterceptorFunc(
+		connect.WithInterceptors(&failureLogger{logger: c.cfg.Logger}, connect.UnaryInterceptorFunc(
 			func(next connect.UnaryFunc) connect.UnaryFunc {
 				return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
 					if err := c.admit(req.Header()); err != nil {
@@ -95,16 +95,15 @@ func (c *ClusterService) DetachClientDocument(ctx context.Context, req *connect.
 	if err := validateDocumentKey(key); err != nil {
 		return nil, invalidArgument(err)
 	}
-	procedure := req.Spec().Procedure
 	rt, err := c.cfg.Router.Route(ctx, routing.DocumentCall{Kind: routing.CallDetach, ClientID: clientID, DocumentID: docID, DocumentKey: key, Header: req.Header()})
 	if err != nil {
-		return nil, toConnectError(ctx, c.cfg.Logger, procedure, routeError(err))
+		return nil, toConnectError(routeError(err))
 	}
 	if rt.Owner != nil {
 		return nil, WrongNode(c.cfg.Router.SessionKeyHeader(), rt.SessionKey, fmt.Errorf("document %q is owned elsewhere", key))
 	}
 	if err := c.cfg.Backend.DetachClient(ctx, rt.Epoch, clientID, docID); err != nil {
-		return nil, toConnectError(ctx, c.cfg.Logger, procedure, fmt.Errorf("detach %s from %s: %w", clientID, docID, err))
+		return nil, toConnectError(err)
 	}
 	return connect.NewResponse(&clusterv1.DetachClientDocumentResponse{}), nil
 }

@@ -3,7 +3,6 @@ package rpc
 import (
 	"context"
 	"errors"
-	"log/slog"
 
 	"connectrpc.com/connect"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
@@ -13,7 +12,7 @@ import (
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
 	"github.com/yorkie-affinity/yorkie/server/channel"
 	"github.com/yorkie-affinity/yorkie/server/document"
-	"github.com/yorkie-affinity/yorkie/server/sessionstore"
+	"github.com/yorkie-affinity/yorkie/server/fault"
 )
 
 // Error code names carried in the google.rpc.ErrorInfo metadata "code". Clients
@@ -56,11 +55,11 @@ const (
 // classify returns the Connect code and code name of a known sentinel error.
 func classify(err error) (connect.Code, string, bool) {
 	switch {
-	case errors.Is(err, backend.ErrClientNotFound), errors.Is(err, database.ErrClientNotFound):
+	case errors.Is(err, database.ErrClientNotFound):
 		return connect.CodeNotFound, CodeClientNotFound, true
 	case errors.Is(err, backend.ErrClientNotActivated):
 		return connect.CodeFailedPrecondition, CodeClientNotActivated, true
-	case errors.Is(err, backend.ErrDocumentNotFound), errors.Is(err, database.ErrDocumentNotFound):
+	case errors.Is(err, database.ErrDocumentNotFound):
 		return connect.CodeNotFound, CodeDocumentNotFound, true
 	case errors.Is(err, backend.ErrDocumentNotAttached), errors.Is(err, database.ErrAttachmentNotFound):
 		return connect.CodeFailedPrecondition, CodeDocumentNotAttached, true
@@ -76,16 +75,12 @@ func classify(err error) (connect.Code, string, bool) {
 		return connect.CodeResourceExhausted, CodeDocumentSizeExceedsLimit, true
 	case errors.Is(err, backend.ErrInvalidChangePack):
 		return connect.CodeInvalidArgument, CodeInvalidChangePack, true
-	case errors.Is(err, backend.ErrShuttingDown), errors.Is(err, affinity.ErrStopped):
+	case errors.Is(err, fault.ErrShuttingDown), errors.Is(err, affinity.ErrStopped):
 		return connect.CodeUnavailable, CodeShuttingDown, true
-	case errors.Is(err, database.ErrUnavailable),
-		// A fenced or conflicting write that survived the backend's retries
-		// means another owner took the document: the client must try again.
-		errors.Is(err, database.ErrFenced), errors.Is(err, database.ErrConflict),
-		// Without the session store no node can tell who owns a document;
-		// a node whose lease just ended registers again and serves anew.
-		errors.Is(err, sessionstore.ErrUnavailable),
-		errors.Is(err, sessionstore.ErrNotMember), errors.Is(err, sessionstore.ErrLeaseLost):
+	case fault.IsRetryable(err):
+		// Each layer marks the failures a later try may get past: a store
+		// briefly down, a document another owner took, a stream this node
+		// let go of.
 		return connect.CodeUnavailable, CodeUnavailable, true
 	case errors.Is(err, channel.ErrInvalidKey):
 		return connect.CodeInvalidArgument, CodeInvalidChannelKey, true
@@ -96,10 +91,6 @@ func classify(err error) (connect.Code, string, bool) {
 		return connect.CodeInvalidArgument, CodeInvalidArgument, true
 	case errors.Is(err, channel.ErrSessionNotFound):
 		return connect.CodeNotFound, CodeSessionNotFound, true
-	case errors.Is(err, channel.ErrClosed):
-		return connect.CodeUnavailable, CodeShuttingDown, true
-	case errors.Is(err, channel.ErrSlowWatcher), errors.Is(err, channel.ErrReleased):
-		return connect.CodeUnavailable, CodeUnavailable, true
 	case errors.Is(err, context.Canceled):
 		return connect.CodeCanceled, CodeCanceled, true
 	case errors.Is(err, context.DeadlineExceeded):
@@ -166,9 +157,12 @@ func invalidArgument(err error) *connect.Error {
 }
 
 // toConnectError maps an error from the backend (or the RPC layer) to the
-// Connect error a client receives. Errors it does not know become internal and
-// are logged with their full text, which the client does not see.
-func toConnectError(ctx context.Context, logger *slog.Logger, procedure string, err error) error {
+// Connect error a client receives, its message the error's text: the layers
+// below have said what the client does not know, so nothing is added here.
+// Errors it does not know become internal: the client reads only "internal
+// error", and the failure logger, the one place that logs a failed call,
+// finds the cause in it.
+func toConnectError(err error) error {
 	if err == nil {
 		return nil
 	}
@@ -179,8 +173,23 @@ func toConnectError(ctx context.Context, logger *slog.Logger, procedure string, 
 	if code, name, ok := classify(err); ok {
 		return newError(code, name, err)
 	}
-	logger.ErrorContext(ctx, "unexpected error", "procedure", procedure, "error", err)
-	return newError(connect.CodeInternal, CodeInternal, errors.New("internal error"))
+	return newError(connect.CodeInternal, CodeInternal, &internalError{cause: err})
+}
+
+// internalError hides an unexpected error from the client while keeping it
+// for the log.
+type internalError struct{ cause error }
+
+func (e *internalError) Error() string { return "internal error" }
+
+// internalCause returns the unexpected error behind an internal Connect
+// error, or nil.
+func internalCause(err error) error {
+	var ie *internalError
+	if errors.As(err, &ie) {
+		return ie.cause
+	}
+	return nil
 }
 
 // errorName returns the Yorkie error code name in a Connect error's ErrorInfo

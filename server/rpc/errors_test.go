@@ -1,16 +1,26 @@
 package rpc
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"testing"
 
 	"connectrpc.com/connect"
+	"google.golang.org/protobuf/types/known/emptypb"
 
+	"github.com/yorkie-affinity/yorkie/server/affinity"
 	"github.com/yorkie-affinity/yorkie/server/backend"
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
+	"github.com/yorkie-affinity/yorkie/server/backend/pubsub"
+	"github.com/yorkie-affinity/yorkie/server/channel"
+	"github.com/yorkie-affinity/yorkie/server/fault"
+	"github.com/yorkie-affinity/yorkie/server/routing"
+	"github.com/yorkie-affinity/yorkie/server/sessionstore"
 )
 
 func TestToConnectError(t *testing.T) {
@@ -19,18 +29,26 @@ func TestToConnectError(t *testing.T) {
 		code connect.Code
 		name string
 	}{
-		{backend.ErrClientNotFound, connect.CodeNotFound, CodeClientNotFound},
+		{database.ErrClientNotFound, connect.CodeNotFound, CodeClientNotFound},
 		{backend.ErrClientNotActivated, connect.CodeFailedPrecondition, CodeClientNotActivated},
-		{backend.ErrDocumentNotFound, connect.CodeNotFound, CodeDocumentNotFound},
+		{database.ErrDocumentNotFound, connect.CodeNotFound, CodeDocumentNotFound},
 		{backend.ErrDocumentNotAttached, connect.CodeFailedPrecondition, CodeDocumentNotAttached},
 		{backend.ErrDocumentRemoved, connect.CodeFailedPrecondition, CodeDocumentRemoved},
 		{backend.ErrInvalidClientSeq, connect.CodeInvalidArgument, CodeInvalidClientSeq},
 		{backend.ErrInvalidChangePack, connect.CodeInvalidArgument, CodeInvalidChangePack},
-		{backend.ErrShuttingDown, connect.CodeUnavailable, CodeShuttingDown},
+		{fault.ErrShuttingDown, connect.CodeUnavailable, CodeShuttingDown},
+		{affinity.ErrStopped, connect.CodeUnavailable, CodeShuttingDown},
+		{sessionstore.ErrUnavailable, connect.CodeUnavailable, CodeUnavailable},
+		{sessionstore.ErrNotMember, connect.CodeUnavailable, CodeUnavailable},
+		{sessionstore.ErrLeaseLost, connect.CodeUnavailable, CodeUnavailable},
+		{backend.ErrDocumentReleased, connect.CodeUnavailable, CodeUnavailable},
+		{pubsub.ErrSlowSubscriber, connect.CodeUnavailable, CodeUnavailable},
+		{channel.ErrSlowWatcher, connect.CodeUnavailable, CodeUnavailable},
+		{channel.ErrReleased, connect.CodeUnavailable, CodeUnavailable},
+		{routing.ErrOwnerUnreachable, connect.CodeUnavailable, CodeUnavailable},
 		{database.ErrUnavailable, connect.CodeUnavailable, CodeUnavailable},
 		{database.ErrFenced, connect.CodeUnavailable, CodeUnavailable},
 		{database.ErrConflict, connect.CodeUnavailable, CodeUnavailable},
-		{database.ErrClientNotFound, connect.CodeNotFound, CodeClientNotFound},
 		{database.ErrAttachmentNotFound, connect.CodeFailedPrecondition, CodeDocumentNotAttached},
 		{context.DeadlineExceeded, connect.CodeDeadlineExceeded, CodeDeadlineExceeded},
 		{errors.New("disk on fire"), connect.CodeInternal, CodeInternal},
@@ -38,7 +56,7 @@ func TestToConnectError(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.err.Error(), func(t *testing.T) {
 			wrapped := fmt.Errorf("pushpull doc 1: %w", tc.err)
-			got := toConnectError(context.Background(), slog.New(slog.DiscardHandler), "/p", wrapped)
+			got := toConnectError(wrapped)
 			var cerr *connect.Error
 			if !errors.As(got, &cerr) {
 				t.Fatalf("got %T, want *connect.Error", got)
@@ -49,7 +67,7 @@ func TestToConnectError(t *testing.T) {
 		})
 	}
 	t.Run("internal hides the cause", func(t *testing.T) {
-		got := toConnectError(context.Background(), slog.New(slog.DiscardHandler), "/p", errors.New("secret path"))
+		got := toConnectError(errors.New("secret path"))
 		var cerr *connect.Error
 		if !errors.As(got, &cerr) || cerr.Message() != "internal error" {
 			t.Fatalf("got %v, want an internal error that does not show its cause", got)
@@ -57,7 +75,7 @@ func TestToConnectError(t *testing.T) {
 	})
 	t.Run("connect errors pass through", func(t *testing.T) {
 		in := connect.NewError(connect.CodeUnavailable, errors.New("elsewhere"))
-		got := toConnectError(context.Background(), slog.New(slog.DiscardHandler), "/p", fmt.Errorf("route: %w", in))
+		got := toConnectError(fmt.Errorf("route: %w", in))
 		if got != in {
 			t.Fatalf("got %v, want the router's error unchanged", got)
 		}
@@ -91,5 +109,34 @@ func TestValidateDocumentKey(t *testing.T) {
 		if err := validateDocumentKey(key); err == nil {
 			t.Errorf("validateDocumentKey(%q) accepted a bad key", key)
 		}
+	}
+}
+
+// TestInternalErrorLoggedOnce follows an unexpected error from the handler
+// through the interceptors: the client reads only "internal error", and the
+// log holds one record of the call, with the cause the client did not see.
+func TestInternalErrorLoggedOnce(t *testing.T) {
+	var logs bytes.Buffer
+	l := &failureLogger{logger: slog.New(slog.NewJSONHandler(&logs, nil))}
+	call := l.WrapUnary(func(context.Context, connect.AnyRequest) (connect.AnyResponse, error) {
+		return nil, toConnectError(errors.New("disk on fire"))
+	})
+	_, err := call(context.Background(), connect.NewRequest(&emptypb.Empty{}))
+	var cerr *connect.Error
+	if !errors.As(err, &cerr) || cerr.Code() != connect.CodeInternal || cerr.Message() != "internal error" {
+		t.Fatalf("client got %v, want an internal error that does not show its cause", err)
+	}
+	records := strings.Split(strings.TrimSpace(logs.String()), "\n")
+	if len(records) != 1 {
+		t.Fatalf("logged %d records, want 1:\n%s", len(records), logs.String())
+	}
+	var rec struct {
+		Level, Error string
+	}
+	if err := json.Unmarshal([]byte(records[0]), &rec); err != nil {
+		t.Fatalf("log record %q: %v", records[0], err)
+	}
+	if rec.Level != "ERROR" || rec.Error != "disk on fire" {
+		t.Fatalf("logged %s %q, want ERROR with the cause %q", rec.Level, rec.Error, "disk on fire")
 	}
 }

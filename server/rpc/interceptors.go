@@ -115,7 +115,9 @@ func (m *metrics) WrapStreamingHandler(next connect.StreamingHandlerFunc) connec
 }
 
 // failureLogger is a connect.Interceptor that logs failed calls: server-side
-// faults at error level, client mistakes and expected conditions at debug.
+// faults at error level, with the cause the client was not shown, client
+// mistakes and expected conditions at debug. It is the only place a failed
+// call is logged.
 type failureLogger struct {
 	logger *slog.Logger
 }
@@ -143,6 +145,9 @@ func (l *failureLogger) log(ctx context.Context, procedure string, start time.Ti
 		default:
 			level = slog.LevelWarn
 		}
+	}
+	if cause := internalCause(err); cause != nil {
+		err = cause
 	}
 	l.logger.Log(ctx, level, "rpc failed",
 		"procedure", procedure,

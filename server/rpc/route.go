@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/yorkie-affinity/yorkie/server/routing"
 	"net/http"
 
 	"connectrpc.com/connect"
+
+	"github.com/yorkie-affinity/yorkie/server/fault"
+	"github.com/yorkie-affinity/yorkie/server/routing"
 )
 
 // Router decides where document calls are served. routing.Router
@@ -42,13 +44,13 @@ func (s *Service) route(ctx context.Context, call routing.DocumentCall) (routing
 			if cerr := s.backend.CheckClient(ctx, call.ClientID); cerr != nil {
 				err = cerr
 			}
-			return routing.Route{}, fmt.Errorf("route %s of document %s: %w", call.Kind, call.DocumentID, err)
+			return routing.Route{}, err
 		}
 		call.DocumentKey = key
 	}
 	rt, err := s.router.Route(ctx, call)
 	if err != nil {
-		return routing.Route{}, fmt.Errorf("route %s of document %q: %w", call.Kind, call.DocumentKey, routeError(err))
+		return routing.Route{}, routeError(err)
 	}
 	return rt, nil
 }
@@ -146,7 +148,7 @@ func relayStream[Res any](ctx context.Context, s *Service, procedure string, cal
 	}
 	select {
 	case <-s.closing:
-		return newError(connect.CodeUnavailable, CodeShuttingDown, ErrShuttingDown)
+		return newError(connect.CodeUnavailable, CodeShuttingDown, fault.ErrShuttingDown)
 	default:
 	}
 	if err := up.Err(); err != nil {

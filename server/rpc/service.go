@@ -8,7 +8,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/yorkie-affinity/yorkie/server/routing"
 	"log/slog"
 	"math"
 	"net/http"
@@ -22,7 +21,9 @@ import (
 	"github.com/yorkie-affinity/yorkie/api/yorkie/v1/v1connect"
 	"github.com/yorkie-affinity/yorkie/server/backend"
 	"github.com/yorkie-affinity/yorkie/server/channel"
+	"github.com/yorkie-affinity/yorkie/server/fault"
 	"github.com/yorkie-affinity/yorkie/server/project"
+	"github.com/yorkie-affinity/yorkie/server/routing"
 )
 
 // DefaultMaxRequestBytes bounds a request message when
@@ -36,10 +37,6 @@ const DefaultMaxRequestBytes = 32 << 20
 // compressMinBytes is the smallest response the server compresses (when the
 // client accepts it).
 const compressMinBytes = 4 << 10
-
-// ErrShuttingDown is the cause reported to Watch streams that the service
-// ends because the server shuts down.
-var ErrShuttingDown = errors.New("server is shutting down")
 
 // Config configures a Service.
 type Config struct {
@@ -164,9 +161,10 @@ func (s *Service) CloseStreams() {
 	s.closeOnce.Do(func() { close(s.closing) })
 }
 
-// fail maps err for the client of procedure.
+// fail maps err for the client of procedure. The failure logger logs it,
+// once, when the call returns.
 func (s *Service) fail(ctx context.Context, procedure string, err error) error {
-	return toConnectError(ctx, s.logger, procedure, err)
+	return toConnectError(err)
 }
 
 // ActivateClient registers the client key and returns its client ID.
@@ -183,7 +181,7 @@ func (s *Service) ActivateClient(ctx context.Context, req *connect.Request[api.A
 	}
 	info, err := s.backend.ActivateClient(ctx, key, req.Msg.GetMetadata())
 	if err != nil {
-		return nil, s.fail(ctx, req.Spec().Procedure, fmt.Errorf("activate client %q: %w", key, err))
+		return nil, s.fail(ctx, req.Spec().Procedure, err)
 	}
 	return connect.NewResponse(&api.ActivateClientResponse{ClientId: info.ID}), nil
 }
@@ -198,11 +196,11 @@ func (s *Service) DeactivateClient(ctx context.Context, req *connect.Request[api
 	if s.router != nil {
 		var err error
 		if epochs, err = s.router.DetachRemote(ctx, clientID); err != nil {
-			return nil, s.fail(ctx, req.Spec().Procedure, fmt.Errorf("deactivate client %s: %w", clientID, err))
+			return nil, s.fail(ctx, req.Spec().Procedure, err)
 		}
 	}
 	if err := s.backend.DeactivateClient(ctx, clientID, epochs); err != nil {
-		return nil, s.fail(ctx, req.Spec().Procedure, fmt.Errorf("deactivate client %s: %w", clientID, err))
+		return nil, s.fail(ctx, req.Spec().Procedure, err)
 	}
 	// The SDK sends no DetachChannel before deactivating. Sessions on
 	// channels other nodes own expire with their TTL.
@@ -238,7 +236,7 @@ func (s *Service) AttachDocument(ctx context.Context, req *connect.Request[api.A
 	}
 	docID, resp, err := s.backend.AttachDocument(ctx, rt.Epoch, clientID, key, pack)
 	if err != nil {
-		return nil, s.failRouted(ctx, procedure, rt, fmt.Errorf("attach document %q by %s: %w", key, clientID, err))
+		return nil, s.failRouted(ctx, procedure, rt, err)
 	}
 	out := connect.NewResponse(&api.AttachDocumentResponse{
 		DocumentId:         docID,
@@ -310,7 +308,7 @@ func documentCall[Req, Res any](ctx context.Context, s *Service, req *connect.Re
 	}
 	resp, err := serve(rt.Epoch, clientID, docID, pack)
 	if err != nil {
-		return nil, s.failRouted(ctx, procedure, rt, fmt.Errorf("%s document %s by %s: %w", kind, docID, clientID, err))
+		return nil, s.failRouted(ctx, procedure, rt, err)
 	}
 	out := connect.NewResponse(resp)
 	s.stamp(out.Header(), rt)
@@ -437,7 +435,7 @@ func (s *Service) watch(ctx context.Context, procedure string, rt routing.Route,
 ) error {
 	sub, watchers, err := s.backend.Watch(ctx, rt.Epoch, clientID, docID)
 	if err != nil {
-		return s.failRouted(ctx, procedure, rt, fmt.Errorf("watch document %s by %s: %w", docID, clientID, err))
+		return s.failRouted(ctx, procedure, rt, err)
 	}
 	defer sub.Close()
 	if watchers == nil {
@@ -452,7 +450,7 @@ func (s *Service) watch(ctx context.Context, procedure string, rt routing.Route,
 		case <-ctx.Done():
 			return nil
 		case <-s.closing:
-			return newError(connect.CodeUnavailable, CodeShuttingDown, ErrShuttingDown)
+			return newError(connect.CodeUnavailable, CodeShuttingDown, fault.ErrShuttingDown)
 		case <-sub.Done():
 			return s.subscriptionEnded(ctx, procedure, sub.Err())
 		case ev, ok := <-events:
@@ -473,7 +471,7 @@ func (s *Service) watch(ctx context.Context, procedure string, rt routing.Route,
 func (s *Service) routeWatch(ctx context.Context, procedure string, call routing.DocumentCall, header http.Header) (routing.Route, error) {
 	select {
 	case <-s.closing:
-		return routing.Route{}, newError(connect.CodeUnavailable, CodeShuttingDown, ErrShuttingDown)
+		return routing.Route{}, newError(connect.CodeUnavailable, CodeShuttingDown, fault.ErrShuttingDown)
 	default:
 	}
 	rt, err := s.route(ctx, call)

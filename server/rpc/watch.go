@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/yorkie-affinity/yorkie/server/routing"
 	"net/http"
 	"sync"
 
@@ -12,6 +11,8 @@ import (
 
 	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
 	"github.com/yorkie-affinity/yorkie/server/channel"
+	"github.com/yorkie-affinity/yorkie/server/fault"
+	"github.com/yorkie-affinity/yorkie/server/routing"
 )
 
 // maxWatchResources bounds the resources of one Watch request. The JS SDK
@@ -102,7 +103,7 @@ func (s *Service) watchResources(ctx context.Context, req *connect.Request[api.W
 	select {
 	case <-ctx.Done():
 	case <-s.closing:
-		err = newError(connect.CodeUnavailable, CodeShuttingDown, ErrShuttingDown)
+		err = newError(connect.CodeUnavailable, CodeShuttingDown, fault.ErrShuttingDown)
 	case err = <-ended:
 	}
 	cancel()
@@ -158,7 +159,7 @@ func (s *Service) openSource(ctx context.Context, procedure, clientID string, re
 	docID := res.GetDocument().GetDocumentId()
 	sub, watchers, err := s.backend.Watch(ctx, rt.Epoch, clientID, docID)
 	if err != nil {
-		return nil, s.failRouted(ctx, procedure, rt, fmt.Errorf("watch document %s by %s: %w", docID, clientID, err))
+		return nil, s.failRouted(ctx, procedure, rt, err)
 	}
 	if watchers == nil {
 		watchers = []string{}

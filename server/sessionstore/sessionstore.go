@@ -34,22 +34,25 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/yorkie-affinity/yorkie/server/fault"
 )
 
-// Sentinel errors that callers test with errors.Is.
+// Sentinel errors that callers test with errors.Is. ErrNotMember, ErrLeaseLost
+// and ErrUnavailable are retryable (fault.IsRetryable): without the store no
+// node can tell who owns a document, and a node whose lease ended registers
+// again and serves anew. A closed store answers fault.ErrShuttingDown.
 var (
 	// ErrNotOwner: the binding to release is not (any longer) the caller's.
 	ErrNotOwner = errors.New("binding not owned by caller")
 	// ErrNotMember: the node named as owner has no live lease.
-	ErrNotMember = errors.New("node is not a live member")
+	ErrNotMember = fault.NewRetryable("node is not a live member")
 	// ErrLeaseLost: the lease has ended; the node must register again.
-	ErrLeaseLost = errors.New("lease lost")
+	ErrLeaseLost = fault.NewRetryable("lease lost")
 	// ErrUnavailable: the store cannot be reached or did not answer in time.
-	ErrUnavailable = errors.New("session store unavailable")
+	ErrUnavailable = fault.NewRetryable("session store unavailable")
 	// ErrMalformed: the store holds a record this code cannot read.
 	ErrMalformed = errors.New("malformed session store record")
-	// ErrClosed: the store was closed.
-	ErrClosed = errors.New("session store closed")
 )
 
 // Member is one registration of a node.

@@ -37,8 +37,8 @@ const maxKeyLength = 120
 
 // Sentinel errors of Document, which callers test with errors.Is.
 var (
-	// ErrInvalidKey: the key is not one a client could have used.
-	ErrInvalidKey = errors.New("invalid document key")
+	// ErrInvalidDocumentKey: the key is not one a client could have used.
+	ErrInvalidDocumentKey = errors.New("invalid document key")
 	// ErrUnreadable: the stored snapshot or changes do not rebuild a document.
 	ErrUnreadable = errors.New("stored document does not rebuild")
 )
@@ -137,15 +137,16 @@ type DocumentView struct {
 }
 
 // Document rebuilds the view of the document with the key: the live one, or
-// the newest removed one when none is live. It wraps ErrInvalidKey,
+// the newest removed one when none is live. It wraps ErrInvalidDocumentKey,
 // database.ErrDocumentNotFound, database.ErrUnavailable or ErrUnreadable.
 func (h *Handler) Document(ctx context.Context, key string) (*DocumentView, error) {
 	if err := validateKey(key); err != nil {
 		return nil, err
 	}
+	// The database's error names the key already.
 	info, err := h.db.FindDocumentByKey(ctx, key)
 	if err != nil {
-		return nil, fmt.Errorf("document %q: %w", key, err)
+		return nil, err
 	}
 	// The log is append-only, so the head read above bounds a consistent
 	// prefix: the snapshot and changes read next describe exactly it.
@@ -219,7 +220,7 @@ func (h *Handler) serveDocument(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		status, code := http.StatusInternalServerError, "internal"
 		switch {
-		case errors.Is(err, ErrInvalidKey):
+		case errors.Is(err, ErrInvalidDocumentKey):
 			status, code = http.StatusBadRequest, "invalid_key"
 		case errors.Is(err, database.ErrDocumentNotFound):
 			status, code = http.StatusNotFound, "document_not_found"
@@ -260,7 +261,7 @@ func validateKey(key string) error {
 			c == '-' || c == '.' || c == '_' || c == '~'
 	}
 	if !ok {
-		return fmt.Errorf("%w %q: want 1 to %d characters among letters, digits and \"-._~\"", ErrInvalidKey, truncate(key), maxKeyLength)
+		return fmt.Errorf("%w %q: want 1 to %d characters among letters, digits and \"-._~\"", ErrInvalidDocumentKey, truncate(key), maxKeyLength)
 	}
 	return nil
 }

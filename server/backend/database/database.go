@@ -24,9 +24,12 @@ import (
 	"time"
 
 	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
+	"github.com/yorkie-affinity/yorkie/server/fault"
 )
 
-// Sentinel errors that callers test with errors.Is.
+// Sentinel errors that callers test with errors.Is. They are the server's only
+// sentinels for an unknown client or document: the backend passes them on.
+// ErrConflict, ErrFenced and ErrUnavailable are retryable (fault.IsRetryable).
 var (
 	// ErrClientNotFound: no client has the given ID.
 	ErrClientNotFound = errors.New("client not found")
@@ -36,12 +39,12 @@ var (
 	ErrAttachmentNotFound = errors.New("attachment not found")
 	// ErrConflict: another writer stored a change with one of the server_seq
 	// values of the batch. Nothing of the batch was stored; reload and retry.
-	ErrConflict = errors.New("change log conflict")
+	ErrConflict = fault.NewRetryable("change log conflict")
 	// ErrFenced: a newer owner (higher epoch) has claimed the document; the
 	// caller has lost ownership and must stop writing it.
-	ErrFenced = errors.New("fenced by a newer owner epoch")
+	ErrFenced = fault.NewRetryable("fenced by a newer owner epoch")
 	// ErrUnavailable: the database cannot be reached or did not answer in time.
-	ErrUnavailable = errors.New("database unavailable")
+	ErrUnavailable = fault.NewRetryable("database unavailable")
 )
 
 // ClientStatus says whether a client may use documents.

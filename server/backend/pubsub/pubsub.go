@@ -11,20 +11,19 @@
 package pubsub
 
 import (
-	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 
 	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
+	"github.com/yorkie-affinity/yorkie/server/fault"
 )
 
-// Sentinel errors reported by Subscribe and Subscription.Err.
-var (
-	// ErrSlowSubscriber: the subscriber let its event queue overflow.
-	ErrSlowSubscriber = errors.New("subscriber too slow: event queue overflowed")
-	// ErrClosed: the pub/sub was closed.
-	ErrClosed = errors.New("pubsub closed")
-)
+// ErrSlowSubscriber is the reason a subscriber that let its event queue
+// overflow is ended; it is retryable (fault.IsRetryable): the client
+// reconnects and catches up. Subscribe on a closed pub/sub answers
+// fault.ErrShuttingDown.
+var ErrSlowSubscriber = fault.NewRetryable("subscriber too slow: event queue overflowed")
 
 // Event is one document event; Publisher is the client that caused it.
 type Event struct {
@@ -132,7 +131,7 @@ func (ps *PubSub) Subscribe(docID, clientID string) (*Subscription, []string, er
 	ps.mu.Lock()
 	if ps.closed {
 		ps.mu.Unlock()
-		return nil, nil, ErrClosed
+		return nil, nil, fmt.Errorf("pubsub closed: %w", fault.ErrShuttingDown)
 	}
 	t := ps.topics[docID]
 	if t == nil {

@@ -11,6 +11,7 @@ import (
 
 	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
 	"github.com/yorkie-affinity/yorkie/server/backend/pubsub"
+	"github.com/yorkie-affinity/yorkie/server/fault"
 )
 
 const (
@@ -170,7 +171,7 @@ func TestEndClientAndClose(t *testing.T) {
 	if _, ok := <-a.Events(); ok {
 		t.Fatal("events channel still open after end")
 	}
-	if _, _, err := ps.Subscribe("d", "c"); !errors.Is(err, pubsub.ErrClosed) {
+	if _, _, err := ps.Subscribe("d", "c"); !errors.Is(err, fault.ErrShuttingDown) {
 		t.Fatalf("Subscribe after Close: %v", err)
 	}
 }

@@ -56,6 +56,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/yorkie-affinity/yorkie/server/fault"
 	"github.com/yorkie-affinity/yorkie/server/sessionstore"
 )
 
@@ -196,7 +197,7 @@ func (s *Store) check(ctx context.Context, op string) error {
 		return fmt.Errorf("etcd session store: %s: %w", op, err)
 	}
 	if s.closed.Load() {
-		return fmt.Errorf("etcd session store: %s: %w", op, sessionstore.ErrClosed)
+		return fmt.Errorf("etcd session store: %s: %w", op, fault.ErrShuttingDown)
 	}
 	return nil
 }
@@ -205,7 +206,7 @@ func (s *Store) check(ctx context.Context, op string) error {
 // for etcd and an unreachable or leaderless cluster are ErrUnavailable.
 func (s *Store) fail(ctx context.Context, op string, err error) error {
 	if s.closed.Load() {
-		return fmt.Errorf("etcd session store: %s: %w: %w", op, sessionstore.ErrClosed, err)
+		return fmt.Errorf("etcd session store: %s: %w: %w", op, fault.ErrShuttingDown, err)
 	}
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		if !errors.Is(err, ctxErr) {
@@ -276,7 +277,7 @@ func (s *Store) Register(ctx context.Context, addr string, ttl time.Duration) (s
 		s.mu.Unlock()
 		l.stop()
 		l.end("")
-		return nil, fmt.Errorf("etcd session store: %s: %w", op, sessionstore.ErrClosed)
+		return nil, fmt.Errorf("etcd session store: %s: %w", op, fault.ErrShuttingDown)
 	}
 	s.leases[l] = struct{}{}
 	s.mu.Unlock()

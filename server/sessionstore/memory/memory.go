@@ -26,6 +26,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/yorkie-affinity/yorkie/server/fault"
 	"github.com/yorkie-affinity/yorkie/server/sessionstore"
 )
 
@@ -257,7 +258,7 @@ var _ sessionstore.Store = (*Client)(nil)
 // check fails a call on a closed client or an ended context.
 func (c *Client) check(ctx context.Context, op string) error {
 	if c.closed.Load() || c.s.closed.Load() {
-		return fmt.Errorf("memory: %s: %w", op, sessionstore.ErrClosed)
+		return fmt.Errorf("memory: %s: %w", op, fault.ErrShuttingDown)
 	}
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("memory: %s: %w", op, err)

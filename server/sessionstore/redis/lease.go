@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/yorkie-affinity/yorkie/server/fault"
 	"github.com/yorkie-affinity/yorkie/server/sessionstore"
 )
 
@@ -46,7 +47,7 @@ func (s *Store) Register(ctx context.Context, addr string, ttl time.Duration) (s
 	if !s.spawn(func() { l.keepAlive(start) }) {
 		// Closed meanwhile: the key expires after the TTL.
 		l.stop()
-		return nil, fmt.Errorf("redis register %s: %w", addr, sessionstore.ErrClosed)
+		return nil, fmt.Errorf("redis register %s: %w", addr, fault.ErrShuttingDown)
 	}
 	return l, nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/mediocregopher/radix/v4"
 	"github.com/mediocregopher/radix/v4/resp/resp3"
 
+	"github.com/yorkie-affinity/yorkie/server/fault"
 	"github.com/yorkie-affinity/yorkie/server/sessionstore"
 )
 
@@ -201,7 +202,7 @@ func (s *Store) spawn(fn func()) bool {
 // a call that fails must leave nothing behind).
 func (s *Store) do(ctx context.Context, a radix.Action) error {
 	if s.closed.Load() {
-		return sessionstore.ErrClosed
+		return fault.ErrShuttingDown
 	}
 	if err := ctx.Err(); err != nil {
 		return err
@@ -224,8 +225,8 @@ func (s *Store) wrapErr(op string, err error) error {
 	if err == nil {
 		return nil
 	}
-	if errors.Is(err, sessionstore.ErrClosed) || s.closed.Load() {
-		return fmt.Errorf("redis %s: %w", op, sessionstore.ErrClosed)
+	if errors.Is(err, fault.ErrShuttingDown) || s.closed.Load() {
+		return fmt.Errorf("redis %s: %w", op, fault.ErrShuttingDown)
 	}
 	var ro *ReadOnlyError
 	if errors.As(err, &ro) {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/mediocregopher/radix/v4"
 
+	"github.com/yorkie-affinity/yorkie/server/fault"
 	"github.com/yorkie-affinity/yorkie/server/sessionstore"
 )
 
@@ -41,7 +42,7 @@ func (s *Store) WatchMembers(ctx context.Context) (<-chan sessionstore.MemberEve
 	if !ok {
 		cancel()
 		stopWithStore()
-		return nil, fmt.Errorf("redis watch members: %w", sessionstore.ErrClosed)
+		return nil, fmt.Errorf("redis watch members: %w", fault.ErrShuttingDown)
 	}
 	return ch, nil
 }

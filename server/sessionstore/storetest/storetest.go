@@ -43,6 +43,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/yorkie-affinity/yorkie/server/fault"
 	"github.com/yorkie-affinity/yorkie/server/servertest/poll"
 	"github.com/yorkie-affinity/yorkie/server/sessionstore"
 )
@@ -815,14 +816,14 @@ func (s *suite) testClosedClient(t *testing.T) {
 	if err := c.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
-	if _, _, err := c.Resolve(opCtx(t), x.Key); !errors.Is(err, sessionstore.ErrClosed) {
-		t.Fatalf("Resolve on a closed client = %v, want ErrClosed", err)
+	if _, _, err := c.Resolve(opCtx(t), x.Key); !errors.Is(err, fault.ErrShuttingDown) {
+		t.Fatalf("Resolve on a closed client = %v, want fault.ErrShuttingDown", err)
 	}
-	if _, err := c.Bind(opCtx(t), ns+"/doc-2", a.Member()); !errors.Is(err, sessionstore.ErrClosed) {
-		t.Fatalf("Bind on a closed client = %v, want ErrClosed", err)
+	if _, err := c.Bind(opCtx(t), ns+"/doc-2", a.Member()); !errors.Is(err, fault.ErrShuttingDown) {
+		t.Fatalf("Bind on a closed client = %v, want fault.ErrShuttingDown", err)
 	}
-	if _, err := c.Register(opCtx(t), ns+"-b:1", s.cfg.TTL); !errors.Is(err, sessionstore.ErrClosed) {
-		t.Fatalf("Register on a closed client = %v, want ErrClosed", err)
+	if _, err := c.Register(opCtx(t), ns+"-b:1", s.cfg.TTL); !errors.Is(err, fault.ErrShuttingDown) {
+		t.Fatalf("Register on a closed client = %v, want fault.ErrShuttingDown", err)
 	}
 	_ = c.Close()
 	// Other clients are not affected.
