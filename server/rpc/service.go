@@ -58,6 +58,9 @@ type Config struct {
 	Activity Activity
 	// Channels holds the channel sessions this node serves. Required.
 	Channels *channel.Manager
+	// Codecs replace connect's codecs of the same names (package jsoncodec
+	// for JSON, say); nil keeps connect's own: protojson and protobuf.
+	Codecs []connect.Codec
 }
 
 // Service implements v1connect.YorkieServiceHandler.
@@ -71,6 +74,7 @@ type Service struct {
 	activity        Activity
 	streams         streamCounts
 	channels        *channel.Manager
+	codecs          []connect.Codec
 
 	closeOnce sync.Once
 	closing   chan struct{}
@@ -100,6 +104,7 @@ func New(cfg Config) (*Service, error) {
 		limits:          cfg.Limits.withDefaults(),
 		activity:        cfg.Activity,
 		channels:        cfg.Channels,
+		codecs:          cfg.Codecs,
 		closing:         make(chan struct{}),
 	}
 	if cfg.Registerer != nil {
@@ -124,16 +129,17 @@ func (s *Service) Handler() (string, http.Handler) {
 	if s.activity != nil {
 		interceptors = append(interceptors, activityInterceptor{a: s.activity})
 	}
-	jsonPlain, jsonUTF8 := newJSONCodecs()
-	path, h := v1connect.NewYorkieServiceHandler(s,
+	opts := []connect.HandlerOption{
 		connect.WithInterceptors(interceptors...),
-		connect.WithCodec(jsonPlain),
-		connect.WithCodec(jsonUTF8),
 		connect.WithReadMaxBytes(s.maxRequestBytes),
 		connect.WithRecover(s.recovered),
 		// Compressing a small answer costs more CPU than it saves bandwidth.
 		connect.WithCompressMinBytes(compressMinBytes),
-	)
+	}
+	for _, c := range s.codecs {
+		opts = append(opts, connect.WithCodec(c))
+	}
+	path, h := v1connect.NewYorkieServiceHandler(s, opts...)
 	return path, h
 }
 
