@@ -484,28 +484,41 @@ func TestJSONCodecEncodesLikeProtojson(t *testing.T) {
 	}
 }
 
+// BenchmarkJSONMarshal writes the two PushPull answers of an exchange: the
+// pusher's acknowledgement (checkpoint and version vector) and the puller's,
+// which carries the change.
 func BenchmarkJSONMarshal(b *testing.B) {
 	in := pushPullJSON(b)
 	var req api.PushPullChangesRequest
 	if err := protojson.Unmarshal(in, &req); err != nil {
 		b.Fatal(err)
 	}
-	resp := &api.PushPullChangesResponse{ChangePack: req.ChangePack}
-	b.Run("protojson", func(b *testing.B) {
-		b.ReportAllocs()
-		for range b.N {
-			if _, err := protojson.Marshal(resp); err != nil {
-				b.Fatal(err)
+	ack := &api.PushPullChangesResponse{ChangePack: &api.ChangePack{
+		DocumentKey:   req.ChangePack.DocumentKey,
+		Checkpoint:    req.ChangePack.Checkpoint,
+		VersionVector: req.ChangePack.VersionVector,
+	}}
+	pull := &api.PushPullChangesResponse{ChangePack: req.ChangePack}
+	for _, answer := range []struct {
+		name string
+		msg  *api.PushPullChangesResponse
+	}{{"ack", ack}, {"pull", pull}} {
+		b.Run(answer.name+"/protojson", func(b *testing.B) {
+			b.ReportAllocs()
+			for range b.N {
+				if _, err := protojson.Marshal(answer.msg); err != nil {
+					b.Fatal(err)
+				}
 			}
-		}
-	})
-	b.Run("codec", func(b *testing.B) {
-		c := newCodec(b)
-		b.ReportAllocs()
-		for range b.N {
-			if _, err := c.Marshal(resp); err != nil {
-				b.Fatal(err)
+		})
+		b.Run(answer.name+"/codec", func(b *testing.B) {
+			c := newCodec(b)
+			b.ReportAllocs()
+			for range b.N {
+				if _, err := c.Marshal(answer.msg); err != nil {
+					b.Fatal(err)
+				}
 			}
-		}
-	})
+		})
+	}
 }
