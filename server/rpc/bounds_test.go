@@ -169,9 +169,11 @@ func TestClusterSecretCheckedBeforeBody(t *testing.T) {
 	}
 }
 
-// slowServer starts a server whose read timeouts are short.
+// slowServer starts a server whose read timeouts are short, with the
+// HTTP/1.1 fast loop whatever the environment says: its cases name it.
 func slowServer(t *testing.T, secret string) *server.Server {
 	return servertest.Start(t, func(cfg *server.Config) {
+		cfg.DisableFastHTTP1 = false
 		cfg.ReadHeaderTimeout = 300 * time.Millisecond
 		cfg.ReadBodyTimeout = 300 * time.Millisecond
 		cfg.ClusterSecret = secret

@@ -22,6 +22,10 @@ const (
 	pushPullPath = "/yorkie.v1.YorkieService/PushPullChanges"
 )
 
+// fastPaths turns the RPC port's fast paths on whatever the environment
+// says (servertest.StockRPCEnv): these tests are about them.
+func fastPaths(cfg *server.Config) { cfg.DisableFastHTTP1, cfg.DisableFastJSON = false, false }
+
 // preflight is a CORS preflight, which the fast loop hands to net/http.
 var preflight = servertest.RawPreflight(activatePath)
 
@@ -29,7 +33,7 @@ var preflight = servertest.RawPreflight(activatePath)
 // fast loop serves and on one net/http serves (after a preflight handed it
 // over), and expects the same answers.
 func TestHTTP1AnswersLikeNetHTTP(t *testing.T) {
-	srv := servertest.Start(t)
+	srv := servertest.Start(t, fastPaths)
 	requests := []string{
 		servertest.RawPost(activatePath, "application/json", `{"clientKey":"same-key"}`),
 		servertest.RawPost(activatePath, "application/json", `{"clientKey":"same-key"}`, "origin: https://app.example"),
@@ -108,7 +112,7 @@ func sameHeader(a, b http.Header) bool {
 // over mid-connection, closing, and in spellings the fast loop leaves to
 // net/http.
 func TestHTTP1Framing(t *testing.T) {
-	srv := servertest.Start(t)
+	srv := servertest.Start(t, fastPaths)
 	activate := servertest.RawPost(activatePath, "application/json", `{"clientKey":"framing"}`)
 	ok := func(c *servertest.RawConn, what string) {
 		t.Helper()
@@ -190,7 +194,7 @@ func TestHTTP1Framing(t *testing.T) {
 		}
 	})
 	t.Run("oversized", func(t *testing.T) {
-		small := servertest.Start(t, func(cfg *server.Config) { cfg.MaxRequestBytes = 100 })
+		small := servertest.Start(t, fastPaths, func(cfg *server.Config) { cfg.MaxRequestBytes = 100 })
 		c := servertest.DialRaw(t, small)
 		c.Send(servertest.RawPost(activatePath, "application/json", `{"clientKey":"`+strings.Repeat("x", 200)+`"}`))
 		if status, _, body := c.Answer(); status == http.StatusOK || !strings.Contains(body, "invalid_argument") || !strings.Contains(body, "ErrRequestTooLarge") {
@@ -233,7 +237,7 @@ func TestHTTP1ShutdownClosesIdleConnections(t *testing.T) {
 func TestHTTP1ShutdownSaysClose(t *testing.T) {
 	release := make(chan struct{})
 	started := make(chan struct{})
-	srv := servertest.Start(t, func(cfg *server.Config) {
+	srv := servertest.Start(t, fastPaths, func(cfg *server.Config) {
 		cfg.Router = blockingRouter{started: started, release: release}
 	})
 	c := servertest.DialRaw(t, srv)

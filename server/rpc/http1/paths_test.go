@@ -30,9 +30,7 @@ type exchange struct {
 // answered: it counts every call on the first server, and the second has
 // no fast loop at all.
 func TestStockPathsAnswerAlike(t *testing.T) {
-	fast := servertest.Start(t, func(cfg *server.Config) {
-		cfg.DisableFastHTTP1, cfg.DisableFastJSON = false, false
-	})
+	fast := servertest.Start(t, fastPaths)
 	stock := servertest.Start(t, func(cfg *server.Config) {
 		cfg.DisableFastHTTP1, cfg.DisableFastJSON = true, true
 	})
