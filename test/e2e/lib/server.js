@@ -251,4 +251,4 @@ async function startServer({
   return server;
 }
 
-module.exports = { startServer, freePort, yorkieBinary, serversRequired, ServerProcess, REPO_ROOT, trackChild };
+module.exports = { startServer, httpStatus, freePort, yorkieBinary, serversRequired, ServerProcess, REPO_ROOT, trackChild };
