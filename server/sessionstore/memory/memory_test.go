@@ -19,7 +19,7 @@ func TestConformance(t *testing.T) {
 			t.Cleanup(func() { _ = c.Close() })
 			return c
 		},
-		TTL: 300 * time.Millisecond,
+		TTL: time.Second,
 		Expire: func(t *testing.T, _ sessionstore.Store, l sessionstore.Lease) {
 			shared.ExpireLease(l.Member())
 		},
