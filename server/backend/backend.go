@@ -24,6 +24,11 @@ import (
 	"github.com/yorkie-affinity/yorkie/server/fault"
 )
 
+// Errors name the call that failed (push pull, attach document "key") and the
+// subjects nothing below them names: the database's errors name the client or
+// document they were about, so the backend does not repeat them, and the RPC
+// layer, whose client knows what it asked, adds nothing.
+
 // Sentinel errors that the RPC layer tests with errors.Is and maps to codes.
 // An unknown client or document is database.ErrClientNotFound or
 // database.ErrDocumentNotFound, passed on; a closing backend answers

@@ -88,12 +88,12 @@ func (b *Backend) AttachDocument(ctx context.Context, epoch int64, clientID, doc
 	}
 	if err := b.db.UpdateAttachment(ctx, &e.att, ds.epoch); err != nil {
 		b.writeFailed(ds, err)
-		return "", nil, fmt.Errorf("attach document %q (%s): %w", docKey, info.ID, err)
+		return "", nil, fmt.Errorf("attach document %q: %w", docKey, err)
 	}
 	ds.addAttachment(clientID, e)
 	resp, err := b.exchange(ctx, ds, clientID, e, pack, false, b.maxPack)
 	if err != nil {
-		return "", nil, fmt.Errorf("attach document %q (%s): %w", docKey, info.ID, err)
+		return "", nil, fmt.Errorf("attach document %q: %w", docKey, err)
 	}
 	return info.ID, resp, nil
 }
@@ -107,16 +107,16 @@ func (b *Backend) DetachDocument(ctx context.Context, epoch int64, clientID, doc
 func (b *Backend) detachDocument(ctx context.Context, epoch int64, clientID, docID string, pack *api.ChangePack) (*api.ChangePack, error) {
 	ds, e, err := b.begin(ctx, epoch, clientID, docID, pack)
 	if err != nil {
-		return nil, fmt.Errorf("detach document %s: %w", docID, err)
+		return nil, fmt.Errorf("detach document: %w", err)
 	}
 	defer b.release(ctx, ds)
 	// No bound: the attachment ends here, so nothing may be left behind.
 	resp, err := b.exchange(ctx, ds, clientID, e, pack, false, 0)
 	if err != nil {
-		return nil, fmt.Errorf("detach document %s: %w", docID, err)
+		return nil, fmt.Errorf("detach document: %w", err)
 	}
 	if err := b.endAttachment(ctx, ds, clientID, e, database.Detached); err != nil {
-		return nil, fmt.Errorf("detach document %s: %w", docID, err)
+		return nil, fmt.Errorf("detach document: %w", err)
 	}
 	b.leftDocument(clientID, docID)
 	return resp, nil
@@ -133,23 +133,23 @@ func (b *Backend) RemoveDocument(ctx context.Context, epoch int64, clientID, doc
 func (b *Backend) removeDocument(ctx context.Context, epoch int64, clientID, docID string, pack *api.ChangePack) (*api.ChangePack, error) {
 	ds, e, err := b.begin(ctx, epoch, clientID, docID, pack)
 	if err != nil {
-		return nil, fmt.Errorf("remove document %s: %w", docID, err)
+		return nil, fmt.Errorf("remove document: %w", err)
 	}
 	defer b.release(ctx, ds)
 	resp, err := b.exchange(ctx, ds, clientID, e, pack, false, 0)
 	if err != nil {
-		return nil, fmt.Errorf("remove document %s: %w", docID, err)
+		return nil, fmt.Errorf("remove document: %w", err)
 	}
 	if !ds.removed {
 		if err := b.db.RemoveDocument(ctx, docID, ds.epoch); err != nil {
 			b.writeFailed(ds, err)
-			return nil, fmt.Errorf("remove document %s: %w", docID, err)
+			return nil, fmt.Errorf("remove document: %w", err)
 		}
 		ds.removed = true
 		b.publishChanged(docID, clientID)
 	}
 	if err := b.endAttachment(ctx, ds, clientID, e, database.Removed); err != nil {
-		return nil, fmt.Errorf("remove document %s: %w", docID, err)
+		return nil, fmt.Errorf("remove document: %w", err)
 	}
 	b.leftDocument(clientID, docID)
 	resp.IsRemoved = true
@@ -165,12 +165,12 @@ func (b *Backend) PushPull(ctx context.Context, epoch int64, clientID, docID str
 func (b *Backend) pushPull(ctx context.Context, epoch int64, clientID, docID string, pack *api.ChangePack, pushOnly bool) (*api.ChangePack, error) {
 	ds, e, err := b.begin(ctx, epoch, clientID, docID, pack)
 	if err != nil {
-		return nil, fmt.Errorf("push pull %s: %w", docID, err)
+		return nil, fmt.Errorf("push pull: %w", err)
 	}
 	defer b.release(ctx, ds)
 	resp, err := b.exchange(ctx, ds, clientID, e, pack, pushOnly, b.maxPack)
 	if err != nil {
-		return nil, fmt.Errorf("push pull %s: %w", docID, err)
+		return nil, fmt.Errorf("push pull: %w", err)
 	}
 	return resp, nil
 }
