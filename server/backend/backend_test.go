@@ -427,7 +427,7 @@ func TestReleaseDocumentEndsSubscriptionsRetryably(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-sub.Done()
-	if !errors.Is(sub.Err(), database.ErrFenced) || !errors.Is(sub.Err(), backend.ErrDocumentReleased) {
+	if !fault.IsRetryable(sub.Err()) || !errors.Is(sub.Err(), backend.ErrDocumentReleased) {
 		t.Fatalf("subscription ended with %v", sub.Err())
 	}
 	// The state is reloaded from the database on the next call.
