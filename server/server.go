@@ -131,8 +131,13 @@ type Config struct {
 	// HousekeepingCandidatesLimit bounds the clients one housekeeping run
 	// deactivates (default 500).
 	HousekeepingCandidatesLimit int
-	// Clock replaces time.Now for housekeeping, so tests can move time on.
+	// Clock replaces time.Now for housekeeping and the cache of the
+	// default project's settings, so tests can move time on.
 	Clock func() time.Time
+	// ProjectCacheTTL is how long a node keeps the default project's
+	// settings before reading them again (0: backend.DefaultProjectCacheTTL).
+	// An UpdateProject served by this node applies here at once.
+	ProjectCacheTTL time.Duration
 	// OnHousekeeping, when set, is told the outcome of every housekeeping
 	// run on this node.
 	OnHousekeeping func(housekeeping.Report)
@@ -241,6 +246,8 @@ func New(cfg Config) (*Server, error) {
 		SnapshotThreshold:  cfg.SnapshotThreshold,
 		MaxSizePerDocument: cfg.MaxSizePerDocument,
 		DocumentCacheBytes: cfg.DocumentCacheBytes,
+		ProjectCacheTTL:    cfg.ProjectCacheTTL,
+		Now:                cfg.Clock,
 	}
 	routing := cfg.Router
 	if cfg.Router == nil && cfg.Epoch == nil {
@@ -294,7 +301,10 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.health = grpchealth.NewStaticChecker(v1connect.YorkieServiceName)
 
-	if s.admin, err = admin.New(admin.Config{Settings: cfg.Admin, DB: s.db, Logger: logger, Registerer: s.registry}); err != nil {
+	if s.admin, err = admin.New(admin.Config{
+		Settings: cfg.Admin, DB: s.db, Logger: logger, Registerer: s.registry,
+		OnProjectUpdated: b.ProjectUpdated,
+	}); err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
 
@@ -367,6 +377,7 @@ func (s *Server) newHousekeeper(tracker *housekeeping.Tracker, routing rpc.Route
 	h, err := housekeeping.New(housekeeping.Config{
 		Interval:            s.cfg.HousekeepingInterval,
 		DeactivateThreshold: s.cfg.ClientDeactivateThreshold,
+		Threshold:           s.backend.ClientDeactivateThreshold,
 		CandidatesLimit:     s.cfg.HousekeepingCandidatesLimit,
 		DB:                  s.db,
 		Tracker:             tracker,
