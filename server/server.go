@@ -32,6 +32,7 @@ import (
 	"github.com/yorkie-affinity/yorkie/server/channel"
 	"github.com/yorkie-affinity/yorkie/server/cluster"
 	"github.com/yorkie-affinity/yorkie/server/housekeeping"
+	"github.com/yorkie-affinity/yorkie/server/project"
 	"github.com/yorkie-affinity/yorkie/server/rpc"
 	"github.com/yorkie-affinity/yorkie/server/sessionstore"
 	sessmemory "github.com/yorkie-affinity/yorkie/server/sessionstore/memory"
@@ -131,16 +132,21 @@ type Config struct {
 	// HousekeepingCandidatesLimit bounds the clients one housekeeping run
 	// deactivates (default 500).
 	HousekeepingCandidatesLimit int
-	// Clock replaces time.Now for housekeeping and the cache of the
-	// default project's settings, so tests can move time on.
+	// Clock replaces time.Now for housekeeping and the caches of projects,
+	// so tests can move time on.
 	Clock func() time.Time
-	// ProjectCacheTTL is how long a node keeps the default project's
-	// settings before reading them again (0: backend.DefaultProjectCacheTTL).
-	// An UpdateProject served by this node applies here at once.
-	ProjectCacheTTL time.Duration
 	// OnHousekeeping, when set, is told the outcome of every housekeeping
 	// run on this node.
 	OnHousekeeping func(housekeeping.Report)
+
+	// DisableDefaultProject refuses YorkieService calls without an API key
+	// (unauthenticated) instead of serving them in the default project.
+	DisableDefaultProject bool
+	// ProjectCacheTTL is how long a node reuses a project it looked up by
+	// API key, and the default project's settings for internal calls (0:
+	// project.DefaultCacheTTL): an UpdateProject reaches every node within
+	// it, and the node that served it at once.
+	ProjectCacheTTL time.Duration
 
 	// Admin configures the AdminService: the token secret and duration,
 	// the default admin account and the version it reports.
@@ -281,6 +287,16 @@ func New(cfg Config) (*Server, error) {
 	if s.router != nil {
 		s.router.channels = s.channels
 	}
+	projects, err := project.NewResolver(project.ResolverConfig{
+		DB:                s.db,
+		UseDefaultProject: !cfg.DisableDefaultProject,
+		CacheTTL:          cfg.ProjectCacheTTL,
+		Now:               cfg.Clock,
+	})
+	if err != nil {
+		s.channels.Close()
+		return nil, fmt.Errorf("server: %w", err)
+	}
 	svc, err := rpc.New(rpc.Config{
 		Backend:         b,
 		Logger:          logger,
@@ -290,6 +306,7 @@ func New(cfg Config) (*Server, error) {
 		Limits:          cfg.Limits,
 		Activity:        tracker,
 		Channels:        s.channels,
+		Projects:        projects,
 	})
 	if err != nil {
 		s.channels.Close()
@@ -303,7 +320,10 @@ func New(cfg Config) (*Server, error) {
 
 	if s.admin, err = admin.New(admin.Config{
 		Settings: cfg.Admin, DB: s.db, Logger: logger, Registerer: s.registry,
-		OnProjectUpdated: b.ProjectUpdated,
+		OnProjectUpdated: func(p *database.ProjectInfo) {
+			projects.Updated(p)
+			b.ProjectUpdated(p)
+		},
 	}); err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
@@ -541,10 +561,15 @@ func registerBackendMetrics(reg prometheus.Registerer, m *backend.Metrics) error
 		counter("snapshots_stored_total", "Snapshots stored.", m.SnapshotsStored.Load),
 		counter("snapshot_failures_total", "Snapshots that failed to encode or store.", m.SnapshotFailures.Load),
 		counter("snapshots_sent_total", "Answers that carried a snapshot instead of changes.", m.SnapshotsSent.Load),
+		counter("snapshots_coalesced_total", "Due snapshots passed over for a newer one while the document's previous snapshot was being taken.", m.SnapshotsCoalesced.Load),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Namespace: "yorkie", Subsystem: "backend", Name: "snapshot_lock_seconds_total",
+			Help: "Time documents' locks were held to hand snapshots over to be taken off the lock.",
+		}, func() float64 { return float64(m.SnapshotLockNanos.Load()) / 1e9 }),
 		counter("garbage_collected_total", "Tombstones purged from the documents held in memory.", m.GarbageCollected.Load),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Namespace: "yorkie", Subsystem: "backend", Name: "document_cache_bytes",
-			Help: "Estimated bytes of the documents held built in memory.",
+			Help: "Estimated heap bytes of the documents held built in memory, with the states their snapshots were taken of.",
 		}, func() float64 { return float64(m.CachedDocumentBytes.Load()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Namespace: "yorkie", Subsystem: "backend", Name: "subscriptions",

@@ -12,9 +12,10 @@ import (
 )
 
 // DefaultProjectCacheTTL is how long the backend keeps the default
-// project's settings before reading them again, by default. An update made
-// through another node's admin API reaches this node's documents within it.
-const DefaultProjectCacheTTL = 5 * time.Second
+// project's settings for calls that carry no project before reading them
+// again, by default: the RPC layer's cache of projects has the same. An
+// update made through another node's admin API reaches this node within it.
+const DefaultProjectCacheTTL = project.DefaultCacheTTL
 
 // ErrTooManyAttachments: the document has as many clients attached as its
 // project allows.
