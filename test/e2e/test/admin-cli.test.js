@@ -20,10 +20,10 @@ const { ProjectAdmin } = require('../lib/project-admin');
 const skip = externalAddrs().length ? 'starts its own server' : singleServerSkipReason();
 const STOP_GRACE_MS = 10000;
 
-// Projects scope documents only once the x-api-key header picks the
-// project (the scoping work). Until it is merged, the assertions that need
-// it are skipped; set to false to enable them.
-const NEEDS_PROJECT_SCOPING = 'x-api-key does not pick the project yet: enable once project scoping is merged';
+// The x-api-key header picks the project, but documents are scoped by
+// project only once the database scoping is merged. Until then the test
+// that needs it is skipped; set this to false to enable it.
+const NEEDS_PROJECT_SCOPING = 'documents are not scoped by project yet: enable once project scoping is merged';
 
 /** Runs the yorkie command with its own config directory; resolves with stdout, rejects with stderr. */
 function yorkieCLI(configDir, args) {
@@ -114,7 +114,25 @@ describe('the yorkie command against a running server, and the SDK with the proj
     }
   });
 
-  test("a project's documents are its own: the same key without the project's key, or with an unknown key", { skip: NEEDS_PROJECT_SCOPING }, async () => {
+  test('a client with an unknown API key is refused, unauthenticated', async () => {
+    const server = await startServer({ logLevel: 'info' });
+    const target = singleTarget(server.rpcAddr, { describe: () => `--- server log ---\n${server.logTail(3000)}` });
+    try {
+      await runInSession({ target, transport: 'json' }, async (session) => {
+        const unknown = session.newClient({ apiKey: 'not-a-project-key' });
+        const err = await unknown.activate().then(
+          () => assert.fail('a client with an unknown key was activated'),
+          (e) => e,
+        );
+        assert.equal(err.code, 16 /* unauthenticated */, `code of ${err}`);
+        assert.ok(!unknown.isActive(), 'the client stays inactive');
+      });
+    } finally {
+      await withTimeout(server.stop({ graceMs: STOP_GRACE_MS }), STOP_GRACE_MS + 5000, 'server stop');
+    }
+  });
+
+  test("a project's documents are its own: the same key without the project's key is another document", { skip: NEEDS_PROJECT_SCOPING }, async () => {
     const server = await startServer({ logLevel: 'info' });
     const target = singleTarget(server.rpcAddr, { describe: () => `--- server log ---\n${server.logTail(3000)}` });
     try {
@@ -131,12 +149,6 @@ describe('the yorkie command against a running server, and the SDK with the proj
         const outside = await session.activateClient();
         const other = await session.attach(outside, key);
         assert.equal(other.toSortedJSON(), '{}', "the default project's document of the same key is another one");
-        const unknown = session.newClient({ apiKey: 'not-a-project-key' });
-        const err = await unknown.activate().then(
-          () => assert.fail('a client with an unknown key was activated'),
-          (e) => e,
-        );
-        assert.equal(err.code, 16 /* unauthenticated */, `code of ${err}`);
       });
     } finally {
       await withTimeout(server.stop({ graceMs: STOP_GRACE_MS }), STOP_GRACE_MS + 5000, 'server stop');

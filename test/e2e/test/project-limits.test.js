@@ -191,6 +191,26 @@ describe("a project's limits with the JS SDK", { skip }, () => {
     });
   });
 
+  test("a project's limits hold for the clients with its public key, not for the default project's", async () => {
+    await withLimits({}, async (session, server) => {
+      const admin = await ProjectAdmin.logIn(server.rpcAddr);
+      const { project } = await admin.call('CreateProject', { name: `limited-${process.pid}` });
+      await admin.update(project.name, { maxAttachmentsPerDocument: 1 });
+      const [a, b] = await session.activateClients(2, { apiKey: project.publicKey });
+      const key = newDocKey('per-project');
+      await session.attach(a, key);
+      const err = await b.attach(new yorkie.Document(key)).then(
+        () => assert.fail("the attach past the project's bound succeeded"),
+        (e) => e,
+      );
+      assert.equal(err.code, 8 /* resource_exhausted */, `code of ${err}`);
+      const [c, d] = await session.activateClients(2);
+      const other = newDocKey('default-project');
+      await session.attach(c, other);
+      await session.attach(d, other);
+    });
+  });
+
   test('with remove on detach, the last client to detach removes the document; the key starts anew', async () => {
     await withLimits({ removeOnDetach: true }, async (session) => {
       const [a, b, later] = await session.activateClients(3);
