@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -12,29 +11,12 @@ import (
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
 	"github.com/yorkie-affinity/yorkie/server/backend/database/memory"
 	"github.com/yorkie-affinity/yorkie/server/project"
+	"github.com/yorkie-affinity/yorkie/server/servertest/testclock"
 )
-
-// fakeClock is a clock tests move by hand.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
 
 // projectBackend is a backend over a database whose default project has
 // the limits u sets, with the cache of the project's settings on clock.
-func projectBackend(t *testing.T, u *database.ProjectUpdate, clock *fakeClock) (*backend.Backend, database.Database) {
+func projectBackend(t *testing.T, u *database.ProjectUpdate, clock *testclock.Clock) (*backend.Backend, database.Database) {
 	t.Helper()
 	db := memory.New()
 	ctx := context.Background()
@@ -152,7 +134,7 @@ func TestProjectSizeLimit(t *testing.T) {
 // TestProjectSettingsReachTheBackend: an update through this node's admin
 // API applies at once; one made elsewhere once the cached copy expires.
 func TestProjectSettingsReachTheBackend(t *testing.T) {
-	clock := &fakeClock{now: time.Unix(1_700_000_000, 0)}
+	clock := &testclock.Clock{}
 	b, db := projectBackend(t, &database.ProjectUpdate{}, clock)
 	ctx := context.Background()
 	if got, _ := b.DocumentSizeLimit(ctx); got != backend.DefaultMaxSizePerDocument {
@@ -163,7 +145,7 @@ func TestProjectSettingsReachTheBackend(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	clock.Add(time.Minute + time.Second)
+	clock.Advance(time.Minute + time.Second)
 	if got, _ := b.DocumentSizeLimit(ctx); got != 500 {
 		t.Fatalf("size limit %d after the cache expired, want 500", got)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,30 +16,14 @@ import (
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
 	"github.com/yorkie-affinity/yorkie/server/clustertest"
 	"github.com/yorkie-affinity/yorkie/server/servertest"
+	"github.com/yorkie-affinity/yorkie/server/servertest/poll"
+	"github.com/yorkie-affinity/yorkie/server/servertest/testclock"
 	"github.com/yorkie-affinity/yorkie/server/servertest/wire"
 )
 
 // projectCacheTTL is the nodes' cache of the default project's settings in
 // these tests; the shared clock moves past it instead of the test waiting.
 const projectCacheTTL = time.Minute
-
-// movableClock is the clock of every node of a test, moved by hand.
-type movableClock struct {
-	mu     sync.Mutex
-	offset time.Duration
-}
-
-func (c *movableClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return time.Now().Add(c.offset)
-}
-
-func (c *movableClock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.offset += d
-	c.mu.Unlock()
-}
 
 // updateDefaultProject sets fields of the default project through node n's
 // AdminService, logged in as the default admin.
@@ -74,7 +57,7 @@ func wantLimitError(t *testing.T, err error, name, what string) {
 func TestProjectLimitsAreCountedAtTheOwner(t *testing.T) {
 	for _, mode := range []server.AffinityMode{server.Forward, server.Redirect} {
 		t.Run(string(mode), func(t *testing.T) {
-			clock := &movableClock{}
+			clock := &testclock.Clock{}
 			c := clustertest.Start(t, 2, clustertest.WithMode(mode), clustertest.WithConfig(func(_ int, cfg *server.Config) {
 				cfg.Clock = clock.Now
 				cfg.ProjectCacheTTL = projectCacheTTL
@@ -94,7 +77,7 @@ func TestProjectLimitsAreCountedAtTheOwner(t *testing.T) {
 				MaxSubscribersPerDocument: wrapperspb.Int32(1),
 				MaxSizePerDocument:        wrapperspb.Int32(4096),
 			})
-			clock.Add(projectCacheTTL + time.Second)
+			clock.Advance(projectCacheTTL + time.Second)
 
 			// The second client, through the node that does not own the
 			// document, gets the project's size bound from the owner.
@@ -127,7 +110,7 @@ func TestProjectLimitsAreCountedAtTheOwner(t *testing.T) {
 			// Once the first stops watching, the second gets through, as
 			// the SDK's retry every second would.
 			stream.Close()
-			eventually(t, "the second client's Watch", func() error {
+			poll.Until(t, wire.WaitTimeout, "the second client's Watch", func() error {
 				s := second.Watch(t)
 				defer s.Close()
 				m, err := s.NextWithin(wire.WaitTimeout)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/yorkie-affinity/yorkie/server/backend/database/memory"
 	"github.com/yorkie-affinity/yorkie/server/housekeeping"
+	"github.com/yorkie-affinity/yorkie/server/servertest/testclock"
 )
 
 // TestThresholdIsReadEachRun: a threshold source (the project's setting)
@@ -17,7 +18,7 @@ import (
 // scan rather than guessing.
 func TestThresholdIsReadEachRun(t *testing.T) {
 	db := memory.New()
-	c := &clock{}
+	c := &testclock.Clock{}
 	var threshold atomic.Int64
 	threshold.Store(int64(48 * time.Hour))
 	var fail atomic.Bool

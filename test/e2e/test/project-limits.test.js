@@ -4,7 +4,6 @@
 // error code of each refusal, and what the SDK then does.
 
 const assert = require('node:assert/strict');
-const http = require('node:http');
 const { describe, test } = require('node:test');
 const { startServer } = require('../lib/server');
 const { singleServerSkipReason, externalAddrs } = require('../lib/suite');
@@ -12,6 +11,7 @@ const { withTimeout, waitFor } = require('../lib/wait');
 const { runInSession, singleTarget, newDocKey, yorkie } = require('../lib/session');
 const { waitConverged, waitPushed, recordEvents, waitRecorded } = require('../lib/replicas');
 const { ProjectAdmin } = require('../lib/project-admin');
+const { counter, refusedWatches } = require('../lib/metrics');
 const diagnostics = require('../lib/diagnostics');
 
 const skip = externalAddrs().length ? 'starts servers with its own flags' : singleServerSkipReason();
@@ -31,29 +31,6 @@ async function withLimits(fields, fn, extraArgs = []) {
   } finally {
     await withTimeout(server.stop({ graceMs: STOP_GRACE_MS }), STOP_GRACE_MS + 5000, 'server stop');
   }
-}
-
-/** GETs url with node:http. */
-function httpGet(url) {
-  return new Promise((resolve, reject) => {
-    http
-      .get(url, (res) => {
-        let body = '';
-        res.setEncoding('utf8');
-        res.on('data', (chunk) => (body += chunk));
-        res.on('end', () => resolve(body));
-      })
-      .on('error', reject);
-  });
-}
-
-/** How many Watch calls the server refused with resource_exhausted. */
-async function refusedWatches(server) {
-  const text = await httpGet(server.metricsURL);
-  const line = text
-    .split('\n')
-    .find((l) => l.startsWith('yorkie_rpc_handled_total{') && l.includes('Watch"') && l.includes('code="resource_exhausted"'));
-  return line ? Number(line.split(' ').pop()) : 0;
 }
 
 /**
@@ -239,7 +216,7 @@ describe("a project's limits with the JS SDK", { skip }, () => {
         const key = newDocKey('threshold');
         await withTimeout(silent.attach(new yorkie.Document(key), { syncMode: yorkie.SyncMode.Manual }), 15000, 'manual attach');
         const watcherDoc = await session.attach(watcher, key);
-        await waitFor(async () => (await httpGet(server.metricsURL)).includes('yorkie_housekeeping_clients_deactivated_total 1'), {
+        await waitFor(async () => (await counter(server, 'yorkie_housekeeping_clients_deactivated_total')) >= 1, {
           what: 'housekeeping to deactivate the silent client',
           timeoutMs: 20000,
         });
