@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
@@ -27,13 +28,18 @@ var ErrTooManySubscribers = errors.New("too many clients watching the document")
 
 // defaultProject caches the default project's settings for the calls whose
 // context names no project (no API key, internal calls): reading them costs
-// a lock-free load until the copy is older than the TTL.
+// an atomic load until the copy is older than the TTL.
 type defaultProject struct {
 	db  database.Database
 	ttl time.Duration
 	now func() time.Time
 
-	mu      sync.Mutex
+	cached atomic.Pointer[cachedProject]
+	// reload serialises the reads of an expired copy.
+	reload sync.Mutex
+}
+
+type cachedProject struct {
 	info    *database.ProjectInfo
 	expires time.Time
 }
@@ -42,22 +48,26 @@ type defaultProject struct {
 // missing default project (a database the admin service never set up) has
 // no limits. A failed read keeps the previous copy when there is one.
 func (d *defaultProject) get(ctx context.Context) (*database.ProjectInfo, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
+	if c := d.cached.Load(); c != nil && d.now().Before(c.expires) {
+		return c.info, nil
+	}
+	d.reload.Lock()
+	defer d.reload.Unlock()
 	now := d.now()
-	if d.info != nil && now.Before(d.expires) {
-		return d.info, nil
+	old := d.cached.Load()
+	if old != nil && now.Before(old.expires) {
+		return old.info, nil // another caller read it meanwhile
 	}
 	info, err := d.db.FindProjectByID(ctx, database.DefaultProjectID)
 	switch {
 	case errors.Is(err, database.ErrProjectNotFound):
 		info = &database.ProjectInfo{ID: database.DefaultProjectID, Name: database.DefaultProjectName}
-	case err != nil && d.info != nil:
-		return d.info, nil
+	case err != nil && old != nil:
+		return old.info, nil
 	case err != nil:
 		return nil, fmt.Errorf("load the default project: %w", err)
 	}
-	d.info, d.expires = info, now.Add(d.ttl)
+	d.cached.Store(&cachedProject{info: info, expires: now.Add(d.ttl)})
 	return info, nil
 }
 
@@ -67,9 +77,7 @@ func (d *defaultProject) set(p *database.ProjectInfo) {
 		return
 	}
 	c := *p
-	d.mu.Lock()
-	d.info, d.expires = &c, d.now().Add(d.ttl)
-	d.mu.Unlock()
+	d.cached.Store(&cachedProject{info: &c, expires: d.now().Add(d.ttl)})
 }
 
 // project returns the settings of the call's project: the one the RPC layer
