@@ -49,22 +49,22 @@ func TestAttachmentsPerDocument(t *testing.T) {
 	ctx := context.Background()
 	a, c, docID := attachTwo(t, b)
 	// Attaching again replaces the client's attachment: still two.
-	if _, _, err := b.AttachDocument(ctx, a, "doc", pack(0, 0)); err != nil {
+	if _, _, err := b.AttachDocument(ctx, 0, a, "doc", pack(0, 0)); err != nil {
 		t.Fatalf("attach again: %v", err)
 	}
 	d := activate(t, b, "d")
-	_, _, err := b.AttachDocument(ctx, d, "doc", pack(0, 0))
+	_, _, err := b.AttachDocument(ctx, 0, d, "doc", pack(0, 0))
 	if !errors.Is(err, backend.ErrTooManyAttachments) {
 		t.Fatalf("third attach: %v, want ErrTooManyAttachments", err)
 	}
 	// Another document of the project is not affected.
-	if _, _, err := b.AttachDocument(ctx, d, "other", pack(0, 0)); err != nil {
+	if _, _, err := b.AttachDocument(ctx, 0, d, "other", pack(0, 0)); err != nil {
 		t.Fatalf("attach of another document: %v", err)
 	}
-	if _, err := b.DetachDocument(ctx, c, docID, pack(0, 0)); err != nil {
+	if _, err := b.DetachDocument(ctx, 0, c, docID, pack(0, 0)); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := b.AttachDocument(ctx, d, "doc", pack(0, 0)); err != nil {
+	if _, _, err := b.AttachDocument(ctx, 0, d, "doc", pack(0, 0)); err != nil {
 		t.Fatalf("attach after a detach: %v", err)
 	}
 }
@@ -75,22 +75,22 @@ func TestSubscribersPerDocument(t *testing.T) {
 	b, _ := projectBackend(t, &database.ProjectUpdate{MaxSubscribersPerDocument: ptr(1)}, nil)
 	ctx := context.Background()
 	a, c, docID := attachTwo(t, b)
-	first, _, err := b.Watch(ctx, a, docID)
+	first, _, err := b.Watch(ctx, 0, a, docID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The same client's second stream (a reconnect overlapping the old
 	// one) is not refused.
-	second, _, err := b.Watch(ctx, a, docID)
+	second, _, err := b.Watch(ctx, 0, a, docID)
 	if err != nil {
 		t.Fatalf("second stream of the watching client: %v", err)
 	}
-	if _, _, err := b.Watch(ctx, c, docID); !errors.Is(err, backend.ErrTooManySubscribers) {
+	if _, _, err := b.Watch(ctx, 0, c, docID); !errors.Is(err, backend.ErrTooManySubscribers) {
 		t.Fatalf("watch by another client: %v, want ErrTooManySubscribers", err)
 	}
 	first.Close()
 	second.Close()
-	sub, watchers, err := b.Watch(ctx, c, docID)
+	sub, watchers, err := b.Watch(ctx, 0, c, docID)
 	if err != nil {
 		t.Fatalf("watch once the other stopped: %v", err)
 	}
@@ -106,10 +106,10 @@ func TestProjectOfTheCallWins(t *testing.T) {
 	b, _ := projectBackend(t, &database.ProjectUpdate{MaxAttachmentsPerDocument: ptr(5), MaxSizePerDocument: ptr(300)}, nil)
 	ctx := project.NewContext(context.Background(), &database.ProjectInfo{ID: "0123456789abcdef01234567", MaxAttachmentsPerDocument: 1})
 	a, c := activate(t, b, "a"), activate(t, b, "c")
-	if _, _, err := b.AttachDocument(ctx, a, "doc", pack(0, 0)); err != nil {
+	if _, _, err := b.AttachDocument(ctx, 0, a, "doc", pack(0, 0)); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := b.AttachDocument(ctx, c, "doc", pack(0, 0)); !errors.Is(err, backend.ErrTooManyAttachments) {
+	if _, _, err := b.AttachDocument(ctx, 0, c, "doc", pack(0, 0)); !errors.Is(err, backend.ErrTooManyAttachments) {
 		t.Fatalf("second attach: %v, want ErrTooManyAttachments", err)
 	}
 	if got, err := b.DocumentSizeLimit(ctx); err != nil || got != backend.DefaultMaxSizePerDocument {
@@ -172,14 +172,14 @@ func TestRemoveOnDetach(t *testing.T) {
 	b, db := projectBackend(t, &database.ProjectUpdate{RemoveOnDetach: ptr(true)}, nil)
 	ctx := context.Background()
 	a, c, docID := attachTwo(t, b)
-	resp, err := b.DetachDocument(ctx, a, docID, pack(0, 0))
+	resp, err := b.DetachDocument(ctx, 0, a, docID, pack(0, 0))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if resp.IsRemoved {
 		t.Fatal("the first detach removed the document, another client is attached")
 	}
-	resp, err = b.DetachDocument(ctx, c, docID, pack(0, 0))
+	resp, err = b.DetachDocument(ctx, 0, c, docID, pack(0, 0))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,12 +192,12 @@ func TestRemoveOnDetach(t *testing.T) {
 	}
 	// The key names a new document from now on.
 	d := activate(t, b, "d")
-	newID, _, err := b.AttachDocument(ctx, d, "doc", pack(0, 0))
+	newID, _, err := b.AttachDocument(ctx, 0, d, "doc", pack(0, 0))
 	if err != nil || newID == docID {
 		t.Fatalf("attach after removal: %s, %v; want a new document", newID, err)
 	}
 	// Deactivating the last attached client removes it too.
-	if err := b.DeactivateClient(ctx, d); err != nil {
+	if err := b.DeactivateClient(ctx, d, nil); err != nil {
 		t.Fatal(err)
 	}
 	if info, err := db.FindDocument(ctx, newID); err != nil || info.RemovedAt.IsZero() {

@@ -15,6 +15,7 @@ import (
 	"github.com/yorkie-affinity/yorkie/server"
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
 	"github.com/yorkie-affinity/yorkie/server/clustertest"
+	"github.com/yorkie-affinity/yorkie/server/routing"
 	"github.com/yorkie-affinity/yorkie/server/servertest"
 	"github.com/yorkie-affinity/yorkie/server/servertest/poll"
 	"github.com/yorkie-affinity/yorkie/server/servertest/testclock"
@@ -55,7 +56,7 @@ func wantLimitError(t *testing.T, err error, name, what string) {
 // The limits are set through the node that does not own the document and
 // reach the owner once its cached copy of the project expires.
 func TestProjectLimitsAreCountedAtTheOwner(t *testing.T) {
-	for _, mode := range []server.AffinityMode{server.Forward, server.Redirect} {
+	for _, mode := range []routing.Mode{routing.Forward, routing.Redirect} {
 		t.Run(string(mode), func(t *testing.T) {
 			clock := &testclock.Clock{}
 			c := clustertest.Start(t, 2, clustertest.WithMode(mode), clustertest.WithConfig(func(_ int, cfg *server.Config) {
@@ -94,7 +95,7 @@ func TestProjectLimitsAreCountedAtTheOwner(t *testing.T) {
 				wantLimitError(t, err, "ErrTooManyAttachments", fmt.Sprintf("third attach through node %d", n.Index()))
 			}
 
-			if mode == server.Redirect {
+			if mode == routing.Redirect {
 				// Watch and detach are served by the owner only; the
 				// forward run covers the counting of watchers.
 				return

@@ -71,6 +71,7 @@ class YorkieNode {
     this.pid = process.pid;
     this.killedAt = null; // Date.now() of a SIGKILL sent by the test
     this.terminatedAt = null; // Date.now() of a SIGTERM sent by the test
+    this.exitedAt = null; // Date.now() once the test saw the process of a kill or stop exit
   }
 
   get alive() {
@@ -81,10 +82,14 @@ class YorkieNode {
     return this.process.logTail(maxBytes);
   }
 
-  /** Metric samples of this node, or null if it does not answer. */
+  /**
+   * Metric samples of this node, or null if it does not answer. A dead node
+   * refuses at once; the timeout only guards against a hang, so it is long
+   * enough for a live node on a loaded machine.
+   */
   async metrics() {
     try {
-      const res = await fetch(this.metricsURL, { signal: AbortSignal.timeout(2000) });
+      const res = await fetch(this.metricsURL, { signal: AbortSignal.timeout(15000) });
       if (res.status !== 200) return null;
       return parseMetrics(await res.text());
     } catch {
@@ -223,6 +228,7 @@ class YorkieCluster {
   async kill(node) {
     node.killedAt = Date.now();
     await node.process.kill();
+    node.exitedAt = Date.now();
     return node;
   }
 
@@ -230,6 +236,7 @@ class YorkieCluster {
   async terminate(node, { graceMs = 15000 } = {}) {
     node.terminatedAt = Date.now();
     await node.process.stop({ graceMs });
+    node.exitedAt = Date.now();
     return node;
   }
 
