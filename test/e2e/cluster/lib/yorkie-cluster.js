@@ -17,6 +17,7 @@ const {
   startFerretDB,
   startSessionStore,
 } = require('./processes');
+const { httpStatus } = require('../../lib/server');
 
 /** The session key of an advertised host:port: padded standard base64. */
 function sessionKeyOf(hostPort) {
@@ -34,14 +35,9 @@ function decodeSessionKey(key) {
   }
 }
 
+/** Whether GET `url` answers 200, on a connection that is not kept (see httpStatus). */
 async function httpOK(url) {
-  try {
-    const res = await fetch(url, { signal: AbortSignal.timeout(1000) });
-    await res.arrayBuffer();
-    return res.status === 200;
-  } catch {
-    return false;
-  }
+  return (await httpStatus(url)) === 200;
 }
 
 /** Parses Prometheus text: { 'name{labels}': value, ... } for samples. */
