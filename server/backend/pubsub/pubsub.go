@@ -11,6 +11,7 @@
 package pubsub
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -19,11 +20,16 @@ import (
 	"github.com/yorkie-affinity/yorkie/server/fault"
 )
 
-// ErrSlowSubscriber is the reason a subscriber that let its event queue
-// overflow is ended; it is retryable (fault.IsRetryable): the client
-// reconnects and catches up. Subscribe on a closed pub/sub answers
-// fault.ErrShuttingDown.
-var ErrSlowSubscriber = fault.NewRetryable("subscriber too slow: event queue overflowed")
+// Sentinel errors reported by Subscribe and Subscription.Err. Subscribe on a
+// closed pub/sub answers fault.ErrShuttingDown.
+var (
+	// ErrSlowSubscriber: the subscriber let its event queue overflow. It is
+	// retryable (fault.IsRetryable): the client reconnects and catches up.
+	ErrSlowSubscriber = fault.NewRetryable("subscriber too slow: event queue overflowed")
+	// ErrTooManyWatchers: the document has as many watching clients as
+	// SubscribeBounded allows.
+	ErrTooManyWatchers = errors.New("too many watchers")
+)
 
 // Event is one document event; Publisher is the client that caused it.
 type Event struct {
@@ -119,6 +125,14 @@ func (s *Subscription) Close() { s.ps.end(s, nil, true) }
 // the clients watching the document, the new subscriber included. If the
 // client was not watching yet, the others receive WATCHED.
 func (ps *PubSub) Subscribe(docID, clientID string) (*Subscription, []string, error) {
+	return ps.SubscribeBounded(docID, clientID, 0)
+}
+
+// SubscribeBounded is Subscribe, refused with ErrTooManyWatchers when the
+// document already has maxWatchers clients watching and this one is not
+// among them (0: no bound). Clients are counted, not streams, so a client
+// whose reconnecting stream overlaps its old one is not refused.
+func (ps *PubSub) SubscribeBounded(docID, clientID string, maxWatchers int) (*Subscription, []string, error) {
 	s := &Subscription{
 		ps:       ps,
 		docID:    docID,
@@ -134,6 +148,10 @@ func (ps *PubSub) Subscribe(docID, clientID string) (*Subscription, []string, er
 		return nil, nil, fmt.Errorf("pubsub closed: %w", fault.ErrShuttingDown)
 	}
 	t := ps.topics[docID]
+	if t != nil && maxWatchers > 0 && t.watchers[clientID] == 0 && len(t.watchers) >= maxWatchers {
+		ps.mu.Unlock()
+		return nil, nil, fmt.Errorf("%d clients watch the document already: %w", len(t.watchers), ErrTooManyWatchers)
+	}
 	if t == nil {
 		t = &topic{subs: make(map[*Subscription]struct{}), watchers: make(map[string]int)}
 		ps.topics[docID] = t
