@@ -335,11 +335,11 @@ func (b *Backend) DeactivateClient(ctx context.Context, clientID string, epochs 
 	}
 	atts, err := b.db.ListClientAttachments(ctx, clientID)
 	if err != nil {
-		return fmt.Errorf("deactivate client %s: list attachments: %w", clientID, err)
+		return err
 	}
 	for _, a := range atts {
 		if err := b.detachOnDeactivate(ctx, epochs[a.DocID], clientID, a.DocID); err != nil {
-			return fmt.Errorf("deactivate client %s: %w", clientID, err)
+			return err
 		}
 	}
 	b.clients.Delete(clientID)
@@ -355,7 +355,7 @@ func (b *Backend) DeactivateClient(ctx context.Context, clientID string, epochs 
 func (b *Backend) AttachedDocuments(ctx context.Context, clientID string) ([]string, error) {
 	atts, err := b.db.ListClientAttachments(ctx, clientID)
 	if err != nil {
-		return nil, fmt.Errorf("attached documents of %s: %w", clientID, err)
+		return nil, err
 	}
 	ids := make([]string, len(atts))
 	for i, a := range atts {

@@ -80,7 +80,7 @@ func (s *Service) checkAttachments(ctx context.Context, clientID string) error {
 	}
 	docs, err := s.backend.AttachedDocuments(ctx, clientID)
 	if err != nil {
-		return fmt.Errorf("count attachments of %s: %w", clientID, err)
+		return err
 	}
 	if len(docs) >= limit {
 		return newError(connect.CodeResourceExhausted, CodeTooManyAttachments, fmt.Errorf("client %s already has %d documents attached", clientID, len(docs)))
