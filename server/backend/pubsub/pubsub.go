@@ -42,10 +42,6 @@ type Config struct {
 	// QueueSize bounds the WATCHED/UNWATCHED events waiting for one
 	// subscriber (default 256).
 	QueueSize int
-	// OverflowError is the Err of a subscription ended for overflowing
-	// (default ErrSlowSubscriber). Callers set one that their transport maps
-	// to a retryable code.
-	OverflowError error
 	// Live, when set, tracks the number of live subscriptions.
 	Live *atomic.Int64
 }
@@ -70,9 +66,6 @@ type topic struct {
 func New(cfg Config) *PubSub {
 	if cfg.QueueSize <= 0 {
 		cfg.QueueSize = 256
-	}
-	if cfg.OverflowError == nil {
-		cfg.OverflowError = ErrSlowSubscriber
 	}
 	return &PubSub{
 		cfg:      cfg,
@@ -287,7 +280,7 @@ func (t *topic) publish(ev Event, overflowed []*Subscription) []*Subscription {
 
 func (ps *PubSub) endOverflowed(subs []*Subscription) {
 	for _, s := range subs {
-		ps.end(s, ps.cfg.OverflowError, true)
+		ps.end(s, ErrSlowSubscriber, true)
 	}
 }
 

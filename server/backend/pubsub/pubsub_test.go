@@ -125,8 +125,7 @@ func TestSlowSubscriberDoesNotBlockOthersAndChangedCoalesces(t *testing.T) {
 }
 
 func TestOverflowEndsTheSubscriptionWithError(t *testing.T) {
-	overflow := errors.New("too slow, reconnect")
-	ps := pubsub.New(pubsub.Config{QueueSize: 2, OverflowError: overflow})
+	ps := pubsub.New(pubsub.Config{QueueSize: 2})
 	slow, _ := subscribe(t, ps, "d", "slow")
 	for i := range 5 {
 		s, _ := subscribe(t, ps, "d", fmt.Sprint("c", i))
@@ -137,7 +136,7 @@ func TestOverflowEndsTheSubscriptionWithError(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("overflowing subscriber was not ended")
 	}
-	if !errors.Is(slow.Err(), overflow) {
+	if !errors.Is(slow.Err(), pubsub.ErrSlowSubscriber) || !fault.IsRetryable(slow.Err()) {
 		t.Fatalf("Err() = %v", slow.Err())
 	}
 	if slices.Contains(ps.Watchers("d"), "slow") {
