@@ -221,7 +221,7 @@ async function main() {
     }
     out.line({
       t: 'check', seq: server.head(), client: c.hex,
-      restored: restored ? { json: restored.toSortedJSON(), garbage: restored.getGarbageLen() } : undefined,
+      restored: restored ? { json: restored.toSortedJSON(), garbage: restored.getGarbageLen(), size: restored.getDocSize() } : undefined,
       json, garbage: c.doc.getGarbageLen(), presences: presencesOf(c.doc),
       minvv: hexVector(minvv),
       observer: { json: observer.toSortedJSON(), garbage: observer.getGarbageLen(), size: observer.getDocSize() },
@@ -253,7 +253,7 @@ async function main() {
     if (c.doc !== observer) restored = fresh;
     out.line({
       t: 'snap', seq: server.head(), client: c.hex, b64,
-      json: c.doc.toSortedJSON(), garbage: fresh.getGarbageLen(), freshJSON: fresh.toSortedJSON(),
+      json: c.doc.toSortedJSON(), garbage: fresh.getGarbageLen(), freshJSON: fresh.toSortedJSON(), size: fresh.getDocSize(),
       presences: presencesOf(c.doc),
     });
     return bytes.slice();
@@ -366,7 +366,10 @@ async function main() {
           answer = { snapshot: own, vv };
         }
         server.attachWithSnapshot(n.hex, n.doc, answer);
-        out.line({ t: 'snapload', seq: server.head(), client: n.hex, json: n.doc.toSortedJSON(), garbage: n.doc.getGarbageLen(), presences: presencesOf(n.doc) });
+        out.line({
+          t: 'snapload', seq: server.head(), client: n.hex, json: n.doc.toSortedJSON(), garbage: n.doc.getGarbageLen(),
+          size: n.doc.getDocSize(), presences: presencesOf(n.doc),
+        });
         clients.push(n);
         break;
       }

@@ -26,10 +26,9 @@ var kindsKnownToPass = map[string]bool{
 	"array":     true,
 	"counter":   true,
 	"primitive": true,
-	// Text and tree pass with three differences from what the SDK reports left out of the
+	// Text and tree pass with two differences from what the SDK reports left out of the
 	// comparison (canonicalAttrs, newReplayer): tree attribute order
-	// (testdata/tree-attrs-min.jsonl), text sizes after overlapping styles
-	// (testdata/text-twostyles-size.jsonl), garbage of a text restored from an SDK snapshot
+	// (testdata/tree-attrs-min.jsonl), garbage of a text restored from an SDK snapshot
 	// (testdata/text-seed1.jsonl).
 	"text": true,
 	"tree": true,
