@@ -32,6 +32,7 @@ import (
 	"github.com/yorkie-affinity/yorkie/server/channel"
 	"github.com/yorkie-affinity/yorkie/server/cluster"
 	"github.com/yorkie-affinity/yorkie/server/housekeeping"
+	"github.com/yorkie-affinity/yorkie/server/project"
 	"github.com/yorkie-affinity/yorkie/server/rpc"
 	"github.com/yorkie-affinity/yorkie/server/sessionstore"
 	sessmemory "github.com/yorkie-affinity/yorkie/server/sessionstore/memory"
@@ -136,6 +137,14 @@ type Config struct {
 	// OnHousekeeping, when set, is told the outcome of every housekeeping
 	// run on this node.
 	OnHousekeeping func(housekeeping.Report)
+
+	// DisableDefaultProject refuses YorkieService calls without an API key
+	// (unauthenticated) instead of serving them in the default project.
+	DisableDefaultProject bool
+	// ProjectCacheTTL is how long a node reuses a project it looked up by
+	// API key (0: project.DefaultCacheTTL): an UpdateProject reaches every
+	// node within it.
+	ProjectCacheTTL time.Duration
 
 	// Admin configures the AdminService: the token secret and duration,
 	// the default admin account and the version it reports.
@@ -274,6 +283,15 @@ func New(cfg Config) (*Server, error) {
 	if s.router != nil {
 		s.router.channels = s.channels
 	}
+	projects, err := project.NewResolver(project.ResolverConfig{
+		DB:                s.db,
+		UseDefaultProject: !cfg.DisableDefaultProject,
+		CacheTTL:          cfg.ProjectCacheTTL,
+	})
+	if err != nil {
+		s.channels.Close()
+		return nil, fmt.Errorf("server: %w", err)
+	}
 	svc, err := rpc.New(rpc.Config{
 		Backend:         b,
 		Logger:          logger,
@@ -283,6 +301,7 @@ func New(cfg Config) (*Server, error) {
 		Limits:          cfg.Limits,
 		Activity:        tracker,
 		Channels:        s.channels,
+		Projects:        projects,
 	})
 	if err != nil {
 		s.channels.Close()
@@ -530,10 +549,15 @@ func registerBackendMetrics(reg prometheus.Registerer, m *backend.Metrics) error
 		counter("snapshots_stored_total", "Snapshots stored.", m.SnapshotsStored.Load),
 		counter("snapshot_failures_total", "Snapshots that failed to encode or store.", m.SnapshotFailures.Load),
 		counter("snapshots_sent_total", "Answers that carried a snapshot instead of changes.", m.SnapshotsSent.Load),
+		counter("snapshots_coalesced_total", "Due snapshots passed over for a newer one while the document's previous snapshot was being taken.", m.SnapshotsCoalesced.Load),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Namespace: "yorkie", Subsystem: "backend", Name: "snapshot_lock_seconds_total",
+			Help: "Time documents' locks were held to hand snapshots over to be taken off the lock.",
+		}, func() float64 { return float64(m.SnapshotLockNanos.Load()) / 1e9 }),
 		counter("garbage_collected_total", "Tombstones purged from the documents held in memory.", m.GarbageCollected.Load),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Namespace: "yorkie", Subsystem: "backend", Name: "document_cache_bytes",
-			Help: "Estimated bytes of the documents held built in memory.",
+			Help: "Estimated heap bytes of the documents held built in memory, with the states their snapshots were taken of.",
 		}, func() float64 { return float64(m.CachedDocumentBytes.Load()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Namespace: "yorkie", Subsystem: "backend", Name: "subscriptions",

@@ -27,6 +27,7 @@ import (
 	"github.com/yorkie-affinity/yorkie/server/backend/database/mongo"
 	"github.com/yorkie-affinity/yorkie/server/channel"
 	"github.com/yorkie-affinity/yorkie/server/housekeeping"
+	"github.com/yorkie-affinity/yorkie/server/project"
 	"github.com/yorkie-affinity/yorkie/server/rpc"
 	"github.com/yorkie-affinity/yorkie/server/sessionstore"
 	etcdstore "github.com/yorkie-affinity/yorkie/server/sessionstore/etcd"
@@ -98,7 +99,7 @@ func runServer(args []string, stderr io.Writer) int {
 	snapshotInterval := fs.Int("snapshot-interval", backend.DefaultSnapshotInterval, "changes between stored snapshots of a document; negative: none")
 	snapshotThreshold := fs.Int("snapshot-threshold", backend.DefaultSnapshotThreshold, "changes a client must be behind to get a snapshot instead of changes; negative: never")
 	maxDocSize := fs.Int("max-size-per-document", backend.DefaultMaxSizePerDocument, "largest document size in bytes, as the SDK counts it; negative: no bound")
-	docCacheBytes := fs.Int64("document-cache-bytes", backend.DefaultDocumentCacheBytes, "estimated bytes of documents kept built in memory")
+	docCacheBytes := fs.Int64("document-cache-bytes", backend.DefaultDocumentCacheBytes, "bound on the estimated Go heap of the documents kept built in memory")
 	mongoURI := fs.String("mongo-connection-uri", "", "MongoDB connection URI; empty keeps everything in memory")
 	mongoDatabase := fs.String("mongo-database", mongo.DefaultDatabase, "MongoDB database name")
 	storeKind := fs.String("session-store", "memory", "where document owners are recorded: memory (one process), etcd or redis")
@@ -119,6 +120,8 @@ func runServer(args []string, stderr io.Writer) int {
 	candidatesLimit := fs.Int("housekeeping-candidates-limit", housekeeping.DefaultCandidatesLimit, "most clients one housekeeping run deactivates")
 	channelTTL := fs.Duration("channel-session-ttl", channel.DefaultSessionTTL, "a channel session not refreshed (the SDK's heartbeat, every 30s) for longer is removed from its counts")
 	channelPayload := fs.Int("channel-max-payload-bytes", channel.DefaultMaxPayloadBytes, "largest broadcast payload a channel relays")
+	useDefaultProject := fs.Bool("backend-use-default-project", true, "serve calls without an x-api-key in the default project (false: refuse them, unauthenticated)")
+	projectCacheTTL := fs.Duration("project-cache-ttl", project.DefaultCacheTTL, "how long a node reuses a project looked up by API key; an UpdateProject reaches every node within it")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -176,6 +179,8 @@ func runServer(args []string, stderr io.Writer) int {
 		ChannelSessionTTL:           *channelTTL,
 		ChannelMaxPayloadBytes:      *channelPayload,
 		Admin:                       admin.settings(),
+		DisableDefaultProject:       !*useDefaultProject,
+		ProjectCacheTTL:             *projectCacheTTL,
 	}
 	store, err := openSessionStore(ctx, *storeKind, *etcdEndpoints, *redisAddr, !*redisCloseOnReadOnly, logger)
 	if err != nil {

@@ -21,6 +21,7 @@ import (
 	"github.com/yorkie-affinity/yorkie/api/yorkie/v1/v1connect"
 	"github.com/yorkie-affinity/yorkie/server/backend"
 	"github.com/yorkie-affinity/yorkie/server/channel"
+	"github.com/yorkie-affinity/yorkie/server/project"
 )
 
 // DefaultMaxRequestBytes bounds a request message when
@@ -58,6 +59,9 @@ type Config struct {
 	Activity Activity
 	// Channels holds the channel sessions this node serves. Required.
 	Channels *channel.Manager
+	// Projects resolves the project of every call from its API key; nil
+	// serves every call in the default project (tests of other layers).
+	Projects *project.Resolver
 }
 
 // Service implements v1connect.YorkieServiceHandler.
@@ -71,6 +75,7 @@ type Service struct {
 	activity        Activity
 	streams         streamCounts
 	channels        *channel.Manager
+	projects        *project.Resolver
 
 	closeOnce sync.Once
 	closing   chan struct{}
@@ -100,6 +105,7 @@ func New(cfg Config) (*Service, error) {
 		limits:          cfg.Limits.withDefaults(),
 		activity:        cfg.Activity,
 		channels:        cfg.Channels,
+		projects:        cfg.Projects,
 		closing:         make(chan struct{}),
 	}
 	if cfg.Registerer != nil {
@@ -121,6 +127,10 @@ func (s *Service) Handler() (string, http.Handler) {
 		interceptors = append(interceptors, s.metrics)
 	}
 	interceptors = append(interceptors, &failureLogger{logger: s.logger})
+	// A call refused for its API key is not a client's activity.
+	if s.projects != nil {
+		interceptors = append(interceptors, projectInterceptor{projects: s.projects})
+	}
 	if s.activity != nil {
 		interceptors = append(interceptors, activityInterceptor{a: s.activity})
 	}
@@ -354,7 +364,7 @@ func (s *Service) Watch(ctx context.Context, req *connect.Request[api.WatchReque
 	}
 	if rt.Owner != nil {
 		return relayStream(ctx, s, procedure, call, rt, func(ctx context.Context) (*connect.ServerStreamForClient[api.WatchResponse], error) {
-			return rt.Owner.Watch(ctx, connect.NewRequest(req.Msg))
+			return rt.Owner.Watch(ctx, relayRequest(req.Msg, call))
 		}, stream.ResponseHeader(), stream.Send)
 	}
 	s.stamp(stream.ResponseHeader(), rt)
@@ -401,7 +411,7 @@ func (s *Service) WatchDocument(ctx context.Context, req *connect.Request[api.Wa
 	}
 	if rt.Owner != nil {
 		return relayStream(ctx, s, procedure, call, rt, func(ctx context.Context) (*connect.ServerStreamForClient[api.WatchDocumentResponse], error) {
-			return rt.Owner.WatchDocument(ctx, connect.NewRequest(req.Msg))
+			return rt.Owner.WatchDocument(ctx, relayRequest(req.Msg, call))
 		}, stream.ResponseHeader(), stream.Send)
 	}
 	s.stamp(stream.ResponseHeader(), rt)
