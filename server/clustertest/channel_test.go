@@ -11,9 +11,10 @@ import (
 
 	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
 	"github.com/yorkie-affinity/yorkie/api/yorkie/v1/v1connect"
-	"github.com/yorkie-affinity/yorkie/server"
 	"github.com/yorkie-affinity/yorkie/server/channel"
 	"github.com/yorkie-affinity/yorkie/server/clustertest"
+	"github.com/yorkie-affinity/yorkie/server/routing"
+	"github.com/yorkie-affinity/yorkie/server/servertest/poll"
 	"github.com/yorkie-affinity/yorkie/server/servertest/wire"
 )
 
@@ -142,7 +143,7 @@ func TestChannelOneCountAcrossNodes(t *testing.T) {
 		}
 	}
 	for i, cc := range clients {
-		eventually(t, fmt.Sprintf("heartbeat of client %d", i), func() error {
+		poll.Until(t, wire.WaitTimeout, fmt.Sprintf("heartbeat of client %d", i), func() error {
 			err := cc.refresh(wire.Context(t))
 			if err != nil && !retryable(err) {
 				t.Fatalf("heartbeat of client %d: %v", i, err)
@@ -161,7 +162,7 @@ func TestChannelOneCountAcrossNodes(t *testing.T) {
 // TestChannelRedirectMode: in redirect mode an attach succeeds wherever it
 // lands, and the other channel calls name the owner.
 func TestChannelRedirectMode(t *testing.T) {
-	c := clustertest.Start(t, 3, clustertest.WithMode(server.Redirect))
+	c := clustertest.Start(t, 3, clustertest.WithMode(routing.Redirect))
 	key := wire.UniqueKey(t, "room")
 	if _, err := c.Node(0).Affinity().Owner(wire.Context(t), channel.RoutingKey(key)); err != nil {
 		t.Fatal(err)

@@ -14,10 +14,9 @@ import (
 	clusterv1 "github.com/yorkie-affinity/yorkie/api/yorkie/cluster/v1"
 	"github.com/yorkie-affinity/yorkie/api/yorkie/cluster/v1/clusterv1connect"
 	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
-	"github.com/yorkie-affinity/yorkie/server"
 	"github.com/yorkie-affinity/yorkie/server/affinity"
-	"github.com/yorkie-affinity/yorkie/server/cluster"
 	"github.com/yorkie-affinity/yorkie/server/clustertest"
+	"github.com/yorkie-affinity/yorkie/server/routing"
 	"github.com/yorkie-affinity/yorkie/server/servertest"
 	"github.com/yorkie-affinity/yorkie/server/servertest/wire"
 )
@@ -115,37 +114,35 @@ var redirectCalls = []redirectCall{
 		return resp.Header(), nil
 	}},
 	{"Watch", func(t *testing.T, n *clustertest.Node, p servertest.Protocol, r *wire.Replica) (http.Header, error) {
-		ctx, cancel := context.WithCancel(wire.Context(t))
-		defer cancel()
-		s, err := n.Client(p).Watch(ctx, r.WatchRequest())
-		if err != nil {
-			return nil, err
-		}
-		defer s.Close()
-		if !s.Receive() {
-			return s.ResponseHeader(), s.Err()
-		}
-		if s.Msg().GetInitialization() == nil {
-			t.Fatalf("first Watch message is not an initialization")
-		}
-		return s.ResponseHeader(), nil
+		return firstMessage(t, "Watch", func(ctx context.Context) (*connect.ServerStreamForClient[api.WatchResponse], error) {
+			return n.Client(p).Watch(ctx, r.WatchRequest())
+		}, func(m *api.WatchResponse) bool { return m.GetInitialization() != nil })
 	}},
 	{"WatchDocument", func(t *testing.T, n *clustertest.Node, p servertest.Protocol, r *wire.Replica) (http.Header, error) {
-		ctx, cancel := context.WithCancel(wire.Context(t))
-		defer cancel()
-		s, err := n.Client(p).WatchDocument(ctx, connect.NewRequest(&api.WatchDocumentRequest{ClientId: r.ID, DocumentId: r.DocID}))
-		if err != nil {
-			return nil, err
-		}
-		defer s.Close()
-		if !s.Receive() {
-			return s.ResponseHeader(), s.Err()
-		}
-		if s.Msg().GetInitialization() == nil {
-			t.Fatalf("first WatchDocument message is not an initialization")
-		}
-		return s.ResponseHeader(), nil
+		return firstMessage(t, "WatchDocument", func(ctx context.Context) (*connect.ServerStreamForClient[api.WatchDocumentResponse], error) {
+			return n.Client(p).WatchDocument(ctx, connect.NewRequest(&api.WatchDocumentRequest{ClientId: r.ID, DocumentId: r.DocID}))
+		}, func(m *api.WatchDocumentResponse) bool { return m.GetInitialization() != nil })
 	}},
+}
+
+// firstMessage opens a stream with open and reads its first message, which
+// must be an initialization (isInit), and returns the response header: what
+// the redirect contract looks at.
+func firstMessage[T any](t *testing.T, what string, open func(context.Context) (*connect.ServerStreamForClient[T], error), isInit func(*T) bool) (http.Header, error) {
+	ctx, cancel := context.WithCancel(wire.Context(t))
+	defer cancel()
+	s, err := open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	if !s.Receive() {
+		return s.ResponseHeader(), s.Err()
+	}
+	if !isInit(s.Msg()) {
+		t.Fatalf("first %s message is not an initialization", what)
+	}
+	return s.ResponseHeader(), nil
 }
 
 // TestRedirectContract sends Watch, WatchDocument and PushPullChanges to a
@@ -153,7 +150,7 @@ var redirectCalls = []redirectCall{
 // field a client or a proxy relies on to reach the owner, then that the
 // same call sent to the owner succeeds.
 func TestRedirectContract(t *testing.T) {
-	c := clustertest.Start(t, 3, clustertest.WithMode(server.Redirect))
+	c := clustertest.Start(t, 3, clustertest.WithMode(routing.Redirect))
 	for _, p := range servertest.Protocols() {
 		t.Run(p.String(), func(t *testing.T) {
 			docKey := wire.UniqueKey(t, "doc")
@@ -228,7 +225,7 @@ func TestRedirectContract(t *testing.T) {
 // that does not own it, in redirect mode: the design promises that
 // AttachDocument succeeds wherever it lands and names the owner.
 func TestRedirectModeAttachSucceedsAnywhere(t *testing.T) {
-	c := clustertest.Start(t, 3, clustertest.WithMode(server.Redirect))
+	c := clustertest.Start(t, 3, clustertest.WithMode(routing.Redirect))
 	docKey := wire.UniqueKey(t, "doc")
 	if _, err := c.Node(0).Affinity().Owner(wire.Context(t), docKey); err != nil {
 		t.Fatalf("bind %s: %v", docKey, err)
@@ -513,7 +510,7 @@ func TestNodeCallsNeedTheClusterSecret(t *testing.T) {
 		return connect.UnaryInterceptorFunc(func(next connect.UnaryFunc) connect.UnaryFunc {
 			return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
 				if value != "" {
-					req.Header().Set(cluster.HeaderSecret, value)
+					req.Header().Set(routing.HeaderSecret, value)
 				}
 				return next(ctx, req)
 			}
@@ -540,7 +537,7 @@ func TestNodeCallsNeedTheClusterSecret(t *testing.T) {
 		t.Run("YorkieService forwarded/"+tc.name, func(t *testing.T) {
 			forwarded := connect.WithInterceptors(connect.UnaryInterceptorFunc(func(next connect.UnaryFunc) connect.UnaryFunc {
 				return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
-					req.Header().Set(cluster.HeaderForwardedBy, otherNodes(c, owner)[0].Addr())
+					req.Header().Set(routing.HeaderForwardedBy, otherNodes(c, owner)[0].Addr())
 					return next(ctx, req)
 				}
 			}), signed(tc.secret))

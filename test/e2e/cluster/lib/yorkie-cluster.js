@@ -14,7 +14,10 @@ const {
   makeTempDir,
   removeDir,
   freePort,
+  startFerretDB,
+  startSessionStore,
 } = require('./processes');
+const { httpStatus } = require('../../lib/server');
 
 /** The session key of an advertised host:port: padded standard base64. */
 function sessionKeyOf(hostPort) {
@@ -32,14 +35,9 @@ function decodeSessionKey(key) {
   }
 }
 
+/** Whether GET `url` answers 200, on a connection that is not kept (see httpStatus). */
 async function httpOK(url) {
-  try {
-    const res = await fetch(url, { signal: AbortSignal.timeout(1000) });
-    await res.arrayBuffer();
-    return res.status === 200;
-  } catch {
-    return false;
-  }
+  return (await httpStatus(url)) === 200;
 }
 
 /** Parses Prometheus text: { 'name{labels}': value, ... } for samples. */
@@ -69,6 +67,7 @@ class YorkieNode {
     this.pid = process.pid;
     this.killedAt = null; // Date.now() of a SIGKILL sent by the test
     this.terminatedAt = null; // Date.now() of a SIGTERM sent by the test
+    this.exitedAt = null; // Date.now() once the test saw the process of a kill or stop exit
   }
 
   get alive() {
@@ -79,10 +78,14 @@ class YorkieNode {
     return this.process.logTail(maxBytes);
   }
 
-  /** Metric samples of this node, or null if it does not answer. */
+  /**
+   * Metric samples of this node, or null if it does not answer. A dead node
+   * refuses at once; the timeout only guards against a hang, so it is long
+   * enough for a live node on a loaded machine.
+   */
   async metrics() {
     try {
-      const res = await fetch(this.metricsURL, { signal: AbortSignal.timeout(2000) });
+      const res = await fetch(this.metricsURL, { signal: AbortSignal.timeout(15000) });
       if (res.status !== 200) return null;
       return parseMetrics(await res.text());
     } catch {
@@ -221,6 +224,7 @@ class YorkieCluster {
   async kill(node) {
     node.killedAt = Date.now();
     await node.process.kill();
+    node.exitedAt = Date.now();
     return node;
   }
 
@@ -228,6 +232,7 @@ class YorkieCluster {
   async terminate(node, { graceMs = 15000 } = {}) {
     node.terminatedAt = Date.now();
     await node.process.stop({ graceMs });
+    node.exitedAt = Date.now();
     return node;
   }
 
@@ -254,4 +259,34 @@ class YorkieCluster {
   }
 }
 
-module.exports = { YorkieCluster, YorkieNode, sessionKeyOf, decodeSessionKey, parseMetrics };
+/**
+ * Starts what most scenarios run on: FerretDB, an etcd session store and
+ * `nodes` servers on a fresh database named after `name`, with a node TTL of
+ * 2s and `extraArgs`. Each stop is pushed on `cleanups` as soon as its
+ * process runs, so that a failure half way stops what did start; a failed
+ * start carries the nodes' logs in its message.
+ */
+async function startEtcdCluster({ cleanups, name, extraArgs, nodes = 3 }) {
+  const ferret = await startFerretDB();
+  cleanups.push(() => ferret.stop());
+  const store = await startSessionStore('etcd');
+  cleanups.push(() => store.stop());
+  const cluster = new YorkieCluster({
+    storeArgs: store.args,
+    mongoURI: ferret.uri,
+    database: `${name}-${crypto.randomBytes(4).toString('hex')}`,
+    nodeTTL: '2s',
+    extraArgs,
+  });
+  cleanups.push(() => cluster.stop());
+  try {
+    await cluster.start(nodes);
+  } catch (err) {
+    // The caller holds no cluster yet to describe: say here what its nodes logged.
+    err.message += `\n${cluster.describe(2500)}`;
+    throw err;
+  }
+  return cluster;
+}
+
+module.exports = { YorkieCluster, YorkieNode, startEtcdCluster, sessionKeyOf, decodeSessionKey, parseMetrics };
