@@ -58,6 +58,8 @@ type Config struct {
 	Activity Activity
 	// Channels holds the channel sessions this node serves. Required.
 	Channels *channel.Manager
+	// Auth asks the projects' auth webhooks about calls; nil asks none.
+	Auth *Auth
 }
 
 // Service implements v1connect.YorkieServiceHandler.
@@ -71,6 +73,7 @@ type Service struct {
 	activity        Activity
 	streams         streamCounts
 	channels        *channel.Manager
+	auth            *Auth
 
 	closeOnce sync.Once
 	closing   chan struct{}
@@ -83,6 +86,9 @@ func New(cfg Config) (*Service, error) {
 	}
 	if cfg.Channels == nil {
 		return nil, errors.New("rpc: Config.Channels is required")
+	}
+	if cfg.Auth != nil && (cfg.Auth.Client == nil || cfg.Auth.Project == nil) {
+		return nil, errors.New("rpc: Config.Auth needs Client and Project")
 	}
 	logger := cfg.Logger
 	if logger == nil {
@@ -100,6 +106,7 @@ func New(cfg Config) (*Service, error) {
 		limits:          cfg.Limits.withDefaults(),
 		activity:        cfg.Activity,
 		channels:        cfg.Channels,
+		auth:            cfg.Auth,
 		closing:         make(chan struct{}),
 	}
 	if cfg.Registerer != nil {
@@ -170,6 +177,9 @@ func (s *Service) ActivateClient(ctx context.Context, req *connect.Request[api.A
 	if err := s.limits.checkMetadata(req.Msg.GetMetadata()); err != nil {
 		return nil, err
 	}
+	if err := s.authorize(ctx, req.Spec().Procedure, req.Header(), noAttributes); err != nil {
+		return nil, err
+	}
 	info, err := s.backend.ActivateClient(ctx, key, req.Msg.GetMetadata())
 	if err != nil {
 		return nil, s.fail(ctx, req.Spec().Procedure, fmt.Errorf("activate client %q: %w", key, err))
@@ -182,6 +192,9 @@ func (s *Service) DeactivateClient(ctx context.Context, req *connect.Request[api
 	clientID := req.Msg.GetClientId()
 	if err := validateClientID(clientID); err != nil {
 		return nil, invalidArgument(err)
+	}
+	if err := s.authorize(ctx, req.Spec().Procedure, req.Header(), noAttributes); err != nil {
+		return nil, err
 	}
 	if s.router != nil {
 		if err := s.router.DetachRemote(ctx, clientID); err != nil {
@@ -219,6 +232,9 @@ func (s *Service) AttachDocument(ctx context.Context, req *connect.Request[api.A
 	rt, err := s.route(ctx, call)
 	if err != nil {
 		return nil, s.fail(ctx, procedure, err)
+	}
+	if err := s.authorize(ctx, procedure, req.Header(), oneKey(key, packVerb(pack))); err != nil {
+		return nil, s.failRouted(ctx, procedure, rt, err)
 	}
 	if rt.Owner != nil {
 		return relay(ctx, s, procedure, call, rt, rt.Owner.AttachDocument, req.Msg)
@@ -292,6 +308,9 @@ func documentCall[Req, Res any](ctx context.Context, s *Service, req *connect.Re
 	if err != nil {
 		return nil, s.fail(ctx, procedure, err)
 	}
+	if err := s.authorize(ctx, procedure, req.Header(), s.documentByID(docID, packVerb(pack))); err != nil {
+		return nil, s.failRouted(ctx, procedure, rt, err)
+	}
 	if rt.Owner != nil {
 		return relay(ctx, s, procedure, call, rt, method(rt.Owner), req.Msg)
 	}
@@ -352,6 +371,9 @@ func (s *Service) Watch(ctx context.Context, req *connect.Request[api.WatchReque
 	if err != nil {
 		return err
 	}
+	if err := s.authorize(ctx, procedure, req.Header(), noAttributes); err != nil {
+		return s.failRouted(ctx, procedure, rt, err)
+	}
 	if rt.Owner != nil {
 		return relayStream(ctx, s, procedure, call, rt, func(ctx context.Context) (*connect.ServerStreamForClient[api.WatchResponse], error) {
 			return rt.Owner.Watch(ctx, connect.NewRequest(req.Msg))
@@ -398,6 +420,9 @@ func (s *Service) WatchDocument(ctx context.Context, req *connect.Request[api.Wa
 	rt, err := s.routeWatch(ctx, procedure, call, stream.ResponseHeader())
 	if err != nil {
 		return err
+	}
+	if err := s.authorize(ctx, procedure, req.Header(), noAttributes); err != nil {
+		return s.failRouted(ctx, procedure, rt, err)
 	}
 	if rt.Owner != nil {
 		return relayStream(ctx, s, procedure, call, rt, func(ctx context.Context) (*connect.ServerStreamForClient[api.WatchDocumentResponse], error) {
