@@ -137,6 +137,10 @@ type Config struct {
 	// run on this node.
 	OnHousekeeping func(housekeeping.Report)
 
+	// Webhooks holds the server-wide settings of the projects' auth and
+	// event webhooks: policies, the answer cache, private addresses.
+	Webhooks WebhookConfig
+
 	// Admin configures the AdminService: the token secret and duration,
 	// the default admin account and the version it reports.
 	Admin admin.Settings
@@ -173,6 +177,7 @@ type Server struct {
 	mgr      *affinity.Manager
 	house    *housekeeping.Housekeeper
 	admin    *admin.Service
+	webhooks *webhooks
 
 	rpcServer       *http.Server
 	rpcHTTP1        *rpc.HTTP1Server // serves the RPC port, rpcServer is its fallback
@@ -228,10 +233,15 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("server: register process collector: %w", err)
 	}
 	backendMetrics := &backend.Metrics{}
-	if err := registerBackendMetrics(s.registry, backendMetrics); err != nil {
+	var err error
+	if err = registerBackendMetrics(s.registry, backendMetrics); err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
+	if s.webhooks, err = newWebhooks(cfg.Webhooks, s.db, logger, s.registry); err != nil {
+		return nil, err
+	}
 	bcfg := backend.Config{
+		OnRootChanged:      s.webhooks.rootChanged,
 		DB:                 s.db,
 		MaxChangesPerPack:  cfg.MaxChangesPerPack,
 		Logger:             logger,
@@ -283,6 +293,7 @@ func New(cfg Config) (*Server, error) {
 		Limits:          cfg.Limits,
 		Activity:        tracker,
 		Channels:        s.channels,
+		Auth:            s.webhooks.rpcAuth(s.forwarded()),
 	})
 	if err != nil {
 		s.channels.Close()
@@ -710,6 +721,9 @@ func (s *Server) shutdown(ctx context.Context) error {
 	if err := s.backend.Close(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("close backend: %w", err))
 	}
+	if err := s.webhooks.close(ctx); err != nil {
+		errs = append(errs, err)
+	}
 	if s.ownsDB {
 		if err := s.db.Close(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("close database: %w", err))
@@ -761,6 +775,9 @@ func (s *Server) Abort() {
 			_ = s.store.Close()
 		}
 		_ = s.backend.Close(context.Background())
+		canceled, cancel := context.WithCancel(context.Background())
+		cancel()
+		_ = s.webhooks.close(canceled)
 		if s.router != nil && s.router.peers != nil {
 			s.router.peers.Close()
 		}
@@ -773,4 +790,14 @@ func (s *Server) Affinity() *affinity.Manager {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.mgr
+}
+
+// forwarded tells the calls another node forwarded with the cluster secret;
+// nil when the cluster layer is replaced (no call is forwarded then).
+func (s *Server) forwarded() func(http.Header) bool {
+	if s.router == nil {
+		return nil
+	}
+	r := s.router
+	return func(h http.Header) bool { return forwardedBy(h, r.authentic) }
 }

@@ -119,6 +119,11 @@ type Config struct {
 	// memory, by their estimated size (default DefaultDocumentCacheBytes);
 	// the least recently used go first and are rebuilt when used again.
 	DocumentCacheBytes int64
+	// OnRootChanged, when set, is told after this node stored changes that
+	// edit a document's content (operations, not presence alone), with the
+	// context of the call that stored them. It must not block: the event
+	// webhook debounces and posts on its own.
+	OnRootChanged func(ctx context.Context, docKey string)
 }
 
 // Metrics counts the backend's work with atomic counters. It needs no global
@@ -166,6 +171,7 @@ type Backend struct {
 	metrics *Metrics
 	epochOf func(ctx context.Context, docID string) (int64, error)
 	fenced  func(docID, key string)
+	changed func(ctx context.Context, docKey string)
 	maxPack int
 	// snapInterval, snapThreshold and maxDocSize are the Config options, with
 	// 0 meaning off.
@@ -220,6 +226,7 @@ func New(cfg Config) (*Backend, error) {
 		metrics:       cfg.Metrics,
 		epochOf:       cfg.Epoch,
 		fenced:        cfg.OnFenced,
+		changed:       cfg.OnRootChanged,
 		maxPack:       cfg.MaxChangesPerPack,
 		snapInterval:  int64(max(cfg.SnapshotInterval, 0)),
 		snapThreshold: int64(max(cfg.SnapshotThreshold, 0)),

@@ -1,0 +1,138 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/yorkie-affinity/yorkie/server/backend/database"
+	"github.com/yorkie-affinity/yorkie/server/cluster"
+	"github.com/yorkie-affinity/yorkie/server/project"
+	"github.com/yorkie-affinity/yorkie/server/rpc"
+	"github.com/yorkie-affinity/yorkie/server/webhook"
+	"github.com/yorkie-affinity/yorkie/server/webhook/authwebhook"
+	"github.com/yorkie-affinity/yorkie/server/webhook/eventwebhook"
+)
+
+// WebhookConfig holds the server-wide settings of the projects' webhooks;
+// each project names its own URLs, methods and events.
+type WebhookConfig struct {
+	// AuthPolicy bounds each auth webhook call (zero: webhook.DefaultPolicy,
+	// upstream's 3 s per attempt, 10 retries from 100 ms doubling to 3 s).
+	AuthPolicy webhook.Policy
+	// AuthCacheSize bounds the cached auth answers, allowed and denied each
+	// (0: authwebhook.DefaultCacheSize; negative: no cache).
+	AuthCacheSize int
+	// AuthCacheTTL is how long an allowed answer is kept (0: 10 s).
+	AuthCacheTTL time.Duration
+	// AuthDeniedCacheTTL is how long a denied answer is kept (0: 10 s).
+	AuthDeniedCacheTTL time.Duration
+	// EventPolicy bounds each event webhook delivery (zero:
+	// webhook.DefaultPolicy).
+	EventPolicy webhook.Policy
+	// EventDebounce is the quiet time after a document's last change before
+	// its event is posted (0: eventwebhook.DefaultDebounce, upstream's 1 s).
+	EventDebounce time.Duration
+	// RefusePrivateAddresses refuses webhooks whose address, once resolved,
+	// is loopback, private, link-local or otherwise not public, so a
+	// project's settings cannot reach the server's own network.
+	RefusePrivateAddresses bool
+	// DefaultProjectRefresh is how long the default project's settings are
+	// kept before they are read again (0: project.DefaultRefresh).
+	DefaultProjectRefresh time.Duration
+	// OnEventDelivery, when set, is told of every event delivery once it
+	// has ended (tests await deliveries with it).
+	OnEventDelivery func(eventwebhook.Delivery)
+}
+
+// webhooks is the server's side of both webhooks.
+type webhooks struct {
+	projects    *project.Defaults
+	auth        *authwebhook.Client
+	authPolicy  webhook.Policy
+	events      *eventwebhook.Sender
+	eventPolicy webhook.Policy
+	logger      *slog.Logger
+}
+
+func orPolicy(p webhook.Policy) webhook.Policy {
+	if p == (webhook.Policy{}) {
+		return webhook.DefaultPolicy()
+	}
+	return p
+}
+
+func newWebhooks(cfg WebhookConfig, db database.Accounts, logger *slog.Logger, reg prometheus.Registerer) (*webhooks, error) {
+	client := webhook.NewHTTPClient(webhook.HTTPClientConfig{RefusePrivate: cfg.RefusePrivateAddresses})
+	auth, err := authwebhook.New(authwebhook.Config{
+		HTTPClient:       client,
+		AllowedCacheSize: cfg.AuthCacheSize,
+		AllowedTTL:       cfg.AuthCacheTTL,
+		DeniedCacheSize:  cfg.AuthCacheSize,
+		DeniedTTL:        cfg.AuthDeniedCacheTTL,
+		Logger:           logger,
+		Registerer:       reg,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("server: auth webhook: %w", err)
+	}
+	events, err := eventwebhook.New(eventwebhook.Config{
+		HTTPClient: client,
+		Debounce:   cfg.EventDebounce,
+		Logger:     logger,
+		Registerer: reg,
+		OnDelivery: cfg.OnEventDelivery,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("server: event webhook: %w", err)
+	}
+	return &webhooks{
+		projects:    project.NewDefaults(db, cfg.DefaultProjectRefresh),
+		auth:        auth,
+		authPolicy:  orPolicy(cfg.AuthPolicy),
+		events:      events,
+		eventPolicy: orPolicy(cfg.EventPolicy),
+		logger:      logger,
+	}, nil
+}
+
+// rpcAuth is the RPC layer's access to the auth webhooks. forwarded tells
+// the calls another node of the cluster passed on (nil: none are).
+func (w *webhooks) rpcAuth(forwarded func(http.Header) bool) *rpc.Auth {
+	return &rpc.Auth{Client: w.auth, Policy: w.authPolicy, Project: w.projects.Of, Forwarded: forwarded}
+}
+
+// rootChanged is the backend's OnRootChanged: the owner of a document
+// reports its edits to the project's event webhook, debounced per document.
+func (w *webhooks) rootChanged(ctx context.Context, docKey string) {
+	p, err := w.projects.Of(ctx)
+	if err != nil {
+		w.logger.WarnContext(ctx, "event webhook: no project", "document", docKey, "error", err)
+		return
+	}
+	// As upstream: an empty list of events sends none.
+	if p.EventWebhookURL == "" || !slices.Contains(p.EventWebhookEvents, eventwebhook.DocumentRootChanged) {
+		return
+	}
+	w.events.DocumentChanged(p.ID, docKey, eventwebhook.Target{
+		URL:        p.EventWebhookURL,
+		SigningKey: p.SecretKey,
+		Policy:     w.eventPolicy,
+	})
+}
+
+// close posts the events still waiting and waits for them within ctx.
+func (w *webhooks) close(ctx context.Context) error {
+	return w.events.Close(ctx)
+}
+
+// forwardedBy reports whether h marks a call forwarded by a node holding the
+// cluster secret.
+func forwardedBy(h http.Header, authentic func(http.Header) bool) bool {
+	return h.Get(cluster.HeaderForwardedBy) != "" && authentic(h)
+}
