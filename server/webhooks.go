@@ -45,6 +45,9 @@ type WebhookConfig struct {
 	// DefaultProjectRefresh is how long the default project's settings are
 	// kept before they are read again (0: project.DefaultRefresh).
 	DefaultProjectRefresh time.Duration
+	// Clock drives the answer cache, debouncing and retry waits (nil: the
+	// wall clock); tests move it by hand.
+	Clock webhook.Clock
 	// OnEventDelivery, when set, is told of every event delivery once it
 	// has ended (tests await deliveries with it).
 	OnEventDelivery func(eventwebhook.Delivery)
@@ -71,6 +74,7 @@ func newWebhooks(cfg WebhookConfig, db database.Accounts, logger *slog.Logger, r
 	client := webhook.NewHTTPClient(webhook.HTTPClientConfig{RefusePrivate: cfg.RefusePrivateAddresses})
 	auth, err := authwebhook.New(authwebhook.Config{
 		HTTPClient:       client,
+		Clock:            cfg.Clock,
 		AllowedCacheSize: cfg.AuthCacheSize,
 		AllowedTTL:       cfg.AuthCacheTTL,
 		DeniedCacheSize:  cfg.AuthCacheSize,
@@ -83,6 +87,7 @@ func newWebhooks(cfg WebhookConfig, db database.Accounts, logger *slog.Logger, r
 	}
 	events, err := eventwebhook.New(eventwebhook.Config{
 		HTTPClient: client,
+		Clock:      cfg.Clock,
 		Debounce:   cfg.EventDebounce,
 		Logger:     logger,
 		Registerer: reg,
