@@ -180,7 +180,7 @@ const childBinaryEnv = "YORKIE_INTEGRATION_CHILD_BINARY"
 
 // startChildServer runs this test binary as a server process and returns its
 // address and process ID; it stops when the benchmark ends.
-func startChildServer(b *testing.B) (string, int) {
+func startChildServer(b *testing.B, env ...string) (string, int) {
 	if _, err := os.Stat("/proc/self/stat"); err != nil {
 		b.Skip("needs /proc to read a child's CPU time")
 	}
@@ -189,7 +189,7 @@ func startChildServer(b *testing.B) (string, int) {
 		bin = other
 	}
 	cmd := exec.Command(bin)
-	cmd.Env = append(os.Environ(), childServerEnv+"=1")
+	cmd.Env = append(append(os.Environ(), childServerEnv+"=1"), env...)
 	stdin, err := cmd.StdinPipe()
 	wire.Must(b, err, "child stdin")
 	stdout, err := cmd.StdoutPipe()

@@ -15,6 +15,7 @@ import (
 
 	"connectrpc.com/connect"
 
+	"github.com/yorkie-affinity/yorkie/api/yorkie/v1/v1connect"
 	"github.com/yorkie-affinity/yorkie/server"
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
 	"github.com/yorkie-affinity/yorkie/server/backend/database/memory"
@@ -361,4 +362,37 @@ func TestAuthWebhookOncePerCallInACluster(t *testing.T) {
 			}
 		})
 	}
+}
+
+// BenchmarkPushPullAuthWebhook measures what guarding PushPull with an auth
+// webhook costs the server once its answer is cached, against a server
+// without one, in one run: a child server each, the same client (Connect
+// JSON with the SDK's headers and a token), server-cpu-us/op apart.
+func BenchmarkPushPullAuthWebhook(b *testing.B) {
+	var asked atomic.Int64
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		asked.Add(1)
+		_, _ = io.WriteString(w, `{"allowed":true}`)
+	}))
+	b.Cleanup(hook.Close)
+	for _, tc := range []struct {
+		name string
+		env  []string
+	}{
+		{"no-webhook", nil},
+		{"cached-webhook", []string{childAuthWebhookEnv + "=" + hook.URL}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			addr, pid := startChildServer(b, tc.env...)
+			tc := &tokenClient{}
+			tc.token.Store("bench-token")
+			c := v1connect.NewYorkieServiceClient(servertest.HTTPClient(b, servertest.ConnectJSON), "http://"+addr,
+				append(servertest.ConnectJSON.ClientOptions(), connect.WithInterceptors(sdkHeaders{}), tc.option())...)
+			b.ResetTimer()
+			serverBefore := childCPU(b, pid)
+			pushPullLoop(b, c)
+			b.ReportMetric(float64((childCPU(b, pid)-serverBefore).Microseconds())/float64(b.N), "server-cpu-us/op")
+		})
+	}
+	b.Logf("webhook asked %d times", asked.Load())
 }
