@@ -87,7 +87,7 @@ func (s Settings) Guards(method string) bool {
 
 // Request is one question to the webhook.
 type Request struct {
-	// Project names the cache's namespace (the project's public key), so
+	// Project names the cache's namespace (the project's ID), so
 	// two projects never share an answer.
 	Project string
 	// Token is the call's "authorization" header, as the client sent it.
