@@ -32,6 +32,7 @@ import (
 	"github.com/yorkie-affinity/yorkie/server/channel"
 	"github.com/yorkie-affinity/yorkie/server/cluster"
 	"github.com/yorkie-affinity/yorkie/server/housekeeping"
+	"github.com/yorkie-affinity/yorkie/server/project"
 	"github.com/yorkie-affinity/yorkie/server/rpc"
 	"github.com/yorkie-affinity/yorkie/server/sessionstore"
 	sessmemory "github.com/yorkie-affinity/yorkie/server/sessionstore/memory"
@@ -137,6 +138,13 @@ type Config struct {
 	// run on this node.
 	OnHousekeeping func(housekeeping.Report)
 
+	// DisableDefaultProject refuses YorkieService calls without an API key
+	// (unauthenticated) instead of serving them in the default project.
+	DisableDefaultProject bool
+	// ProjectCacheTTL is how long a node reuses a project it looked up by
+	// API key (0: project.DefaultCacheTTL): an UpdateProject reaches every
+	// node within it.
+	ProjectCacheTTL time.Duration
 	// Webhooks holds the server-wide settings of the projects' auth and
 	// event webhooks: policies, the answer cache, private addresses.
 	Webhooks WebhookConfig
@@ -237,7 +245,15 @@ func New(cfg Config) (*Server, error) {
 	if err = registerBackendMetrics(s.registry, backendMetrics); err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
-	if s.webhooks, err = newWebhooks(cfg.Webhooks, s.db, logger, s.registry); err != nil {
+	projects, err := project.NewResolver(project.ResolverConfig{
+		DB:                s.db,
+		UseDefaultProject: !cfg.DisableDefaultProject,
+		CacheTTL:          cfg.ProjectCacheTTL,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	if s.webhooks, err = newWebhooks(cfg.Webhooks, projects, logger, s.registry); err != nil {
 		return nil, err
 	}
 	bcfg := backend.Config{
@@ -293,6 +309,7 @@ func New(cfg Config) (*Server, error) {
 		Limits:          cfg.Limits,
 		Activity:        tracker,
 		Channels:        s.channels,
+		Projects:        projects,
 		Auth:            s.webhooks.rpcAuth(s.forwarded()),
 	})
 	if err != nil {

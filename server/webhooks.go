@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -42,9 +43,6 @@ type WebhookConfig struct {
 	// is loopback, private, link-local or otherwise not public, so a
 	// project's settings cannot reach the server's own network.
 	RefusePrivateAddresses bool
-	// DefaultProjectRefresh is how long the default project's settings are
-	// kept before they are read again (0: project.DefaultRefresh).
-	DefaultProjectRefresh time.Duration
 	// Clock drives the answer cache, debouncing and retry waits (nil: the
 	// wall clock); tests move it by hand.
 	Clock webhook.Clock
@@ -55,7 +53,7 @@ type WebhookConfig struct {
 
 // webhooks is the server's side of both webhooks.
 type webhooks struct {
-	projects    *project.Defaults
+	projects    *project.Resolver
 	auth        *authwebhook.Client
 	authPolicy  webhook.Policy
 	events      *eventwebhook.Sender
@@ -70,7 +68,7 @@ func orPolicy(p webhook.Policy) webhook.Policy {
 	return p
 }
 
-func newWebhooks(cfg WebhookConfig, db database.Accounts, logger *slog.Logger, reg prometheus.Registerer) (*webhooks, error) {
+func newWebhooks(cfg WebhookConfig, projects *project.Resolver, logger *slog.Logger, reg prometheus.Registerer) (*webhooks, error) {
 	client := webhook.NewHTTPClient(webhook.HTTPClientConfig{RefusePrivate: cfg.RefusePrivateAddresses})
 	auth, err := authwebhook.New(authwebhook.Config{
 		HTTPClient:       client,
@@ -97,7 +95,7 @@ func newWebhooks(cfg WebhookConfig, db database.Accounts, logger *slog.Logger, r
 		return nil, fmt.Errorf("server: event webhook: %w", err)
 	}
 	return &webhooks{
-		projects:    project.NewDefaults(db, cfg.DefaultProjectRefresh),
+		projects:    projects,
 		auth:        auth,
 		authPolicy:  orPolicy(cfg.AuthPolicy),
 		events:      events,
@@ -109,19 +107,33 @@ func newWebhooks(cfg WebhookConfig, db database.Accounts, logger *slog.Logger, r
 // rpcAuth is the RPC layer's access to the auth webhooks. forwarded tells
 // the calls another node of the cluster passed on (nil: none are).
 func (w *webhooks) rpcAuth(forwarded func(http.Header) bool) *rpc.Auth {
-	return &rpc.Auth{Client: w.auth, Policy: w.authPolicy, Project: w.projects.Of, Forwarded: forwarded}
+	return &rpc.Auth{Client: w.auth, Policy: w.authPolicy, Project: w.projectOf, Forwarded: forwarded}
+}
+
+// projectOf returns the project of a call: the one the RPC layer resolved
+// from its API key, or else (a call the RPC layer did not resolve) the
+// default project; nil when the default project is turned off.
+func (w *webhooks) projectOf(ctx context.Context) (*database.ProjectInfo, error) {
+	if p := project.FromContext(ctx); p != nil {
+		return p, nil
+	}
+	p, err := w.projects.Resolve(ctx, "")
+	if errors.Is(err, project.ErrAPIKeyRequired) {
+		return nil, nil
+	}
+	return p, err
 }
 
 // rootChanged is the backend's OnRootChanged: the owner of a document
 // reports its edits to the project's event webhook, debounced per document.
 func (w *webhooks) rootChanged(ctx context.Context, docKey string) {
-	p, err := w.projects.Of(ctx)
+	p, err := w.projectOf(ctx)
 	if err != nil {
 		w.logger.WarnContext(ctx, "event webhook: no project", "document", docKey, "error", err)
 		return
 	}
 	// As upstream: an empty list of events sends none.
-	if p.EventWebhookURL == "" || !slices.Contains(p.EventWebhookEvents, eventwebhook.DocumentRootChanged) {
+	if p == nil || p.EventWebhookURL == "" || !slices.Contains(p.EventWebhookEvents, eventwebhook.DocumentRootChanged) {
 		return
 	}
 	w.events.DocumentChanged(p.ID, docKey, eventwebhook.Target{

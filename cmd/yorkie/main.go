@@ -27,6 +27,7 @@ import (
 	"github.com/yorkie-affinity/yorkie/server/backend/database/mongo"
 	"github.com/yorkie-affinity/yorkie/server/channel"
 	"github.com/yorkie-affinity/yorkie/server/housekeeping"
+	"github.com/yorkie-affinity/yorkie/server/project"
 	"github.com/yorkie-affinity/yorkie/server/rpc"
 	"github.com/yorkie-affinity/yorkie/server/sessionstore"
 	etcdstore "github.com/yorkie-affinity/yorkie/server/sessionstore/etcd"
@@ -120,6 +121,8 @@ func runServer(args []string, stderr io.Writer) int {
 	candidatesLimit := fs.Int("housekeeping-candidates-limit", housekeeping.DefaultCandidatesLimit, "most clients one housekeeping run deactivates")
 	channelTTL := fs.Duration("channel-session-ttl", channel.DefaultSessionTTL, "a channel session not refreshed (the SDK's heartbeat, every 30s) for longer is removed from its counts")
 	channelPayload := fs.Int("channel-max-payload-bytes", channel.DefaultMaxPayloadBytes, "largest broadcast payload a channel relays")
+	useDefaultProject := fs.Bool("backend-use-default-project", true, "serve calls without an x-api-key in the default project (false: refuse them, unauthenticated)")
+	projectCacheTTL := fs.Duration("project-cache-ttl", project.DefaultCacheTTL, "how long a node reuses a project looked up by API key; an UpdateProject reaches every node within it")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -182,6 +185,8 @@ func runServer(args []string, stderr io.Writer) int {
 		ChannelSessionTTL:           *channelTTL,
 		ChannelMaxPayloadBytes:      *channelPayload,
 		Admin:                       admin.settings(),
+		DisableDefaultProject:       !*useDefaultProject,
+		ProjectCacheTTL:             *projectCacheTTL,
 		Webhooks:                    webhooks,
 	}
 	store, err := openSessionStore(ctx, *storeKind, *etcdEndpoints, *redisAddr, !*redisCloseOnReadOnly, logger)

@@ -19,7 +19,8 @@ type Auth struct {
 	// Policy bounds each webhook call: timeout, retries and backoff.
 	Policy webhook.Policy
 	// Project returns the project of a call: the one in its context, or the
-	// default project. Required.
+	// default project; nil (no project, no webhook) when there is none.
+	// Required.
 	Project func(ctx context.Context) (*database.ProjectInfo, error)
 	// Forwarded reports whether a request was forwarded by another node of
 	// the cluster (it carries the forwarding mark and the cluster secret).
@@ -98,6 +99,9 @@ func (s *Service) authorize(ctx context.Context, procedure string, header http.H
 	p, err := s.auth.Project(ctx)
 	if err != nil {
 		return s.fail(ctx, procedure, fmt.Errorf("authorize: %w", err))
+	}
+	if p == nil {
+		return nil
 	}
 	settings := authwebhook.Settings{URL: p.AuthWebhookURL, Methods: p.AuthWebhookMethods, Policy: s.auth.Policy}
 	method := methodOf(procedure)

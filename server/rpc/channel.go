@@ -140,7 +140,7 @@ func (s *Service) WatchChannel(ctx context.Context, req *connect.Request[api.Wat
 	}
 	if rt.Owner != nil {
 		return relayStream(ctx, s, procedure, call, rt, func(ctx context.Context) (*connect.ServerStreamForClient[api.WatchChannelResponse], error) {
-			return rt.Owner.WatchChannel(ctx, connect.NewRequest(req.Msg))
+			return rt.Owner.WatchChannel(ctx, relayRequest(req.Msg, call))
 		}, stream.ResponseHeader(), stream.Send)
 	}
 	s.stamp(stream.ResponseHeader(), rt)

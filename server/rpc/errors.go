@@ -39,6 +39,9 @@ const (
 	CodeInvalidChannelKey   = "ErrInvalidChannelKey"
 	CodePayloadTooLarge     = "ErrPayloadTooLarge"
 	CodeSessionNotFound     = "ErrSessionNotFound"
+	// CodeUnauthenticated refuses a call for its API key: the code the SDK
+	// acts on (it asks its authTokenInjector again and retries).
+	CodeUnauthenticated = "ErrUnauthenticated"
 	// A pushed change that does not apply gets the name of its problem.
 	CodeInvalidOperation = "ErrInvalidOperation"
 	CodeElementNotFound  = "ErrElementNotFound"

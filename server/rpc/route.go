@@ -167,7 +167,7 @@ func relay[Req, Res any](ctx context.Context, s *Service, procedure string, call
 ) (*connect.Response[Res], error) {
 	ctx, stop := whileOwnerLives(ctx, rt)
 	defer stop()
-	resp, err := send(ctx, connect.NewRequest(msg))
+	resp, err := send(ctx, relayRequest(msg, call))
 	if err != nil {
 		return nil, s.relayFailed(ctx, procedure, call, rt, err)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/yorkie-affinity/yorkie/api/yorkie/v1/v1connect"
 	"github.com/yorkie-affinity/yorkie/server/backend"
 	"github.com/yorkie-affinity/yorkie/server/channel"
+	"github.com/yorkie-affinity/yorkie/server/project"
 )
 
 // DefaultMaxRequestBytes bounds a request message when
@@ -58,6 +59,9 @@ type Config struct {
 	Activity Activity
 	// Channels holds the channel sessions this node serves. Required.
 	Channels *channel.Manager
+	// Projects resolves the project of every call from its API key; nil
+	// serves every call in the default project (tests of other layers).
+	Projects *project.Resolver
 	// Auth asks the projects' auth webhooks about calls; nil asks none.
 	Auth *Auth
 }
@@ -73,6 +77,7 @@ type Service struct {
 	activity        Activity
 	streams         streamCounts
 	channels        *channel.Manager
+	projects        *project.Resolver
 	auth            *Auth
 
 	closeOnce sync.Once
@@ -106,6 +111,7 @@ func New(cfg Config) (*Service, error) {
 		limits:          cfg.Limits.withDefaults(),
 		activity:        cfg.Activity,
 		channels:        cfg.Channels,
+		projects:        cfg.Projects,
 		auth:            cfg.Auth,
 		closing:         make(chan struct{}),
 	}
@@ -128,6 +134,10 @@ func (s *Service) Handler() (string, http.Handler) {
 		interceptors = append(interceptors, s.metrics)
 	}
 	interceptors = append(interceptors, &failureLogger{logger: s.logger})
+	// A call refused for its API key is not a client's activity.
+	if s.projects != nil {
+		interceptors = append(interceptors, projectInterceptor{projects: s.projects})
+	}
 	if s.activity != nil {
 		interceptors = append(interceptors, activityInterceptor{a: s.activity})
 	}
@@ -376,7 +386,7 @@ func (s *Service) Watch(ctx context.Context, req *connect.Request[api.WatchReque
 	}
 	if rt.Owner != nil {
 		return relayStream(ctx, s, procedure, call, rt, func(ctx context.Context) (*connect.ServerStreamForClient[api.WatchResponse], error) {
-			return rt.Owner.Watch(ctx, connect.NewRequest(req.Msg))
+			return rt.Owner.Watch(ctx, relayRequest(req.Msg, call))
 		}, stream.ResponseHeader(), stream.Send)
 	}
 	s.stamp(stream.ResponseHeader(), rt)
@@ -426,7 +436,7 @@ func (s *Service) WatchDocument(ctx context.Context, req *connect.Request[api.Wa
 	}
 	if rt.Owner != nil {
 		return relayStream(ctx, s, procedure, call, rt, func(ctx context.Context) (*connect.ServerStreamForClient[api.WatchDocumentResponse], error) {
-			return rt.Owner.WatchDocument(ctx, connect.NewRequest(req.Msg))
+			return rt.Owner.WatchDocument(ctx, relayRequest(req.Msg, call))
 		}, stream.ResponseHeader(), stream.Send)
 	}
 	s.stamp(stream.ResponseHeader(), rt)

@@ -70,7 +70,7 @@ func (s *Service) watchResources(ctx context.Context, req *connect.Request[api.W
 			s.stamp(stream.ResponseHeader(), rt)
 			if rt.Owner != nil {
 				return relayStream(ctx, s, procedure, calls[i], rt, func(ctx context.Context) (*connect.ServerStreamForClient[api.WatchResponse], error) {
-					return rt.Owner.Watch(ctx, connect.NewRequest(req.Msg))
+					return rt.Owner.Watch(ctx, relayRequest(req.Msg, calls[i]))
 				}, stream.ResponseHeader(), stream.Send)
 			}
 		}
@@ -199,7 +199,7 @@ func (s *Service) openSource(ctx context.Context, procedure, clientID string, re
 // initialization; its events follow until the owner ends the stream.
 func (s *Service) remoteSource(ctx context.Context, procedure, clientID string, res *api.ResourceDescriptor, call DocumentCall, rt Route) (*watchSource, error) {
 	ctx, stop := whileOwnerLives(ctx, rt)
-	up, err := rt.Owner.Watch(ctx, connect.NewRequest(&api.WatchRequest{ClientId: clientID, Resources: []*api.ResourceDescriptor{res}}))
+	up, err := rt.Owner.Watch(ctx, relayRequest(&api.WatchRequest{ClientId: clientID, Resources: []*api.ResourceDescriptor{res}}, call))
 	if err != nil {
 		stop()
 		return nil, s.relayFailed(ctx, procedure, call, rt, err)

@@ -472,3 +472,68 @@ func TestEventWebhookPostedByTheOwnerOnlyInACluster(t *testing.T) {
 		t.Fatalf("event %+v, want one of %q", b, key)
 	}
 }
+
+func TestWebhooksAreThoseOfTheCallsProject(t *testing.T) {
+	hook := newAuthHook(t, func(r authRequest) (int, string) {
+		if r.Attributes[0].Key == "shared" {
+			return http.StatusForbidden, `{"allowed":false,"reason":"not in this project"}`
+		}
+		return http.StatusOK, `{"allowed":true}`
+	})
+	var secret atomic.Value
+	secret.Store("")
+	events := newEventHook(t, func() string { return secret.Load().(string) })
+	clk := webhooktest.NewClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	cl := clustertest.Start(t, 3, clustertest.WithConfig(func(_ int, c *server.Config) { c.Webhooks.Clock = clk }))
+	ctx := context.Background()
+	def, err := cl.DB().FindProjectByID(ctx, database.DefaultProjectID)
+	wire.Must(t, err, "default project")
+	app, err := cl.DB().CreateProject(ctx, def.Owner, "app")
+	wire.Must(t, err, "create project")
+	url, methods, evs := hook.srv.URL, []string{"AttachDocument"}, []string{"DocumentRootChanged"}
+	eventURL := events.srv.URL
+	app, err = cl.DB().UpdateProject(ctx, def.Owner, app.ID, &database.ProjectUpdate{
+		AuthWebhookURL: &url, AuthWebhookMethods: &methods, EventWebhookURL: &eventURL, EventWebhookEvents: &evs,
+	})
+	wire.Must(t, err, "update project")
+	secret.Store(app.SecretKey)
+	withKey := connect.WithInterceptors(connect.UnaryInterceptorFunc(func(next connect.UnaryFunc) connect.UnaryFunc {
+		return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
+			req.Header().Set("X-Api-Key", app.PublicKey)
+			return next(ctx, req)
+		}
+	}))
+
+	// The default project has no webhook: its calls go through.
+	newReplica(t, cl.Node(0).ConnectProto()).MustAttach("shared")
+	// The project's webhook refuses its attaches, on every node.
+	for _, n := range cl.Nodes() {
+		r := newReplica(t, n.Client(servertest.ConnectProto, withKey))
+		_, err := r.Attach(wire.Context(t), "shared")
+		wantError(t, err, connect.CodePermissionDenied, "ErrPermissionDenied")
+	}
+	if got := hook.count("AttachDocument"); got != 3 {
+		t.Fatalf("the project's webhook asked %d times for 3 attaches", got)
+	}
+
+	// Its event webhook hears of its documents, from their owner, signed
+	// with its secret key; the default project's edits send nothing.
+	key := wire.UniqueKey(t, "doc")
+	for _, n := range cl.Nodes() {
+		r := newReplica(t, n.Client(servertest.ConnectProto, withKey))
+		r.MustAttach(key)
+		r.Edit(1)
+		r.MustPushPull()
+		d := newReplica(t, n.ConnectProto())
+		d.MustAttach(key)
+		d.Edit(1)
+		d.MustPushPull()
+	}
+	if n := clk.Pending(); n != 1 {
+		t.Fatalf("%d events scheduled, want one for the project's document", n)
+	}
+	clk.Advance(time.Hour)
+	if b := events.await(t); b.Attributes.Key != key {
+		t.Fatalf("event %+v, want one of %q", b, key)
+	}
+}

@@ -1,0 +1,137 @@
+package project
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/yorkie-affinity/yorkie/server/backend/database"
+)
+
+// Sentinel errors of Resolve; the RPC layer answers both with
+// unauthenticated.
+var (
+	// ErrAPIKeyRequired: the call carries no API key and the default project
+	// is turned off.
+	ErrAPIKeyRequired = errors.New("api key is required")
+	// ErrUnknownAPIKey: no project has the call's API key.
+	ErrUnknownAPIKey = errors.New("unknown api key")
+)
+
+// Defaults of ResolverConfig.
+const (
+	// DefaultCacheTTL is how long a resolved project is used before it is
+	// read again: an UpdateProject reaches every node within it.
+	DefaultCacheTTL = 10 * time.Second
+	// DefaultCacheSize bounds the projects one node keeps resolved.
+	DefaultCacheSize = 1024
+)
+
+// ResolverConfig configures a Resolver.
+type ResolverConfig struct {
+	// DB is where projects are looked up. Required.
+	DB database.Accounts
+	// UseDefaultProject lets calls without an API key use the default
+	// project; false refuses them with ErrAPIKeyRequired.
+	UseDefaultProject bool
+	// CacheTTL is how long a looked-up project is reused (default
+	// DefaultCacheTTL; negative: every call reads the database).
+	CacheTTL time.Duration
+	// CacheSize bounds the cached projects (default DefaultCacheSize).
+	CacheSize int
+	// Now is the clock (default time.Now); tests move it.
+	Now func() time.Time
+}
+
+// Resolver finds the project of a call from its API key. Projects change
+// rarely and every call needs one, so they are cached for a short TTL rather
+// than invalidated: a node learns of an update made on any node, through the
+// shared database, once its entry expires.
+type Resolver struct {
+	cfg ResolverConfig
+
+	mu      sync.Mutex
+	entries map[string]cacheEntry // by public key, "" for the default project
+}
+
+type cacheEntry struct {
+	p       *database.ProjectInfo
+	expires time.Time
+}
+
+// NewResolver returns a Resolver for cfg.
+func NewResolver(cfg ResolverConfig) (*Resolver, error) {
+	if cfg.DB == nil {
+		return nil, errors.New("project: ResolverConfig.DB is required")
+	}
+	if cfg.CacheTTL == 0 {
+		cfg.CacheTTL = DefaultCacheTTL
+	}
+	if cfg.CacheSize <= 0 {
+		cfg.CacheSize = DefaultCacheSize
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Resolver{cfg: cfg, entries: make(map[string]cacheEntry)}, nil
+}
+
+// Resolve returns the project whose public key is apiKey, the default project
+// for an empty key (ErrAPIKeyRequired when it is turned off), ErrUnknownAPIKey
+// when no project has the key. The result is shared: callers must not change
+// it.
+func (r *Resolver) Resolve(ctx context.Context, apiKey string) (*database.ProjectInfo, error) {
+	if apiKey == "" && !r.cfg.UseDefaultProject {
+		return nil, ErrAPIKeyRequired
+	}
+	now := r.cfg.Now()
+	r.mu.Lock()
+	e, ok := r.entries[apiKey]
+	r.mu.Unlock()
+	if ok && now.Before(e.expires) {
+		return e.p, nil
+	}
+	var (
+		p   *database.ProjectInfo
+		err error
+	)
+	if apiKey == "" {
+		p, err = r.cfg.DB.FindProjectByID(ctx, database.DefaultProjectID)
+	} else {
+		p, err = r.cfg.DB.FindProjectByPublicKey(ctx, apiKey)
+	}
+	if errors.Is(err, database.ErrProjectNotFound) {
+		// Unknown keys are not cached: a client cannot fill the cache.
+		if apiKey == "" {
+			return nil, fmt.Errorf("default project: %w", err)
+		}
+		return nil, ErrUnknownAPIKey
+	}
+	if err != nil {
+		return nil, fmt.Errorf("find project by api key: %w", err)
+	}
+	if r.cfg.CacheTTL > 0 {
+		r.mu.Lock()
+		if len(r.entries) >= r.cfg.CacheSize {
+			r.evictLocked(now)
+		}
+		r.entries[apiKey] = cacheEntry{p: p, expires: now.Add(r.cfg.CacheTTL)}
+		r.mu.Unlock()
+	}
+	return p, nil
+}
+
+// evictLocked makes room: expired entries go, and if none had expired, all
+// go (the cache refills from the database within one TTL).
+func (r *Resolver) evictLocked(now time.Time) {
+	for k, e := range r.entries {
+		if !now.Before(e.expires) {
+			delete(r.entries, k)
+		}
+	}
+	if len(r.entries) >= r.cfg.CacheSize {
+		clear(r.entries)
+	}
+}
