@@ -2,23 +2,21 @@ package backend_test
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"log/slog"
 	"maps"
 	"runtime"
 	"strings"
 	"testing"
-	"time"
 
 	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
 	"github.com/yorkie-affinity/yorkie/server/backend"
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
+	"github.com/yorkie-affinity/yorkie/server/backend/database/dbtest"
 	"github.com/yorkie-affinity/yorkie/server/backend/database/memory"
-	"github.com/yorkie-affinity/yorkie/server/backend/database/mongo"
 	"github.com/yorkie-affinity/yorkie/server/document"
+	"github.com/yorkie-affinity/yorkie/server/servertest/sdksim"
 	"github.com/yorkie-affinity/yorkie/test/testenv"
 )
 
@@ -50,7 +48,7 @@ func (w *writer) ticket(lamport int64) *api.TimeTicket {
 	return &api.TimeTicket{Lamport: lamport, ActorId: w.actor}
 }
 
-func rootTicket() *api.TimeTicket { return &api.TimeTicket{ActorId: make([]byte, 12)} }
+func rootTicket() *api.TimeTicket { return sdksim.RootTicket() }
 
 // change builds the next change with the operations ops makes from its
 // ticket.
@@ -87,7 +85,7 @@ func setOp(parent *api.TimeTicket, key, value string, at *api.TimeTicket) *api.O
 	}}}
 }
 
-func actorB64(actor []byte) string { return base64.StdEncoding.EncodeToString(actor) }
+func actorB64(actor []byte) string { return sdksim.VectorKey(actor) }
 
 // vector is the vector the client reports: what it has seen and its own
 // clock.
@@ -316,25 +314,11 @@ type dbCase struct {
 func databases() []dbCase {
 	return []dbCase{
 		{"memory", func(*testing.T) database.Database { return memory.New() }},
-		{"mongo", func(t *testing.T) database.Database { return openMongo(t, testenv.MongoURI(t)) }},
+		{"mongo", func(t *testing.T) database.Database {
+			m := testenv.MongoURI(t)
+			return dbtest.DialMongo(t, m, m.NewDatabase())
+		}},
 	}
-}
-
-// openMongo opens a fresh database of the MongoDB server for one test.
-func openMongo(t *testing.T, m *testenv.Mongo) database.Database {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	name := m.NewDatabase()
-	db, err := mongo.Dial(ctx, mongo.Config{URI: m.URI, Database: name, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatalf("dial %s: %v", m.URI, err)
-	}
-	t.Cleanup(func() { _ = db.Close(context.Background()) })
-	if !m.Managed() {
-		t.Cleanup(func() { dropBenchDatabase(t, m.URI, name) })
-	}
-	return db
 }
 
 // TestSnapshotsAreStoredEveryInterval: with interval 10, 35 changes leave a
