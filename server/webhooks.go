@@ -12,8 +12,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
-	"github.com/yorkie-affinity/yorkie/server/cluster"
 	"github.com/yorkie-affinity/yorkie/server/project"
+	"github.com/yorkie-affinity/yorkie/server/routing"
 	"github.com/yorkie-affinity/yorkie/server/rpc"
 	"github.com/yorkie-affinity/yorkie/server/webhook"
 	"github.com/yorkie-affinity/yorkie/server/webhook/authwebhook"
@@ -151,5 +151,5 @@ func (w *webhooks) close(ctx context.Context) error {
 // forwardedBy reports whether h marks a call forwarded by a node holding the
 // cluster secret.
 func forwardedBy(h http.Header, authentic func(http.Header) bool) bool {
-	return h.Get(cluster.HeaderForwardedBy) != "" && authentic(h)
+	return h.Get(routing.HeaderForwardedBy) != "" && authentic(h)
 }

@@ -81,7 +81,7 @@ type attState struct {
 func (ds *docState) unlock() { <-ds.lock }
 
 // lockDoc returns the document's state, locked and loaded. The caller unlocks.
-func (b *Backend) lockDoc(ctx context.Context, docID string) (*docState, error) {
+func (b *Backend) lockDoc(ctx context.Context, epoch int64, docID string) (*docState, error) {
 	for {
 		b.mu.RLock()
 		ds := b.docs[docID]
@@ -104,7 +104,7 @@ func (b *Backend) lockDoc(ctx context.Context, docID string) (*docState, error) 
 			continue
 		}
 		if !ds.loaded {
-			if err := b.load(ctx, ds); err != nil {
+			if err := b.load(ctx, epoch, ds); err != nil {
 				ds.unlock()
 				return nil, err
 			}
@@ -113,21 +113,18 @@ func (b *Backend) lockDoc(ctx context.Context, docID string) (*docState, error) 
 	}
 }
 
-// load reads the document's state from the database, claiming it with this
-// node's epoch. The caller holds the lock.
-func (b *Backend) load(ctx context.Context, ds *docState) error {
-	info, epoch, err := b.claim(ctx, ds.id)
-	if errors.Is(err, database.ErrFenced) {
-		// The cluster layer's binding was older than the database's
-		// knowledge; it has released it, and the epoch it gives now is fresh.
-		key, _ := b.DocumentKey(ctx, ds.id)
-		b.fenced(ds.id, key)
-		info, epoch, err = b.claim(ctx, ds.id)
-	}
+// load reads the document's state from the database, claiming it with the
+// owner epoch the call was routed with. The caller holds the lock.
+func (b *Backend) load(ctx context.Context, epoch int64, ds *docState) error {
+	info, err := b.db.ClaimDocument(ctx, ds.id, epoch)
 	if errors.Is(err, database.ErrDocumentNotFound) {
 		return fmt.Errorf("document %s: %w: %w", ds.id, ErrDocumentNotFound, err)
 	}
 	if errors.Is(err, database.ErrFenced) {
+		// The routing binding is older than the database's knowledge: the
+		// cluster layer releases it, so the client's retry is routed afresh.
+		key, _ := b.DocumentKey(ctx, ds.id)
+		b.fenced(ds.id, key)
 		b.forget(ds)
 	}
 	if err != nil {
@@ -160,21 +157,6 @@ func (b *Backend) load(ctx context.Context, ds *docState) error {
 	ds.loaded = true
 	b.rememberKey(ds.id, info.Key)
 	return nil
-}
-
-// claim records this node's epoch for the document in the database and
-// returns the document as the database knows it.
-func (b *Backend) claim(ctx context.Context, docID string) (*database.DocInfo, int64, error) {
-	var epoch int64
-	if b.epochOf != nil {
-		e, err := b.epochOf(ctx, docID)
-		if err != nil {
-			return nil, 0, fmt.Errorf("document %s: owner epoch: %w", docID, err)
-		}
-		epoch = e
-	}
-	info, err := b.db.ClaimDocument(ctx, docID, epoch)
-	return info, epoch, err
 }
 
 // forget drops the document's state; the caller holds its lock. A later call

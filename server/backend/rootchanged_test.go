@@ -45,7 +45,7 @@ func TestRootChangedOnlyForStoredOperations(t *testing.T) {
 		return len(changed)
 	}
 
-	docID, _, err := b.AttachDocument(ctx, c, "doc", pack(0, 1, edit(t, c, 1, 1)))
+	docID, _, err := b.AttachDocument(ctx, 0, c, "doc", pack(0, 1, edit(t, c, 1, 1)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +53,7 @@ func TestRootChangedOnlyForStoredOperations(t *testing.T) {
 		t.Fatalf("a presence-only attach reported %d root changes", n)
 	}
 	set := setChange(t, c, 2, 2, "a")
-	if _, err := b.PushPull(ctx, c, docID, pack(1, 2, set), false); err != nil {
+	if _, err := b.PushPull(ctx, 0, c, docID, pack(1, 2, set), false); err != nil {
 		t.Fatal(err)
 	}
 	if n := calls(); n != 1 || changed[0] != "doc" {
@@ -61,7 +61,7 @@ func TestRootChangedOnlyForStoredOperations(t *testing.T) {
 	}
 	// The SDK sends unacknowledged changes again: a resent Set with a new
 	// presence-only change stores only the presence.
-	if _, err := b.PushPull(ctx, c, docID, pack(2, 3, set, edit(t, c, 3, 3)), false); err != nil {
+	if _, err := b.PushPull(ctx, 0, c, docID, pack(2, 3, set, edit(t, c, 3, 3)), false); err != nil {
 		t.Fatal(err)
 	}
 	if n := calls(); n != 1 {

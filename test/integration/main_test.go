@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"os"
 	"runtime/pprof"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/yorkie-affinity/yorkie/server"
@@ -23,6 +25,10 @@ const childServerEnv = "YORKIE_INTEGRATION_CHILD_SERVER"
 // server's default project asks about every PushPull.
 const childAuthWebhookEnv = "YORKIE_INTEGRATION_CHILD_AUTH_WEBHOOK"
 
+// childStockEnv lists, comma-separated, the RPC port's fast paths the child
+// server runs without: "http1" (net/http alone), "json" (protojson).
+const childStockEnv = "YORKIE_INTEGRATION_CHILD_STOCK"
+
 // childProfileEnv names a file the child server writes a CPU profile to, for
 // looking into the server's share of a benchmark.
 const childProfileEnv = "YORKIE_INTEGRATION_CHILD_CPUPROFILE"
@@ -38,11 +44,14 @@ func TestMain(m *testing.M) {
 // stdout, and stops when stdin closes.
 func runChildServer() int {
 	db := memory.New()
+	stock := strings.Split(os.Getenv(childStockEnv), ",")
 	srv, err := server.New(server.Config{
-		Host:          "127.0.0.1",
-		ProfilingPort: -1,
-		Logger:        slog.New(slog.DiscardHandler),
-		DB:            db,
+		Host:             "127.0.0.1",
+		ProfilingPort:    -1,
+		Logger:           slog.New(slog.DiscardHandler),
+		DB:               db,
+		DisableFastHTTP1: slices.Contains(stock, "http1"),
+		DisableFastJSON:  slices.Contains(stock, "json"),
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -19,8 +19,8 @@ import (
 	"github.com/yorkie-affinity/yorkie/server"
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
 	"github.com/yorkie-affinity/yorkie/server/backend/database/memory"
-	"github.com/yorkie-affinity/yorkie/server/cluster"
 	"github.com/yorkie-affinity/yorkie/server/clustertest"
+	"github.com/yorkie-affinity/yorkie/server/routing"
 	"github.com/yorkie-affinity/yorkie/server/servertest"
 	"github.com/yorkie-affinity/yorkie/server/servertest/wire"
 	"github.com/yorkie-affinity/yorkie/server/webhook"
@@ -328,7 +328,7 @@ func countingHook(t *testing.T) *authHook {
 }
 
 func TestAuthWebhookOncePerCallInACluster(t *testing.T) {
-	for _, mode := range []server.AffinityMode{server.Forward, server.Redirect} {
+	for _, mode := range []routing.Mode{routing.Forward, routing.Redirect} {
 		t.Run(string(mode), func(t *testing.T) {
 			hook := countingHook(t)
 			cl := clustertest.Start(t, 3, clustertest.WithMode(mode), clustertest.WithConfig(func(_ int, c *server.Config) {
@@ -348,7 +348,7 @@ func TestAuthWebhookOncePerCallInACluster(t *testing.T) {
 				calls++
 				r.Edit(1)
 				_, err := r.PushPull(wire.Context(t))
-				if mode == server.Redirect && n != own.Node {
+				if mode == routing.Redirect && n != own.Node {
 					// Refused before the webhook; the client goes to the owner.
 					wantError(t, err, connect.CodeUnavailable, "ErrWrongNode")
 					r.C = own.Node.ConnectProto()
@@ -385,7 +385,7 @@ func BenchmarkPushPullAuthWebhook(b *testing.B) {
 		elapsed time.Duration
 	}
 	start := func(env ...string) *side {
-		addr, pid := startChildServer(b, env...)
+		addr, pid := startChildServer(b, "", env...)
 		tc := &tokenClient{}
 		tc.token.Store("bench-token")
 		c := v1connect.NewYorkieServiceClient(servertest.HTTPClient(b, servertest.ConnectJSON), "http://"+addr,
@@ -429,8 +429,8 @@ func TestAuthWebhookNotSkippedForAForgedForwardMark(t *testing.T) {
 	setDefaultProject(t, db, authSettings(hook.srv.URL, "ActivateClient"))
 	forge := connect.WithInterceptors(connect.UnaryInterceptorFunc(func(next connect.UnaryFunc) connect.UnaryFunc {
 		return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
-			req.Header().Set(cluster.HeaderForwardedBy, "127.0.0.1:1")
-			req.Header().Set(cluster.HeaderSecret, "guessed")
+			req.Header().Set(routing.HeaderForwardedBy, "127.0.0.1:1")
+			req.Header().Set(routing.HeaderSecret, "guessed")
 			return next(ctx, req)
 		}
 	}))
