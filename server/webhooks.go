@@ -107,7 +107,40 @@ func newWebhooks(cfg WebhookConfig, projects *project.Resolver, logger *slog.Log
 // rpcAuth is the RPC layer's access to the auth webhooks. forwarded tells
 // the calls another node of the cluster passed on (nil: none are).
 func (w *webhooks) rpcAuth(forwarded func(http.Header) bool) *rpc.Auth {
-	return &rpc.Auth{Client: w.auth, Policy: w.authPolicy, Project: w.projectOf, Forwarded: forwarded}
+	return &rpc.Auth{
+		Client:    w.auth,
+		Policy:    func(p *database.ProjectInfo) webhook.Policy { return projectPolicy(w.authPolicy, p.AuthWebhook) },
+		Project:   w.projectOf,
+		Forwarded: forwarded,
+	}
+}
+
+// projectPolicy is the server's policy with the project's own settings, as
+// UpdateProject stored them, where it has them (zero or empty: the flag's).
+func projectPolicy(base webhook.Policy, ws database.WebhookSettings) webhook.Policy {
+	p := base
+	if ws.MaxRetries > 0 {
+		p.MaxRetries = int(min(ws.MaxRetries, 1000))
+	}
+	for _, f := range []struct {
+		dst *time.Duration
+		src string
+	}{
+		{&p.MinBackoff, ws.MinWaitInterval},
+		{&p.MaxBackoff, ws.MaxWaitInterval},
+		{&p.Timeout, ws.RequestTimeout},
+	} {
+		if f.src == "" {
+			continue
+		}
+		if d, err := time.ParseDuration(f.src); err == nil && d > 0 {
+			*f.dst = d
+		}
+	}
+	if p.Validate() != nil {
+		return base // min above max: the project's pair does not hold with the flag's
+	}
+	return p
 }
 
 // projectOf returns the project of a call: the one the RPC layer resolved
@@ -139,7 +172,7 @@ func (w *webhooks) rootChanged(ctx context.Context, docKey string) {
 	w.events.DocumentChanged(p.ID, docKey, eventwebhook.Target{
 		URL:        p.EventWebhookURL,
 		SigningKey: p.SecretKey,
-		Policy:     w.eventPolicy,
+		Policy:     projectPolicy(w.eventPolicy, p.EventWebhook),
 	})
 }
 

@@ -120,7 +120,7 @@ func runServer(args []string, stderr io.Writer) int {
 	deactivateThreshold := fs.Duration("client-deactivate-threshold", housekeeping.DefaultDeactivateThreshold, "housekeeping deactivates clients that made no call for longer than this")
 	housekeepingInterval := fs.Duration("housekeeping-interval", housekeeping.DefaultInterval, "time between housekeeping runs")
 	admin := adminFlags(fs)
-	hooks := webhookFlags(fs)
+	hooks := serverWebhookFlagSet(fs)
 	candidatesLimit := fs.Int("housekeeping-candidates-limit", housekeeping.DefaultCandidatesLimit, "most clients one housekeeping run deactivates")
 	channelTTL := fs.Duration("channel-session-ttl", channel.DefaultSessionTTL, "a channel session not refreshed (the SDK's heartbeat, every 30s) for longer is removed from its counts")
 	channelPayload := fs.Int("channel-max-payload-bytes", channel.DefaultMaxPayloadBytes, "largest broadcast payload a channel relays")

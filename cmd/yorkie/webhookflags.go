@@ -43,7 +43,7 @@ func (p *policyFlags) policy(name string) (webhook.Policy, error) {
 	return pol, nil
 }
 
-func webhookFlags(fs *flag.FlagSet) *serverWebhookFlags {
+func serverWebhookFlagSet(fs *flag.FlagSet) *serverWebhookFlags {
 	f := &serverWebhookFlags{}
 	f.auth.register(fs, "auth")
 	f.event.register(fs, "event")

@@ -16,8 +16,9 @@ import (
 type Auth struct {
 	// Client asks the webhooks and caches their answers. Required.
 	Client *authwebhook.Client
-	// Policy bounds each webhook call: timeout, retries and backoff.
-	Policy webhook.Policy
+	// Policy returns how a project's webhook is called: timeout, retries
+	// and backoff. Required.
+	Policy func(*database.ProjectInfo) webhook.Policy
 	// Project returns the project of a call: the one in its context, or the
 	// default project; nil (no project, no webhook) when there is none.
 	// Required.
@@ -103,11 +104,12 @@ func (s *Service) authorize(ctx context.Context, procedure string, header http.H
 	if p == nil {
 		return nil
 	}
-	settings := authwebhook.Settings{URL: p.AuthWebhookURL, Methods: p.AuthWebhookMethods, Policy: s.auth.Policy}
+	settings := authwebhook.Settings{URL: p.AuthWebhookURL, Methods: p.AuthWebhookMethods}
 	method := methodOf(procedure)
 	if !settings.Guards(method) {
 		return nil
 	}
+	settings.Policy = s.auth.Policy(p)
 	list, err := attrs(ctx)
 	if err != nil {
 		return s.fail(ctx, procedure, err)

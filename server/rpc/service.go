@@ -97,8 +97,8 @@ func New(cfg Config) (*Service, error) {
 	if cfg.Channels == nil {
 		return nil, errors.New("rpc: Config.Channels is required")
 	}
-	if cfg.Auth != nil && (cfg.Auth.Client == nil || cfg.Auth.Project == nil) {
-		return nil, errors.New("rpc: Config.Auth needs Client and Project")
+	if cfg.Auth != nil && (cfg.Auth.Client == nil || cfg.Auth.Project == nil || cfg.Auth.Policy == nil) {
+		return nil, errors.New("rpc: Config.Auth needs Client, Policy and Project")
 	}
 	logger := cfg.Logger
 	if logger == nil {
@@ -262,10 +262,14 @@ func (s *Service) AttachDocument(ctx context.Context, req *connect.Request[api.A
 	if err != nil {
 		return nil, s.failRouted(ctx, procedure, rt, fmt.Errorf("attach document %q by %s: %w", key, clientID, err))
 	}
+	maxSize, err := s.backend.DocumentSizeLimit(ctx)
+	if err != nil {
+		return nil, s.failRouted(ctx, procedure, rt, fmt.Errorf("attach document %q by %s: %w", key, clientID, err))
+	}
 	out := connect.NewResponse(&api.AttachDocumentResponse{
 		DocumentId:         docID,
 		ChangePack:         resp,
-		MaxSizePerDocument: int32(min(s.backend.MaxSizePerDocument(), math.MaxInt32)),
+		MaxSizePerDocument: int32(min(maxSize, math.MaxInt32)),
 	})
 	s.stamp(out.Header(), rt)
 	return out, nil
