@@ -116,6 +116,11 @@ type Config struct {
 	// memory, by their estimated size (default DefaultDocumentCacheBytes);
 	// the least recently used go first and are rebuilt when used again.
 	DocumentCacheBytes int64
+	// OnRootChanged, when set, is told after this node stored changes that
+	// edit a document's content (operations, not presence alone), with the
+	// context of the call that stored them. It must not block: the event
+	// webhook debounces and posts on its own.
+	OnRootChanged func(ctx context.Context, docKey string)
 	// ProjectCacheTTL is how long the default project's settings (its
 	// limits) are kept before being read again (default
 	// DefaultProjectCacheTTL; negative: read for every call). Calls whose
@@ -176,6 +181,7 @@ type Backend struct {
 	logger  *slog.Logger
 	metrics *Metrics
 	fenced  func(docID, key string)
+	changed func(ctx context.Context, docKey string)
 	maxPack int
 	// snapInterval, snapThreshold and maxDocSize are the Config options, with
 	// 0 meaning off.
@@ -248,6 +254,7 @@ func New(cfg Config) (*Backend, error) {
 		logger:        cfg.Logger,
 		metrics:       cfg.Metrics,
 		fenced:        cfg.OnFenced,
+		changed:       cfg.OnRootChanged,
 		maxPack:       cfg.MaxChangesPerPack,
 		snapInterval:  int64(max(cfg.SnapshotInterval, 0)),
 		snapThreshold: int64(max(cfg.SnapshotThreshold, 0)),
