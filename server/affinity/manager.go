@@ -341,7 +341,8 @@ func (m *Manager) bind(ctx context.Context, key string) (sessionstore.Binding, e
 		b, err = m.store.Bind(ctx, key, self)
 	}
 	if err != nil {
-		return sessionstore.Binding{}, fmt.Errorf("affinity: bind %q: %w", key, err)
+		// The store's error names the key.
+		return sessionstore.Binding{}, fmt.Errorf("affinity: %w", err)
 	}
 	m.metrics.binds.Add(1)
 	return b, nil

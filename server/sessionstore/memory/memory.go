@@ -21,6 +21,7 @@ import (
 	"hash/maphash"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -380,7 +381,7 @@ func (c *Client) Resolve(ctx context.Context, key string) (sessionstore.Binding,
 // Bind binds key to owner unless key has a live binding, and returns the
 // binding in force.
 func (c *Client) Bind(ctx context.Context, key string, owner sessionstore.Member) (sessionstore.Binding, error) {
-	if err := c.check(ctx, "bind"); err != nil {
+	if err := c.check(ctx, "bind "+strconv.Quote(key)); err != nil {
 		return sessionstore.Binding{}, err
 	}
 	l := c.s.lookup(owner)

@@ -303,7 +303,7 @@ func (s *Store) Bind(ctx context.Context, key string, owner sessionstore.Member)
 		[]string{s.bindingKey(key), s.counterKey, s.memberKey(owner)},
 		s.memberPrefix, owner.Addr, strconv.FormatInt(owner.Incarnation, 10)))
 	if err != nil {
-		return sessionstore.Binding{}, s.wrapErr("bind", err)
+		return sessionstore.Binding{}, s.wrapErr("bind "+strconv.Quote(key), err)
 	}
 	if len(res) == 1 && res[0] == "notmember" {
 		return sessionstore.Binding{}, fmt.Errorf("redis bind %q to %s#%d: %w", key, owner.Addr, owner.Incarnation, sessionstore.ErrNotMember)
