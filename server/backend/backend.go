@@ -51,6 +51,11 @@ var (
 	// ErrDocumentReleased: this node gave up the document (another node owns
 	// it now). Subscription.Err also wraps database.ErrFenced, retryable.
 	ErrDocumentReleased = errors.New("document released by this node")
+	// ErrStaleRoute: the call was routed with an owner epoch older than the
+	// document's claim in the database, and the backend changed nothing.
+	// The binding has been dropped, so routing the call again binds afresh.
+	// It also wraps database.ErrFenced, retryable.
+	ErrStaleRoute = errors.New("routed with an epoch older than the document's claim")
 	// ErrInvalidChange: a pushed change does not apply to the document. The
 	// error also wraps the document package's sentinel naming the problem
 	// (document.ErrInvalidOperation, ErrElementNotFound, ...). Nothing of the
