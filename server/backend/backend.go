@@ -50,6 +50,11 @@ var (
 	// ErrDocumentReleased: this node gave up the document (another node owns
 	// it now); retryable, the client goes on with the new owner.
 	ErrDocumentReleased = fault.NewRetryable("document released by this node")
+	// ErrStaleRoute: the call was routed with an owner epoch older than the
+	// document's claim in the database, and the backend changed nothing.
+	// The binding has been dropped, so routing the call again binds afresh:
+	// retryable.
+	ErrStaleRoute = fault.NewRetryable("routed with an epoch older than the document's claim")
 	// ErrInvalidChange: a pushed change does not apply to the document. The
 	// error also wraps the document package's sentinel naming the problem
 	// (document.ErrInvalidOperation, ErrElementNotFound, ...). Nothing of the

@@ -122,13 +122,14 @@ func (b *Backend) load(ctx context.Context, epoch int64, ds *docState) error {
 	}
 	if errors.Is(err, database.ErrFenced) {
 		// The routing binding is older than the database's knowledge: the
-		// cluster layer releases it, so the client's retry is routed afresh.
+		// cluster layer releases it, so the call routed again binds afresh.
 		key, _ := b.DocumentKey(ctx, ds.id)
 		b.fenced(ds.id, key)
 		b.forget(ds)
+		return fmt.Errorf("%w: %w", ErrStaleRoute, err)
 	}
 	if err != nil {
-		return fmt.Errorf("claim document %s: %w", ds.id, err)
+		return err
 	}
 	list, err := b.db.ListAttachments(ctx, ds.id)
 	if err != nil {

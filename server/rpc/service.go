@@ -257,6 +257,15 @@ func (s *Service) AttachDocument(ctx context.Context, req *connect.Request[api.A
 		return relay(ctx, s, procedure, call, rt, rt.Owner.AttachDocument, req.Msg)
 	}
 	docID, resp, err := s.backend.AttachDocument(ctx, rt.Epoch, clientID, key, pack)
+	if errors.Is(err, backend.ErrStaleRoute) {
+		if rt, err = s.route(ctx, call); err != nil {
+			return nil, s.fail(ctx, procedure, err)
+		}
+		if rt.Owner != nil {
+			return relay(ctx, s, procedure, call, rt, rt.Owner.AttachDocument, req.Msg)
+		}
+		docID, resp, err = s.backend.AttachDocument(ctx, rt.Epoch, clientID, key, pack)
+	}
 	if err != nil {
 		return nil, s.failRouted(ctx, procedure, rt, err)
 	}
@@ -336,6 +345,18 @@ func documentCall[Req, Res any](ctx context.Context, s *Service, req *connect.Re
 		return relay(ctx, s, procedure, call, rt, method(rt.Owner), req.Msg)
 	}
 	resp, err := serve(rt.Epoch, clientID, docID, pack)
+	if errors.Is(err, backend.ErrStaleRoute) {
+		// This node's binding was older than the document's claim (its
+		// owner changed while the binding stood) and has been dropped: route
+		// once more, so a failback costs the client no error.
+		if rt, err = s.route(ctx, call); err != nil {
+			return nil, s.fail(ctx, procedure, err)
+		}
+		if rt.Owner != nil {
+			return relay(ctx, s, procedure, call, rt, method(rt.Owner), req.Msg)
+		}
+		resp, err = serve(rt.Epoch, clientID, docID, pack)
+	}
 	if err != nil {
 		return nil, s.failRouted(ctx, procedure, rt, err)
 	}
