@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/yorkie-affinity/yorkie/server/fault"
 	"github.com/yorkie-affinity/yorkie/server/sessionstore"
 )
 
@@ -24,8 +25,9 @@ const DefaultTTL = 2 * time.Second
 // count takeovers.
 const maxOrphans = 10000
 
-// ErrStopped: the manager was stopped and serves no more requests.
-var ErrStopped = errors.New("affinity manager stopped")
+// ErrStopped: the manager was stopped and serves no more requests; it is
+// fault.ErrShuttingDown, with the part that closed named.
+var ErrStopped = fmt.Errorf("affinity manager stopped: %w", fault.ErrShuttingDown)
 
 // Config configures a Manager.
 type Config struct {

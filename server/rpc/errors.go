@@ -7,7 +7,6 @@ import (
 	"connectrpc.com/connect"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 
-	"github.com/yorkie-affinity/yorkie/server/affinity"
 	"github.com/yorkie-affinity/yorkie/server/backend"
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
 	"github.com/yorkie-affinity/yorkie/server/channel"
@@ -86,7 +85,7 @@ func classify(err error) (connect.Code, string, bool) {
 		return connect.CodeResourceExhausted, CodeTooManySubscribers, true
 	case errors.Is(err, backend.ErrInvalidChangePack):
 		return connect.CodeInvalidArgument, CodeInvalidChangePack, true
-	case errors.Is(err, fault.ErrShuttingDown), errors.Is(err, affinity.ErrStopped):
+	case errors.Is(err, fault.ErrShuttingDown):
 		return connect.CodeUnavailable, CodeShuttingDown, true
 	case fault.IsRetryable(err):
 		// Each layer marks the failures a later try may get past: a store
