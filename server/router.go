@@ -16,6 +16,7 @@ import (
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
 	"github.com/yorkie-affinity/yorkie/server/channel"
 	"github.com/yorkie-affinity/yorkie/server/cluster"
+	"github.com/yorkie-affinity/yorkie/server/project"
 	"github.com/yorkie-affinity/yorkie/server/rpc"
 )
 
@@ -90,7 +91,7 @@ func (r *router) Route(ctx context.Context, call rpc.DocumentCall) (rpc.Route, e
 	if forwarded && !r.authentic(call.Header) {
 		return rpc.Route{}, rpc.PermissionDenied(errors.New("forwarded call without the cluster secret"))
 	}
-	owner, err := r.mgr.Owner(ctx, call.DocumentKey)
+	owner, err := r.mgr.Owner(ctx, bindingKey(ctx, call.DocumentKey))
 	if err != nil {
 		return rpc.Route{}, fmt.Errorf("find owner: %w", err)
 	}
@@ -115,9 +116,9 @@ func (r *router) Route(ctx context.Context, call rpc.DocumentCall) (rpc.Route, e
 
 // RelayFailed implements rpc.Router: an owner that could not be reached or
 // no longer owns the document is forgotten, so the next call asks the store.
-func (r *router) RelayFailed(_ context.Context, call rpc.DocumentCall, err error) {
+func (r *router) RelayFailed(ctx context.Context, call rpc.DocumentCall, err error) {
 	if code := connect.CodeOf(err); code == connect.CodeUnavailable || code == connect.CodeUnknown {
-		r.mgr.Forget(call.DocumentKey)
+		r.mgr.Forget(bindingKey(ctx, call.DocumentKey))
 	}
 }
 
@@ -134,7 +135,7 @@ func (r *router) DetachRemote(ctx context.Context, clientID string) error {
 			errs = append(errs, err)
 			continue
 		}
-		owner, err := r.mgr.Owner(ctx, key)
+		owner, err := r.mgr.Owner(ctx, bindingKey(ctx, key))
 		if err != nil {
 			errs = append(errs, fmt.Errorf("find owner of %q: %w", key, err))
 			continue
@@ -143,10 +144,10 @@ func (r *router) DetachRemote(ctx context.Context, clientID string) error {
 			continue // DeactivateClient detaches it here
 		}
 		_, err = r.peers.Cluster(owner.Addr).DetachClientDocument(ctx, connect.NewRequest(&clusterv1.DetachClientDocumentRequest{
-			ClientId: clientID, DocumentId: docID, DocumentKey: key,
+			ClientId: clientID, DocumentId: docID, DocumentKey: key, ProjectId: project.ID(ctx),
 		}))
 		if err != nil {
-			r.mgr.Forget(key)
+			r.mgr.Forget(bindingKey(ctx, key))
 			errs = append(errs, fmt.Errorf("detach %s from %q at %s: %w: %w", clientID, key, owner.Addr, database.ErrUnavailable, err))
 		}
 	}
@@ -165,7 +166,7 @@ func (r *router) epoch(ctx context.Context, docID string) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	owner, err := r.mgr.Owner(ctx, key)
+	owner, err := r.mgr.Owner(ctx, bindingKey(ctx, key))
 	if err != nil {
 		return 0, fmt.Errorf("find owner of %q: %w", key, err)
 	}
@@ -177,15 +178,22 @@ func (r *router) epoch(ctx context.Context, docID string) (int64, error) {
 
 // lost drops the documents whose bindings this node lost: their streams end
 // with a retryable error and the clients reconnect to the new owner.
-func (r *router) lost(keys []string) {
+func (r *router) lost(bindings []string) {
 	ctx := context.Background()
-	for _, key := range keys {
+	for _, b := range bindings {
+		pid, key := project.SplitScopedKey(b)
 		if first, ok := channel.FromRoutingKey(key); ok {
-			r.channels.Release(first, errBindingLost)
+			r.channels.Release(project.ScopedKey(pid, first), errBindingLost)
 			continue
 		}
-		if err := r.backend.ReleaseKey(ctx, key, errBindingLost); err != nil {
-			r.logger.Warn("release lost document", "key", key, "error", err)
+		if err := r.backend.ReleaseName(ctx, backend.DocName{Project: pid, Key: key}, errBindingLost); err != nil {
+			r.logger.Warn("release lost document", "binding", b, "error", err)
 		}
 	}
+}
+
+// bindingKey is the key a document (or channel group) of the call's
+// project is bound under in the session store.
+func bindingKey(ctx context.Context, key string) string {
+	return project.ScopedKey(project.ID(ctx), key)
 }

@@ -257,10 +257,10 @@ func New(cfg Config) (*Server, error) {
 			return nil, err
 		}
 		bcfg.Epoch = s.router.epoch
-		bcfg.OnFenced = func(_, key string) {
+		bcfg.OnFenced = func(_ string, name backend.DocName) {
 			ctx, cancel := context.WithTimeout(context.Background(), fencedReleaseTimeout)
 			defer cancel()
-			s.router.mgr.Fenced(ctx, key)
+			s.router.mgr.Fenced(ctx, project.ScopedKey(name.Project, name.Key))
 		}
 		routing = s.router
 	}
@@ -329,7 +329,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if s.router != nil {
 		s.router.backend = b
-		csvc, err := rpc.NewCluster(rpc.ClusterConfig{Backend: b, Router: s.router, Authentic: s.router.authentic, Logger: logger})
+		csvc, err := rpc.NewCluster(rpc.ClusterConfig{
+			Backend: b, Router: s.router, Authentic: s.router.authentic, Logger: logger, FindProject: s.db.FindProjectByID,
+		})
 		if err != nil {
 			return nil, fmt.Errorf("server: create cluster service: %w", err)
 		}
@@ -357,7 +359,7 @@ func New(cfg Config) (*Server, error) {
 		pmux.Handle("/metrics", promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{Registry: s.registry}))
 		// Operators' read-only views, on the operators' port only: they name
 		// documents by key and show their content.
-		views, err := docview.New(docview.Config{DB: s.db, Logger: logger, Registerer: s.registry})
+		views, err := docview.New(docview.Config{DB: s.db, Logger: logger, Registerer: s.registry, AdminUser: adminUser(cfg.Admin)})
 		if err != nil {
 			return nil, fmt.Errorf("server: create document view: %w", err)
 		}
@@ -375,6 +377,14 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
+// adminUser is the name of the default admin account.
+func adminUser(a admin.Settings) string {
+	if a.User == "" {
+		return admin.DefaultUser
+	}
+	return a.User
+}
+
 // newHousekeeper builds the node's housekeeping: it deactivates clients as
 // DeactivateClient does, detaching at the owners first, and in a cluster
 // scans only while this node holds the housekeeping role.
@@ -389,13 +399,20 @@ func (s *Server) newHousekeeper(tracker *housekeeping.Tracker, routing rpc.Route
 		CandidatesLimit:     s.cfg.HousekeepingCandidatesLimit,
 		DB:                  s.db,
 		Tracker:             tracker,
-		Deactivate: func(ctx context.Context, clientID string) error {
+		Deactivate: func(ctx context.Context, c *database.ClientInfo) error {
+			// The client is deactivated in its own project, as its own
+			// DeactivateClient call would be.
+			p, err := s.db.FindProjectByID(ctx, c.ProjectID)
+			if err != nil {
+				return fmt.Errorf("project %s of client %s: %w", c.ProjectID, c.ID, err)
+			}
+			ctx = project.NewContext(ctx, p)
 			if routing != nil {
-				if err := routing.DetachRemote(ctx, clientID); err != nil {
+				if err := routing.DetachRemote(ctx, c.ID); err != nil {
 					return err
 				}
 			}
-			return s.backend.DeactivateClient(ctx, clientID)
+			return s.backend.DeactivateClient(ctx, c.ID)
 		},
 		Role:       role,
 		Now:        s.cfg.Clock,

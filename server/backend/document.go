@@ -8,6 +8,7 @@ import (
 
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
 	"github.com/yorkie-affinity/yorkie/server/document"
+	"github.com/yorkie-affinity/yorkie/server/project"
 )
 
 // docState is what this node keeps about a document it serves. Every field is
@@ -21,6 +22,7 @@ type docState struct {
 	// loaded: the fields below match the database. Cleared whenever a
 	// write's outcome is unsure, so the next call reloads.
 	loaded  bool
+	project string
 	key     string
 	epoch   int64
 	head    int64
@@ -71,6 +73,16 @@ type attState struct {
 
 func (ds *docState) unlock() { <-ds.lock }
 
+// inProject fails with ErrDocumentNotFound unless the loaded document
+// belongs to the call's project: a document ID is no way into another
+// project. The caller holds the lock.
+func (ds *docState) inProject(ctx context.Context) error {
+	if pid := project.ID(ctx); ds.project != pid {
+		return fmt.Errorf("document %s of project %s: %w", ds.id, pid, ErrDocumentNotFound)
+	}
+	return nil
+}
+
 // lockDoc returns the document's state, locked and loaded. The caller unlocks.
 func (b *Backend) lockDoc(ctx context.Context, docID string) (*docState, error) {
 	for {
@@ -111,8 +123,8 @@ func (b *Backend) load(ctx context.Context, ds *docState) error {
 	if errors.Is(err, database.ErrFenced) {
 		// The cluster layer's binding was older than the database's
 		// knowledge; it has released it, and the epoch it gives now is fresh.
-		key, _ := b.DocumentKey(ctx, ds.id)
-		b.fenced(ds.id, key)
+		name, _ := b.documentName(ctx, ds.id)
+		b.fenced(ds.id, name)
 		info, epoch, err = b.claim(ctx, ds.id)
 	}
 	if errors.Is(err, database.ErrDocumentNotFound) {
@@ -143,13 +155,13 @@ func (b *Backend) load(ctx context.Context, ds *docState) error {
 			known[k] = struct{}{}
 		}
 	}
-	ds.key, ds.epoch, ds.head = info.Key, epoch, info.ServerSeq
+	ds.project, ds.key, ds.epoch, ds.head = info.ProjectID, info.Key, epoch, info.ServerSeq
 	ds.removed = !info.RemovedAt.IsZero()
 	ds.atts = atts
 	ds.known = known
 	ds.synced.reset(atts)
 	ds.loaded = true
-	b.rememberKey(ds.id, info.Key)
+	b.rememberName(info)
 	return nil
 }
 
@@ -207,14 +219,14 @@ func (b *Backend) ReleaseDocument(ctx context.Context, docID string, cause error
 	return nil
 }
 
-// ReleaseKey releases, as ReleaseDocument does, every document served here
-// under the key (a removed document's key may have started a new one). The
-// cluster layer calls it with the keys whose binding this node lost.
-func (b *Backend) ReleaseKey(ctx context.Context, key string, cause error) error {
+// ReleaseName releases, as ReleaseDocument does, every document served here
+// under the name (a removed document's key may have started a new one). The
+// cluster layer calls it with the names whose binding this node lost.
+func (b *Backend) ReleaseName(ctx context.Context, name DocName, cause error) error {
 	b.mu.RLock()
 	var ids []string
-	for id, k := range b.keys {
-		if k == key {
+	for id, n := range b.names {
+		if n == name {
 			ids = append(ids, id)
 		}
 	}
@@ -228,33 +240,47 @@ func (b *Backend) ReleaseKey(ctx context.Context, key string, cause error) error
 	return errors.Join(errs...)
 }
 
-// DocumentKey returns the key of a document ID. Keys never change, so they
-// are cached.
+// DocumentKey returns the key of a document ID of the call's project
+// (project.FromContext); another project's document is ErrDocumentNotFound.
+// Names never change, so they are cached.
 func (b *Backend) DocumentKey(ctx context.Context, docID string) (string, error) {
-	b.mu.RLock()
-	key, ok := b.keys[docID]
-	b.mu.RUnlock()
-	if ok {
-		return key, nil
-	}
-	info, err := b.db.FindDocument(ctx, docID)
-	if errors.Is(err, database.ErrDocumentNotFound) {
-		return "", fmt.Errorf("document key of %s: %w: %w", docID, ErrDocumentNotFound, err)
-	}
+	name, err := b.documentName(ctx, docID)
 	if err != nil {
-		return "", fmt.Errorf("document key of %s: %w", docID, err)
+		return "", err
 	}
-	b.rememberKey(docID, info.Key)
-	return info.Key, nil
+	if pid := project.ID(ctx); name.Project != pid {
+		return "", fmt.Errorf("document key of %s in project %s: %w", docID, pid, ErrDocumentNotFound)
+	}
+	return name.Key, nil
 }
 
-func (b *Backend) rememberKey(docID, key string) {
+// documentName returns the name of a document ID, from the cache or else as
+// the call's project finds it.
+func (b *Backend) documentName(ctx context.Context, docID string) (DocName, error) {
 	b.mu.RLock()
-	_, ok := b.keys[docID]
+	name, ok := b.names[docID]
+	b.mu.RUnlock()
+	if ok {
+		return name, nil
+	}
+	info, err := b.db.FindDocument(ctx, project.ID(ctx), docID)
+	if errors.Is(err, database.ErrDocumentNotFound) {
+		return DocName{}, fmt.Errorf("document key of %s: %w: %w", docID, ErrDocumentNotFound, err)
+	}
+	if err != nil {
+		return DocName{}, fmt.Errorf("document key of %s: %w", docID, err)
+	}
+	b.rememberName(info)
+	return DocName{Project: info.ProjectID, Key: info.Key}, nil
+}
+
+func (b *Backend) rememberName(info *database.DocInfo) {
+	b.mu.RLock()
+	_, ok := b.names[info.ID]
 	b.mu.RUnlock()
 	if !ok {
 		b.mu.Lock()
-		b.keys[docID] = key
+		b.names[info.ID] = DocName{Project: info.ProjectID, Key: info.Key}
 		b.mu.Unlock()
 	}
 }

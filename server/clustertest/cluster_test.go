@@ -16,6 +16,7 @@ import (
 	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
 	"github.com/yorkie-affinity/yorkie/server"
 	"github.com/yorkie-affinity/yorkie/server/affinity"
+	"github.com/yorkie-affinity/yorkie/server/backend/database"
 	"github.com/yorkie-affinity/yorkie/server/cluster"
 	"github.com/yorkie-affinity/yorkie/server/clustertest"
 	"github.com/yorkie-affinity/yorkie/server/servertest"
@@ -341,7 +342,7 @@ func TestForwardModeRelays(t *testing.T) {
 			if got := rm.Header().Get(sessionKeyHeader); got != key {
 				t.Errorf("relayed RemoveDocument: %s = %q, want %q", sessionKeyHeader, got, key)
 			}
-			info, err := c.DB().FindDocument(wire.Context(t), remover.DocID)
+			info, err := c.DB().FindDocument(wire.Context(t), database.DefaultProjectID, remover.DocID)
 			wire.Must(t, err, "find document")
 			if info.RemovedAt.IsZero() {
 				t.Errorf("document not removed after relayed RemoveDocument")

@@ -97,3 +97,20 @@ func TestResolverCacheBounded(t *testing.T) {
 		}
 	}
 }
+
+func TestScopedKey(t *testing.T) {
+	other := "0123456789abcdef01234567"
+	for _, c := range []struct{ project, key, want string }{
+		{database.DefaultProjectID, "doc", "doc"},
+		{other, "doc", other + "/doc"},
+		{other, "$channel:room", other + "/$channel:room"},
+	} {
+		got := project.ScopedKey(c.project, c.key)
+		if got != c.want {
+			t.Errorf("ScopedKey(%q, %q) = %q, want %q", c.project, c.key, got, c.want)
+		}
+		if p, k := project.SplitScopedKey(got); p != c.project || k != c.key {
+			t.Errorf("SplitScopedKey(%q) = %q, %q", got, p, k)
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
 	"github.com/yorkie-affinity/yorkie/api/yorkie/v1/v1connect"
 	"github.com/yorkie-affinity/yorkie/server/channel"
+	"github.com/yorkie-affinity/yorkie/server/project"
 )
 
 // Channel calls are routed like document calls: every channel that shares a
@@ -98,7 +99,8 @@ func channelCall[Req, Res any](ctx context.Context, s *Service, req *connect.Req
 	if err := s.backend.CheckClient(ctx, clientID); err != nil {
 		return nil, s.failRouted(ctx, procedure, rt, fmt.Errorf("%s %q by %s: %w", kind, key, clientID, err))
 	}
-	resp, err := serve(clientID, key)
+	// The manager holds every project's channels: each under its scoped key.
+	resp, err := serve(clientID, project.ScopedKey(project.ID(ctx), key))
 	if err != nil {
 		return nil, s.failRouted(ctx, procedure, rt, fmt.Errorf("%s %q by %s: %w", kind, key, clientID, err))
 	}
@@ -155,7 +157,7 @@ func (s *Service) openChannelWatch(ctx context.Context, clientID, key string) (*
 	if err := s.backend.CheckClient(ctx, clientID); err != nil {
 		return nil, fmt.Errorf("watch channel %q by %s: %w", key, clientID, err)
 	}
-	w, err := s.channels.Watch(clientID, key)
+	w, err := s.channels.Watch(clientID, project.ScopedKey(project.ID(ctx), key))
 	if err != nil {
 		return nil, fmt.Errorf("watch channel %q by %s: %w", key, clientID, err)
 	}

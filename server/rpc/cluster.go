@@ -12,6 +12,8 @@ import (
 	clusterv1 "github.com/yorkie-affinity/yorkie/api/yorkie/cluster/v1"
 	"github.com/yorkie-affinity/yorkie/api/yorkie/cluster/v1/clusterv1connect"
 	"github.com/yorkie-affinity/yorkie/server/backend"
+	"github.com/yorkie-affinity/yorkie/server/backend/database"
+	"github.com/yorkie-affinity/yorkie/server/project"
 )
 
 // ClusterConfig configures a ClusterService.
@@ -24,6 +26,8 @@ type ClusterConfig struct {
 	Authentic func(http.Header) bool
 	// Logger receives failures; nil discards.
 	Logger *slog.Logger
+	// FindProject returns a project by ID, the one a call names. Required.
+	FindProject func(ctx context.Context, id string) (*database.ProjectInfo, error)
 }
 
 // ClusterService serves the calls nodes make to each other. Every call must
@@ -35,8 +39,8 @@ type ClusterService struct {
 
 // NewCluster returns the node-to-node service.
 func NewCluster(cfg ClusterConfig) (*ClusterService, error) {
-	if cfg.Backend == nil || cfg.Router == nil || cfg.Authentic == nil {
-		return nil, errors.New("rpc: ClusterConfig needs Backend, Router and Authentic")
+	if cfg.Backend == nil || cfg.Router == nil || cfg.Authentic == nil || cfg.FindProject == nil {
+		return nil, errors.New("rpc: ClusterConfig needs Backend, Router, Authentic and FindProject")
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -95,6 +99,15 @@ func (c *ClusterService) DetachClientDocument(ctx context.Context, req *connect.
 		return nil, invalidArgument(err)
 	}
 	procedure := req.Spec().Procedure
+	pid := req.Msg.GetProjectId()
+	if pid == "" {
+		pid = database.DefaultProjectID
+	}
+	p, err := c.cfg.FindProject(ctx, pid)
+	if err != nil {
+		return nil, toConnectError(ctx, c.cfg.Logger, procedure, fmt.Errorf("detach %s from %s: project %s: %w", clientID, docID, pid, err))
+	}
+	ctx = project.NewContext(ctx, p)
 	rt, err := c.cfg.Router.Route(ctx, DocumentCall{Kind: CallDetach, ClientID: clientID, DocumentID: docID, DocumentKey: key, Header: req.Header()})
 	if err != nil {
 		return nil, toConnectError(ctx, c.cfg.Logger, procedure, err)

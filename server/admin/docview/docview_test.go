@@ -151,7 +151,7 @@ func testDocumentViewStartsFromSnapshot(t *testing.T, db database.Database, srv 
 	wire.Must(t, doc.ApplyChanges([]*api.Change{mark}), "apply the mark")
 	data, err := doc.Snapshot()
 	wire.Must(t, err, "encode snapshot")
-	info, err := db.FindDocument(ctx, r.DocID)
+	info, err := db.FindDocument(ctx, database.DefaultProjectID, r.DocID)
 	wire.Must(t, err, "find document")
 	vv := doc.VersionVector()
 	wire.Must(t, db.SaveSnapshot(ctx, r.DocID, info.Epoch, &database.Snapshot{

@@ -47,17 +47,21 @@ func toMap(ps []pair) map[string]string {
 
 // clientRecord is a client in the clients collection.
 type clientRecord struct {
-	ID        primitive.ObjectID `bson:"_id"`
-	Key       string             `bson:"key"`
-	Metadata  []pair             `bson:"metadata,omitempty"`
-	Status    string             `bson:"status"`
-	CreatedAt time.Time          `bson:"created_at"`
-	UpdatedAt time.Time          `bson:"updated_at"`
+	ID primitive.ObjectID `bson:"_id"`
+	// ProjectID is absent from records stored before projects existed;
+	// migrate sets it to the default project.
+	ProjectID string    `bson:"project_id"`
+	Key       string    `bson:"key"`
+	Metadata  []pair    `bson:"metadata,omitempty"`
+	Status    string    `bson:"status"`
+	CreatedAt time.Time `bson:"created_at"`
+	UpdatedAt time.Time `bson:"updated_at"`
 }
 
 func (r *clientRecord) info() *database.ClientInfo {
 	return &database.ClientInfo{
 		ID:        r.ID.Hex(),
+		ProjectID: projectOf(r.ProjectID),
 		Key:       r.Key,
 		Metadata:  toMap(r.Metadata),
 		Status:    database.ClientStatus(r.Status),
@@ -73,7 +77,7 @@ const maxInsertRaces = 8
 // ActivateClient creates a new activated client with the key. Its ID comes
 // from the handle's generator; should another node's ID collide with it, the
 // unique _id refuses the insert and a new ID is taken.
-func (db *DB) ActivateClient(ctx context.Context, key string, metadata map[string]string) (*database.ClientInfo, error) {
+func (db *DB) ActivateClient(ctx context.Context, projectID, key string, metadata map[string]string) (*database.ClientInfo, error) {
 	for range maxInsertRaces {
 		id, err := primitive.ObjectIDFromHex(db.clientIDs.Next())
 		if err != nil {
@@ -82,6 +86,7 @@ func (db *DB) ActivateClient(ctx context.Context, key string, metadata map[strin
 		t := now()
 		rec := clientRecord{
 			ID:        id,
+			ProjectID: projectID,
 			Key:       key,
 			Metadata:  fromMap(metadata),
 			Status:    string(database.ClientActivated),
@@ -100,7 +105,7 @@ func (db *DB) ActivateClient(ctx context.Context, key string, metadata map[strin
 }
 
 // DeactivateClient marks the client deactivated.
-func (db *DB) DeactivateClient(ctx context.Context, clientID string) (*database.ClientInfo, error) {
+func (db *DB) DeactivateClient(ctx context.Context, projectID, clientID string) (*database.ClientInfo, error) {
 	id, err := primitive.ObjectIDFromHex(clientID)
 	if err != nil {
 		return nil, fmt.Errorf("deactivate client %q: %w", clientID, database.ErrClientNotFound)
@@ -110,7 +115,8 @@ func (db *DB) DeactivateClient(ctx context.Context, clientID string) (*database.
 		{Key: "updated_at", Value: now()},
 	}
 	var rec clientRecord
-	err = db.clients.FindOneAndUpdate(ctx, bson.D{{Key: "_id", Value: id}}, bson.D{{Key: "$set", Value: set}},
+	filter := bson.D{{Key: "_id", Value: id}, {Key: "project_id", Value: projectID}}
+	err = db.clients.FindOneAndUpdate(ctx, filter, bson.D{{Key: "$set", Value: set}},
 		options.FindOneAndUpdate().SetReturnDocument(options.After)).Decode(&rec)
 	if errors.Is(err, mongo.ErrNoDocuments) {
 		return nil, fmt.Errorf("deactivate client %q: %w", clientID, database.ErrClientNotFound)
@@ -122,7 +128,7 @@ func (db *DB) DeactivateClient(ctx context.Context, clientID string) (*database.
 }
 
 // FindClient returns the client or ErrClientNotFound.
-func (db *DB) FindClient(ctx context.Context, clientID string) (*database.ClientInfo, error) {
+func (db *DB) FindClient(ctx context.Context, projectID, clientID string) (*database.ClientInfo, error) {
 	id, err := primitive.ObjectIDFromHex(clientID)
 	if err != nil {
 		return nil, fmt.Errorf("find client %q: %w", clientID, database.ErrClientNotFound)
@@ -135,5 +141,10 @@ func (db *DB) FindClient(ctx context.Context, clientID string) (*database.Client
 	if err != nil {
 		return nil, wrapErr("find client", err)
 	}
-	return rec.info(), nil
+	// Found by _id alone (the fast lookup), the project is checked here.
+	info := rec.info()
+	if info.ProjectID != projectID {
+		return nil, fmt.Errorf("find client %q of project %s: %w", clientID, projectID, database.ErrClientNotFound)
+	}
+	return info, nil
 }

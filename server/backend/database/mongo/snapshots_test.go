@@ -88,7 +88,7 @@ func TestSnapshotParts(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	raw := openRaw(t, ctx, m, m.Database)
-	d, err := db.FindOrCreateDocument(ctx, "parts")
+	d, err := db.FindOrCreateDocument(ctx, database.DefaultProjectID, "parts")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +142,7 @@ func TestSnapshotLeftoversCollected(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	raw := openRaw(t, ctx, m, m.Database)
-	d, err := db.FindOrCreateDocument(ctx, "leftovers")
+	d, err := db.FindOrCreateDocument(ctx, database.DefaultProjectID, "leftovers")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,7 +221,7 @@ func TestSnapshotMissingPart(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	raw := openRaw(t, ctx, m, m.Database)
-	d, err := db.FindOrCreateDocument(ctx, "missing-part")
+	d, err := db.FindOrCreateDocument(ctx, database.DefaultProjectID, "missing-part")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,7 +269,7 @@ func TestSnapshotCancelledMidway(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	raw := openRaw(t, ctx, m, m.Database)
-	d, err := db.FindOrCreateDocument(ctx, "cancelled")
+	d, err := db.FindOrCreateDocument(ctx, database.DefaultProjectID, "cancelled")
 	if err != nil {
 		t.Fatal(err)
 	}
