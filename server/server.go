@@ -566,10 +566,15 @@ func registerBackendMetrics(reg prometheus.Registerer, m *backend.Metrics) error
 		counter("snapshots_stored_total", "Snapshots stored.", m.SnapshotsStored.Load),
 		counter("snapshot_failures_total", "Snapshots that failed to encode or store.", m.SnapshotFailures.Load),
 		counter("snapshots_sent_total", "Answers that carried a snapshot instead of changes.", m.SnapshotsSent.Load),
+		counter("snapshots_coalesced_total", "Due snapshots passed over for a newer one while the document's previous snapshot was being taken.", m.SnapshotsCoalesced.Load),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Namespace: "yorkie", Subsystem: "backend", Name: "snapshot_lock_seconds_total",
+			Help: "Time documents' locks were held to hand snapshots over to be taken off the lock.",
+		}, func() float64 { return float64(m.SnapshotLockNanos.Load()) / 1e9 }),
 		counter("garbage_collected_total", "Tombstones purged from the documents held in memory.", m.GarbageCollected.Load),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Namespace: "yorkie", Subsystem: "backend", Name: "document_cache_bytes",
-			Help: "Estimated bytes of the documents held built in memory.",
+			Help: "Estimated heap bytes of the documents held built in memory, with the states their snapshots were taken of.",
 		}, func() float64 { return float64(m.CachedDocumentBytes.Load()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Namespace: "yorkie", Subsystem: "backend", Name: "subscriptions",

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"connectrpc.com/connect"
+
 	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
 )
 
@@ -126,26 +128,19 @@ func runChangedLatency(ctx context.Context, c common, cfg changedConfig, logger 
 	if cfg.watchers < 1 || cfg.pushers < 1 || cfg.docs < 1 || cfg.pushes < 1 || cfg.rate <= 0 {
 		return nil, errors.New("changed-latency: want -w >= 1, -p >= 1, -docs >= 1, -n >= 1, -rate > 0")
 	}
-	tr, err := parseTransport(c.transport)
-	if err != nil {
-		return nil, err
-	}
 	perDoc := cfg.watchers + cfg.pushers
-	if tr == connectJSONHTTP1 {
-		if _, err := raiseFileLimit(uint64(perDoc*cfg.docs) + 256); err != nil {
-			return nil, fmt.Errorf("changed-latency: %w", err)
-		}
-	}
 	n := perDoc * cfg.docs
-	client, closeIdle := newClient(c.addr, tr, c.gzip)
-	defer closeIdle()
-	logger.Info("activating and attaching clients", "clients", n, "docs", cfg.docs)
+	f, _, err := newFleet(c, n)
+	if err != nil {
+		return nil, fmt.Errorf("changed-latency: %w", err)
+	}
+	defer f.close()
 	// Session i watches document i / perDoc; the first pushers of each
 	// document also push.
-	sessions, err := setup(ctx, client, runID(), n, c.concurrency, func(i int) int { return i / perDoc })
-	if err != nil {
-		return nil, fmt.Errorf("changed-latency: set up clients: %w", err)
+	if err := f.attach(ctx, logger, n, cfg.docs, func(i int) int { return i / perDoc }); err != nil {
+		return nil, fmt.Errorf("changed-latency: %w", err)
 	}
+	sessions := f.sessions
 	docs := make([]*docPushes, cfg.docs)
 	for d := range docs {
 		docs[d] = &docPushes{}
@@ -162,33 +157,18 @@ func runChangedLatency(ctx context.Context, c common, cfg changedConfig, logger 
 		}
 	}
 
-	streamCtx, stopStreams := context.WithCancel(ctx)
-	var readers sync.WaitGroup
-	defer func() {
-		stopStreams()
-		readers.Wait()
-	}()
-	logger.Info("opening watch streams", "streams", n, "transport", tr)
-	err = parallel(ctx, n, c.concurrency, func(_ context.Context, i int) error {
-		stream, err := sessions[i].watch(streamCtx)
-		if err != nil {
-			return err
-		}
+	err = f.watch(ctx, logger, func(i int, stream *connect.ServerStreamForClient[api.WatchResponse]) {
 		w := watchers[i]
-		readers.Go(func() {
-			defer stream.Close()
-			for stream.Receive() {
-				ev := stream.Msg().GetEvent().GetDocEvent().GetEvent()
-				// CHANGED is the zero enum value: a missing event would read as one.
-				if ev.GetType() == api.DocEventType_DOC_EVENT_TYPE_DOCUMENT_CHANGED && ev.GetPublisher() != "" {
-					w.onChanged(time.Now())
-				}
+		for stream.Receive() {
+			ev := stream.Msg().GetEvent().GetDocEvent().GetEvent()
+			// CHANGED is the zero enum value: a missing event would read as one.
+			if ev.GetType() == api.DocEventType_DOC_EVENT_TYPE_DOCUMENT_CHANGED && ev.GetPublisher() != "" {
+				w.onChanged(time.Now())
 			}
-		})
-		return nil
+		}
 	})
 	if err != nil {
-		return nil, fmt.Errorf("changed-latency: open streams: %w", err)
+		return nil, fmt.Errorf("changed-latency: %w", err)
 	}
 	// Let the WATCHED events of the setup pass before timing anything.
 	if err := sleep(ctx, 500*time.Millisecond); err != nil {
@@ -249,8 +229,8 @@ wait:
 			return nil, fmt.Errorf("changed-latency: drain: %w", ctx.Err())
 		}
 	}
-	stopStreams()
-	readers.Wait()
+	// The server's CPU is read once every stream has ended.
+	f.close()
 	elapsed := time.Since(began).Seconds()
 	after, err := scrape(ctx, c.metricsAddr, false)
 	if err != nil {
@@ -258,7 +238,7 @@ wait:
 	}
 
 	res := &changedResult{
-		Transport: string(tr), Docs: cfg.docs, Watchers: cfg.watchers, Pushers: cfg.pushers,
+		Transport: string(f.tr), Docs: cfg.docs, Watchers: cfg.watchers, Pushers: cfg.pushers,
 		Pushes: len(pushLats), Seconds: pushSeconds, PushPull: summarize(pushLats),
 	}
 	var all []time.Duration

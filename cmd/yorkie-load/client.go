@@ -5,8 +5,6 @@ import (
 	"cmp"
 	"context"
 	"crypto/rand"
-	"encoding/base64"
-	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -24,6 +22,7 @@ import (
 
 	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
 	"github.com/yorkie-affinity/yorkie/api/yorkie/v1/v1connect"
+	"github.com/yorkie-affinity/yorkie/server/servertest/sdksim"
 )
 
 // transport is the wire protocol the synthetic clients speak.
@@ -84,19 +83,13 @@ func runID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// session is one synthetic client attached to one document. It numbers its
-// changes like the SDK and keeps the checkpoint the server last sent. It is
-// not safe for concurrent use.
+// session is one synthetic client attached to one document: its
+// sdksim.Client numbers the changes like the SDK and keeps the checkpoint the
+// server last sent. It is not safe for concurrent use.
 type session struct {
-	c         v1connect.YorkieServiceClient
-	id        string
-	actor     []byte
-	vvKey     string
-	docKey    string
-	docID     string
-	lamport   int64
-	clientSeq uint32
-	serverSeq int64
+	*sdksim.Client
+	c     v1connect.YorkieServiceClient
+	docID string
 }
 
 // activate activates a client with key.
@@ -105,115 +98,66 @@ func activate(ctx context.Context, c v1connect.YorkieServiceClient, key string) 
 	if err != nil {
 		return nil, fmt.Errorf("activate client %s: %w", key, err)
 	}
-	id := resp.Msg.GetClientId()
-	actor, err := hex.DecodeString(id)
+	state, err := sdksim.New(resp.Msg.GetClientId())
 	if err != nil {
-		return nil, fmt.Errorf("activate client %s: decode client id %q: %w", key, id, err)
+		return nil, fmt.Errorf("activate client %s: %w", key, err)
 	}
-	return &session{c: c, id: id, actor: actor, vvKey: base64.StdEncoding.EncodeToString(actor)}, nil
+	return &session{Client: state, c: c}, nil
 }
 
-// newChange returns the next change of the session: a presence PUT when
-// presence is true (what attach sends), otherwise one Set operation.
-func (s *session) newChange(presence bool) *api.Change {
-	s.lamport++
-	s.clientSeq++
-	ch := &api.Change{Id: &api.ChangeID{
-		ClientSeq:     s.clientSeq,
-		Lamport:       s.lamport,
-		ActorId:       s.actor,
-		VersionVector: &api.VersionVector{Vector: map[string]int64{s.vvKey: s.lamport}},
-	}}
-	if presence {
-		ch.PresenceChange = &api.PresenceChange{
-			Type:     api.PresenceChange_CHANGE_TYPE_PUT,
-			Presence: &api.Presence{Data: map[string]string{"name": strconv.Quote(s.id)}},
-		}
-		return ch
-	}
-	ticket := &api.TimeTicket{Lamport: s.lamport, ActorId: s.actor}
-	value := binary.LittleEndian.AppendUint32(nil, s.clientSeq)
-	ch.Operations = []*api.Operation{{Body: &api.Operation_Set_{Set: &api.Operation_Set{
-		// The root object's ticket as the SDK writes it: the server applies
-		// every change and refuses a parent it does not hold.
-		ParentCreatedAt: &api.TimeTicket{ActorId: make([]byte, 12)},
-		Key:             "k" + s.id,
-		Value:           &api.JSONElementSimple{CreatedAt: ticket, Type: api.ValueType_VALUE_TYPE_INTEGER, Value: value},
-		ExecutedAt:      ticket,
-	}}}}
-	return ch
-}
-
-// pack wraps one change (or none) with the session's checkpoint.
-func (s *session) pack(ch *api.Change) *api.ChangePack {
-	p := &api.ChangePack{
-		DocumentKey: s.docKey,
-		Checkpoint:  &api.Checkpoint{ServerSeq: s.serverSeq, ClientSeq: s.clientSeq},
-	}
-	if ch != nil {
-		p.Changes = []*api.Change{ch}
-	}
-	return p
-}
-
-// absorb takes in the checkpoint and pulled changes of a response and
-// returns how many changes were pulled. Every call waits for its answer, so
-// the one change sent is always acknowledged.
-func (s *session) absorb(p *api.ChangePack) int {
-	if cp := p.GetCheckpoint(); cp.GetServerSeq() > s.serverSeq {
-		s.serverSeq = cp.GetServerSeq()
-	}
-	for _, ch := range p.GetChanges() {
-		if l := ch.GetId().GetLamport(); l > s.lamport {
-			s.lamport = l
-		}
-	}
-	return len(p.GetChanges())
-}
-
-// attach attaches docKey with the SDK's initial presence change.
+// attach attaches docKey with the SDK's initial presence change, which names
+// the client.
 func (s *session) attach(ctx context.Context, docKey string) error {
-	s.docKey = docKey
+	s.Attached(docKey)
+	s.NewPresence(map[string]string{"name": strconv.Quote(s.ID)})
 	resp, err := s.c.AttachDocument(ctx, connect.NewRequest(&api.AttachDocumentRequest{
-		ClientId:   s.id,
-		ChangePack: s.pack(s.newChange(true)),
+		ClientId:   s.ID,
+		ChangePack: s.Pack(),
 	}))
 	if err != nil {
-		return fmt.Errorf("attach %s to %s: %w", s.id, docKey, err)
+		return fmt.Errorf("attach %s to %s: %w", s.ID, docKey, err)
 	}
 	s.docID = resp.Msg.GetDocumentId()
 	if s.docID == "" {
-		return fmt.Errorf("attach %s to %s: no document ID in the answer", s.id, docKey)
+		return fmt.Errorf("attach %s to %s: no document ID in the answer", s.ID, docKey)
 	}
-	s.absorb(resp.Msg.GetChangePack())
+	if _, err := s.Absorb(resp.Msg.GetChangePack()); err != nil {
+		return fmt.Errorf("attach %s to %s: %w", s.ID, docKey, err)
+	}
 	return nil
 }
 
 // pushChange pushes one Set change and pulls what others stored, returning
-// the number of changes pulled.
+// the number of changes pulled. Every session sets the same key each time, so
+// the document stays as large as its clients.
 func (s *session) pushChange(ctx context.Context) (int, error) {
+	s.NewSet("k" + s.ID)
 	resp, err := s.c.PushPullChanges(ctx, connect.NewRequest(&api.PushPullChangesRequest{
-		ClientId:   s.id,
+		ClientId:   s.ID,
 		DocumentId: s.docID,
-		ChangePack: s.pack(s.newChange(false)),
+		ChangePack: s.Pack(),
 	}))
 	if err != nil {
-		return 0, fmt.Errorf("pushpull %s on %s: %w", s.id, s.docKey, err)
+		return 0, fmt.Errorf("pushpull %s on %s: %w", s.ID, s.DocKey, err)
 	}
-	return s.absorb(resp.Msg.GetChangePack()), nil
+	pulled, err := s.Absorb(resp.Msg.GetChangePack())
+	if err != nil {
+		return 0, fmt.Errorf("pushpull %s on %s: %w", s.ID, s.DocKey, err)
+	}
+	return len(pulled), nil
 }
 
 // watch opens the session's Watch stream and waits for its first message,
 // which must be the initialization, as the SDK's attach does.
 func (s *session) watch(ctx context.Context) (*connect.ServerStreamForClient[api.WatchResponse], error) {
 	stream, err := s.c.Watch(ctx, connect.NewRequest(&api.WatchRequest{
-		ClientId: s.id,
+		ClientId: s.ID,
 		Resources: []*api.ResourceDescriptor{{Resource: &api.ResourceDescriptor_Document{
 			Document: &api.DocumentDescriptor{DocumentId: s.docID},
 		}}},
 	}))
 	if err != nil {
-		return nil, fmt.Errorf("watch %s by %s: %w", s.docKey, s.id, err)
+		return nil, fmt.Errorf("watch %s by %s: %w", s.DocKey, s.ID, err)
 	}
 	if !stream.Receive() {
 		err := stream.Err()
@@ -221,31 +165,13 @@ func (s *session) watch(ctx context.Context) (*connect.ServerStreamForClient[api
 		if err == nil {
 			err = io.ErrUnexpectedEOF
 		}
-		return nil, fmt.Errorf("watch %s by %s: first message: %w", s.docKey, s.id, err)
+		return nil, fmt.Errorf("watch %s by %s: first message: %w", s.DocKey, s.ID, err)
 	}
 	if stream.Msg().GetInitialization() == nil {
 		_ = stream.Close()
-		return nil, fmt.Errorf("watch %s by %s: first message is not the initialization", s.docKey, s.id)
+		return nil, fmt.Errorf("watch %s by %s: first message is not the initialization", s.DocKey, s.ID)
 	}
 	return stream, nil
-}
-
-// setup activates n clients, attaching client i to document docOf(i), with
-// up to conc calls in flight.
-func setup(ctx context.Context, c v1connect.YorkieServiceClient, tag string, n, conc int, docOf func(i int) int) ([]*session, error) {
-	sessions := make([]*session, n)
-	err := parallel(ctx, n, conc, func(ctx context.Context, i int) error {
-		s, err := activate(ctx, c, fmt.Sprintf("load-%s-client-%d", tag, i))
-		if err != nil {
-			return err
-		}
-		if err := s.attach(ctx, fmt.Sprintf("load-%s-doc-%d", tag, docOf(i))); err != nil {
-			return err
-		}
-		sessions[i] = s
-		return nil
-	})
-	return sessions, err
 }
 
 // parallel runs f for 0..n-1 with up to conc at once and returns the first

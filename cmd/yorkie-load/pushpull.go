@@ -60,17 +60,15 @@ func runPushPull(ctx context.Context, c common, cfg pushPullConfig, logger *slog
 	if cfg.clients < 1 || cfg.docs < 1 || cfg.duration <= 0 || cfg.ops < 0 {
 		return nil, errors.New("pushpull: want -clients >= 1, -docs >= 1, -duration > 0, -n >= 0")
 	}
-	tr, err := parseTransport(c.transport)
+	f, _, err := newFleet(c, 0)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("pushpull: %w", err)
 	}
-	client, closeIdle := newClient(c.addr, tr, c.gzip)
-	defer closeIdle()
-	logger.Info("activating and attaching clients", "clients", cfg.clients, "docs", cfg.docs)
-	sessions, err := setup(ctx, client, runID(), cfg.clients, c.concurrency, func(i int) int { return i % cfg.docs })
-	if err != nil {
-		return nil, fmt.Errorf("pushpull: set up clients: %w", err)
+	defer f.close()
+	if err := f.attach(ctx, logger, cfg.clients, cfg.docs, func(i int) int { return i % cfg.docs }); err != nil {
+		return nil, fmt.Errorf("pushpull: %w", err)
 	}
+	sessions := f.sessions
 	before, err := scrape(ctx, c.metricsAddr, false)
 	if err != nil {
 		return nil, fmt.Errorf("pushpull: %w", err)
@@ -131,7 +129,7 @@ func runPushPull(ctx context.Context, c common, cfg pushPullConfig, logger *slog
 		return nil, fmt.Errorf("pushpull: %w", err)
 	}
 	res := &pushPullResult{
-		Transport: string(tr), Clients: cfg.clients, Docs: cfg.docs,
+		Transport: string(f.tr), Clients: cfg.clients, Docs: cfg.docs,
 		Ops: len(lats), Seconds: elapsed, Latency: summarize(lats),
 	}
 	res.OpsPerSec = float64(res.Ops) / elapsed

@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"connectrpc.com/connect"
@@ -66,55 +65,31 @@ func runWatchIdle(ctx context.Context, c common, cfg watchIdleConfig, logger *sl
 	if cfg.streams < 1 || cfg.docs < 1 {
 		return nil, errors.New("watch-idle: -n and -docs must be at least 1")
 	}
-	tr, err := parseTransport(c.transport)
+	f, limit, err := newFleet(c, cfg.streams)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("watch-idle: %w", err)
 	}
-	res := &watchIdleResult{Transport: string(tr), Streams: cfg.streams, Docs: cfg.docs}
-	if tr == connectJSONHTTP1 {
-		// One descriptor per stream, plus slack for setup and the runtime.
-		if res.FileLimit, err = raiseFileLimit(uint64(cfg.streams) + 256); err != nil {
-			return nil, fmt.Errorf("watch-idle: %w", err)
-		}
-	}
+	defer f.close()
+	res := &watchIdleResult{Transport: string(f.tr), Streams: cfg.streams, Docs: cfg.docs, FileLimit: limit}
 	start, err := scrape(ctx, c.metricsAddr, true)
 	if err != nil {
 		return nil, fmt.Errorf("watch-idle: baseline: %w", err)
 	}
-	client, closeIdle := newClient(c.addr, tr, c.gzip)
-	defer closeIdle()
-	logger.Info("activating and attaching clients", "clients", cfg.streams, "docs", cfg.docs)
-	sessions, err := setup(ctx, client, runID(), cfg.streams, c.concurrency, func(i int) int { return i % cfg.docs })
-	if err != nil {
-		return nil, fmt.Errorf("watch-idle: set up clients: %w", err)
+	if err := f.attach(ctx, logger, cfg.streams, cfg.docs, func(i int) int { return i % cfg.docs }); err != nil {
+		return nil, fmt.Errorf("watch-idle: %w", err)
 	}
 	// Close the pooled connections of the setup calls so that, over HTTP/1.1,
 	// the descriptors and server goroutines counted later are the streams'.
-	closeIdle()
+	f.closeIdle()
 	attached, err := scrape(ctx, c.metricsAddr, true)
 	if err != nil {
 		return nil, fmt.Errorf("watch-idle: attached baseline: %w", err)
 	}
 
-	streamCtx, stopStreams := context.WithCancel(ctx)
-	var readers sync.WaitGroup
-	defer func() {
-		stopStreams()
-		readers.Wait()
-	}()
-	logger.Info("opening watch streams", "streams", cfg.streams, "transport", tr)
 	began := time.Now()
-	err = parallel(ctx, cfg.streams, c.concurrency, func(_ context.Context, i int) error {
-		stream, err := sessions[i].watch(streamCtx)
-		if err != nil {
-			return err
-		}
-		// Drain WATCHED events so the server never sees a slow reader.
-		readers.Go(func() { drain(stream) })
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("watch-idle: open streams: %w", err)
+	// Drain WATCHED events so the server never sees a slow reader.
+	if err := f.watch(ctx, logger, func(_ int, stream *connect.ServerStreamForClient[api.WatchResponse]) { drain(stream) }); err != nil {
+		return nil, fmt.Errorf("watch-idle: %w", err)
 	}
 	res.SetupSeconds = time.Since(began).Seconds()
 	res.StreamsPerSecond = float64(cfg.streams) / res.SetupSeconds
@@ -177,7 +152,6 @@ func (r *watchIdleResult) rows() [][2]string {
 func drain(stream *connect.ServerStreamForClient[api.WatchResponse]) {
 	for stream.Receive() {
 	}
-	_ = stream.Close()
 }
 
 // sleep waits for d or until ctx ends.

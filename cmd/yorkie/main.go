@@ -99,7 +99,7 @@ func runServer(args []string, stderr io.Writer) int {
 	snapshotInterval := fs.Int("snapshot-interval", backend.DefaultSnapshotInterval, "changes between stored snapshots of a document; negative: none")
 	snapshotThreshold := fs.Int("snapshot-threshold", backend.DefaultSnapshotThreshold, "changes a client must be behind to get a snapshot instead of changes; negative: never")
 	maxDocSize := fs.Int("max-size-per-document", backend.DefaultMaxSizePerDocument, "largest document size in bytes, as the SDK counts it; negative: no bound")
-	docCacheBytes := fs.Int64("document-cache-bytes", backend.DefaultDocumentCacheBytes, "estimated bytes of documents kept built in memory")
+	docCacheBytes := fs.Int64("document-cache-bytes", backend.DefaultDocumentCacheBytes, "bound on the estimated Go heap of the documents kept built in memory")
 	mongoURI := fs.String("mongo-connection-uri", "", "MongoDB connection URI; empty keeps everything in memory")
 	mongoDatabase := fs.String("mongo-database", mongo.DefaultDatabase, "MongoDB database name")
 	storeKind := fs.String("session-store", "memory", "where document owners are recorded: memory (one process), etcd or redis")

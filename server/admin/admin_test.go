@@ -7,7 +7,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"log/slog"
 	"runtime"
 	"strings"
 	"testing"
@@ -21,8 +20,8 @@ import (
 	"github.com/yorkie-affinity/yorkie/api/yorkie/v1/v1connect"
 	"github.com/yorkie-affinity/yorkie/server"
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
+	"github.com/yorkie-affinity/yorkie/server/backend/database/dbtest"
 	"github.com/yorkie-affinity/yorkie/server/backend/database/memory"
-	"github.com/yorkie-affinity/yorkie/server/backend/database/mongo"
 	"github.com/yorkie-affinity/yorkie/server/servertest"
 	"github.com/yorkie-affinity/yorkie/test/testenv"
 )
@@ -39,16 +38,7 @@ func databases(t *testing.T, run func(t *testing.T, newDB func(t *testing.T) dat
 	t.Run("mongo", func(t *testing.T) {
 		m := testenv.MongoURI(t)
 		name := m.NewDatabase()
-		run(t, func(t *testing.T) database.Database {
-			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-			defer cancel()
-			db, err := mongo.Dial(ctx, mongo.Config{URI: m.URI, Database: name, Logger: slog.New(slog.DiscardHandler)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = db.Close(context.Background()) })
-			return db
-		})
+		run(t, func(t *testing.T) database.Database { return dbtest.DialMongo(t, m, name) })
 	})
 }
 

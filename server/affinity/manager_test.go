@@ -10,9 +10,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/yorkie-affinity/yorkie/server/affinity"
+	"github.com/yorkie-affinity/yorkie/server/servertest/poll"
 	"github.com/yorkie-affinity/yorkie/server/sessionstore"
 	"github.com/yorkie-affinity/yorkie/server/sessionstore/memory"
 )
+
+// waitTimeout bounds every wait for the managers to notice a change; it only
+// ends runs that are already broken.
+const waitTimeout = 5 * time.Second
 
 // node starts a manager for addr on a client of the shared store.
 func node(t *testing.T, st *memory.Store, addr string, onLost func([]string)) *affinity.Manager {
@@ -30,25 +35,13 @@ func node(t *testing.T, st *memory.Store, addr string, onLost func([]string)) *a
 	return m
 }
 
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 func cluster(t *testing.T, st *memory.Store, n int) []*affinity.Manager {
 	ms := make([]*affinity.Manager, n)
 	for i := range ms {
 		ms[i] = node(t, st, fmt.Sprintf("127.0.0.1:%d", 9001+i), nil)
 	}
 	for _, m := range ms {
-		eventually(t, "full membership", func() bool { return len(m.Members()) == n })
+		poll.UntilTrue(t, waitTimeout, "full membership", func() bool { return len(m.Members()) == n })
 	}
 	return ms
 }
@@ -145,7 +138,7 @@ func TestCrashedOwnerIsTakenOverWithLargerEpoch(t *testing.T) {
 	lost := make(chan []string, 4)
 	a := node(t, st, "127.0.0.1:9101", func(keys []string) { lost <- keys })
 	b := node(t, st, "127.0.0.1:9102", nil)
-	eventually(t, "membership", func() bool { return len(b.Members()) == 2 })
+	poll.UntilTrue(t, waitTimeout, "membership", func() bool { return len(b.Members()) == 2 })
 	ctx := context.Background()
 	// Find a document a owns.
 	var key string
@@ -174,7 +167,7 @@ func TestCrashedOwnerIsTakenOverWithLargerEpoch(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("a was not told it lost its documents")
 	}
-	eventually(t, "b taking over", func() bool {
+	poll.UntilTrue(t, waitTimeout, "b taking over", func() bool {
 		o, err := b.Owner(ctx, key)
 		return err == nil && o.Epoch > first.Epoch && o.Addr != "" && (o.Self || o.Addr == a.Addr())
 	})
@@ -188,7 +181,7 @@ func TestStopReleasesBindingsAtOnce(t *testing.T) {
 	st := memory.New(memory.Config{})
 	a := node(t, st, "127.0.0.1:9201", nil)
 	b := node(t, st, "127.0.0.1:9202", nil)
-	eventually(t, "membership", func() bool { return len(b.Members()) == 2 })
+	poll.UntilTrue(t, waitTimeout, "membership", func() bool { return len(b.Members()) == 2 })
 	ctx := context.Background()
 	var keys []string
 	for d := 0; len(keys) < 5; d++ {
@@ -206,7 +199,7 @@ func TestStopReleasesBindingsAtOnce(t *testing.T) {
 			t.Fatalf("binding of %s survived Stop (ok=%v, err=%v)", k, ok, err)
 		}
 	}
-	eventually(t, "b to see a leave", func() bool { return len(b.Members()) == 1 })
+	poll.UntilTrue(t, waitTimeout, "b to see a leave", func() bool { return len(b.Members()) == 1 })
 	for _, k := range keys {
 		if o, err := b.Owner(ctx, k); err != nil || !o.Self {
 			t.Fatalf("after a stopped, %s owned by %+v (%v)", k, o, err)
@@ -245,7 +238,7 @@ func TestTakeoverOfACrashedOwnersDocumentIsCounted(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = b.Stop(context.Background()) })
-	eventually(t, "membership", func() bool { return len(b.Members()) == 2 })
+	poll.UntilTrue(t, waitTimeout, "membership", func() bool { return len(b.Members()) == 2 })
 	var key string
 	for d := 0; ; d++ {
 		key = fmt.Sprintf("p/takeover-%d", d)
@@ -260,7 +253,7 @@ func TestTakeoverOfACrashedOwnersDocumentIsCounted(t *testing.T) {
 	incarnation := memberIncarnation(t, st, a.Addr())
 	a.Abandon()
 	st.ExpireLease(sessionstore.Member{Addr: a.Addr(), Incarnation: incarnation})
-	eventually(t, "b to see a leave", func() bool { return len(b.Members()) == 1 })
+	poll.UntilTrue(t, waitTimeout, "b to see a leave", func() bool { return len(b.Members()) == 1 })
 	if o, err := b.Owner(ctx, key); err != nil || !o.Self {
 		t.Fatalf("after a crashed, owner is %+v (%v), want b", o, err)
 	}
@@ -334,7 +327,7 @@ func TestGoneClosesWhenTheMemberLeaves(t *testing.T) {
 	st := memory.New(memory.Config{})
 	a := node(t, st, "127.0.0.1:9501", nil)
 	b := node(t, st, "127.0.0.1:9502", nil)
-	eventually(t, "membership", func() bool { return len(a.Members()) == 2 })
+	poll.UntilTrue(t, waitTimeout, "membership", func() bool { return len(a.Members()) == 2 })
 	gone := a.Gone(b.Addr())
 	select {
 	case <-gone:

@@ -2,13 +2,13 @@ package backend_test
 
 import (
 	"context"
-	"encoding/base64"
 	"fmt"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
 
 	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
+	"github.com/yorkie-affinity/yorkie/server/servertest/sdksim"
 )
 
 // BenchmarkAnswerAfterHugeVector measures the PushPull answer another client
@@ -21,7 +21,7 @@ func BenchmarkAnswerAfterHugeVector(b *testing.B) {
 	ka, kc := vvKey(b, a), vvKey(b, c)
 	huge := map[string]int64{ka: 1, kc: 1}
 	for i := range 100_000 {
-		huge[base64.StdEncoding.EncodeToString(fmt.Appendf(nil, "actor%07d", i))] = 1
+		huge[sdksim.VectorKey(fmt.Appendf(nil, "actor%07d", i))] = 1
 	}
 	attempt := pack(0, 0)
 	attempt.VersionVector = &api.VersionVector{Vector: huge}

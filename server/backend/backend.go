@@ -147,8 +147,15 @@ type Metrics struct {
 	SnapshotsSent atomic.Int64
 	// GarbageCollected counts tombstones the server purged.
 	GarbageCollected atomic.Int64
-	// CachedDocumentBytes is the estimated size of the documents held built.
+	// CachedDocumentBytes is the estimated heap of the documents held built
+	// (and of the states their snapshots were taken of).
 	CachedDocumentBytes atomic.Int64
+	// SnapshotsCoalesced counts due snapshots passed over for a newer one
+	// because the document's previous snapshot was still being taken.
+	SnapshotsCoalesced atomic.Int64
+	// SnapshotLockNanos is how long documents' locks were held to hand
+	// snapshots over (or, in the baseline mode, to encode them).
+	SnapshotLockNanos atomic.Int64
 }
 
 // Event is one document event delivered to a subscriber.
@@ -176,6 +183,18 @@ type Backend struct {
 	cache         *docCache
 	ps            *pubsub.PubSub
 	closing       atomic.Bool
+
+	// snapRuns counts the snapshot runs under way; once snapClosed (under
+	// snapMu) no new one starts, so Close can wait for them.
+	snapMu     sync.Mutex
+	snapClosed bool
+	snapRuns   sync.WaitGroup
+	// encodeUnderLock makes snapshots be encoded under the document's lock
+	// as before the snapshotter: the baseline its benchmark measures.
+	encodeUnderLock bool
+	// beforeEncode, when set by a test, runs in a snapshot run before it
+	// encodes, so a test can hold a run there.
+	beforeEncode func(docID string, seq int64)
 
 	// clients caches the IDs of clients known to be activated, with their
 	// project, so PushPull does not read the client record on every call.
@@ -243,12 +262,13 @@ func New(cfg Config) (*Backend, error) {
 	}, nil
 }
 
-// Close ends every subscription with ErrShuttingDown and refuses later calls.
-// It does not close the database, which the backend does not own.
+// Close ends every subscription with ErrShuttingDown, refuses later calls
+// and waits for the snapshots being taken to be stored (as long as ctx
+// lets it). It does not close the database, which the backend does not own.
 func (b *Backend) Close(ctx context.Context) error {
 	b.closing.Store(true)
 	b.ps.Close(ErrShuttingDown)
-	return nil
+	return b.waitSnapshots(ctx)
 }
 
 // MaxSizePerDocument is the document size limit clients are told on attach

@@ -2,14 +2,15 @@ package backend_test
 
 import (
 	"context"
-	"encoding/base64"
-	"encoding/hex"
 	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
 
 	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
+	"github.com/yorkie-affinity/yorkie/server/backend/database"
+	"github.com/yorkie-affinity/yorkie/server/backend/database/memory"
+	"github.com/yorkie-affinity/yorkie/server/servertest/sdksim"
 )
 
 // BenchmarkPushPull measures one PushPull pushing one change (and pulling
@@ -20,77 +21,52 @@ func BenchmarkPushPull(b *testing.B) {
 		{1, 1}, {10, 1}, {100, 1}, {10, 10}, {100, 100},
 	} {
 		b.Run(fmt.Sprintf("clients=%d/docs=%d", tc.clients, tc.docs), func(b *testing.B) {
-			benchPushPull(b, tc.clients, tc.docs)
+			pushPullLoad(b, memory.New(), tc.clients, tc.docs)
 		})
 	}
 }
 
-type benchClient struct {
-	id        string
-	actor     []byte
-	vvKey     string // the actor's key in version vectors
-	docID     string
-	clientSeq uint32
-	serverSeq int64
-	lamport   int64
-	mu        sync.Mutex // one call at a time per client, as the SDK does
-}
-
-func benchPushPull(b *testing.B, clients, docs int) {
+// pushPullLoad attaches clients to docs documents of db, then has them push
+// one presence change per PushPull, each client one call at a time as the SDK
+// does, until b.N calls are done. It reports ops/s and us/op of wall time.
+func pushPullLoad(b *testing.B, db database.Database, clients, docs int) {
 	ctx := context.Background()
-	be, _ := newBackend(b, nil)
-	cs := make([]*benchClient, clients)
-	for i := range cs {
-		id := activate(b, be, fmt.Sprint("client-", i))
-		actor, _ := hex.DecodeString(id)
-		docID, resp, err := be.AttachDocument(ctx, id, fmt.Sprint("doc-", i%docs), pack(0, 0))
-		if err != nil {
-			b.Fatal(err)
-		}
-		cs[i] = &benchClient{id: id, actor: actor, vvKey: base64.StdEncoding.EncodeToString(actor), docID: docID, serverSeq: resp.Checkpoint.ServerSeq}
+	be, _ := newBackend(b, db)
+	type client struct {
+		*sdksim.Client
+		docID string
 	}
-	var next atomic.Int64
-	var wg sync.WaitGroup
+	cs := make([]client, clients)
+	for i := range cs {
+		c := simClient(b, be, fmt.Sprint("bench-client-", i))
+		cs[i] = client{c, attachSim(b, be, c, fmt.Sprint("bench-doc-", i%docs))}
+	}
+	var (
+		next   atomic.Int64
+		wg     sync.WaitGroup
+		failed atomic.Pointer[error]
+	)
 	b.ReportAllocs()
 	b.ResetTimer()
-	for w := range clients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c := cs[w]
-			c.mu.Lock()
-			defer c.mu.Unlock()
-			for next.Add(1) <= int64(b.N) {
-				c.clientSeq++
-				c.lamport++
-				ch := &api.Change{
-					Id: &api.ChangeID{
-						ClientSeq:     c.clientSeq,
-						Lamport:       c.lamport,
-						ActorId:       c.actor,
-						VersionVector: &api.VersionVector{Vector: map[string]int64{c.vvKey: c.lamport}},
-					},
-					PresenceChange: &api.PresenceChange{
-						Type:     api.PresenceChange_CHANGE_TYPE_PUT,
-						Presence: &api.Presence{Data: map[string]string{"cursor": "1"}},
-					},
-				}
-				p := &api.ChangePack{
-					DocumentKey:   "doc",
-					Checkpoint:    &api.Checkpoint{ServerSeq: c.serverSeq, ClientSeq: c.clientSeq},
-					Changes:       []*api.Change{ch},
-					VersionVector: &api.VersionVector{Vector: map[string]int64{c.vvKey: c.lamport}},
-				}
-				resp, err := be.PushPull(ctx, c.id, c.docID, p, false)
-				if err != nil {
-					b.Error(err)
+	for _, c := range cs {
+		wg.Go(func() {
+			for next.Add(1) <= int64(b.N) && failed.Load() == nil {
+				c.NewPresence(map[string]string{"cursor": "1"})
+				if err := pushPullSim(ctx, be, c.Client, c.docID, false); err != nil {
+					failed.CompareAndSwap(nil, &err)
 					return
 				}
-				c.serverSeq = resp.Checkpoint.ServerSeq
 			}
-		}()
+		})
 	}
 	wg.Wait()
+	b.StopTimer()
+	if err := failed.Load(); err != nil {
+		b.Fatal(*err)
+	}
+	elapsed := b.Elapsed()
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "ops/s")
+	b.ReportMetric(elapsed.Seconds()*1e6/float64(b.N), "us/op")
 }
 
 // BenchmarkChangedDelivery measures a PushPull of one change until every
@@ -100,12 +76,8 @@ func BenchmarkChangedDelivery(b *testing.B) {
 		b.Run(fmt.Sprintf("watchers=%d", watchers), func(b *testing.B) {
 			ctx := context.Background()
 			be, _ := newBackend(b, nil)
-			pusher := activate(b, be, "pusher")
-			actor, _ := hex.DecodeString(pusher)
-			docID, _, err := be.AttachDocument(ctx, pusher, "doc", pack(0, 0))
-			if err != nil {
-				b.Fatal(err)
-			}
+			pusher := simClient(b, be, "pusher")
+			docID := attachSim(b, be, pusher, "doc")
 			acks := make(chan struct{}, watchers)
 			var wg sync.WaitGroup
 			for i := range watchers {
@@ -129,13 +101,9 @@ func BenchmarkChangedDelivery(b *testing.B) {
 			}
 			b.ReportAllocs()
 			b.ResetTimer()
-			for i := range b.N {
-				seq := uint32(i + 1)
-				ch := &api.Change{Id: &api.ChangeID{
-					ClientSeq: seq, Lamport: int64(seq), ActorId: actor,
-					VersionVector: &api.VersionVector{Vector: map[string]int64{base64.StdEncoding.EncodeToString(actor): int64(seq)}},
-				}}
-				if _, err := be.PushPull(ctx, pusher, docID, pack(int64(i), seq, ch), true); err != nil {
+			for range b.N {
+				pusher.NewEmpty()
+				if err := pushPullSim(ctx, be, pusher, docID, true); err != nil {
 					b.Fatal(err)
 				}
 				for range watchers {

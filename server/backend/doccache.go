@@ -17,10 +17,11 @@ import (
 // long log tail is never held in memory whole.
 const rebuildBatch = 1000
 
-// docCache bounds the documents a node keeps built, by their estimated size
-// (the SDK's document size plus a cached snapshot answer): past the bound,
-// the least recently used documents whose lock is free are dropped, to be
-// rebuilt from their snapshot and log when used again.
+// docCache bounds the documents a node keeps built, by the heap they take
+// (an estimate: see document.HeapEstimate), a cached snapshot answer and the
+// state their last snapshot was taken of included: past the bound, the least
+// recently used documents whose lock is free are dropped, to be rebuilt from
+// their snapshot and log when used again.
 type docCache struct {
 	mu    sync.Mutex
 	limit int64
@@ -41,13 +42,11 @@ func newDocCache(limit int64, gauge *atomic.Int64) *docCache {
 }
 
 // touch records ds (whose lock the caller holds) as just used, with its
-// current estimated size, and evicts others while the cache is over its
+// current estimated heap, and evicts others while the cache is over its
 // bound. A document whose lock is held elsewhere is in use and stays.
 func (c *docCache) touch(ds *docState) {
-	bytes := int64(len(ds.answer))
-	if ds.doc != nil {
-		bytes += int64(ds.doc.Size().Total())
-	}
+	base := ds.snap.baseBytes.Load()
+	bytes := int64(len(ds.answer)) + ds.heapBytes() + base
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e := ds.cached
@@ -67,12 +66,20 @@ func (c *docCache) touch(ds *docState) {
 			select {
 			case victim.lock <- struct{}{}:
 				victim.doc, victim.answer = nil, nil
+				victim.snap.dropBase()
 				c.removeLocked(victim)
 				victim.unlock()
 			default:
 			}
 		}
 		el = prev
+	}
+	if c.total > c.limit && base > 0 {
+		// Still over with only this document left: its snapshot base is an
+		// optimisation, rebuilt from the stored snapshot when next needed.
+		ds.snap.dropBase()
+		e.bytes -= base
+		c.total -= base
 	}
 	c.gauge.Store(c.total)
 }
@@ -98,7 +105,29 @@ func (c *docCache) removeLocked(ds *docState) {
 // The caller holds the lock.
 func (b *Backend) dropDoc(ds *docState) {
 	ds.doc, ds.answer, ds.gcWith = nil, nil, nil
+	ds.snap.dropBase()
 	b.cache.remove(ds)
+}
+
+// heapRewalk is how far (a factor either way) a document's size may move
+// from the size its heap was last estimated at before it is walked again;
+// in between, the estimate follows the size in proportion. A walk costs
+// about as much as applying a few changes per element, so it must not run on
+// every call, yet an estimate taken of an empty document must not stand for
+// the large one it grew into.
+const heapRewalk = 1.25
+
+// heapBytes is the built document's estimated heap. The caller holds the
+// lock.
+func (ds *docState) heapBytes() int64 {
+	if ds.doc == nil {
+		return 0
+	}
+	size := float64(max(ds.doc.Size().Total(), 1))
+	if ds.heapOf != ds.doc || size > ds.heapAt*heapRewalk || size*heapRewalk < ds.heapAt {
+		ds.heapOf, ds.heapAt, ds.heapEst = ds.doc, size, float64(ds.doc.HeapEstimate())
+	}
+	return int64(ds.heapEst * size / ds.heapAt)
 }
 
 // useDoc returns the document built up to ds.head: the cached one, brought
@@ -114,7 +143,7 @@ func (b *Backend) useDoc(ctx context.Context, ds *docState) (*document.Document,
 		}
 	}
 	if ds.docSeq < ds.head {
-		if err := b.replay(ctx, ds, ds.doc, ds.docSeq, ds.head); err != nil {
+		if err := b.replay(ctx, ds.id, ds.doc, ds.docSeq, ds.head); err != nil {
 			b.dropDoc(ds)
 			return nil, err
 		}
@@ -152,7 +181,7 @@ func (b *Backend) buildDoc(ctx context.Context, ds *docState) error {
 	if doc == nil {
 		doc = document.New()
 	}
-	if err := b.replay(ctx, ds, doc, from, ds.head); err != nil {
+	if err := b.replay(ctx, ds.id, doc, from, ds.head); err != nil {
 		return err
 	}
 	b.metrics.DocumentsBuilt.Add(1)
@@ -172,19 +201,19 @@ func snapshotDoc(s *database.Snapshot) (*document.Document, error) {
 // replay applies the stored changes after from up to to. A stored change
 // that does not apply means the stored document is broken, which is not the
 // caller's fault: the error does not wrap the document's sentinels.
-func (b *Backend) replay(ctx context.Context, ds *docState, doc *document.Document, from, to int64) error {
+func (b *Backend) replay(ctx context.Context, docID string, doc *document.Document, from, to int64) error {
 	for lo := from + 1; lo <= to; lo += rebuildBatch {
 		hi := min(lo+rebuildBatch-1, to)
-		stored, err := b.db.FindChanges(ctx, ds.id, lo, hi)
+		stored, err := b.db.FindChanges(ctx, docID, lo, hi)
 		if err != nil {
-			return fmt.Errorf("document %s: find changes %d..%d: %w", ds.id, lo, hi, err)
+			return fmt.Errorf("document %s: find changes %d..%d: %w", docID, lo, hi, err)
 		}
 		bodies := make([]*api.Change, len(stored))
 		for i, c := range stored {
 			bodies[i] = c.Body
 		}
 		if err := doc.ApplyChanges(bodies); err != nil {
-			return fmt.Errorf("document %s: changes %d..%d: %w: %s", ds.id, lo, hi, ErrDocumentBroken, err.Error())
+			return fmt.Errorf("document %s: changes %d..%d: %w: %s", docID, lo, hi, ErrDocumentBroken, err.Error())
 		}
 	}
 	return nil

@@ -2,22 +2,21 @@ package backend_test
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"log/slog"
+	"maps"
 	"runtime"
 	"strings"
 	"testing"
-	"time"
 
 	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
 	"github.com/yorkie-affinity/yorkie/server/backend"
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
+	"github.com/yorkie-affinity/yorkie/server/backend/database/dbtest"
 	"github.com/yorkie-affinity/yorkie/server/backend/database/memory"
-	"github.com/yorkie-affinity/yorkie/server/backend/database/mongo"
 	"github.com/yorkie-affinity/yorkie/server/document"
+	"github.com/yorkie-affinity/yorkie/server/servertest/sdksim"
 	"github.com/yorkie-affinity/yorkie/test/testenv"
 )
 
@@ -49,7 +48,7 @@ func (w *writer) ticket(lamport int64) *api.TimeTicket {
 	return &api.TimeTicket{Lamport: lamport, ActorId: w.actor}
 }
 
-func rootTicket() *api.TimeTicket { return &api.TimeTicket{ActorId: make([]byte, 12)} }
+func rootTicket() *api.TimeTicket { return sdksim.RootTicket() }
 
 // change builds the next change with the operations ops makes from its
 // ticket.
@@ -86,7 +85,7 @@ func setOp(parent *api.TimeTicket, key, value string, at *api.TimeTicket) *api.O
 	}}}
 }
 
-func actorB64(actor []byte) string { return base64.StdEncoding.EncodeToString(actor) }
+func actorB64(actor []byte) string { return sdksim.VectorKey(actor) }
 
 // vector is the vector the client reports: what it has seen and its own
 // clock.
@@ -315,25 +314,11 @@ type dbCase struct {
 func databases() []dbCase {
 	return []dbCase{
 		{"memory", func(*testing.T) database.Database { return memory.New() }},
-		{"mongo", func(t *testing.T) database.Database { return openMongo(t, testenv.MongoURI(t)) }},
+		{"mongo", func(t *testing.T) database.Database {
+			m := testenv.MongoURI(t)
+			return dbtest.DialMongo(t, m, m.NewDatabase())
+		}},
 	}
-}
-
-// openMongo opens a fresh database of the MongoDB server for one test.
-func openMongo(t *testing.T, m *testenv.Mongo) database.Database {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	name := m.NewDatabase()
-	db, err := mongo.Dial(ctx, mongo.Config{URI: m.URI, Database: name, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatalf("dial %s: %v", m.URI, err)
-	}
-	t.Cleanup(func() { _ = db.Close(context.Background()) })
-	if !m.Managed() {
-		t.Cleanup(func() { dropBenchDatabase(t, m.URI, name) })
-	}
-	return db
 }
 
 // TestSnapshotsAreStoredEveryInterval: with interval 10, 35 changes leave a
@@ -355,8 +340,14 @@ func TestSnapshotsAreStoredEveryInterval(t *testing.T) {
 			for i := range 35 {
 				a.mustPush(a.set(fmt.Sprintf("k%d", i%6), fmt.Sprint(i)))
 			}
-			if got := b.Metrics().SnapshotsStored.Load(); got != 3 {
-				t.Fatalf("%d snapshots stored, want 3 (at 10, 20, 30)", got)
+			// Close waits for the snapshots being taken. One due while the
+			// previous is still taken is passed over for the next.
+			if err := b.Close(ctx); err != nil {
+				t.Fatal(err)
+			}
+			m := b.Metrics()
+			if stored, skipped := m.SnapshotsStored.Load(), m.SnapshotsCoalesced.Load(); stored+skipped != 3 || m.SnapshotFailures.Load() != 0 {
+				t.Fatalf("%d snapshots stored, %d passed over, %d failed; want 3 due (at 10, 20, 30), none failed", stored, skipped, m.SnapshotFailures.Load())
 			}
 			snap, err := db.FindSnapshot(ctx, a.docID, 1<<62)
 			if err != nil {
@@ -370,7 +361,6 @@ func TestSnapshotsAreStoredEveryInterval(t *testing.T) {
 			}
 
 			// Another node over the same database.
-			_ = b.Close(ctx)
 			b2, err := backend.New(cfg)
 			if err != nil {
 				t.Fatal(err)
@@ -511,5 +501,189 @@ func TestEvictedDocumentsAreRebuilt(t *testing.T) {
 		if got, want := snapshotJSON(t, resp.GetSnapshot()), replayJSON(t, db, w.docID, 1<<62); got != want {
 			t.Fatalf("served document %s, the log makes %s", got, want)
 		}
+	}
+}
+
+// TestPushPullDoesNotWaitForASnapshot: while a snapshot of the document is
+// being encoded (held there), its clients' PushPulls complete, and the
+// snapshot stored afterwards is the state after its change, with its vector.
+func TestPushPullDoesNotWaitForASnapshot(t *testing.T) {
+	ctx := context.Background()
+	db := memory.New()
+	b, err := backend.New(backend.Config{DB: db, SnapshotInterval: 10, SnapshotThreshold: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	entered, resume := make(chan int64, 4), make(chan struct{})
+	backend.SetBeforeEncode(b, func(_ string, seq int64) {
+		entered <- seq
+		<-resume
+	})
+	a := newWriter(t, b, "a")
+	a.attach("doc")
+	for i := range 10 {
+		a.mustPush(a.set(fmt.Sprintf("k%d", i), fmt.Sprint(i)))
+	}
+	if seq := <-entered; seq != 10 {
+		t.Fatalf("snapshot of %d being encoded, want 10", seq)
+	}
+	// Held in the encoder: the document takes more changes meanwhile, more
+	// than an interval of them, and the snapshot due at 20 waits its turn.
+	for i := range 15 {
+		a.mustPush(a.set(fmt.Sprintf("k%d", i), "later"))
+	}
+	if got := storedLog(t, db, a.docID); len(got) != 25 {
+		t.Fatalf("%d changes stored while the snapshot was held, want 25", len(got))
+	}
+	close(resume)
+	if err := b.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.Metrics().SnapshotsStored.Load(); got != 2 {
+		t.Fatalf("%d snapshots stored, want 2 (at 10, then 20)", got)
+	}
+	for _, seq := range []int64{10, 20} {
+		snap, err := db.FindSnapshot(ctx, a.docID, seq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if snap.ServerSeq != seq {
+			t.Fatalf("snapshot at or before %d is at %d", seq, snap.ServerSeq)
+		}
+		if got, want := snapshotJSON(t, snap.Data), replayJSON(t, db, a.docID, seq); got != want {
+			t.Fatalf("snapshot at %d holds %s, the log up to it %s", seq, got, want)
+		}
+		want := replayVector(t, db, a.docID, seq)
+		if !maps.Equal(snap.VersionVector, want) {
+			t.Fatalf("snapshot at %d has vector %v, the log up to it makes %v", seq, snap.VersionVector, want)
+		}
+	}
+}
+
+// TestCrashWhileEncodingLosesNothing: a node that stops for good while it
+// encodes a snapshot leaves every acknowledged change to the node that takes
+// the document over, which serves the same document.
+func TestCrashWhileEncodingLosesNothing(t *testing.T) {
+	db := memory.New()
+	cfg := backend.Config{DB: db, SnapshotInterval: 10, SnapshotThreshold: 5}
+	b, err := backend.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	entered, never := make(chan int64, 1), make(chan struct{})
+	backend.SetBeforeEncode(b, func(_ string, seq int64) {
+		entered <- seq
+		<-never
+	})
+	t.Cleanup(func() { close(never) })
+	a := newWriter(t, b, "a")
+	a.attach("doc")
+	for i := range 13 {
+		a.mustPush(a.set(fmt.Sprintf("k%d", i%4), fmt.Sprint(i)))
+	}
+	<-entered
+	if _, err := db.FindSnapshot(context.Background(), a.docID, 1<<62); !errors.Is(err, database.ErrSnapshotNotFound) {
+		t.Fatalf("a snapshot is stored while its encoding is held: %v", err)
+	}
+
+	b2, err := backend.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b2.Close(context.Background()) })
+	late := newWriter(t, b2, "late")
+	resp := late.attach("doc")
+	if got, want := snapshotJSON(t, resp.GetSnapshot()), replayJSON(t, db, a.docID, 13); got != want {
+		t.Fatalf("new owner serves %s, the log holds %s", got, want)
+	}
+	if !strings.Contains(snapshotJSON(t, resp.GetSnapshot()), `"k0":"12"`) {
+		t.Fatalf("the last change is missing: %s", snapshotJSON(t, resp.GetSnapshot()))
+	}
+}
+
+// replayVector is the version vector the log up to upTo makes, in wire form.
+func replayVector(tb testing.TB, db database.Database, docID string, upTo int64) map[string]int64 {
+	tb.Helper()
+	doc := document.New()
+	var bodies []*api.Change
+	for _, c := range storedLog(tb, db, docID) {
+		if c.ServerSeq <= upTo {
+			bodies = append(bodies, c.Body)
+		}
+	}
+	if err := doc.ApplyChanges(bodies); err != nil {
+		tb.Fatalf("stored log does not apply: %v", err)
+	}
+	return document.VersionVectorToPB(doc.VersionVector()).GetVector()
+}
+
+// TestCacheCountsTheHeap: the cache's figure for a built document is its
+// heap estimate (followed between walks in proportion to its size), several
+// times the SDK's byte count of it.
+func TestCacheCountsTheHeap(t *testing.T) {
+	db := memory.New()
+	b, err := backend.New(backend.Config{DB: db, SnapshotInterval: -1, SnapshotThreshold: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close(context.Background()) })
+	a := newWriter(t, b, "a")
+	a.attach("doc")
+	for i := range 300 {
+		a.mustPush(a.set(fmt.Sprintf("key %d", i), "some value"))
+	}
+	doc := document.New()
+	var bodies []*api.Change
+	for _, c := range storedLog(t, db, a.docID) {
+		bodies = append(bodies, c.Body)
+	}
+	if err := doc.ApplyChanges(bodies); err != nil {
+		t.Fatal(err)
+	}
+	got, est := float64(b.Metrics().CachedDocumentBytes.Load()), float64(doc.HeapEstimate())
+	if got < est/1.25 || got > est*1.25 {
+		t.Fatalf("cache counts %.0f bytes, the document's heap estimate is %.0f", got, est)
+	}
+	if sdk := float64(doc.Size().Total()); got < 2*sdk {
+		t.Fatalf("cache counts %.0f bytes, hardly more than the SDK's %.0f", got, sdk)
+	}
+}
+
+// TestStoredSnapshotCarriesOnlyUnsyncedTombstones: a snapshot taken off the
+// lock collects the garbage every attached client has seen, as the owner's
+// own copy does: of the 19 values overwritten, only the one the other client
+// has not seen yet stays in the snapshot at 20.
+func TestStoredSnapshotCarriesOnlyUnsyncedTombstones(t *testing.T) {
+	ctx := context.Background()
+	db := memory.New()
+	b, err := backend.New(backend.Config{DB: db, SnapshotInterval: 20, SnapshotThreshold: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, c := newWriter(t, b, "a"), newWriter(t, b, "c")
+	a.attach("doc")
+	c.attach("doc")
+	for i := range 19 {
+		a.mustPush(a.set("k", fmt.Sprint(i)))
+	}
+	c.mustPush() // pulls the 19 changes
+	c.mustPush() // reports a vector covering them
+	a.mustPush(a.set("k", "19"))
+	if err := b.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := db.FindSnapshot(ctx, a.docID, 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := document.FromSnapshot(snap.Data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if snap.ServerSeq != 20 || doc.GarbageLen() != 1 {
+		t.Fatalf("snapshot at %d holds %d tombstones, want 1 at 20", snap.ServerSeq, doc.GarbageLen())
+	}
+	if got := doc.JSON(); got != `{"k":"19"}` {
+		t.Fatalf("snapshot holds %s", got)
 	}
 }

@@ -40,6 +40,11 @@ type docState struct {
 	// must be rebuilt (never built, evicted, or dropped after a failure).
 	doc    *document.Document
 	docSeq int64
+	// heapEst is doc's heap estimate when its size was heapAt; heapOf is
+	// the document it was taken of.
+	heapOf  *document.Document
+	heapAt  float64
+	heapEst float64
 	// snapSeq is the server_seq of the newest snapshot stored or being
 	// stored; the next one is due an interval after it.
 	snapSeq int64
@@ -50,8 +55,12 @@ type docState struct {
 	// gcWith is the minimum synced vector garbage was last collected with;
 	// collection runs again only when the minimum is a new one.
 	gcWith map[string]int64
-	// pending is a snapshot encoded under the lock, to store after it.
+	// pending is a snapshot encoded under the lock, to store after it
+	// (only when Backend.encodeUnderLock).
 	pending *pendingSnapshot
+	// snap takes the document's snapshots off the lock; it has a lock of
+	// its own.
+	snap *docSnapshots
 	// cached is the document's entry in the backend's document cache,
 	// guarded by the cache's mutex.
 	cached *cacheEntry
@@ -92,7 +101,7 @@ func (b *Backend) lockDoc(ctx context.Context, docID string) (*docState, error) 
 		if ds == nil {
 			b.mu.Lock()
 			if ds = b.docs[docID]; ds == nil {
-				ds = &docState{lock: make(chan struct{}, 1), id: docID}
+				ds = &docState{lock: make(chan struct{}, 1), id: docID, snap: &docSnapshots{}}
 				b.docs[docID] = ds
 			}
 			b.mu.Unlock()

@@ -2,8 +2,8 @@ package backend_test
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/hex"
+	"fmt"
 	"testing"
 	"time"
 
@@ -11,6 +11,7 @@ import (
 	"github.com/yorkie-affinity/yorkie/server/backend"
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
 	"github.com/yorkie-affinity/yorkie/server/backend/database/memory"
+	"github.com/yorkie-affinity/yorkie/server/servertest/sdksim"
 )
 
 // newBackend returns a backend over db (a fresh memory database if nil).
@@ -37,7 +38,7 @@ func activate(tb testing.TB, b *backend.Backend, key string) string {
 }
 
 // edit returns a change of the client with an operation-free body, the way
-// the SDK makes presence changes, with a version vector naming the client.
+// the SDK makes presence changes, with the ID the SDK gives it.
 func edit(tb testing.TB, clientID string, clientSeq uint32, lamport int64) *api.Change {
 	tb.Helper()
 	actor, err := hex.DecodeString(clientID)
@@ -45,17 +46,47 @@ func edit(tb testing.TB, clientID string, clientSeq uint32, lamport int64) *api.
 		tb.Fatal(err)
 	}
 	return &api.Change{
-		Id: &api.ChangeID{
-			ClientSeq:     clientSeq,
-			Lamport:       lamport,
-			ActorId:       actor,
-			VersionVector: &api.VersionVector{Vector: map[string]int64{base64.StdEncoding.EncodeToString(actor): lamport}},
-		},
+		Id: sdksim.ChangeID(actor, clientSeq, lamport),
 		PresenceChange: &api.PresenceChange{
 			Type:     api.PresenceChange_CHANGE_TYPE_PUT,
 			Presence: &api.Presence{Data: map[string]string{"n": "1"}},
 		},
 	}
+}
+
+// simClient activates a client with key and returns its SDK-side state.
+func simClient(tb testing.TB, b *backend.Backend, key string) *sdksim.Client {
+	tb.Helper()
+	c, err := sdksim.New(activate(tb, b, key))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return c
+}
+
+// attachSim attaches c to docKey with what it has pending and returns the
+// document's ID.
+func attachSim(tb testing.TB, b *backend.Backend, c *sdksim.Client, docKey string) string {
+	tb.Helper()
+	c.Attached(docKey)
+	docID, resp, err := b.AttachDocument(context.Background(), c.ID, docKey, c.Pack())
+	if err != nil {
+		tb.Fatalf("attach %s to %s: %v", c.ID, docKey, err)
+	}
+	if _, err := c.Absorb(resp); err != nil {
+		tb.Fatal(err)
+	}
+	return docID
+}
+
+// pushPullSim sends c's pending changes and takes in the answer.
+func pushPullSim(ctx context.Context, b *backend.Backend, c *sdksim.Client, docID string, pushOnly bool) error {
+	resp, err := b.PushPull(ctx, c.ID, docID, c.Pack(), pushOnly)
+	if err != nil {
+		return fmt.Errorf("push pull of %s: %w", c.ID, err)
+	}
+	_, err = c.Absorb(resp)
+	return err
 }
 
 // pack returns a request pack the way the SDK builds one: the checkpoint's

@@ -319,7 +319,7 @@ func (b *Backend) exchange(ctx context.Context, ds *docState, clientID string, e
 	minSynced := ds.synced.vector(reported)
 	b.collect(ds, minSynced)
 	if stored > 0 {
-		b.maybeSnapshot(ds)
+		b.maybeSnapshot(ctx, ds, minSynced)
 	}
 
 	from := min(pack.Checkpoint.ServerSeq, ds.head)

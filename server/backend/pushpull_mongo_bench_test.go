@@ -1,20 +1,12 @@
 package backend_test
 
 import (
-	"context"
 	"fmt"
-	"log/slog"
-	"sync"
-	"sync/atomic"
 	"testing"
-	"time"
-
-	mongodrv "go.mongodb.org/mongo-driver/mongo"
-	"go.mongodb.org/mongo-driver/mongo/options"
 
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
+	"github.com/yorkie-affinity/yorkie/server/backend/database/dbtest"
 	"github.com/yorkie-affinity/yorkie/server/backend/database/memory"
-	"github.com/yorkie-affinity/yorkie/server/backend/database/mongo"
 	"github.com/yorkie-affinity/yorkie/test/testenv"
 )
 
@@ -37,92 +29,6 @@ func BenchmarkPushPullByDatabase(b *testing.B) {
 	})
 	b.Run("mongo", func(b *testing.B) {
 		m := testenv.MongoURI(b)
-		run(b, func(b *testing.B) database.Database { return benchMongo(b, m) })
+		run(b, func(b *testing.B) database.Database { return dbtest.DialMongo(b, m, m.NewDatabase()) })
 	})
-}
-
-// benchMongo opens a fresh database of the server for one benchmark run.
-func benchMongo(b *testing.B, m *testenv.Mongo) database.Database {
-	b.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	name := m.NewDatabase()
-	db, err := mongo.Dial(ctx, mongo.Config{URI: m.URI, Database: name, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		b.Fatalf("dial %s: %v", m.URI, err)
-	}
-	b.Cleanup(func() { _ = db.Close(context.Background()) })
-	if !m.Managed() {
-		b.Cleanup(func() { dropBenchDatabase(b, m.URI, name) })
-	}
-	return db
-}
-
-// dropBenchDatabase removes a run's database from an external server.
-func dropBenchDatabase(b testing.TB, uri, name string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	c, err := mongodrv.Connect(ctx, options.Client().ApplyURI(uri))
-	if err != nil {
-		b.Logf("drop benchmark database %s: %v", name, err)
-		return
-	}
-	defer func() { _ = c.Disconnect(ctx) }()
-	if err := c.Database(name).Drop(ctx); err != nil {
-		b.Logf("drop benchmark database %s: %v", name, err)
-	}
-}
-
-// pushPullLoad attaches clients to docs documents of db, then has them push
-// one change per PushPull, each client one call at a time as the SDK does,
-// until b.N calls are done.
-func pushPullLoad(b *testing.B, db database.Database, clients, docs int) {
-	ctx := context.Background()
-	be, _ := newBackend(b, db)
-	type client struct {
-		id        string
-		docID     string
-		clientSeq uint32
-		serverSeq int64
-	}
-	cs := make([]*client, clients)
-	for i := range cs {
-		id := activate(b, be, fmt.Sprint("bench-client-", i))
-		docID, resp, err := be.AttachDocument(ctx, id, fmt.Sprint("bench-doc-", i%docs), pack(0, 0))
-		if err != nil {
-			b.Fatalf("attach: %v", err)
-		}
-		cs[i] = &client{id: id, docID: docID, serverSeq: resp.GetCheckpoint().GetServerSeq()}
-	}
-	var (
-		next   atomic.Int64
-		wg     sync.WaitGroup
-		failed atomic.Pointer[error]
-	)
-	b.ResetTimer()
-	for _, c := range cs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for next.Add(1) <= int64(b.N) && failed.Load() == nil {
-				c.clientSeq++
-				ch := edit(b, c.id, c.clientSeq, int64(c.clientSeq))
-				resp, err := be.PushPull(ctx, c.id, c.docID, pack(c.serverSeq, c.clientSeq, ch), false)
-				if err != nil {
-					err = fmt.Errorf("push pull of %s: %w", c.id, err)
-					failed.CompareAndSwap(nil, &err)
-					return
-				}
-				c.serverSeq = resp.GetCheckpoint().GetServerSeq()
-			}
-		}()
-	}
-	wg.Wait()
-	b.StopTimer()
-	if err := failed.Load(); err != nil {
-		b.Fatal(*err)
-	}
-	elapsed := b.Elapsed()
-	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "ops/s")
-	b.ReportMetric(elapsed.Seconds()*1e6/float64(b.N), "us/op")
 }

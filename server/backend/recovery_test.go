@@ -36,15 +36,23 @@ func (f *faultyDB) UpdateAttachment(ctx context.Context, a *database.Attachment,
 	return f.Database.UpdateAttachment(ctx, a, epoch)
 }
 
-func TestConflictingWriterIsDetectedAndRetried(t *testing.T) {
-	ctx := context.Background()
-	db := &faultyDB{Database: memory.New()}
-	b, _ := newBackend(t, db)
-	a := activate(t, b, "a")
-	docID, _, err := b.AttachDocument(ctx, a, "doc", pack(0, 1, edit(t, a, 1, 1)))
+// attachFaulty returns a backend over a faultyDB and client "a" attached to
+// "doc" with its first change stored.
+func attachFaulty(t *testing.T) (db *faultyDB, b *backend.Backend, a, docID string) {
+	t.Helper()
+	db = &faultyDB{Database: memory.New()}
+	b, _ = newBackend(t, db)
+	a = activate(t, b, "a")
+	docID, _, err := b.AttachDocument(context.Background(), a, "doc", pack(0, 1, edit(t, a, 1, 1)))
 	if err != nil {
 		t.Fatal(err)
 	}
+	return db, b, a, docID
+}
+
+func TestConflictingWriterIsDetectedAndRetried(t *testing.T) {
+	ctx := context.Background()
+	db, b, a, docID := attachFaulty(t)
 	// Another writer (a stale owner) appends twice behind the backend's back.
 	foreign := activate(t, b, "foreign")
 	intrusions := 2
@@ -84,13 +92,7 @@ func TestConflictingWriterIsDetectedAndRetried(t *testing.T) {
 
 func TestLostCheckpointUpdateIsReconciledFromTheLog(t *testing.T) {
 	ctx := context.Background()
-	db := &faultyDB{Database: memory.New()}
-	b, _ := newBackend(t, db)
-	a := activate(t, b, "a")
-	docID, _, err := b.AttachDocument(ctx, a, "doc", pack(0, 1, edit(t, a, 1, 1)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	db, b, a, docID := attachFaulty(t)
 	// The changes are stored but the attachment's new client_seq is not.
 	db.failAttachmentUpdates.Store(1)
 	if _, err := b.PushPull(ctx, a, docID, pack(1, 2, edit(t, a, 2, 2)), false); !errors.Is(err, errInjected) {

@@ -2,7 +2,6 @@ package backend_test
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -11,6 +10,7 @@ import (
 
 	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
 	"github.com/yorkie-affinity/yorkie/server/backend"
+	"github.com/yorkie-affinity/yorkie/server/servertest/sdksim"
 )
 
 // vvKey is the client's actor as version vectors name it on the wire.
@@ -20,7 +20,7 @@ func vvKey(tb testing.TB, clientID string) string {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return base64.StdEncoding.EncodeToString(b)
+	return sdksim.VectorKey(b)
 }
 
 // report sends a pack carrying only the vector vv and returns the answer.
@@ -95,7 +95,7 @@ func TestVersionVectorNamesOnlyKnownActors(t *testing.T) {
 
 	huge := map[string]int64{ka: 1}
 	for i := range 100_000 {
-		huge[base64.StdEncoding.EncodeToString(fmt.Appendf(nil, "actor%07d", i))] = 1
+		huge[sdksim.VectorKey(fmt.Appendf(nil, "actor%07d", i))] = 1
 	}
 	withPackVV := pack(0, 1, edit(t, a, 1, 1))
 	withPackVV.VersionVector = &api.VersionVector{Vector: huge}

@@ -34,6 +34,34 @@ func percentile(ds []time.Duration, p float64) time.Duration {
 	return ds[min(len(ds)-1, int(float64(len(ds))*p))]
 }
 
+// alternate warms both replicas up, runs started (the baseline of what the
+// caller counts), then times benchRounds PushPulls of x and of y per
+// iteration, call by call, so that machine noise hits both paths alike.
+func alternate(b *testing.B, x, y *wire.Replica, started func()) (xD, yD []time.Duration) {
+	for range 20 { // warm up connections and caches
+		timedPushPull(b, x)
+		timedPushPull(b, y)
+	}
+	started()
+	for b.Loop() {
+		for range benchRounds {
+			xD = append(xD, timedPushPull(b, x))
+			yD = append(yD, timedPushPull(b, y))
+		}
+	}
+	b.StopTimer()
+	return xD, yD
+}
+
+// reportPercentiles reports the median and 99th percentile of ds as
+// name-p50-us and name-p99-us and returns the median.
+func reportPercentiles(b *testing.B, name string, ds []time.Duration) time.Duration {
+	p50 := percentile(ds, 0.5)
+	b.ReportMetric(micros(p50), name+"-p50-us")
+	b.ReportMetric(micros(percentile(ds, 0.99)), name+"-p99-us")
+	return p50
+}
+
 func micros(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
 
 // BenchmarkPushPullAffinityCost compares, in one run, a PushPull (one
@@ -58,25 +86,9 @@ func BenchmarkPushPullAffinityCost(b *testing.B) {
 	off.MustAttach(wire.UniqueKey(b, "doc"))
 	on := wire.NewReplica(b, owner.ConnectProto())
 	on.MustAttach(docKey)
-	for range 20 { // warm up connections and caches
-		timedPushPull(b, off)
-		timedPushPull(b, on)
-	}
-	calls := owner.Affinity().StoreCalls()
-
-	var offD, onD []time.Duration
-	for b.Loop() {
-		for range benchRounds {
-			offD = append(offD, timedPushPull(b, off))
-			onD = append(onD, timedPushPull(b, on))
-		}
-	}
-	b.StopTimer()
-	offP50, onP50 := percentile(offD, 0.5), percentile(onD, 0.5)
-	b.ReportMetric(micros(offP50), "off-p50-us")
-	b.ReportMetric(micros(percentile(offD, 0.99)), "off-p99-us")
-	b.ReportMetric(micros(onP50), "affinity-p50-us")
-	b.ReportMetric(micros(percentile(onD, 0.99)), "affinity-p99-us")
+	var calls uint64
+	offD, onD := alternate(b, off, on, func() { calls = owner.Affinity().StoreCalls() })
+	offP50, onP50 := reportPercentiles(b, "off", offD), reportPercentiles(b, "affinity", onD)
 	b.ReportMetric(float64(onP50)/float64(offP50), "affinity/off-p50")
 	b.ReportMetric(float64(owner.Affinity().StoreCalls()-calls), "store-calls")
 }
@@ -100,27 +112,11 @@ func BenchmarkForwardOverhead(b *testing.B) {
 	direct.MustAttach(docKey)
 	relayed := wire.NewReplica(b, via.ConnectProto())
 	relayed.MustAttach(docKey)
-	for range 20 {
-		timedPushPull(b, direct)
-		timedPushPull(b, relayed)
-	}
-
-	var directD, relayedD []time.Duration
-	for b.Loop() {
-		for range benchRounds {
-			directD = append(directD, timedPushPull(b, direct))
-			relayedD = append(relayedD, timedPushPull(b, relayed))
-		}
-	}
-	b.StopTimer()
+	directD, relayedD := alternate(b, direct, relayed, func() {})
 	if got := relayed.Header.Get(sessionKeyHeader); got != owner.SessionKey() {
 		b.Fatalf("relayed answer names %q, want the owner %q", got, owner.SessionKey())
 	}
-	dP50, rP50 := percentile(directD, 0.5), percentile(relayedD, 0.5)
-	b.ReportMetric(micros(dP50), "direct-p50-us")
-	b.ReportMetric(micros(percentile(directD, 0.99)), "direct-p99-us")
-	b.ReportMetric(micros(rP50), "forward-p50-us")
-	b.ReportMetric(micros(percentile(relayedD, 0.99)), "forward-p99-us")
+	dP50, rP50 := reportPercentiles(b, "direct", directD), reportPercentiles(b, "forward", relayedD)
 	b.ReportMetric(micros(rP50-dP50), "added-p50-us")
 	b.ReportMetric(float64(rP50)/float64(dP50), "forward/direct-p50")
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/yorkie-affinity/yorkie/server"
 	"github.com/yorkie-affinity/yorkie/server/channel"
 	"github.com/yorkie-affinity/yorkie/server/clustertest"
+	"github.com/yorkie-affinity/yorkie/server/servertest/poll"
 	"github.com/yorkie-affinity/yorkie/server/servertest/wire"
 )
 
@@ -142,7 +143,7 @@ func TestChannelOneCountAcrossNodes(t *testing.T) {
 		}
 	}
 	for i, cc := range clients {
-		eventually(t, fmt.Sprintf("heartbeat of client %d", i), func() error {
+		poll.Until(t, wire.WaitTimeout, fmt.Sprintf("heartbeat of client %d", i), func() error {
 			err := cc.refresh(wire.Context(t))
 			if err != nil && !retryable(err) {
 				t.Fatalf("heartbeat of client %d: %v", i, err)

@@ -116,37 +116,35 @@ var redirectCalls = []redirectCall{
 		return resp.Header(), nil
 	}},
 	{"Watch", func(t *testing.T, n *clustertest.Node, p servertest.Protocol, r *wire.Replica) (http.Header, error) {
-		ctx, cancel := context.WithCancel(wire.Context(t))
-		defer cancel()
-		s, err := n.Client(p).Watch(ctx, r.WatchRequest())
-		if err != nil {
-			return nil, err
-		}
-		defer s.Close()
-		if !s.Receive() {
-			return s.ResponseHeader(), s.Err()
-		}
-		if s.Msg().GetInitialization() == nil {
-			t.Fatalf("first Watch message is not an initialization")
-		}
-		return s.ResponseHeader(), nil
+		return firstMessage(t, "Watch", func(ctx context.Context) (*connect.ServerStreamForClient[api.WatchResponse], error) {
+			return n.Client(p).Watch(ctx, r.WatchRequest())
+		}, func(m *api.WatchResponse) bool { return m.GetInitialization() != nil })
 	}},
 	{"WatchDocument", func(t *testing.T, n *clustertest.Node, p servertest.Protocol, r *wire.Replica) (http.Header, error) {
-		ctx, cancel := context.WithCancel(wire.Context(t))
-		defer cancel()
-		s, err := n.Client(p).WatchDocument(ctx, connect.NewRequest(&api.WatchDocumentRequest{ClientId: r.ID, DocumentId: r.DocID}))
-		if err != nil {
-			return nil, err
-		}
-		defer s.Close()
-		if !s.Receive() {
-			return s.ResponseHeader(), s.Err()
-		}
-		if s.Msg().GetInitialization() == nil {
-			t.Fatalf("first WatchDocument message is not an initialization")
-		}
-		return s.ResponseHeader(), nil
+		return firstMessage(t, "WatchDocument", func(ctx context.Context) (*connect.ServerStreamForClient[api.WatchDocumentResponse], error) {
+			return n.Client(p).WatchDocument(ctx, connect.NewRequest(&api.WatchDocumentRequest{ClientId: r.ID, DocumentId: r.DocID}))
+		}, func(m *api.WatchDocumentResponse) bool { return m.GetInitialization() != nil })
 	}},
+}
+
+// firstMessage opens a stream with open and reads its first message, which
+// must be an initialization (isInit), and returns the response header: what
+// the redirect contract looks at.
+func firstMessage[T any](t *testing.T, what string, open func(context.Context) (*connect.ServerStreamForClient[T], error), isInit func(*T) bool) (http.Header, error) {
+	ctx, cancel := context.WithCancel(wire.Context(t))
+	defer cancel()
+	s, err := open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	if !s.Receive() {
+		return s.ResponseHeader(), s.Err()
+	}
+	if !isInit(s.Msg()) {
+		t.Fatalf("first %s message is not an initialization", what)
+	}
+	return s.ResponseHeader(), nil
 }
 
 // TestRedirectContract sends Watch, WatchDocument and PushPullChanges to a

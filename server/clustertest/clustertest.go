@@ -26,6 +26,7 @@ import (
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
 	dbmemory "github.com/yorkie-affinity/yorkie/server/backend/database/memory"
 	"github.com/yorkie-affinity/yorkie/server/servertest"
+	"github.com/yorkie-affinity/yorkie/server/servertest/poll"
 	"github.com/yorkie-affinity/yorkie/server/sessionstore"
 	"github.com/yorkie-affinity/yorkie/server/sessionstore/memory"
 )
@@ -36,8 +37,6 @@ const (
 	StopTimeout = 10 * time.Second
 	// WaitTimeout bounds the harness's waits for the cluster to settle.
 	WaitTimeout = 10 * time.Second
-	// pollInterval is how often waits look again.
-	pollInterval = 5 * time.Millisecond
 )
 
 // ErrNoOwner: the session store has no live binding for the document.
@@ -267,38 +266,32 @@ func (c *Cluster) OwnerOf(ctx context.Context, docKey string) (Owner, error) {
 // true (nil accepts any) and returns it, failing the test after WaitTimeout.
 func (c *Cluster) WaitOwner(docKey string, accept func(Owner) bool) Owner {
 	c.t.Helper()
-	var last error
-	deadline := time.Now().Add(WaitTimeout)
-	for {
+	var o Owner
+	poll.Until(c.t, WaitTimeout, fmt.Sprintf("document %q: an acceptable owner", docKey), func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), WaitTimeout)
-		o, err := c.OwnerOf(ctx, docKey)
-		cancel()
-		if err == nil && (accept == nil || accept(o)) {
-			return o
+		defer cancel()
+		var err error
+		if o, err = c.OwnerOf(ctx, docKey); err != nil {
+			return err
 		}
-		last = err
-		if time.Now().After(deadline) {
-			c.t.Fatalf("document %q: no acceptable owner within %s (last: %v, %+v)", docKey, WaitTimeout, last, o.Binding)
+		if accept != nil && !accept(o) {
+			return fmt.Errorf("owner %+v not accepted", o.Binding)
 		}
-		time.Sleep(pollInterval)
-	}
+		return nil
+	})
+	return o
 }
 
 // WaitMembers waits until the store and every running node see exactly n
 // live members, failing the test after WaitTimeout.
 func (c *Cluster) WaitMembers(n int) {
 	c.t.Helper()
-	deadline := time.Now().Add(WaitTimeout)
-	for {
-		got, err := c.settled(n)
-		if err == nil {
-			return
+	poll.Until(c.t, WaitTimeout, fmt.Sprintf("cluster settled on %d members", n), func() error {
+		if got, err := c.settled(n); err != nil {
+			return fmt.Errorf("%w (store: %v)", err, got)
 		}
-		if time.Now().After(deadline) {
-			c.t.Fatalf("cluster did not settle on %d members within %s: %v (store: %v)", n, WaitTimeout, err, got)
-		}
-		time.Sleep(pollInterval)
-	}
+		return nil
+	})
 }
 
 // settled reports whether the store and every running node agree on n

@@ -11,28 +11,12 @@ import (
 	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
 	"github.com/yorkie-affinity/yorkie/server/clustertest"
+	"github.com/yorkie-affinity/yorkie/server/servertest/poll"
 	"github.com/yorkie-affinity/yorkie/server/servertest/wire"
 )
 
 // sessionKeyHeader is the response header naming a document's owner.
 const sessionKeyHeader = "x-session-key"
-
-// eventually calls f until it returns nil, failing t with f's last error
-// after wire.WaitTimeout.
-func eventually(t testing.TB, what string, f func() error) {
-	t.Helper()
-	deadline := time.Now().Add(wire.WaitTimeout)
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not done within %s: %v", what, wire.WaitTimeout, err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
 
 // retryable reports whether a client (the SDK) would send the call again.
 func retryable(err error) bool {
@@ -48,7 +32,7 @@ func retryable(err error) bool {
 // error.
 func syncUntilAcked(r *wire.Replica, what string) {
 	r.T.Helper()
-	eventually(r.T, what, func() error {
+	poll.Until(r.T, wire.WaitTimeout, what, func() error {
 		_, err := r.PushPull(wire.Context(r.T))
 		if err != nil && !retryable(err) {
 			r.T.Fatalf("%s: non-retryable error: %v", what, err)
@@ -158,7 +142,7 @@ func checkStored(t testing.TB, log map[string]*database.Change, replicas ...*wir
 	}
 }
 
-// nodeOf returns the running node other than the ones excluded.
+// otherNodes returns the running nodes other than the ones excluded.
 func otherNodes(c *clustertest.Cluster, exclude ...*clustertest.Node) []*clustertest.Node {
 	var out []*clustertest.Node
 next:

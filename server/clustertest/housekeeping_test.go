@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,15 +15,11 @@ import (
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
 	"github.com/yorkie-affinity/yorkie/server/clustertest"
 	"github.com/yorkie-affinity/yorkie/server/housekeeping"
+	"github.com/yorkie-affinity/yorkie/server/servertest/poll"
+	"github.com/yorkie-affinity/yorkie/server/servertest/testclock"
 	"github.com/yorkie-affinity/yorkie/server/servertest/wire"
 	"github.com/yorkie-affinity/yorkie/server/sessionstore"
 )
-
-// fakeClock is a clock the test moves forward by hand, shared by the nodes.
-type fakeClock struct{ offset atomic.Int64 }
-
-func (c *fakeClock) Now() time.Time          { return time.Now().Add(time.Duration(c.offset.Load())) }
-func (c *fakeClock) Advance(d time.Duration) { c.offset.Add(int64(d)) }
 
 // vvKey is the replica's key in version vectors.
 func vvKey(r *wire.Replica) string { return base64.StdEncoding.EncodeToString(r.Actor) }
@@ -199,7 +194,7 @@ func mustHolder(t *testing.T, c *clustertest.Cluster, n *clustertest.Node) sessi
 // detaches it (its presence is cleared for the other client), and the
 // minimum synced version vector the other client gets rises to its own.
 func TestHousekeepingDetachesAtTheOwner(t *testing.T) {
-	clock := &fakeClock{}
+	clock := &testclock.Clock{}
 	c := clustertest.Start(t, 2, clustertest.WithNodeTTL(time.Minute), clustertest.WithConfig(func(_ int, cfg *server.Config) {
 		cfg.ClientDeactivateThreshold = time.Second
 		cfg.HousekeepingInterval = time.Hour // runs only when the test says
@@ -259,7 +254,7 @@ func TestHousekeepingDetachesAtTheOwner(t *testing.T) {
 
 	// The owner stored the idle client's presence clear and forgot its
 	// vector, so the active client's minimum becomes its own vector.
-	eventually(t, "the minimum synced vector rising", func() error {
+	poll.Until(t, wire.WaitTimeout, "the minimum synced vector rising", func() error {
 		got := pushPullVV(t, active, vv)
 		if got[vvKey(active)] != active.Lamport {
 			return fmt.Errorf("minimum synced vector %v names the active client at %d, want %d", got, got[vvKey(active)], active.Lamport)

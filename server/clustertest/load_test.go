@@ -10,6 +10,7 @@ import (
 
 	"github.com/yorkie-affinity/yorkie/api/yorkie/v1/v1connect"
 	"github.com/yorkie-affinity/yorkie/server/clustertest"
+	"github.com/yorkie-affinity/yorkie/server/servertest/poll"
 	"github.com/yorkie-affinity/yorkie/server/servertest/wire"
 )
 
@@ -71,7 +72,7 @@ func TestOwnerChangesUnderLoad(t *testing.T) {
 	progress := func(what string) {
 		t.Helper()
 		from := acks.Load()
-		eventually(t, what, func() error {
+		poll.Until(t, wire.WaitTimeout, what, func() error {
 			if got := acks.Load() - from; got < 30 {
 				return fmt.Errorf("%d PushPulls acknowledged", got)
 			}

@@ -11,6 +11,7 @@ import (
 	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
 	"github.com/yorkie-affinity/yorkie/server/clustertest"
+	"github.com/yorkie-affinity/yorkie/server/servertest/poll"
 	"github.com/yorkie-affinity/yorkie/server/servertest/wire"
 )
 
@@ -198,7 +199,7 @@ func TestCrashedOwnerIsReplacedAfterTTL(t *testing.T) {
 	// when the dead owner's lease is over.
 	survivors := otherNodes(c)
 	var moved time.Duration
-	eventually(t, "another node owns the document", func() error {
+	poll.Until(t, wire.WaitTimeout, "another node owns the document", func() error {
 		f.far[0].C = survivors[0].ConnectJSON()
 		_, _ = f.far[0].PushPull(wire.Context(t))
 		o, err := c.OwnerOf(wire.Context(t), f.docKey)

@@ -13,19 +13,14 @@ import (
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
 	"github.com/yorkie-affinity/yorkie/server/backend/database/memory"
 	"github.com/yorkie-affinity/yorkie/server/housekeeping"
+	"github.com/yorkie-affinity/yorkie/server/servertest/testclock"
 )
-
-// clock is a clock the test moves forward by hand.
-type clock struct{ offset atomic.Int64 }
-
-func (c *clock) Now() time.Time          { return time.Now().Add(time.Duration(c.offset.Load())) }
-func (c *clock) Advance(d time.Duration) { c.offset.Add(int64(d)) }
 
 // fixture is a housekeeper on a memory database whose Deactivate marks the
 // client deactivated, failing for the clients in failing.
 type fixture struct {
 	db      *memory.DB
-	clock   *clock
+	clock   *testclock.Clock
 	tracker *housekeeping.Tracker
 	h       *housekeeping.Housekeeper
 
@@ -36,7 +31,7 @@ type fixture struct {
 
 func newFixture(t *testing.T, limit int, role housekeeping.Role) *fixture {
 	t.Helper()
-	f := &fixture{db: memory.New(), clock: &clock{}, tracker: housekeeping.NewTracker(), failing: map[string]bool{}}
+	f := &fixture{db: memory.New(), clock: &testclock.Clock{}, tracker: housekeeping.NewTracker(), failing: map[string]bool{}}
 	h, err := housekeeping.New(housekeeping.Config{
 		Interval:            time.Hour,
 		DeactivateThreshold: time.Minute,

@@ -114,3 +114,26 @@ func TestScopedKey(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkResolveCached is the cost every call pays for its project once
+// the project is cached.
+func BenchmarkResolveCached(b *testing.B) {
+	ctx := context.Background()
+	db := memory.New()
+	p, err := db.CreateProject(ctx, "owner", "app")
+	if err != nil {
+		b.Fatal(err)
+	}
+	r, err := project.NewResolver(project.ResolverConfig{DB: db, CacheTTL: time.Hour})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := r.Resolve(ctx, p.PublicKey); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -11,6 +11,7 @@ import (
 	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
 	"github.com/yorkie-affinity/yorkie/server"
 	"github.com/yorkie-affinity/yorkie/server/backend"
+	"github.com/yorkie-affinity/yorkie/server/backend/database/dbtest"
 	"github.com/yorkie-affinity/yorkie/server/document"
 	"github.com/yorkie-affinity/yorkie/server/rpc"
 	"github.com/yorkie-affinity/yorkie/server/servertest"
@@ -89,7 +90,7 @@ func TestRestartedNodeServesTheSameDocument(t *testing.T) {
 		t.Helper()
 		srv, err := server.New(server.Config{
 			Host:              "127.0.0.1",
-			DB:                dialMongo(t, m, m.Database),
+			DB:                dbtest.DialMongo(t, m, m.Database),
 			SnapshotInterval:  50,
 			SnapshotThreshold: 20,
 			Logger:            slog.New(slog.DiscardHandler),
@@ -126,7 +127,7 @@ func TestRestartedNodeServesTheSameDocument(t *testing.T) {
 	got, err := document.FromSnapshot(snap)
 	wire.Must(t, err, "read the snapshot")
 
-	db := dialMongo(t, m, m.Database)
+	db := dbtest.DialMongo(t, m, m.Database)
 	stored, err := db.FindSnapshot(wire.Context(t), resp.GetDocumentId(), 1<<62)
 	wire.Must(t, err, "find snapshot")
 	// The attach's presence is change 1, then packs of 10: snapshots at 51

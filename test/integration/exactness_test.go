@@ -12,6 +12,7 @@ import (
 	"github.com/yorkie-affinity/yorkie/api/yorkie/v1/v1connect"
 	"github.com/yorkie-affinity/yorkie/server"
 	"github.com/yorkie-affinity/yorkie/server/rpc"
+	"github.com/yorkie-affinity/yorkie/server/servertest/sdksim"
 	"github.com/yorkie-affinity/yorkie/server/servertest/wire"
 )
 
@@ -21,11 +22,7 @@ import (
 func TestRemovalDeliversPendingChanges(t *testing.T) {
 	forEachProtocol(t, func(t *testing.T, c v1connect.YorkieServiceClient, _ *server.Server) {
 		ctx := wire.Context(t)
-		docKey := wire.UniqueKey(t, "doc")
-		a := newReplica(t, c)
-		b := newReplica(t, c)
-		a.MustAttach(docKey)
-		b.MustAttach(docKey)
+		a, b, _ := attachedPair(t, c)
 		a.MustPushPull()
 		b.MustPushPull()
 
@@ -58,13 +55,9 @@ func TestRemovalDeliversPendingChanges(t *testing.T) {
 func TestHugeVersionVectorRefused(t *testing.T) {
 	forEachProtocol(t, func(t *testing.T, c v1connect.YorkieServiceClient, _ *server.Server) {
 		ctx := wire.Context(t)
-		docKey := wire.UniqueKey(t, "doc")
-		a := newReplica(t, c)
-		b := newReplica(t, c)
-		a.MustAttach(docKey)
-		b.MustAttach(docKey)
-		ka := base64.StdEncoding.EncodeToString(a.Actor)
-		kb := base64.StdEncoding.EncodeToString(b.Actor)
+		a, b, _ := attachedPair(t, c)
+		ka := sdksim.VectorKey(a.Actor)
+		kb := sdksim.VectorKey(b.Actor)
 
 		huge := map[string]int64{ka: a.Lamport}
 		for i := range 100_000 {

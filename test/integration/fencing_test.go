@@ -4,20 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"connectrpc.com/connect"
-	mongodrv "go.mongodb.org/mongo-driver/mongo"
-	"go.mongodb.org/mongo-driver/mongo/options"
 
 	"github.com/yorkie-affinity/yorkie/server"
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
+	"github.com/yorkie-affinity/yorkie/server/backend/database/dbtest"
 	"github.com/yorkie-affinity/yorkie/server/backend/database/memory"
-	"github.com/yorkie-affinity/yorkie/server/backend/database/mongo"
 	"github.com/yorkie-affinity/yorkie/server/rpc"
 	"github.com/yorkie-affinity/yorkie/server/servertest"
 	"github.com/yorkie-affinity/yorkie/server/servertest/wire"
@@ -41,37 +38,8 @@ func TestFencedOwnerStoresNothingMore(t *testing.T) {
 	t.Run("mongo", func(t *testing.T) {
 		m := testenv.MongoURI(t)
 		// Two handles on one database, as two server processes have.
-		testFencing(t, dialMongo(t, m, m.Database), dialMongo(t, m, m.Database))
+		testFencing(t, dbtest.DialMongo(t, m, m.Database), dbtest.DialMongo(t, m, m.Database))
 	})
-}
-
-// dialMongo opens a handle on a database of the server, closed when the
-// test ends; on an external server the database is dropped then.
-func dialMongo(t *testing.T, m *testenv.Mongo, name string) *mongo.DB {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	db, err := mongo.Dial(ctx, mongo.Config{URI: m.URI, Database: name, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatalf("dial %s: %v", m.URI, err)
-	}
-	t.Cleanup(func() { _ = db.Close(context.Background()) })
-	if !m.Managed() {
-		t.Cleanup(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			c, err := mongodrv.Connect(ctx, options.Client().ApplyURI(m.URI))
-			if err != nil {
-				t.Logf("drop test database %s: %v", name, err)
-				return
-			}
-			defer func() { _ = c.Disconnect(ctx) }()
-			if err := c.Database(name).Drop(ctx); err != nil {
-				t.Logf("drop test database %s: %v", name, err)
-			}
-		})
-	}
-	return db
 }
 
 // pushRecord is one PushPull a client sent to the old owner.

@@ -53,6 +53,26 @@ func newReplica(t testing.TB, c v1connect.YorkieServiceClient) *wire.Replica {
 	return r
 }
 
+// attachedReplica returns a replica of a fresh client attached to a fresh
+// document.
+func attachedReplica(t testing.TB, c v1connect.YorkieServiceClient) *wire.Replica {
+	t.Helper()
+	r := newReplica(t, c)
+	r.MustAttach(wire.UniqueKey(t, "doc"))
+	return r
+}
+
+// attachedPair returns two replicas of fresh clients, both attached to one
+// fresh document, and the document's key.
+func attachedPair(t testing.TB, c v1connect.YorkieServiceClient) (a, b *wire.Replica, docKey string) {
+	t.Helper()
+	docKey = wire.UniqueKey(t, "doc")
+	a, b = newReplica(t, c), newReplica(t, c)
+	a.MustAttach(docKey)
+	b.MustAttach(docKey)
+	return a, b, docKey
+}
+
 // docEvent returns the document event of a Watch message, failing t if the
 // message is something else.
 func docEvent(t testing.TB, docID string, m *api.WatchResponse) *api.DocEvent {

@@ -2,7 +2,6 @@ package integration_test
 
 import (
 	"fmt"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,14 +12,9 @@ import (
 	dbmemory "github.com/yorkie-affinity/yorkie/server/backend/database/memory"
 	"github.com/yorkie-affinity/yorkie/server/rpc"
 	"github.com/yorkie-affinity/yorkie/server/servertest"
+	"github.com/yorkie-affinity/yorkie/server/servertest/testclock"
 	"github.com/yorkie-affinity/yorkie/server/servertest/wire"
 )
-
-// testClock is a clock the test moves forward by hand.
-type testClock struct{ offset atomic.Int64 }
-
-func (c *testClock) Now() time.Time          { return time.Now().Add(time.Duration(c.offset.Load())) }
-func (c *testClock) Advance(d time.Duration) { c.offset.Add(int64(d)) }
 
 // TestHousekeepingDeactivatesSilentClients leaves two clients without a call
 // past a 1s threshold, one of them holding a Watch stream open: housekeeping
@@ -28,7 +22,7 @@ func (c *testClock) Advance(d time.Duration) { c.offset.Add(int64(d)) }
 // A deactivated client that comes back is told so, and the SDK then
 // deactivates itself.
 func TestHousekeepingDeactivatesSilentClients(t *testing.T) {
-	clock := &testClock{}
+	clock := &testclock.Clock{}
 	db := dbmemory.New()
 	srv := servertest.Start(t, func(cfg *server.Config) {
 		cfg.DB = db
@@ -45,10 +39,8 @@ func TestHousekeepingDeactivatesSilentClients(t *testing.T) {
 		return info.Status
 	}
 
-	silent := newReplica(t, c)
-	silent.MustAttach(wire.UniqueKey(t, "doc"))
-	watcher := newReplica(t, c)
-	watcher.MustAttach(wire.UniqueKey(t, "doc"))
+	silent := attachedReplica(t, c)
+	watcher := attachedReplica(t, c)
 	stream := watcher.Watch(t)
 	if stream.Next(t).GetInitialization() == nil {
 		t.Fatalf("first Watch message is not an initialization")

@@ -44,8 +44,7 @@ func TestClientMetadataBound(t *testing.T) {
 func TestWatchStreamBound(t *testing.T) {
 	const bound = 3
 	forEachProtocol(t, func(t *testing.T, c v1connect.YorkieServiceClient, _ *server.Server) {
-		r := newReplica(t, c)
-		r.MustAttach(wire.UniqueKey(t, "doc"))
+		r := attachedReplica(t, c)
 		var open []*wire.Stream[api.WatchResponse]
 		for range bound - 1 {
 			s := r.Watch(t)

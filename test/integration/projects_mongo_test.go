@@ -11,6 +11,7 @@ import (
 	"go.mongodb.org/mongo-driver/mongo/options"
 
 	"github.com/yorkie-affinity/yorkie/server"
+	"github.com/yorkie-affinity/yorkie/server/backend/database/dbtest"
 	"github.com/yorkie-affinity/yorkie/server/backend/database/mongo"
 	"github.com/yorkie-affinity/yorkie/server/servertest"
 	"github.com/yorkie-affinity/yorkie/server/servertest/wire"
@@ -26,7 +27,7 @@ func TestDataFromBeforeProjectsBelongsToTheDefaultProject(t *testing.T) {
 	var db *mongo.DB
 	start := func() *server.Server {
 		t.Helper()
-		db = dialMongo(t, m, m.Database)
+		db = dbtest.DialMongo(t, m, m.Database)
 		srv, err := server.New(server.Config{Host: "127.0.0.1", DB: db, Logger: slog.New(slog.DiscardHandler)})
 		wire.Must(t, err, "new server")
 		wire.Must(t, srv.Start(context.Background()), "start server")

@@ -14,6 +14,7 @@ import (
 	"github.com/yorkie-affinity/yorkie/server"
 	"github.com/yorkie-affinity/yorkie/server/rpc"
 	"github.com/yorkie-affinity/yorkie/server/servertest"
+	"github.com/yorkie-affinity/yorkie/server/servertest/poll"
 	"github.com/yorkie-affinity/yorkie/server/servertest/wire"
 )
 
@@ -93,8 +94,7 @@ func TestShutdownLetsUnaryCallsFinish(t *testing.T) {
 	})
 	srv := servertest.Start(t, func(cfg *server.Config) { cfg.Router = router })
 	c := servertest.Client(t, srv, servertest.ConnectProto)
-	a := newReplica(t, c)
-	a.MustAttach(wire.UniqueKey(t, "doc"))
+	a := attachedReplica(t, c)
 	a.Edit(1)
 
 	callDone := make(chan error, 1)
@@ -118,17 +118,10 @@ func TestShutdownLetsUnaryCallsFinish(t *testing.T) {
 	}()
 	// Shutdown must wait for the call; it cannot finish while the call is held.
 	// Poll with new calls until the server stops taking them.
-	deadline := time.Now().Add(wire.WaitTimeout)
-	for {
+	poll.UntilTrue(t, wire.WaitTimeout, "the shutting-down server refusing new calls", func() bool {
 		_, err := c.ActivateClient(context.Background(), connect.NewRequest(&api.ActivateClientRequest{ClientKey: "probe"}))
-		if err != nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("server still accepts new calls while shutting down")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return err != nil
+	})
 	select {
 	case err := <-shutdownDone:
 		t.Fatalf("Shutdown returned (%v) while a call was in flight", err)

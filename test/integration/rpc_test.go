@@ -12,6 +12,7 @@ import (
 	"github.com/yorkie-affinity/yorkie/api/yorkie/v1/v1connect"
 	"github.com/yorkie-affinity/yorkie/server"
 	"github.com/yorkie-affinity/yorkie/server/rpc"
+	"github.com/yorkie-affinity/yorkie/server/servertest/sdksim"
 	"github.com/yorkie-affinity/yorkie/server/servertest/wire"
 )
 
@@ -54,11 +55,7 @@ func TestActivateClient(t *testing.T) {
 func TestDeactivateClient(t *testing.T) {
 	forEachProtocol(t, func(t *testing.T, c v1connect.YorkieServiceClient, _ *server.Server) {
 		ctx := wire.Context(t)
-		a := newReplica(t, c)
-		b := newReplica(t, c)
-		docKey := wire.UniqueKey(t, "doc")
-		a.MustAttach(docKey)
-		b.MustAttach(docKey)
+		a, b, _ := attachedPair(t, c)
 		b.MustPushPull()
 		bw := b.Watch(t)
 		if got := bw.Next(t).GetInitialization(); got == nil {
@@ -89,10 +86,9 @@ func TestDeactivateClient(t *testing.T) {
 func TestUnknownClient(t *testing.T) {
 	forEachProtocol(t, func(t *testing.T, c v1connect.YorkieServiceClient, _ *server.Server) {
 		ctx := wire.Context(t)
-		owner := newReplica(t, c)
-		owner.MustAttach(wire.UniqueKey(t, "doc"))
+		owner := attachedReplica(t, c)
 
-		ghost := &wire.Replica{T: t, C: c, ID: unknownClientID, Seen: map[string]int{}, FailFast: true}
+		ghost := &wire.Replica{T: t, C: c, Client: sdksim.Client{ID: unknownClientID}, Seen: map[string]int{}, FailFast: true}
 		ghost.Actor, _ = hex.DecodeString(unknownClientID)
 		_, err := ghost.Attach(ctx, wire.UniqueKey(t, "doc"))
 		wantError(t, err, connect.CodeNotFound, rpc.CodeClientNotFound)
@@ -114,8 +110,7 @@ func TestUnknownClient(t *testing.T) {
 func TestMalformedRequests(t *testing.T) {
 	forEachProtocol(t, func(t *testing.T, c v1connect.YorkieServiceClient, _ *server.Server) {
 		ctx := wire.Context(t)
-		r := newReplica(t, c)
-		r.MustAttach(wire.UniqueKey(t, "doc"))
+		r := attachedReplica(t, c)
 		goodPack := &api.ChangePack{DocumentKey: r.DocKey, Checkpoint: &api.Checkpoint{ServerSeq: r.ServerSeq, ClientSeq: r.Acked}}
 
 		for _, id := range []string{"", "xyz", "abc", "0123456789ABCDEF01234567", strings.Repeat("ab", 100), "01 3"} {
@@ -178,8 +173,7 @@ func TestDocumentNotAttached(t *testing.T) {
 func TestClientSeqGap(t *testing.T) {
 	forEachProtocol(t, func(t *testing.T, c v1connect.YorkieServiceClient, _ *server.Server) {
 		ctx := wire.Context(t)
-		r := newReplica(t, c)
-		r.MustAttach(wire.UniqueKey(t, "doc"))
+		r := attachedReplica(t, c)
 		// Skip client_seq 2: the server stored 1 and is sent 3.
 		r.LastSeq++
 		r.Acked++
@@ -192,11 +186,7 @@ func TestClientSeqGap(t *testing.T) {
 func TestResentChangesStoredOnce(t *testing.T) {
 	forEachProtocol(t, func(t *testing.T, c v1connect.YorkieServiceClient, _ *server.Server) {
 		ctx := wire.Context(t)
-		docKey := wire.UniqueKey(t, "doc")
-		a := newReplica(t, c)
-		b := newReplica(t, c)
-		a.MustAttach(docKey)
-		b.MustAttach(docKey)
+		a, b, _ := attachedPair(t, c)
 
 		a.Edit(2) // client_seq 2 and 3
 		sent := append([]*api.Change(nil), a.Pending...)
@@ -276,11 +266,7 @@ func TestPushPullExchange(t *testing.T) {
 func TestVersionVectorOnEveryChange(t *testing.T) {
 	forEachProtocol(t, func(t *testing.T, c v1connect.YorkieServiceClient, _ *server.Server) {
 		ctx := wire.Context(t)
-		docKey := wire.UniqueKey(t, "doc")
-		a := newReplica(t, c)
-		b := newReplica(t, c)
-		a.MustAttach(docKey)
-		b.MustAttach(docKey)
+		a, b, _ := attachedPair(t, c)
 		// A presence-only change with no version vector at all.
 		ch := a.NewChange(map[string]string{"cursor": "1"})
 		ch.Id.VersionVector = nil
@@ -296,11 +282,7 @@ func TestVersionVectorOnEveryChange(t *testing.T) {
 func TestDetachDocument(t *testing.T) {
 	forEachProtocol(t, func(t *testing.T, c v1connect.YorkieServiceClient, _ *server.Server) {
 		ctx := wire.Context(t)
-		docKey := wire.UniqueKey(t, "doc")
-		a := newReplica(t, c)
-		b := newReplica(t, c)
-		a.MustAttach(docKey)
-		b.MustAttach(docKey)
+		a, b, _ := attachedPair(t, c)
 		clearSeq := a.LastSeq + 1
 		p, err := a.Detach(ctx)
 		wire.Must(t, err, "detach")
@@ -320,11 +302,7 @@ func TestDetachDocument(t *testing.T) {
 func TestRemoveDocument(t *testing.T) {
 	forEachProtocol(t, func(t *testing.T, c v1connect.YorkieServiceClient, _ *server.Server) {
 		ctx := wire.Context(t)
-		docKey := wire.UniqueKey(t, "doc")
-		a := newReplica(t, c)
-		b := newReplica(t, c)
-		a.MustAttach(docKey)
-		b.MustAttach(docKey)
+		a, b, docKey := attachedPair(t, c)
 		pack := a.Pack()
 		pack.IsRemoved = true
 		resp, err := c.RemoveDocument(ctx, connect.NewRequest(&api.RemoveDocumentRequest{
@@ -358,11 +336,7 @@ func TestRemoveDocument(t *testing.T) {
 // PushPull (the SDK re-sends unacknowledged changes), each stored once.
 func TestPackBeyondChangeLimit(t *testing.T) {
 	forEachProtocol(t, func(t *testing.T, c v1connect.YorkieServiceClient, _ *server.Server) {
-		docKey := wire.UniqueKey(t, "doc")
-		a := newReplica(t, c)
-		b := newReplica(t, c)
-		a.MustAttach(docKey)
-		b.MustAttach(docKey)
+		a, b, _ := attachedPair(t, c)
 		a.Edit(4) // client_seq 2 to 5
 		a.MustPushPull()
 		if a.Acked != 4 {
@@ -384,8 +358,7 @@ func TestPackBeyondChangeLimit(t *testing.T) {
 func TestOversizedRequest(t *testing.T) {
 	const limit = 2048
 	forEachProtocol(t, func(t *testing.T, c v1connect.YorkieServiceClient, _ *server.Server) {
-		r := newReplica(t, c)
-		r.MustAttach(wire.UniqueKey(t, "doc"))
+		r := attachedReplica(t, c)
 		ch := r.NewChange(nil)
 		ch.Message = strings.Repeat("x", 2*limit)
 		_, err := r.PushPull(wire.Context(t))
@@ -429,11 +402,7 @@ func TestReattach(t *testing.T) {
 		t.Run(how, func(t *testing.T) {
 			forEachProtocol(t, func(t *testing.T, c v1connect.YorkieServiceClient, _ *server.Server) {
 				ctx := wire.Context(t)
-				docKey := wire.UniqueKey(t, "doc")
-				a := newReplica(t, c)
-				b := newReplica(t, c)
-				a.MustAttach(docKey)
-				b.MustAttach(docKey)
+				a, b, docKey := attachedPair(t, c)
 				a.Edit(2)
 				a.MustPushPull()
 				lastSeq := a.LastSeq

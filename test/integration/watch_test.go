@@ -28,11 +28,7 @@ const (
 
 func TestWatch(t *testing.T) {
 	forEachProtocol(t, func(t *testing.T, c v1connect.YorkieServiceClient, _ *server.Server) {
-		docKey := wire.UniqueKey(t, "doc")
-		a := newReplica(t, c)
-		b := newReplica(t, c)
-		a.MustAttach(docKey)
-		b.MustAttach(docKey)
+		a, b, _ := attachedPair(t, c)
 
 		aw := a.Watch(t)
 		init := aw.Next(t).GetInitialization()
@@ -63,11 +59,7 @@ func TestWatch(t *testing.T) {
 
 func TestWatchDocument(t *testing.T) {
 	forEachProtocol(t, func(t *testing.T, c v1connect.YorkieServiceClient, _ *server.Server) {
-		docKey := wire.UniqueKey(t, "doc")
-		a := newReplica(t, c)
-		b := newReplica(t, c)
-		a.MustAttach(docKey)
-		b.MustAttach(docKey)
+		a, b, _ := attachedPair(t, c)
 
 		aw := a.WatchDocument(t)
 		init := aw.Next(t).GetInitialization()
@@ -89,8 +81,7 @@ func TestWatchDocument(t *testing.T) {
 
 func TestWatchErrors(t *testing.T) {
 	forEachProtocol(t, func(t *testing.T, c v1connect.YorkieServiceClient, _ *server.Server) {
-		a := newReplica(t, c)
-		a.MustAttach(wire.UniqueKey(t, "doc"))
+		a := attachedReplica(t, c)
 		doc := &api.ResourceDescriptor{Resource: &api.ResourceDescriptor_Document{
 			Document: &api.DocumentDescriptor{DocumentId: a.DocID},
 		}}
@@ -135,8 +126,7 @@ func TestShutdownEndsWatchWithUnavailable(t *testing.T) {
 		t.Run(p.String(), func(t *testing.T) {
 			srv := servertest.Start(t)
 			c := servertest.Client(t, srv, p)
-			a := newReplica(t, c)
-			a.MustAttach(wire.UniqueKey(t, "doc"))
+			a := attachedReplica(t, c)
 			aw := a.Watch(t)
 			if aw.Next(t).GetInitialization() == nil {
 				t.Fatalf("first message is not an initialization")
@@ -184,8 +174,7 @@ func TestHealthAndProfiling(t *testing.T) {
 
 	// A few calls so that the RPC metrics have samples.
 	c := servertest.Client(t, srv, servertest.ConnectJSON)
-	r := newReplica(t, c)
-	r.MustAttach(wire.UniqueKey(t, "doc"))
+	r := attachedReplica(t, c)
 	r.MustPushPull()
 	r.MustPushPull()
 	_, err := c.DeactivateClient(wire.Context(t), connect.NewRequest(&api.DeactivateClientRequest{ClientId: "zz"}))

@@ -15,9 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"go.mongodb.org/mongo-driver/mongo"
-	"go.mongodb.org/mongo-driver/mongo/options"
-
 	mongodb "github.com/yorkie-affinity/yorkie/server/backend/database/mongo"
 	"github.com/yorkie-affinity/yorkie/server/servertest/wire"
 	"github.com/yorkie-affinity/yorkie/test/testenv"
@@ -35,21 +32,7 @@ const killWindow = 5 * time.Second
 func mongoDatabase(t *testing.T) (uri, name string) {
 	t.Helper()
 	m := testenv.MongoURI(t)
-	if !m.Managed() {
-		t.Cleanup(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			c, err := mongo.Connect(ctx, options.Client().ApplyURI(m.URI))
-			if err != nil {
-				t.Logf("drop test database %s: %v", m.Database, err)
-				return
-			}
-			defer func() { _ = c.Disconnect(ctx) }()
-			if err := c.Database(m.Database).Drop(ctx); err != nil {
-				t.Logf("drop test database %s: %v", m.Database, err)
-			}
-		})
-	}
+	m.DropWhenDone(t, m.Database)
 	return m.URI, m.Database
 }
 

@@ -3,7 +3,6 @@ package multiprocess_test
 import (
 	"context"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"strconv"
@@ -35,7 +34,7 @@ func TestServesAgainAfterDescriptorExhaustion(t *testing.T) {
 	url := "http://127.0.0.1:" + strconv.Itoa(port)
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
-	if err := waitAnswering(ctx, url, p); err != nil {
+	if err := waitHealthy(ctx, url, p); err != nil {
 		t.Fatalf("server did not start: %v", err)
 	}
 
@@ -69,43 +68,12 @@ func TestServesAgainAfterDescriptorExhaustion(t *testing.T) {
 	conns = nil
 	closed := time.Now()
 
-	if err := waitAnswering(ctx, url, p); err != nil {
+	if err := waitHealthy(ctx, url, p); err != nil {
 		t.Fatalf("the server does not answer after the connections closed: %v\n%s", err, p.Output())
 	}
 	t.Logf("answering again %v after the idle connections closed", time.Since(closed).Round(time.Millisecond))
 	c := v1connect.NewYorkieServiceClient(http.DefaultClient, url)
 	if _, err := c.ActivateClient(ctx, connect.NewRequest(&api.ActivateClientRequest{ClientKey: "after-exhaustion"})); err != nil {
 		t.Fatalf("activate after the exhaustion: %v", err)
-	}
-}
-
-// waitAnswering polls GET /healthz until it answers 200, the process exits
-// or ctx ends.
-func waitAnswering(ctx context.Context, url string, p *testenv.Process) error {
-	hc := &http.Client{Timeout: time.Second}
-	defer hc.CloseIdleConnections()
-	var last error
-	for {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+"/healthz", nil)
-		if err != nil {
-			return err
-		}
-		resp, err := hc.Do(req)
-		if err == nil {
-			_, _ = io.Copy(io.Discard, resp.Body)
-			_ = resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-			err = fmt.Errorf("status %d", resp.StatusCode)
-		}
-		last = err
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%w (last: %v)", ctx.Err(), last)
-		case <-p.Exited():
-			return fmt.Errorf("the process exited (last: %v)", last)
-		case <-time.After(50 * time.Millisecond):
-		}
 	}
 }

@@ -186,11 +186,20 @@ func (s *Server) Alive() bool {
 // WaitHealthy polls GET /healthz until it answers 200, the process exits or
 // ctx ends.
 func (s *Server) WaitHealthy(ctx context.Context) error {
+	if err := waitHealthy(ctx, s.URL(), s.Process); err != nil {
+		return fmt.Errorf("%s not healthy: %w", s.Name, err)
+	}
+	return nil
+}
+
+// waitHealthy polls GET url/healthz until it answers 200, p exits or ctx
+// ends.
+func waitHealthy(ctx context.Context, url string, p *testenv.Process) error {
 	hc := &http.Client{Timeout: time.Second}
 	defer hc.CloseIdleConnections()
 	var last error
 	for {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.URL()+"/healthz", nil)
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+"/healthz", nil)
 		if err != nil {
 			return fmt.Errorf("health request: %w", err)
 		}
@@ -205,10 +214,10 @@ func (s *Server) WaitHealthy(ctx context.Context) error {
 		}
 		last = err
 		select {
-		case <-s.Process.Exited():
-			return fmt.Errorf("%s exited before it was healthy: %w", s.Name, last)
+		case <-p.Exited():
+			return fmt.Errorf("the process exited first: %w", last)
 		case <-ctx.Done():
-			return fmt.Errorf("%s not healthy: %w", s.Name, errors.Join(ctx.Err(), last))
+			return errors.Join(ctx.Err(), last)
 		case <-time.After(20 * time.Millisecond):
 		}
 	}

@@ -173,6 +173,24 @@ func (m *EtcdMember) Alive() bool {
 	}
 }
 
+// etcdStatus is what a member's maintenance status says of it; the v3 JSON
+// gateway prints 64-bit IDs as decimal strings.
+type etcdStatus struct {
+	Header struct {
+		MemberID string `json:"member_id"`
+	} `json:"header"`
+	Leader string `json:"leader"`
+}
+
+// status asks member m for its status.
+func (m *EtcdMember) status(ctx context.Context) (etcdStatus, error) {
+	var st etcdStatus
+	if err := getJSON(ctx, http.MethodPost, m.ClientURL+"/v3/maintenance/status", &st); err != nil {
+		return st, fmt.Errorf("status of %s: %w", m.Name, err)
+	}
+	return st, nil
+}
+
 // Leader returns the index in Members of the current leader, as reported by
 // a running member that knows one. It waits for an election until ctx ends.
 func (c *EtcdCluster) Leader(ctx context.Context) (int, error) {
@@ -182,15 +200,9 @@ func (c *EtcdCluster) Leader(ctx context.Context) (int, error) {
 			if !m.Alive() {
 				continue
 			}
-			// The v3 JSON gateway prints 64-bit IDs as decimal strings.
-			var st struct {
-				Header struct {
-					MemberID string `json:"member_id"`
-				} `json:"header"`
-				Leader string `json:"leader"`
-			}
-			if err := getJSON(ctx, http.MethodPost, m.ClientURL+"/v3/maintenance/status", &st); err != nil {
-				last = fmt.Errorf("status of %s: %w", m.Name, err)
+			st, err := m.status(ctx)
+			if err != nil {
+				last = err
 				continue
 			}
 			if st.Leader == "" || st.Leader == "0" {
@@ -219,12 +231,7 @@ func (c *EtcdCluster) indexOf(ctx context.Context, id string) int {
 		if !m.Alive() {
 			continue
 		}
-		var st struct {
-			Header struct {
-				MemberID string `json:"member_id"`
-			} `json:"header"`
-		}
-		if err := getJSON(ctx, http.MethodPost, m.ClientURL+"/v3/maintenance/status", &st); err == nil && st.Header.MemberID == id {
+		if st, err := m.status(ctx); err == nil && st.Header.MemberID == id {
 			return i
 		}
 	}

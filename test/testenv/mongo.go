@@ -12,6 +12,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	mongodrv "go.mongodb.org/mongo-driver/mongo"
+	"go.mongodb.org/mongo-driver/mongo/options"
 )
 
 // Environment variables that choose the MongoDB-wire server of the tests.
@@ -88,6 +91,28 @@ func (m *Mongo) NewDatabase() string {
 // Managed reports whether the test started the server itself, so that it may
 // stop and restart it.
 func (m *Mongo) Managed() bool { return m.bin != "" }
+
+// DropWhenDone drops database name when the test ends if the server is an
+// external one; a FerretDB started for the test goes with its data anyway.
+// A failed drop is logged: it leaves data behind but proves nothing wrong.
+func (m *Mongo) DropWhenDone(t testing.TB, name string) {
+	if m.Managed() {
+		return
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		c, err := mongodrv.Connect(ctx, options.Client().ApplyURI(m.URI))
+		if err != nil {
+			t.Logf("drop test database %s: %v", name, err)
+			return
+		}
+		defer func() { _ = c.Disconnect(ctx) }()
+		if err := c.Database(name).Drop(ctx); err != nil {
+			t.Logf("drop test database %s: %v", name, err)
+		}
+	})
+}
 
 // Stop kills the FerretDB started for the test; its data stays in StateDir.
 func (m *Mongo) Stop() {

@@ -112,7 +112,6 @@ func (s *Subscription) Err() error {
 	return s.err
 }
 
-
 // Close unsubscribes, announcing UNWATCHED to the other watchers when this was
 // the client's last subscription to the document. Safe to call repeatedly.
 func (s *Subscription) Close() { s.ps.end(s, nil, true) }

@@ -114,8 +114,8 @@ func (r *replica) style(t testing.TB, from, to int, attrs []TextAttr, remove ...
 
 func (r *replica) json() string { return string(r.text.JSON(nil)) }
 
-// checkSize compares the root's incremental live size with a fresh count, as far as the SDK
-// keeps them equal (no attributes removed, no tombstones split).
+// checkIndex fails unless the text's lookup index and linked list agree: every node
+// resolves to itself, the links run both ways, and the counts match.
 func checkIndex(t testing.TB, text *Text) {
 	t.Helper()
 	n := 0

@@ -165,7 +165,7 @@ func jsArrayIndex16(k []uint16) int64 {
 
 const hexDigits = "0123456789abcdef"
 
-// appendJSUnit writes one UTF-16 code unit (not part of a pair) as JSON.stringify does.
+// appendJSEscape writes one UTF-16 code unit (not part of a pair) as JSON.stringify does.
 func appendJSEscape(b []byte, c rune) []byte {
 	switch c {
 	case '"':

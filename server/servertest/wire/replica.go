@@ -2,7 +2,6 @@ package wire
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/hex"
 	"fmt"
 	"net/http"
@@ -13,15 +12,21 @@ import (
 
 	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
 	"github.com/yorkie-affinity/yorkie/api/yorkie/v1/v1connect"
+	"github.com/yorkie-affinity/yorkie/server/servertest/sdksim"
 )
 
-// Replica plays one SDK client of one document: it numbers its changes,
-// keeps every change the server has not acknowledged and sends them all again
-// on each PushPull, keeps the highest checkpoint it was given, and records
+// Replica plays one SDK client of one document over the wire: its
+// sdksim.Client numbers the changes, keeps every change the server has not
+// acknowledged and sends them all again on each PushPull, and keeps the
+// highest checkpoint it was given; the Replica adds the calls and records
 // what it pulled. Its state is exported so that a test can stage what a
 // misbehaving or unlucky client would send. It is used by one goroutine at a
 // time.
 type Replica struct {
+	// Client is the document-side state: ID, Actor, DocKey, the clocks and
+	// the pending changes.
+	sdksim.Client
+
 	// T is the test the replica belongs to; MustAttach and MustPushPull fail
 	// it, and so does a bad answer when FailFast is set.
 	T testing.TB
@@ -33,26 +38,11 @@ type Replica struct {
 	// cannot take it for the server's refusal.
 	FailFast bool
 
-	// Key and ID are the client's key and the ID the server gave it; Actor is
-	// the ID's bytes, the actor of its changes.
-	Key   string
-	ID    string
-	Actor []byte
+	// Key is the client's key.
+	Key string
+	// DocID names the attached document.
+	DocID string
 
-	// DocKey and DocID name the attached document.
-	DocKey string
-	DocID  string
-
-	// Lamport is the clock of the newest change made or pulled.
-	Lamport int64
-	// LastSeq is the client_seq of the newest local change.
-	LastSeq uint32
-	// Acked is the highest client_seq the server acknowledged.
-	Acked uint32
-	// ServerSeq is the highest server_seq the server sent.
-	ServerSeq int64
-	// Pending holds the local changes not acknowledged yet, in order.
-	Pending []*api.Change
 	// Generation counts the replica's attachments; every change is labelled
 	// with it (see Label), so that a change of an earlier attachment coming
 	// back, which a re-attaching client needs, is told apart from one it just
@@ -75,12 +65,11 @@ func Activate(ctx context.Context, c v1connect.YorkieServiceClient, key string) 
 	if err != nil {
 		return nil, fmt.Errorf("activate client %q: %w", key, err)
 	}
-	id := resp.Msg.GetClientId()
-	actor, err := hex.DecodeString(id)
+	state, err := sdksim.New(resp.Msg.GetClientId())
 	if err != nil {
-		return nil, fmt.Errorf("client ID %q is not hex: %w", id, err)
+		return nil, fmt.Errorf("activate client %q: %w", key, err)
 	}
-	return &Replica{C: c, Key: key, ID: id, Actor: actor, Header: resp.Header()}, nil
+	return &Replica{Client: *state, C: c, Key: key, Header: resp.Header()}, nil
 }
 
 // NewReplica activates a client of test t with a fresh key through c, failing
@@ -94,9 +83,7 @@ func NewReplica(t testing.TB, c v1connect.YorkieServiceClient) *Replica {
 }
 
 // ChangeKey names a change by its actor (hex) and client_seq.
-func ChangeKey(ch *api.Change) string {
-	return fmt.Sprintf("%s/%d", hex.EncodeToString(ch.GetId().GetActorId()), ch.GetId().GetClientSeq())
-}
+func ChangeKey(ch *api.Change) string { return sdksim.ChangeKey(ch) }
 
 // Label is the message of the replica's change with client_seq seq made in
 // attachment generation.
@@ -108,43 +95,23 @@ func (r *Replica) Label(generation int, seq uint32) string {
 // sets, so the document's keys name every change that made it in.
 func (r *Replica) SetKey(seq uint32) string { return fmt.Sprintf("%s-%d", r.ID, seq) }
 
-// NewChange records a local change the way the SDK builds one: the next
-// client_seq and lamport and a version vector of the replica's own clock,
-// with a presence PUT when presence is not nil and otherwise one Set of
-// SetKey(client_seq) on the root object.
+// NewChange records a local change the way the SDK builds one (see
+// sdksim.Client): a presence PUT when presence is not nil and otherwise one
+// Set of SetKey(client_seq) on the root object, labelled with Label.
 func (r *Replica) NewChange(presence map[string]string) *api.Change {
-	r.Lamport++
-	r.LastSeq++
-	ch := &api.Change{Message: r.Label(r.Generation, r.LastSeq), Id: &api.ChangeID{
-		ClientSeq:     r.LastSeq,
-		Lamport:       r.Lamport,
-		ActorId:       r.Actor,
-		VersionVector: &api.VersionVector{Vector: map[string]int64{base64.StdEncoding.EncodeToString(r.Actor): r.Lamport}},
-	}}
+	var ch *api.Change
 	if presence != nil {
-		ch.PresenceChange = &api.PresenceChange{
-			Type:     api.PresenceChange_CHANGE_TYPE_PUT,
-			Presence: &api.Presence{Data: presence},
-		}
+		ch = r.NewPresence(presence)
 	} else {
-		ch.Operations = []*api.Operation{{Body: &api.Operation_Set_{Set: &api.Operation_Set{
-			ParentCreatedAt: RootTicket(),
-			Key:             r.SetKey(r.LastSeq),
-			Value: &api.JSONElementSimple{
-				CreatedAt: &api.TimeTicket{Lamport: r.Lamport, ActorId: r.Actor},
-				Type:      api.ValueType_VALUE_TYPE_INTEGER,
-				Value:     []byte{byte(r.LastSeq), byte(r.LastSeq >> 8), byte(r.LastSeq >> 16), byte(r.LastSeq >> 24)},
-			},
-			ExecutedAt: &api.TimeTicket{Lamport: r.Lamport, ActorId: r.Actor},
-		}}}}
+		ch = r.NewSet(r.SetKey(r.LastSeq + 1))
 	}
-	r.Pending = append(r.Pending, ch)
+	ch.Message = r.Label(r.Generation, r.LastSeq)
 	return ch
 }
 
 // RootTicket is the creation ticket of a document's root object, as the SDK
 // writes it: lamport 0 and the all-zero initial actor.
-func RootTicket() *api.TimeTicket { return &api.TimeTicket{ActorId: make([]byte, 12)} }
+func RootTicket() *api.TimeTicket { return sdksim.RootTicket() }
 
 // Edit records n operation changes.
 func (r *Replica) Edit(n int) {
@@ -153,21 +120,9 @@ func (r *Replica) Edit(n int) {
 	}
 }
 
-// Pack is the change pack the SDK would send now: every pending change and
-// the checkpoint it holds.
-func (r *Replica) Pack() *api.ChangePack {
-	return &api.ChangePack{
-		DocumentKey: r.DocKey,
-		Checkpoint:  &api.Checkpoint{ServerSeq: r.ServerSeq, ClientSeq: r.Acked + uint32(len(r.Pending))},
-		Changes:     r.Pending,
-	}
-}
-
-// Absorb takes in an answer's change pack: acknowledged changes leave
-// Pending, the checkpoint only rises, and Lamport follows the pulled changes.
-// It reports an answer without a checkpoint, one acknowledging a change the
-// replica never made, and a pulled change that lacks a version vector or is
-// one the replica sent in its current attachment.
+// Absorb takes in an answer's change pack (see sdksim.Client.Absorb) and
+// records what it pulled. Besides what sdksim reports, it reports a pulled
+// change the replica sent in its current attachment.
 func (r *Replica) Absorb(p *api.ChangePack) error {
 	if err := r.absorb(p); err != nil {
 		if r.FailFast && r.T != nil {
@@ -180,22 +135,7 @@ func (r *Replica) Absorb(p *api.ChangePack) error {
 }
 
 func (r *Replica) absorb(p *api.ChangePack) error {
-	if p == nil || p.GetCheckpoint() == nil {
-		return fmt.Errorf("client %s: answer has no change pack with a checkpoint", r.ID)
-	}
-	cp := p.GetCheckpoint()
-	if cp.GetClientSeq() > r.LastSeq {
-		return fmt.Errorf("client %s: server acknowledged client_seq %d, newest change is %d", r.ID, cp.GetClientSeq(), r.LastSeq)
-	}
-	r.Acked = max(r.Acked, cp.GetClientSeq())
-	r.ServerSeq = max(r.ServerSeq, cp.GetServerSeq())
-	kept := r.Pending[:0]
-	for _, ch := range r.Pending {
-		if ch.GetId().GetClientSeq() > r.Acked {
-			kept = append(kept, ch)
-		}
-	}
-	r.Pending = kept
+	pulled, absorbErr := r.Client.Absorb(p)
 	if r.Pulled == nil {
 		r.Pulled = map[string]*api.Change{}
 	}
@@ -205,21 +145,17 @@ func (r *Replica) absorb(p *api.ChangePack) error {
 	if r.ByLabel == nil {
 		r.ByLabel = map[string]int{}
 	}
-	for _, ch := range p.GetChanges() {
-		key := ChangeKey(ch)
-		if hex.EncodeToString(ch.GetId().GetActorId()) == r.ID &&
-			strings.HasPrefix(ch.GetMessage(), fmt.Sprintf("%s#%d/", r.ID, r.Generation)) {
+	own := fmt.Sprintf("%s#%d/", r.ID, r.Generation)
+	for _, ch := range pulled {
+		if hex.EncodeToString(ch.GetId().GetActorId()) == r.ID && strings.HasPrefix(ch.GetMessage(), own) {
 			return fmt.Errorf("client %s: was sent back its own change %d", r.ID, ch.GetId().GetClientSeq())
 		}
+		key := ChangeKey(ch)
 		r.ByLabel[ch.GetMessage()]++
-		if ch.GetId().GetVersionVector() == nil {
-			return fmt.Errorf("client %s: pulled change %s has no version vector", r.ID, key)
-		}
-		r.Lamport = max(r.Lamport, ch.GetId().GetLamport())
 		r.Seen[key]++
 		r.Pulled[key] = ch
 	}
-	return nil
+	return absorbErr
 }
 
 // Attach attaches docKey with the SDK's initial presence change, which names
@@ -234,8 +170,7 @@ func (r *Replica) Attach(ctx context.Context, docKey string) (*api.AttachDocumen
 // checkpoints and numbers its changes from 1 again.
 func (r *Replica) AttachWith(ctx context.Context, docKey string, presence map[string]string) (*api.AttachDocumentResponse, error) {
 	r.Generation++
-	r.LastSeq, r.Acked, r.ServerSeq, r.Lamport, r.Pending = 0, 0, 0, 0, nil
-	r.DocKey = docKey
+	r.Attached(docKey)
 	if presence != nil {
 		r.NewChange(presence)
 	}
@@ -305,9 +240,8 @@ func (r *Replica) MustPushPull() *api.ChangePack {
 
 // Detach detaches the document with a presence CLEAR change, like the SDK.
 func (r *Replica) Detach(ctx context.Context) (*api.ChangePack, error) {
-	ch := r.NewChange(nil)
-	ch.Operations = nil
-	ch.PresenceChange = &api.PresenceChange{Type: api.PresenceChange_CHANGE_TYPE_CLEAR}
+	ch := r.NewClear()
+	ch.Message = r.Label(r.Generation, r.LastSeq)
 	resp, err := r.C.DetachDocument(ctx, connect.NewRequest(&api.DetachDocumentRequest{
 		ClientId:   r.ID,
 		DocumentId: r.DocID,

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/yorkie-affinity/yorkie/server/servertest/poll"
 	"github.com/yorkie-affinity/yorkie/server/sessionstore"
 	"github.com/yorkie-affinity/yorkie/test/testenv"
 )
@@ -116,20 +117,23 @@ func (p *failoverProxy) close() {
 	p.wg.Wait()
 }
 
+// waitReplicated waits until key exists on replica.
+func waitReplicated(t *testing.T, replica *testenv.Redis, key string) {
+	t.Helper()
+	poll.UntilTrue(t, 10*time.Second, "registration "+key+" replicated", func() bool {
+		return replica.MustCommand(t, "EXISTS", key) == "1"
+	})
+}
+
 // waitReplicaSynced waits until replica reports its link to the master up.
 func waitReplicaSynced(t *testing.T, replica *testenv.Redis) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		info := replica.MustCommand(t, "INFO", "replication")
-		if strings.Contains(info, "master_link_status:up") {
-			return
+	poll.Until(t, 10*time.Second, "replica "+replica.Addr+" synced", func() error {
+		if info := replica.MustCommand(t, "INFO", "replication"); !strings.Contains(info, "master_link_status:up") {
+			return fmt.Errorf("replication info:\n%s", info)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("replica %s not synced within 10s:\n%s", replica.Addr, info)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // failoverRun is what one failover run observed.
@@ -171,13 +175,7 @@ func runFailover(t *testing.T, viaWithConn, keepConn bool) failoverRun {
 	owner := lease.Member()
 	// The owner's registration must be on the replica before it takes over.
 	memberKey := s.memberKey(owner)
-	deadline := time.Now().Add(10 * time.Second)
-	for replica.MustCommand(t, "EXISTS", memberKey) != "1" {
-		if time.Now().After(deadline) {
-			t.Fatalf("registration %s not replicated within 10s", memberKey)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitReplicated(t, replica, memberKey)
 
 	var (
 		switched   atomic.Bool
@@ -411,9 +409,7 @@ func TestLeaseSurvivesFailover(t *testing.T) {
 	}
 	warm.Wait()
 	memberKey := s.memberKey(lease.Member())
-	for replica.MustCommand(t, "EXISTS", memberKey) != "1" {
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitReplicated(t, replica, memberKey)
 
 	replica.MustCommand(t, "REPLICAOF", "NO", "ONE")
 	proxy.Repoint(replica.Addr)

@@ -3,12 +3,14 @@ package redis
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/mediocregopher/radix/v4"
 
+	"github.com/yorkie-affinity/yorkie/server/servertest/poll"
 	"github.com/yorkie-affinity/yorkie/server/sessionstore"
 	"github.com/yorkie-affinity/yorkie/test/testenv"
 )
@@ -110,16 +112,24 @@ func TestReadOnlyReplyReplacesConnection(t *testing.T) {
 	}
 }
 
+// demotedStore returns a store with a single pooled connection, already
+// open, to a server that has just become a replica of another, the
+// connection's client ID on that server and a context for the test.
+func demotedStore(t *testing.T) (*Store, context.Context, int64) {
+	t.Helper()
+	other := testenv.StartRedis(t)
+	r := testenv.StartRedis(t)
+	s := newTestStore(t, r.Addr, Config{PoolSize: 1})
+	first := clientID(t, s)
+	r.MustCommand(t, "REPLICAOF", "127.0.0.1", strconv.Itoa(other.Port))
+	return s, ctxT(t), first
+}
+
 // TestReadOnlyInsideCallbackIsDiscardedEvenIfSwallowed runs a write through
 // radix.WithConn whose callback ignores the error: the guard closed the
 // connection, so its next use fails and radix discards it then.
 func TestReadOnlyInsideCallbackIsDiscardedEvenIfSwallowed(t *testing.T) {
-	other := testenv.StartRedis(t)
-	r := testenv.StartRedis(t)
-	s := newTestStore(t, r.Addr, Config{PoolSize: 1})
-	ctx := ctxT(t)
-	first := clientID(t, s)
-	r.MustCommand(t, "REPLICAOF", "127.0.0.1", strconv.Itoa(other.Port))
+	s, ctx, first := demotedStore(t)
 	var writeErr error
 	err := s.pool.Do(ctx, radix.WithConn("", func(ctx context.Context, c radix.Conn) error {
 		writeErr = c.Do(ctx, radix.Cmd(nil, "SET", "k", "v"))
@@ -134,21 +144,14 @@ func TestReadOnlyInsideCallbackIsDiscardedEvenIfSwallowed(t *testing.T) {
 	}
 	// The first command on the closed connection fails; after that the pool
 	// has a new one.
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	poll.Until(t, 5*time.Second, "a new connection", func() error {
 		var id int64
 		err := s.do(ctx, radix.Cmd(&id, "CLIENT", "ID"))
-		if err == nil && id != first {
-			break
-		}
 		if err == nil && id == first {
 			t.Fatalf("the connection that answered READONLY is still in use")
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no new connection within 5s: %v", err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return err
+	})
 }
 
 // TestLeaseEndsWhenRedisIsGone kills the server under a live lease: calls fail
@@ -213,12 +216,7 @@ func TestMalformedRecords(t *testing.T) {
 // TestReadOnlyOnBlockingCommand: radix runs blocking commands on a connection
 // of their own, like WithConn; a READONLY answer there replaces it too.
 func TestReadOnlyOnBlockingCommand(t *testing.T) {
-	other := testenv.StartRedis(t)
-	r := testenv.StartRedis(t)
-	s := newTestStore(t, r.Addr, Config{PoolSize: 1})
-	ctx := ctxT(t)
-	first := clientID(t, s)
-	r.MustCommand(t, "REPLICAOF", "127.0.0.1", strconv.Itoa(other.Port))
+	s, ctx, first := demotedStore(t)
 	err := s.pool.Do(ctx, radix.Cmd(nil, "BRPOPLPUSH", "from", "to", "1"))
 	var ro *ReadOnlyError
 	if !errors.As(err, &ro) {
@@ -262,13 +260,12 @@ func TestWaitersAllGetTheConnectionBack(t *testing.T) {
 	// Once this many tries have been withdrawn (each after 50ms of waiting),
 	// every caller has long been waiting. Without the withdrawal, radix
 	// would wake only one of them and the rest would hit their deadline.
-	deadline := time.Now().Add(5 * time.Second)
-	for s.withdrawnTries.Load() < callers {
-		if time.Now().After(deadline) {
-			t.Fatalf("only %d tries withdrawn within 5s, want %d", s.withdrawnTries.Load(), callers)
+	poll.Until(t, 5*time.Second, "every caller's try withdrawn", func() error {
+		if n := s.withdrawnTries.Load(); n < callers {
+			return fmt.Errorf("%d tries withdrawn, want %d", n, callers)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 	close(release)
 	if err := <-holderDone; err != nil {
 		t.Fatalf("holder: %v", err)

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/yorkie-affinity/yorkie/server/servertest/poll"
 	"github.com/yorkie-affinity/yorkie/server/sessionstore"
 )
 
@@ -91,12 +92,7 @@ func (s *suite) testConcurrentClaimersAgree(t *testing.T) {
 		rounds     = 4
 	)
 	ns := namespace(t)
-	cs := make([]sessionstore.Store, clients)
-	ls := make([]sessionstore.Lease, clients)
-	for i := range cs {
-		cs[i] = s.client(t)
-		ls[i] = s.register(t, cs[i], fmt.Sprintf("%s-n%d:1", ns, i))
-	}
+	cs, ls := s.nodes(t, ns, clients)
 	for r := range rounds {
 		role := fmt.Sprintf("%s/role-%d", ns, r)
 		results, errs := race(clients, goroutines, func(i int) (sessionstore.Member, error) {
@@ -120,11 +116,9 @@ func (s *suite) testConcurrentClaimersAgree(t *testing.T) {
 }
 
 func (s *suite) testRoleEndsWithRevokedLease(t *testing.T) {
-	c1, c2 := s.client(t), s.client(t)
-	ns := namespace(t)
+	c1, c2, ns, a, lb := s.twoNodes(t)
 	role := ns + "/housekeeping"
-	a := s.register(t, c1, ns+"-a:1")
-	b := s.register(t, c2, ns+"-b:1").Member()
+	b := lb.Member()
 	wantHolder(t, c1, role, a.Member(), a.Member())
 	if err := a.Revoke(opCtx(t)); err != nil {
 		t.Fatalf("Revoke: %v", err)
@@ -136,24 +130,22 @@ func (s *suite) testRoleEndsWithExpiredLease(t *testing.T) {
 	if s.cfg.Expire == nil {
 		t.Skip("Config.Expire is nil")
 	}
-	c1, c2 := s.client(t), s.client(t)
-	ns := namespace(t)
+	c1, c2, ns, a, lb := s.twoNodes(t)
 	role := ns + "/housekeeping"
-	a := s.register(t, c1, ns+"-a:1")
-	b := s.register(t, c2, ns+"-b:1").Member()
+	b := lb.Member()
 	wantHolder(t, c1, role, a.Member(), a.Member())
 
 	s.cfg.Expire(t, c1, a)
-	eventually(t, s.lossDeadline(), "takeover of "+role, func() (bool, string) {
+	poll.Until(t, s.lossDeadline(), "takeover of "+role, func() error {
 		got := mustClaim(t, c2, role, b)
 		switch got {
 		case b:
-			return true, ""
+			return nil
 		case a.Member():
-			return false, fmt.Sprintf("still held by %+v", got)
+			return fmt.Errorf("still held by %+v", got)
 		}
 		t.Fatalf("Claim = %+v: neither the expired holder nor the claimant", got)
-		return false, ""
+		return nil
 	})
 	wantHolder(t, c1, role, b, b)
 }

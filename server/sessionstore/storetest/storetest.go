@@ -18,8 +18,10 @@
 //     What is honest per backend: the memory store calls its fault-injection
 //     hook (Store.ExpireLease, which ends the lease at once); the etcd store
 //     stops the lease's keepalive and lets the server expire it, rather than
-//     revoking it, which would test Revoke a second time; a Redis store stops
-//     its renewal loop and lets the member key's TTL run out. The suite then
+//     revoking it, which would test Revoke a second time; the Redis test
+//     deletes the member key through a connection of its own, as if its TTL
+//     had run out while the node was cut off, and the store's next renewal
+//     finds it gone and ends the lease. The suite then
 //     expects, within 2*TTL + 2s, Done closed, the member gone from Members
 //     and reported as MemberLeft, and its bindings free for takeover with a
 //     larger epoch.
@@ -41,6 +43,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/yorkie-affinity/yorkie/server/servertest/poll"
 	"github.com/yorkie-affinity/yorkie/server/sessionstore"
 )
 
@@ -50,9 +53,10 @@ type Config struct {
 	New func(t *testing.T) sessionstore.Store
 	// TTL is the lease TTL the suite uses (the smallest the backend supports well: memory 300ms, redis 1s, etcd 2s).
 	TTL time.Duration
-	// Expire stops the renewal of lease l, registered through client s, so
-	// that the lease runs out its TTL as if its node were partitioned away.
-	// Optional: the subtests that need it skip when it is nil.
+	// Expire ends lease l, registered through client s, as the backend ends
+	// the lease of a node partitioned away: at once, or once its TTL runs
+	// out (see the package comment). Optional: the subtests that need it
+	// skip when it is nil.
 	Expire func(t *testing.T, s sessionstore.Store, l sessionstore.Lease)
 }
 
@@ -121,6 +125,27 @@ func opCtx(t *testing.T) context.Context {
 }
 
 // register registers addr on c and revokes the lease when the test ends.
+// twoNodes returns two clients, as two nodes, the subtest's namespace, and a
+// lease registered on each (a on c1, b on c2).
+func (s *suite) twoNodes(t *testing.T) (c1, c2 sessionstore.Store, ns string, a, b sessionstore.Lease) {
+	t.Helper()
+	c1, c2 = s.client(t), s.client(t)
+	ns = namespace(t)
+	return c1, c2, ns, s.register(t, c1, ns+"-a:1"), s.register(t, c2, ns+"-b:1")
+}
+
+// nodes returns n clients, as n nodes, each with a lease of its own in ns.
+func (s *suite) nodes(t *testing.T, ns string, n int) ([]sessionstore.Store, []sessionstore.Lease) {
+	t.Helper()
+	cs := make([]sessionstore.Store, n)
+	ls := make([]sessionstore.Lease, n)
+	for i := range cs {
+		cs[i] = s.client(t)
+		ls[i] = s.register(t, cs[i], fmt.Sprintf("%s-n%d:1", ns, i))
+	}
+	return cs, ls
+}
+
 func (s *suite) register(t *testing.T, c sessionstore.Store, addr string) sessionstore.Lease {
 	t.Helper()
 	l, err := c.Register(opCtx(t), addr, s.cfg.TTL)
@@ -207,23 +232,6 @@ func memberSet(ls ...sessionstore.Lease) []sessionstore.Member {
 	}
 	sortMembers(ms)
 	return ms
-}
-
-// eventually polls cond until it holds or d has passed, then fails with the
-// last reason cond gave.
-func eventually(t *testing.T, d time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		ok, why := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v: %s", what, d, why)
-		}
-		time.Sleep(25 * time.Millisecond)
-	}
 }
 
 func isClosed(ch <-chan struct{}) bool {
@@ -336,12 +344,7 @@ func (s *suite) testConcurrentBindersAgree(t *testing.T) {
 		keys       = 6
 	)
 	ns := namespace(t)
-	cs := make([]sessionstore.Store, clients)
-	ls := make([]sessionstore.Lease, clients)
-	for i := range cs {
-		cs[i] = s.client(t)
-		ls[i] = s.register(t, cs[i], fmt.Sprintf("%s-n%d:1", ns, i))
-	}
+	cs, ls := s.nodes(t, ns, clients)
 	isMember := func(m sessionstore.Member) bool {
 		return slices.ContainsFunc(ls, func(l sessionstore.Lease) bool { return l.Member() == m })
 	}
@@ -372,10 +375,7 @@ func (s *suite) testConcurrentBindersAgree(t *testing.T) {
 }
 
 func (s *suite) testEpochsOnlyGrow(t *testing.T) {
-	c1, c2 := s.client(t), s.client(t)
-	ns := namespace(t)
-	a := s.register(t, c1, ns+"-a:1")
-	b := s.register(t, c2, ns+"-b:1")
+	c1, c2, ns, a, b := s.twoNodes(t)
 	k1, k2, k3 := ns+"/doc-1", ns+"/doc-2", ns+"/doc-3"
 
 	var last int64
@@ -417,10 +417,7 @@ func (s *suite) testEpochsOnlyGrow(t *testing.T) {
 }
 
 func (s *suite) testReleaseByNonOwner(t *testing.T) {
-	c1, c2 := s.client(t), s.client(t)
-	ns := namespace(t)
-	a := s.register(t, c1, ns+"-a:1")
-	b := s.register(t, c2, ns+"-b:1")
+	c1, c2, ns, a, b := s.twoNodes(t)
 	key := ns + "/doc"
 
 	x := mustBind(t, c1, key, a.Member())
@@ -449,10 +446,7 @@ func (s *suite) testReleaseByNonOwner(t *testing.T) {
 }
 
 func (s *suite) testRenewedLeaseOutlivesTTL(t *testing.T) {
-	c1, c2 := s.client(t), s.client(t)
-	ns := namespace(t)
-	a := s.register(t, c1, ns+"-a:1")
-	b := s.register(t, c2, ns+"-b:1")
+	c1, c2, ns, a, b := s.twoNodes(t)
 	key := ns + "/doc"
 	x := mustBind(t, c1, key, a.Member())
 
@@ -475,10 +469,7 @@ func (s *suite) testRenewedLeaseOutlivesTTL(t *testing.T) {
 }
 
 func (s *suite) testRevokeEndsLeaseAndBindings(t *testing.T) {
-	c1, c2 := s.client(t), s.client(t)
-	ns := namespace(t)
-	a := s.register(t, c1, ns+"-a:1")
-	b := s.register(t, c2, ns+"-b:1")
+	c1, c2, ns, a, b := s.twoNodes(t)
 	key := ns + "/doc"
 	x := mustBind(t, c1, key, a.Member())
 
@@ -509,19 +500,19 @@ func (s *suite) testRevokeEndsLeaseAndBindings(t *testing.T) {
 func (s *suite) wantTakeover(t *testing.T, c sessionstore.Store, key string, x sessionstore.Binding, b sessionstore.Member) sessionstore.Binding {
 	t.Helper()
 	var y sessionstore.Binding
-	eventually(t, s.lossDeadline(), "takeover of "+key, func() (bool, string) {
+	poll.Until(t, s.lossDeadline(), "takeover of "+key, func() error {
 		got, err := c.Bind(opCtx(t), key, b)
 		if err != nil {
 			t.Fatalf("Bind while waiting for takeover: %v", err)
 		}
 		if got == x {
-			return false, fmt.Sprintf("still bound to %+v", x)
+			return fmt.Errorf("still bound to %+v", x)
 		}
 		if got.Owner != b || got.Epoch <= x.Epoch {
 			t.Fatalf("Bind = %+v: neither the old binding %+v nor a takeover by %+v with a larger epoch", got, x, b)
 		}
 		y = got
-		return true, ""
+		return nil
 	})
 	wantResolve(t, c, key, y)
 	return y
@@ -605,9 +596,11 @@ func (s *suite) testMembersListsLiveOnes(t *testing.T) {
 		return
 	}
 	s.cfg.Expire(t, c3, c)
-	eventually(t, s.lossDeadline(), "expired member leaves Members", func() (bool, string) {
-		got, want := members(t, c1, ns), memberSet(a, a2)
-		return slices.Equal(got, want), fmt.Sprintf("Members = %+v, want %+v", got, want)
+	poll.Until(t, s.lossDeadline(), "expired member leaves Members", func() error {
+		if got, want := members(t, c1, ns), memberSet(a, a2); !slices.Equal(got, want) {
+			return fmt.Errorf("members %+v, want %+v", got, want)
+		}
+		return nil
 	})
 }
 

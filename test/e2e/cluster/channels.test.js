@@ -15,8 +15,8 @@ const yorkie = require('@yorkie-js/sdk');
 
 const { Session } = require('../lib/session');
 const { waitFor, waitForEvent, withTimeout } = require('../lib/wait');
-const { skipUnlessPresent, startFerretDB, startSessionStore } = require('./lib/processes');
-const { YorkieCluster } = require('./lib/yorkie-cluster');
+const { skipUnlessPresent } = require('./lib/processes');
+const { startEtcdCluster } = require('./lib/yorkie-cluster');
 const { startBalancer } = require('./lib/balancer');
 const { startRoutingHAProxy } = require('./lib-redirect/haproxy');
 const { installSessionKeyFetch } = require('../../../clients/js/session-key');
@@ -43,19 +43,11 @@ test(
     let lb;
     let session;
     try {
-      const ferret = await startFerretDB();
-      cleanups.push(() => ferret.stop());
-      const store = await startSessionStore('etcd');
-      cleanups.push(() => store.stop());
-      cluster = new YorkieCluster({
-        storeArgs: store.args,
-        mongoURI: ferret.uri,
-        database: `channels-${crypto.randomBytes(4).toString('hex')}`,
-        nodeTTL: '2s',
+      cluster = await startEtcdCluster({
+        cleanups,
+        name: 'channels',
         extraArgs: ['--affinity-mode', 'forward', '--channel-session-ttl', `${TTL_S}s`],
       });
-      cleanups.push(() => cluster.stop());
-      await cluster.start(3);
       lb = await startBalancer({ servers: cluster.nodes });
       cleanups.push(() => lb.stop());
 
@@ -149,19 +141,11 @@ test(
     const uninstall = installSessionKeyFetch();
     cleanups.push(async () => uninstall());
     try {
-      const ferret = await startFerretDB();
-      cleanups.push(() => ferret.stop());
-      const store = await startSessionStore('etcd');
-      cleanups.push(() => store.stop());
-      cluster = new YorkieCluster({
-        storeArgs: store.args,
-        mongoURI: ferret.uri,
-        database: `channels-redirect-${crypto.randomBytes(4).toString('hex')}`,
-        nodeTTL: '2s',
+      cluster = await startEtcdCluster({
+        cleanups,
+        name: 'channels-redirect',
         extraArgs: ['--affinity-mode', 'redirect'],
       });
-      cleanups.push(() => cluster.stop());
-      await cluster.start(3);
       const lb = await startRoutingHAProxy({ nodes: cluster.nodes.map((n) => n.hostPort) });
       cleanups.push(() => lb.stop());
 

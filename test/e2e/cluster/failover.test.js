@@ -16,7 +16,7 @@ const { waitFor } = require('../lib/wait');
 const { NodeSet, metricSum } = require('./lib-redirect/nodes');
 const { startRedisPair, info } = require('./lib-redirect/redis-pair');
 const { startTcpSwitch } = require('./lib-redirect/tcp-switch');
-const { DocGroup, runEditors } = require('./lib-redirect/workload');
+const { DocGroup, runEditors, editRound } = require('./lib-redirect/workload');
 
 const EDIT_INTERVAL_MS = 500;
 
@@ -66,17 +66,6 @@ async function clientCommands(addr) {
   return sum;
 }
 
-async function editRound(groups, n, what) {
-  const editors = groups.flatMap((g) => g.editors);
-  const start = new Map(editors.map((e) => [e, e.count]));
-  const run = runEditors(groups, { intervalMs: EDIT_INTERVAL_MS });
-  try {
-    await waitFor(() => editors.every((e) => e.count >= start.get(e) + n), { what: `${what}: ${n} edits by every client`, timeoutMs: 60000 });
-  } finally {
-    run.stop();
-  }
-  for (const g of groups) await g.waitConverged({ timeoutMs: 30000 });
-}
 
 test(
   'redis failover behind a repointed address: the cluster keeps serving without a restart',
@@ -118,7 +107,7 @@ test(
         await g.attach(session, [clients[d], clients[d + 1], clients[d + 2]]);
         groups.push(g);
       }
-      await editRound(groups, 3, 'before the failover');
+      await editRound(groups, 3, 'before the failover', { intervalMs: EDIT_INTERVAL_MS });
       const pids = nodes.nodes.map((n) => n.pid);
       const before = await healthOf(nodes);
       const controlBefore = await storeHealth(control, controlNode);
@@ -151,7 +140,7 @@ test(
         await g.attach(session, [clients[j], clients[j + 3]], { retryUnavailable: true });
         fresh.push(g);
       }
-      await editRound([...groups, ...fresh], 3, 'after the failover with new documents');
+      await editRound([...groups, ...fresh], 3, 'after the failover with new documents', { intervalMs: EDIT_INTERVAL_MS });
 
       // Recovery: the store errors stop. Wait for a quiet stretch in which
       // the new master ran at least 60 commands from the nodes and no node

@@ -20,6 +20,7 @@ const { waitConverged, waitPresences, waitPushed } = require('../lib/replicas');
 const { waitFor } = require('../lib/wait');
 const { skipUnlessPresent, startFerretDB, startSessionStore } = require('./lib/processes');
 const { YorkieCluster } = require('./lib/yorkie-cluster');
+const { EditLoop } = require('./lib/edit-loop');
 const { startBalancer, probePlacement } = require('./lib/balancer');
 const wireLog = require('./lib/wire-log').install();
 const {
@@ -45,8 +46,9 @@ const results = {};
  * One client editing one document until stopped: object keys, a counter,
  * a text and its presence, in turn; remembers everything it did.
  */
-class Editor {
+class Editor extends EditLoop {
   constructor({ label, client, doc }) {
+    super(EDIT_PAUSE_MS);
     this.label = label;
     this.client = client;
     this.doc = doc;
@@ -55,9 +57,6 @@ class Editor {
     this.increments = 0;
     this.tokens = [];
     this.presence = null;
-    this.stopped = false;
-    this.error = null;
-    this.loop = null;
   }
 
   editOnce() {
@@ -91,27 +90,6 @@ class Editor {
         this.tokens.push(token);
       }
     }
-  }
-
-  start() {
-    this.loop = (async () => {
-      while (!this.stopped) {
-        try {
-          this.editOnce();
-        } catch (err) {
-          this.error = err;
-          return;
-        }
-        // The pace of a person typing; nothing waits on it.
-        const [lo, hi] = EDIT_PAUSE_MS;
-        await delay(lo + Math.random() * (hi - lo));
-      }
-    })();
-  }
-
-  async stop() {
-    this.stopped = true;
-    await this.loop;
   }
 }
 

@@ -14,15 +14,15 @@
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const crypto = require('node:crypto');
-const { setTimeout: delay } = require('node:timers/promises');
 const yorkie = require('@yorkie-js/sdk');
 
 const { Session, singleTarget } = require('../lib/session');
 const { waitConverged, waitPushed } = require('../lib/replicas');
 const { waitFor } = require('../lib/wait');
 const { documentView, assertRootIs } = require('../lib/admin');
-const { skipUnlessPresent, startFerretDB, startSessionStore } = require('./lib/processes');
-const { YorkieCluster } = require('./lib/yorkie-cluster');
+const { skipUnlessPresent } = require('./lib/processes');
+const { startEtcdCluster } = require('./lib/yorkie-cluster');
+const { EditLoop } = require('./lib/edit-loop');
 const { startBalancer } = require('./lib/balancer');
 const wireLog = require('./lib/wire-log').install();
 const { ownerTimeline, recoveryTimes, percentile } = require('./lib/checks');
@@ -67,9 +67,10 @@ const attaches = [];
 }
 
 /** One client editing until stopped: object keys, a counter, text, a tree and a list, in turn. */
-class Editor {
+class Editor extends EditLoop {
   constructor({ label, client, doc }) {
-    Object.assign(this, { label, client, doc, count: 0, keys: [], increments: 0, tokens: [], error: null, stopped: false });
+    super(EDIT_PAUSE_MS);
+    Object.assign(this, { label, client, doc, count: 0, keys: [], increments: 0, tokens: [] });
   }
 
   editOnce() {
@@ -104,27 +105,6 @@ class Editor {
         });
     }
   }
-
-  start() {
-    this.loop = (async () => {
-      while (!this.stopped) {
-        try {
-          this.editOnce();
-        } catch (err) {
-          this.error = err;
-          return;
-        }
-        // The pace of a person typing; nothing waits on it.
-        const [lo, hi] = EDIT_PAUSE_MS;
-        await delay(lo + Math.random() * (hi - lo));
-      }
-    })();
-  }
-
-  async stop() {
-    this.stopped = true;
-    await this.loop;
-  }
 }
 
 const adminOf = (node) => `http://127.0.0.1:${node.profilingPort}`;
@@ -138,23 +118,15 @@ test(
     let lb;
     let session;
     try {
-      const ferret = await startFerretDB();
-      cleanups.push(() => ferret.stop());
-      const store = await startSessionStore('etcd');
-      cleanups.push(() => store.stop());
-      cluster = new YorkieCluster({
-        storeArgs: store.args,
-        mongoURI: ferret.uri,
-        database: `snapshots-${crypto.randomBytes(4).toString('hex')}`,
-        nodeTTL: '2s',
+      cluster = await startEtcdCluster({
+        cleanups,
+        name: 'snapshots',
         extraArgs: [
           '--affinity-mode', 'forward',
           '--snapshot-interval', String(SNAPSHOT_INTERVAL),
           '--snapshot-threshold', String(SNAPSHOT_THRESHOLD),
         ],
       });
-      cleanups.push(() => cluster.stop());
-      await cluster.start(3);
       lb = await startBalancer({ servers: cluster.nodes });
       cleanups.push(() => lb.stop());
 

@@ -15,6 +15,7 @@ function record(entry) {
   if (entries.length > MAX_ENTRIES) entries.splice(0, entries.length - MAX_ENTRIES);
 }
 
+/** The value of header `name` (lower case) in any form fetch takes headers in. */
 function headerOf(headers, name) {
   if (!headers) return undefined;
   if (typeof headers.get === 'function') return headers.get(name) ?? undefined;
@@ -244,4 +245,4 @@ function summarize(list) {
   return lines.join('\n');
 }
 
-module.exports = { install, mark, since, summarize, entries, dropWatchStreams, delayWatchClose };
+module.exports = { install, mark, since, summarize, entries, dropWatchStreams, delayWatchClose, headerOf };

@@ -170,15 +170,25 @@ async function lateAttachGetsFullState(s) {
   await waitPresences([...docs, lateDoc], expected);
 }
 
-async function detachLeavesOthersWorking(s) {
+/**
+ * Activates three clients and attaches them to one new document (key from
+ * `prefix`), each with the presence { name: 'client-i' }, and waits until
+ * every replica sees all three.
+ */
+async function threeNamedOnOneDoc(s, prefix) {
   const clients = await s.activateClients(3);
-  const key = newDocKey('detach');
+  const key = newDocKey(prefix);
   const docs = [];
   for (let i = 0; i < clients.length; i++) {
     docs.push(await s.attach(clients[i], key, { initialPresence: { name: `client-${i}` } }));
   }
   const ids = clients.map((c) => c.getID());
   await waitPresences(docs, Object.fromEntries(ids.map((id, i) => [id, { name: `client-${i}` }])));
+  return { clients, docs, ids, key };
+}
+
+async function detachLeavesOthersWorking(s) {
+  const { clients, docs, ids, key } = await threeNamedOnOneDoc(s, 'detach');
 
   docs[2].update((root) => {
     root.fromDetached = 'kept';
@@ -241,14 +251,7 @@ async function reattachAfterDetach(s) {
 }
 
 async function deactivateDropsClient(s) {
-  const clients = await s.activateClients(3);
-  const key = newDocKey('deactivate');
-  const docs = [];
-  for (let i = 0; i < clients.length; i++) {
-    docs.push(await s.attach(clients[i], key, { initialPresence: { name: `client-${i}` } }));
-  }
-  const ids = clients.map((c) => c.getID());
-  await waitPresences(docs, Object.fromEntries(ids.map((id, i) => [id, { name: `client-${i}` }])));
+  const { clients, docs, ids, key } = await threeNamedOnOneDoc(s, 'deactivate');
 
   docs[2].update((root) => {
     root.list = [1, 2, 3];

@@ -22,6 +22,7 @@ import (
 
 	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
+	"github.com/yorkie-affinity/yorkie/server/servertest/poll"
 )
 
 // NewDB returns an empty database for one test and arranges, with t.Cleanup,
@@ -1112,20 +1113,16 @@ func testTwoOwners(t *testing.T, newPair NewPair) {
 
 	// Let the old owner store some batches, then take the document over
 	// while it keeps pushing.
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	poll.Until(t, 30*time.Second, "the old owner storing 6 changes", func() error {
 		log, err := b.FindChanges(ctx, d.ID, 1, 1<<62)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(log) >= 6 {
-			break
+		if len(log) < 6 {
+			return fmt.Errorf("stored %d", len(log))
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the old owner stored only %d changes in 30s", len(log))
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return nil
+	})
 	info, err := b.ClaimDocument(ctx, d.ID, next.epoch)
 	if err != nil {
 		t.Fatalf("new owner's claim: %v", err)
@@ -1140,7 +1137,7 @@ func testTwoOwners(t *testing.T, newPair NewPair) {
 
 	// The old owner keeps trying until it has made a few attempts after the
 	// claim.
-	deadline = time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		old.mu.Lock()
 		triedAfter := 0

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"time"
 
 	"go.mongodb.org/mongo-driver/bson"
@@ -13,13 +12,6 @@ import (
 
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
 )
-
-// lamport is one entry of a version vector (actor -> lamport), stored as a
-// list entry like string maps.
-type lamport struct {
-	Actor string `bson:"a"`
-	Value int64  `bson:"v"`
-}
 
 // attachmentRecord is an attachment in the attachments collection. Its _id
 // is made of the client and document IDs, so that the frequent lookups and
@@ -53,7 +45,7 @@ func toAttachmentRecord(a *database.Attachment) *attachmentRecord {
 	if a.UpdatedAt.IsZero() {
 		rec.UpdatedAt = now()
 	}
-	rec.VersionVector = toLamports(a.VersionVector)
+	rec.VersionVector = toList(a.VersionVector, newLamport)
 	return rec
 }
 
@@ -66,7 +58,7 @@ func (r *attachmentRecord) attachment() *database.Attachment {
 		ClientSeq:     uint32(r.ClientSeq),
 		AttachedAt:    r.AttachedAt,
 		UpdatedAt:     r.UpdatedAt.UTC(),
-		VersionVector: fromLamports(r.VersionVector),
+		VersionVector: fromList(r.VersionVector),
 	}
 	return a
 }
@@ -200,29 +192,4 @@ func (db *DB) UpdateAttachment(ctx context.Context, a *database.Attachment, epoc
 		}
 	}
 	return fmt.Errorf("update attachment of client %q to document %q: lost %d races in a row", a.ClientID, a.DocID, maxInsertRaces)
-}
-
-// toLamports stores a version vector as a list sorted by actor (keys of
-// BSON documents must not contain every character base64 uses).
-func toLamports(vv map[string]int64) []lamport {
-	if vv == nil {
-		return nil
-	}
-	out := make([]lamport, 0, len(vv))
-	for k, v := range vv {
-		out = append(out, lamport{Actor: k, Value: v})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Actor < out[j].Actor })
-	return out
-}
-
-func fromLamports(list []lamport) map[string]int64 {
-	if list == nil {
-		return nil
-	}
-	out := make(map[string]int64, len(list))
-	for _, e := range list {
-		out[e.Actor] = e.Value
-	}
-	return out
 }

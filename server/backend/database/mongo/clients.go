@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"time"
 
 	"go.mongodb.org/mongo-driver/bson"
@@ -14,36 +13,6 @@ import (
 
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
 )
-
-// pair is one entry of a string map. Maps are stored as lists of pairs so that
-// keys with dots or dollar signs (client metadata is user data) are legal.
-type pair struct {
-	K string `bson:"k"`
-	V string `bson:"v"`
-}
-
-func fromMap(m map[string]string) []pair {
-	if m == nil {
-		return nil
-	}
-	out := make([]pair, 0, len(m))
-	for k, v := range m {
-		out = append(out, pair{K: k, V: v})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].K < out[j].K })
-	return out
-}
-
-func toMap(ps []pair) map[string]string {
-	if ps == nil {
-		return nil
-	}
-	m := make(map[string]string, len(ps))
-	for _, p := range ps {
-		m[p.K] = p.V
-	}
-	return m
-}
 
 // clientRecord is a client in the clients collection.
 type clientRecord struct {
@@ -63,7 +32,7 @@ func (r *clientRecord) info() *database.ClientInfo {
 		ID:        r.ID.Hex(),
 		ProjectID: projectOf(r.ProjectID),
 		Key:       r.Key,
-		Metadata:  toMap(r.Metadata),
+		Metadata:  fromList(r.Metadata),
 		Status:    database.ClientStatus(r.Status),
 		CreatedAt: r.CreatedAt.UTC(),
 		UpdatedAt: r.UpdatedAt.UTC(),
@@ -88,7 +57,7 @@ func (db *DB) ActivateClient(ctx context.Context, projectID, key string, metadat
 			ID:        id,
 			ProjectID: projectID,
 			Key:       key,
-			Metadata:  fromMap(metadata),
+			Metadata:  toList(metadata, newPair),
 			Status:    string(database.ClientActivated),
 			CreatedAt: t,
 			UpdatedAt: t,

@@ -235,7 +235,7 @@ func (db *DB) SaveSnapshot(ctx context.Context, docID string, epoch int64, s *da
 		DocID:         docID,
 		ServerSeq:     s.ServerSeq,
 		Lamport:       s.Lamport,
-		VersionVector: toLamports(s.VersionVector),
+		VersionVector: toList(s.VersionVector, newLamport),
 		Nonce:         nonce,
 		Parts:         parts,
 		PackedLen:     int64(len(packed)),
@@ -449,7 +449,7 @@ func (db *DB) FindSnapshot(ctx context.Context, docID string, atOrBefore int64) 
 		return &database.Snapshot{
 			ServerSeq:     h.ServerSeq,
 			Lamport:       h.Lamport,
-			VersionVector: fromLamports(h.VersionVector),
+			VersionVector: fromList(h.VersionVector),
 			Data:          data,
 			CreatedAt:     h.CreatedAt.UTC(),
 		}, nil

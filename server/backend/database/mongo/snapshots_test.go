@@ -24,7 +24,7 @@ func TestSnapshotsTwoClients(t *testing.T) {
 	m := testenv.MongoURI(t)
 	dbtest.RunSnapshotsShared(t, func(t *testing.T) (database.Database, database.Database) {
 		name := m.NewDatabase()
-		return dial(t, m, name), dial(t, m, name)
+		return dbtest.DialMongo(t, m, name), dbtest.DialMongo(t, m, name)
 	})
 }
 
@@ -83,10 +83,7 @@ func appendLog(t *testing.T, ctx context.Context, db *mongo.DB, docID string, n 
 // A snapshot over the 16 MB limit is stored as parts of at most 8 MB, and
 // retiring a snapshot removes its parts.
 func TestSnapshotParts(t *testing.T) {
-	m := testenv.MongoURI(t)
-	db := dial(t, m, m.Database)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
+	ctx, m, db := mongoTest(t, 60*time.Second)
 	raw := openRaw(t, ctx, m, m.Database)
 	d, err := db.FindOrCreateDocument(ctx, database.DefaultProjectID, "parts")
 	if err != nil {
@@ -137,10 +134,7 @@ func TestSnapshotParts(t *testing.T) {
 // What calls that stopped half way left behind is collected by the next save
 // of the document, and only that.
 func TestSnapshotLeftoversCollected(t *testing.T) {
-	m := testenv.MongoURI(t)
-	db := dial(t, m, m.Database)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
+	ctx, m, db := mongoTest(t, 60*time.Second)
 	raw := openRaw(t, ctx, m, m.Database)
 	d, err := db.FindOrCreateDocument(ctx, database.DefaultProjectID, "leftovers")
 	if err != nil {
@@ -216,10 +210,7 @@ func TestSnapshotLeftoversCollected(t *testing.T) {
 // A visible snapshot that lost a part is passed over for an older one, not
 // returned cut.
 func TestSnapshotMissingPart(t *testing.T) {
-	m := testenv.MongoURI(t)
-	db := dial(t, m, m.Database)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
+	ctx, m, db := mongoTest(t, 60*time.Second)
 	raw := openRaw(t, ctx, m, m.Database)
 	d, err := db.FindOrCreateDocument(ctx, database.DefaultProjectID, "missing-part")
 	if err != nil {
@@ -264,10 +255,7 @@ func TestSnapshotMissingPart(t *testing.T) {
 // snapshot or nothing at all: its parts are deleted although its context is
 // done.
 func TestSnapshotCancelledMidway(t *testing.T) {
-	m := testenv.MongoURI(t)
-	db := dial(t, m, m.Database)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
+	ctx, m, db := mongoTest(t, 60*time.Second)
 	raw := openRaw(t, ctx, m, m.Database)
 	d, err := db.FindOrCreateDocument(ctx, database.DefaultProjectID, "cancelled")
 	if err != nil {

@@ -11,7 +11,7 @@ const { Session, singleTarget, newDocKey } = require('../../lib/session');
 const { waitFor } = require('../../lib/wait');
 const { NodeSet } = require('./nodes');
 const { startRoutingHAProxy, serverName } = require('./haproxy');
-const { DocGroup, runEditors, logOf } = require('./workload');
+const { DocGroup, runEditors, editRound, logOf } = require('./workload');
 
 const DOCS = 4;
 const CLIENTS_PER_DOC = 3;
@@ -57,18 +57,6 @@ function installWireRecorder() {
   return { calls, uninstall: () => (globalThis.fetch = previous) };
 }
 
-/** Edits until every editor of `groups` has written `n` more entries, then stops and checks convergence. */
-async function editRound(groups, n, what) {
-  const editors = groups.flatMap((g) => g.editors);
-  const start = new Map(editors.map((e) => [e, e.count]));
-  const run = runEditors(groups, { intervalMs: EDIT_INTERVAL_MS });
-  try {
-    await waitFor(() => editors.every((e) => e.count >= start.get(e) + n), { what: `${what}: ${n} edits by every client`, timeoutMs: 60000 });
-  } finally {
-    run.stop();
-  }
-  for (const g of groups) await g.waitConverged({ timeoutMs: 30000 });
-}
 
 async function runRedirectScenario({ store, log = console.log }) {
   const cleanups = [];
@@ -113,7 +101,7 @@ async function runRedirectScenario({ store, log = console.log }) {
     const owners = () => groups.map((g) => `${g.key} -> ${ownerOf(g)?.hostPort}`).join(', ');
 
     // Phase 1: a stable cluster of three.
-    await editRound(groups, 4, 'three nodes');
+    await editRound(groups, 4, 'three nodes', { intervalMs: EDIT_INTERVAL_MS });
     log(`owners with three nodes: ${owners()}`);
     report.wrongNodeStable = keys.stats.wrongNode;
 
@@ -123,7 +111,7 @@ async function runRedirectScenario({ store, log = console.log }) {
     const late = new DocGroup(newDocKey(`redirect-${store}-late`));
     await late.attach(session, clients.slice(0, CLIENTS_PER_DOC));
     groups.push(late);
-    await editRound(groups, 4, 'after adding a fourth node');
+    await editRound(groups, 4, 'after adding a fourth node', { intervalMs: EDIT_INTERVAL_MS });
     log(`owners with four nodes (new node ${fourth.hostPort}): ${owners()}`);
 
     // Phase 3: SIGKILL the node owning the most documents, while editing.

@@ -158,4 +158,20 @@ function runEditors(groups, { intervalMs = 500, onWrite } = {}) {
   };
 }
 
-module.exports = { DocGroup, Editor, runEditors, logOf };
+/**
+ * Edits until every editor of `groups` has written `n` more entries, one edit
+ * each every intervalMs, then stops and checks that each group converged.
+ */
+async function editRound(groups, n, what, { intervalMs }) {
+  const editors = groups.flatMap((g) => g.editors);
+  const start = new Map(editors.map((e) => [e, e.count]));
+  const run = runEditors(groups, { intervalMs });
+  try {
+    await waitFor(() => editors.every((e) => e.count >= start.get(e) + n), { what: `${what}: ${n} edits by every client`, timeoutMs: 60000 });
+  } finally {
+    run.stop();
+  }
+  for (const g of groups) await g.waitConverged({ timeoutMs: 30000 });
+}
+
+module.exports = { DocGroup, Editor, runEditors, editRound, logOf };

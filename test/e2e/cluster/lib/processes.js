@@ -42,6 +42,27 @@ function removeDir(dir) {
 }
 
 /**
+ * Waits until proc, a server whose data lives in dir, passes ready, and
+ * returns its handle: `fields`, the process, dir and stop(), which removes
+ * dir too. A server that never gets ready has its dir removed at once.
+ */
+async function serverInDir(proc, dir, ready, { timeoutMs, what }, fields) {
+  await waitReady(proc, ready, { timeoutMs, what }).catch((err) => {
+    removeDir(dir);
+    throw err;
+  });
+  return {
+    ...fields,
+    process: proc,
+    dir,
+    async stop() {
+      await proc.stop({ graceMs: 3000 });
+      removeDir(dir);
+    },
+  };
+}
+
+/**
  * Path of a binary: the environment variable `envVar` if set, else `name` on
  * PATH or in the sbin directories, else null.
  */
@@ -258,31 +279,16 @@ async function startEtcdOnce({ bin = binaries().etcd, readyTimeoutMs = 20000 } =
     ],
     logFile: path.join(dir, 'etcd.log'),
   });
-  await waitReady(
-    proc,
-    async () => {
-      try {
-        const res = await fetch(`${client}/health`, { signal: AbortSignal.timeout(1000) });
-        const body = await res.json();
-        return res.status === 200 && String(body.health) === 'true';
-      } catch {
-        return false;
-      }
-    },
-    { timeoutMs: readyTimeoutMs, what: `etcd on ${client} to report healthy` },
-  ).catch((err) => {
-    removeDir(dir);
-    throw err;
-  });
-  return {
-    endpoint: client,
-    process: proc,
-    dir,
-    async stop() {
-      await proc.stop({ graceMs: 3000 });
-      removeDir(dir);
-    },
+  const healthy = async () => {
+    try {
+      const res = await fetch(`${client}/health`, { signal: AbortSignal.timeout(1000) });
+      const body = await res.json();
+      return res.status === 200 && String(body.health) === 'true';
+    } catch {
+      return false;
+    }
   };
+  return serverInDir(proc, dir, healthy, { timeoutMs: readyTimeoutMs, what: `etcd on ${client} to report healthy` }, { endpoint: client });
 }
 
 /**
@@ -309,22 +315,8 @@ async function startRedisOnce({ bin = binaries().redis, readyTimeoutMs = 15000, 
     ],
     logFile: path.join(dir, 'redis.log'),
   });
-  await waitReady(proc, () => tcpOpen(port), { timeoutMs: readyTimeoutMs, what: `redis on 127.0.0.1:${port}` }).catch(
-    (err) => {
-      removeDir(dir);
-      throw err;
-    },
-  );
-  return {
-    addr: `127.0.0.1:${port}`,
-    port,
-    process: proc,
-    dir,
-    async stop() {
-      await proc.stop({ graceMs: 3000 });
-      removeDir(dir);
-    },
-  };
+  const what = `redis on 127.0.0.1:${port}`;
+  return serverInDir(proc, dir, () => tcpOpen(port), { timeoutMs: readyTimeoutMs, what }, { addr: `127.0.0.1:${port}`, port });
 }
 
 /**
@@ -343,22 +335,8 @@ async function startFerretDBOnce({ bin = binaries().ferretdb, readyTimeoutMs = 2
     args: ['-listen-addr', `127.0.0.1:${port}`, '-state-dir', dir],
     logFile: path.join(dir, 'ferretdb.log'),
   });
-  await waitReady(proc, () => tcpOpen(port), { timeoutMs: readyTimeoutMs, what: `ferretdb on 127.0.0.1:${port}` }).catch(
-    (err) => {
-      removeDir(dir);
-      throw err;
-    },
-  );
-  return {
-    uri: `mongodb://127.0.0.1:${port}`,
-    port,
-    process: proc,
-    dir,
-    async stop() {
-      await proc.stop({ graceMs: 3000 });
-      removeDir(dir);
-    },
-  };
+  const what = `ferretdb on 127.0.0.1:${port}`;
+  return serverInDir(proc, dir, () => tcpOpen(port), { timeoutMs: readyTimeoutMs, what }, { uri: `mongodb://127.0.0.1:${port}`, port });
 }
 
 const startEtcd = (opts) => retryOnEarlyExit(() => startEtcdOnce(opts));

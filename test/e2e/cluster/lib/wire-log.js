@@ -7,6 +7,8 @@
 
 const diagnostics = require('../../lib/diagnostics');
 
+const { headerOf } = diagnostics;
+
 /** Calls that name one document, with x-shard-key = <apiKey>/<docKey>. */
 const DOCUMENT_METHODS = new Set([
   'AttachDocument',
@@ -22,17 +24,6 @@ const STREAM_METHODS = new Set(['Watch', 'WatchDocument']);
 
 const entries = [];
 let installed = false;
-
-function headerOf(headers, name) {
-  if (!headers) return undefined;
-  if (typeof headers.get === 'function') return headers.get(name) ?? undefined;
-  if (Array.isArray(headers)) {
-    const found = headers.find(([k]) => k.toLowerCase() === name);
-    return found ? found[1] : undefined;
-  }
-  const key = Object.keys(headers).find((k) => k.toLowerCase() === name);
-  return key ? headers[key] : undefined;
-}
 
 function bodyText(body) {
   if (typeof body === 'string') return body;

@@ -14,6 +14,8 @@ const {
   makeTempDir,
   removeDir,
   freePort,
+  startFerretDB,
+  startSessionStore,
 } = require('./processes');
 
 /** The session key of an advertised host:port: padded standard base64. */
@@ -254,4 +256,34 @@ class YorkieCluster {
   }
 }
 
-module.exports = { YorkieCluster, YorkieNode, sessionKeyOf, decodeSessionKey, parseMetrics };
+/**
+ * Starts what most scenarios run on: FerretDB, an etcd session store and
+ * `nodes` servers on a fresh database named after `name`, with a node TTL of
+ * 2s and `extraArgs`. Each stop is pushed on `cleanups` as soon as its
+ * process runs, so that a failure half way stops what did start; a failed
+ * start carries the nodes' logs in its message.
+ */
+async function startEtcdCluster({ cleanups, name, extraArgs, nodes = 3 }) {
+  const ferret = await startFerretDB();
+  cleanups.push(() => ferret.stop());
+  const store = await startSessionStore('etcd');
+  cleanups.push(() => store.stop());
+  const cluster = new YorkieCluster({
+    storeArgs: store.args,
+    mongoURI: ferret.uri,
+    database: `${name}-${crypto.randomBytes(4).toString('hex')}`,
+    nodeTTL: '2s',
+    extraArgs,
+  });
+  cleanups.push(() => cluster.stop());
+  try {
+    await cluster.start(nodes);
+  } catch (err) {
+    // The caller holds no cluster yet to describe: say here what its nodes logged.
+    err.message += `\n${cluster.describe(2500)}`;
+    throw err;
+  }
+  return cluster;
+}
+
+module.exports = { YorkieCluster, YorkieNode, startEtcdCluster, sessionKeyOf, decodeSessionKey, parseMetrics };
