@@ -30,9 +30,9 @@ import (
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
 	"github.com/yorkie-affinity/yorkie/server/backend/database/memory"
 	"github.com/yorkie-affinity/yorkie/server/channel"
-	"github.com/yorkie-affinity/yorkie/server/cluster"
 	"github.com/yorkie-affinity/yorkie/server/housekeeping"
 	"github.com/yorkie-affinity/yorkie/server/project"
+	"github.com/yorkie-affinity/yorkie/server/routing"
 	"github.com/yorkie-affinity/yorkie/server/rpc"
 	"github.com/yorkie-affinity/yorkie/server/sessionstore"
 	sessmemory "github.com/yorkie-affinity/yorkie/server/sessionstore/memory"
@@ -109,9 +109,9 @@ type Config struct {
 	AdvertiseAddr string
 	// AffinityMode is what the node does with a call for a document another
 	// node owns: Forward (the default) or Redirect.
-	AffinityMode AffinityMode
+	AffinityMode routing.Mode
 	// SessionKeyHeader names the response header carrying the owner's
-	// session key (default DefaultSessionKeyHeader).
+	// session key (default routing.DefaultSessionKeyHeader).
 	SessionKeyHeader string
 	// NodeTTL is the node's lease TTL (default affinity.DefaultTTL, or a
 	// minute on a session store of its own, where no node could take over).
@@ -157,12 +157,11 @@ type Config struct {
 	// channel.DefaultMaxPayloadBytes).
 	ChannelMaxPayloadBytes int
 
-	// Router and Epoch replace the cluster layer, for tests that stage
-	// routing decisions themselves (say, two nodes that both believe they
-	// own a document). With either set the node joins no cluster: Router
-	// (nil: serve everything here) routes and Epoch (nil: 0) fences.
+	// Router replaces the cluster layer, for tests that stage routing
+	// decisions themselves (say, two nodes that both believe they own a
+	// document, each with its own epoch in the routes it returns). With it
+	// set the node joins no cluster.
 	Router rpc.Router
-	Epoch  func(ctx context.Context, docID string) (int64, error)
 }
 
 // Server is one Yorkie server node.
@@ -176,7 +175,11 @@ type Server struct {
 	channels *channel.Manager
 	service  *rpc.Service
 	health   *grpchealth.StaticChecker
-	router   *router // nil when Config.Router or Config.Epoch replace it
+	// router routes in a cluster; nil when Config.Router replaces it.
+	router   *routing.Router
+	peers    *routing.Peers
+	tracker  *housekeeping.Tracker
+	projects *project.Resolver
 	store    sessionstore.Store
 	ownStore bool
 	mgr      *affinity.Manager
@@ -245,24 +248,22 @@ func New(cfg Config) (*Server, error) {
 		MaxChangesPerPack:  cfg.MaxChangesPerPack,
 		Logger:             logger,
 		Metrics:            backendMetrics,
-		Epoch:              cfg.Epoch,
 		SnapshotInterval:   cfg.SnapshotInterval,
 		SnapshotThreshold:  cfg.SnapshotThreshold,
 		MaxSizePerDocument: cfg.MaxSizePerDocument,
 		DocumentCacheBytes: cfg.DocumentCacheBytes,
 	}
-	routing := cfg.Router
-	if cfg.Router == nil && cfg.Epoch == nil {
-		if err := s.newRouter(); err != nil {
+	if s.clustered() {
+		if err := s.checkCluster(); err != nil {
 			return nil, err
 		}
-		bcfg.Epoch = s.router.epoch
 		bcfg.OnFenced = func(_ string, name backend.DocName) {
-			ctx, cancel := context.WithTimeout(context.Background(), fencedReleaseTimeout)
-			defer cancel()
-			s.router.mgr.Fenced(ctx, project.ScopedKey(name.Project, name.Key))
+			if mgr := s.Affinity(); mgr != nil {
+				ctx, cancel := context.WithTimeout(context.Background(), fencedReleaseTimeout)
+				defer cancel()
+				mgr.Fenced(ctx, project.ScopedKey(name.Project, name.Key))
+			}
 		}
-		routing = s.router
 	}
 	b, err := backend.New(bcfg)
 	if err != nil {
@@ -273,48 +274,61 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
-	tracker := housekeeping.NewTracker()
+	s.tracker = housekeeping.NewTracker()
 	s.channels = channel.New(channel.Config{
 		SessionTTL:      cfg.ChannelSessionTTL,
 		MaxPayloadBytes: cfg.ChannelMaxPayloadBytes,
 		Logger:          logger,
 		Metrics:         channelMetrics,
 	})
-	if s.router != nil {
-		s.router.channels = s.channels
-	}
-	projects, err := project.NewResolver(project.ResolverConfig{
+	if s.projects, err = project.NewResolver(project.ResolverConfig{
 		DB:                s.db,
 		UseDefaultProject: !cfg.DisableDefaultProject,
 		CacheTTL:          cfg.ProjectCacheTTL,
-	})
-	if err != nil {
+	}); err != nil {
 		s.channels.Close()
 		return nil, fmt.Errorf("server: %w", err)
-	}
-	svc, err := rpc.New(rpc.Config{
-		Backend:         b,
-		Logger:          logger,
-		Registerer:      s.registry,
-		MaxRequestBytes: cfg.MaxRequestBytes,
-		Router:          routing,
-		Limits:          cfg.Limits,
-		Activity:        tracker,
-		Channels:        s.channels,
-		Projects:        projects,
-	})
-	if err != nil {
-		s.channels.Close()
-		return nil, fmt.Errorf("server: create rpc service: %w", err)
-	}
-	s.service = svc
-	if err := s.newHousekeeper(tracker, routing); err != nil {
-		return nil, err
 	}
 	s.health = grpchealth.NewStaticChecker(v1connect.YorkieServiceName)
 
 	if s.admin, err = admin.New(admin.Config{Settings: cfg.Admin, DB: s.db, Logger: logger, Registerer: s.registry}); err != nil {
+		s.channels.Close()
 		return nil, fmt.Errorf("server: %w", err)
+	}
+	if cfg.ProfilingPort >= 0 {
+		if err := s.newProfilingServer(); err != nil {
+			s.channels.Close()
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// clustered reports whether the node joins a cluster: it does unless a test
+// stages routing with Config.Router.
+func (s *Server) clustered() bool { return s.cfg.Router == nil }
+
+// newRPC builds what serves the RPC port once routing exists: the
+// YorkieService, in a cluster the node-to-node service, and housekeeping.
+func (s *Server) newRPC(router rpc.Router) error {
+	cfg, logger := s.cfg, s.logger
+	svc, err := rpc.New(rpc.Config{
+		Backend:         s.backend,
+		Logger:          logger,
+		Registerer:      s.registry,
+		MaxRequestBytes: cfg.MaxRequestBytes,
+		Router:          router,
+		Limits:          cfg.Limits,
+		Activity:        s.tracker,
+		Channels:        s.channels,
+		Projects:        s.projects,
+	})
+	if err != nil {
+		return fmt.Errorf("server: create rpc service: %w", err)
+	}
+	s.service = svc
+	if err := s.newHousekeeper(router); err != nil {
+		return err
 	}
 
 	mux := http.NewServeMux()
@@ -328,12 +342,11 @@ func New(cfg Config) (*Server, error) {
 		ReadBodyTimeout: cfg.ReadBodyTimeout,
 	}
 	if s.router != nil {
-		s.router.backend = b
 		csvc, err := rpc.NewCluster(rpc.ClusterConfig{
-			Backend: b, Router: s.router, Authentic: s.router.authentic, Logger: logger, FindProject: s.db.FindProjectByID,
+			Backend: s.backend, Router: s.router, Authentic: s.router.Authentic, Logger: logger, FindProject: s.db.FindProjectByID,
 		})
 		if err != nil {
-			return nil, fmt.Errorf("server: create cluster service: %w", err)
+			return fmt.Errorf("server: create cluster service: %w", err)
 		}
 		mux.Handle(csvc.Handler())
 		bounds.Rules = append(bounds.Rules, csvc.Bound())
@@ -351,30 +364,33 @@ func New(cfg Config) (*Server, error) {
 		ReadBodyTimeout: cfg.ReadBodyTimeout,
 		Registerer:      s.registry,
 	}); err != nil {
-		return nil, err
+		return err
 	}
+	return nil
+}
 
-	if cfg.ProfilingPort >= 0 {
-		pmux := http.NewServeMux()
-		pmux.Handle("/metrics", promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{Registry: s.registry}))
-		// Operators' read-only views, on the operators' port only: they name
-		// documents by key and show their content.
-		views, err := docview.New(docview.Config{DB: s.db, Logger: logger, Registerer: s.registry, AdminUser: adminUser(cfg.Admin)})
-		if err != nil {
-			return nil, fmt.Errorf("server: create document view: %w", err)
-		}
-		views.Register(pmux)
-		if cfg.PprofEnabled {
-			pmux.HandleFunc("/debug/pprof/", pprof.Index)
-			pmux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-			pmux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-			pmux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-			pmux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-		}
-		s.profilingServer = newHTTPServer(rpc.BoundRequests(pmux, rpc.Bounds{ReadBodyTimeout: cfg.ReadBodyTimeout}),
-			logger, cfg.ReadHeaderTimeout)
+// newProfilingServer builds the operators' port.
+func (s *Server) newProfilingServer() error {
+	cfg, logger := s.cfg, s.logger
+	pmux := http.NewServeMux()
+	pmux.Handle("/metrics", promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{Registry: s.registry}))
+	// Operators' read-only views, on the operators' port only: they name
+	// documents by key and show their content.
+	views, err := docview.New(docview.Config{DB: s.db, Logger: logger, Registerer: s.registry, AdminUser: adminUser(cfg.Admin)})
+	if err != nil {
+		return fmt.Errorf("server: create document view: %w", err)
 	}
-	return s, nil
+	views.Register(pmux)
+	if cfg.PprofEnabled {
+		pmux.HandleFunc("/debug/pprof/", pprof.Index)
+		pmux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		pmux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		pmux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		pmux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
+	s.profilingServer = newHTTPServer(rpc.BoundRequests(pmux, rpc.Bounds{ReadBodyTimeout: cfg.ReadBodyTimeout}),
+		logger, cfg.ReadHeaderTimeout)
+	return nil
 }
 
 // adminUser is the name of the default admin account.
@@ -388,17 +404,17 @@ func adminUser(a admin.Settings) string {
 // newHousekeeper builds the node's housekeeping: it deactivates clients as
 // DeactivateClient does, detaching at the owners first, and in a cluster
 // scans only while this node holds the housekeeping role.
-func (s *Server) newHousekeeper(tracker *housekeeping.Tracker, routing rpc.Router) error {
+func (s *Server) newHousekeeper(router rpc.Router) error {
 	var role housekeeping.Role
-	if s.router != nil {
-		role = managerRole{s}
+	if s.mgr != nil {
+		role = s.mgr
 	}
 	h, err := housekeeping.New(housekeeping.Config{
 		Interval:            s.cfg.HousekeepingInterval,
 		DeactivateThreshold: s.cfg.ClientDeactivateThreshold,
 		CandidatesLimit:     s.cfg.HousekeepingCandidatesLimit,
 		DB:                  s.db,
-		Tracker:             tracker,
+		Tracker:             s.tracker,
 		Deactivate: func(ctx context.Context, c *database.ClientInfo) error {
 			// The client is deactivated in its own project, as its own
 			// DeactivateClient call would be.
@@ -407,12 +423,13 @@ func (s *Server) newHousekeeper(tracker *housekeeping.Tracker, routing rpc.Route
 				return fmt.Errorf("project %s of client %s: %w", c.ProjectID, c.ID, err)
 			}
 			ctx = project.NewContext(ctx, p)
-			if routing != nil {
-				if err := routing.DetachRemote(ctx, c.ID); err != nil {
+			var epochs map[string]int64
+			if router != nil {
+				if epochs, err = router.DetachRemote(ctx, c.ID); err != nil {
 					return err
 				}
 			}
-			return s.backend.DeactivateClient(ctx, c.ID)
+			return s.backend.DeactivateClient(ctx, c.ID, epochs)
 		},
 		Role:       role,
 		Now:        s.cfg.Clock,
@@ -427,60 +444,34 @@ func (s *Server) newHousekeeper(tracker *housekeeping.Tracker, routing rpc.Route
 	return nil
 }
 
-// managerRole holds housekeeping roles with the node's affinity manager,
-// which exists once the node has joined the cluster.
-type managerRole struct{ s *Server }
-
-var errNotJoined = errors.New("server: not a cluster member yet")
-
-func (r managerRole) Lead(ctx context.Context, role string) (bool, error) {
-	mgr := r.s.Affinity()
-	if mgr == nil {
-		return false, errNotJoined
-	}
-	return mgr.Lead(ctx, role)
-}
-
-func (r managerRole) Resign(ctx context.Context, role string) error {
-	if mgr := r.s.Affinity(); mgr != nil {
-		return mgr.Resign(ctx, role)
-	}
-	return nil
-}
-
 // exposedHeaders lists the response headers a browser page may read: the
 // owner's session key, which the redirect wrapper sends back.
 func (s *Server) exposedHeaders() []string {
-	if s.router == nil {
+	if !s.clustered() {
 		return nil
 	}
 	return []string{s.cfg.SessionKeyHeader}
 }
 
-// newRouter validates the cluster settings and builds the affinity router;
-// Start gives it the manager once the RPC port is bound.
-func (s *Server) newRouter() error {
+// checkCluster validates the cluster settings and picks the session store;
+// Start joins the cluster once the RPC port is bound.
+func (s *Server) checkCluster() error {
 	cfg := &s.cfg
 	switch cfg.AffinityMode {
 	case "":
-		cfg.AffinityMode = Forward
-	case Forward, Redirect:
+		cfg.AffinityMode = routing.Forward
+	case routing.Forward, routing.Redirect:
 	default:
-		return fmt.Errorf("server: affinity mode %q: want %q or %q", cfg.AffinityMode, Forward, Redirect)
+		return fmt.Errorf("server: affinity mode %q: want %q or %q", cfg.AffinityMode, routing.Forward, routing.Redirect)
 	}
 	if cfg.SessionKeyHeader == "" {
-		cfg.SessionKeyHeader = DefaultSessionKeyHeader
+		cfg.SessionKeyHeader = routing.DefaultSessionKeyHeader
 	}
 	if cfg.AdvertiseAddr != "" {
 		if _, err := affinity.ParseSessionKey(affinity.SessionKey(cfg.AdvertiseAddr)); err != nil {
 			return fmt.Errorf("server: advertise address: %w", err)
 		}
 	}
-	r, err := newRouter(cfg.AffinityMode, cfg.SessionKeyHeader, s.logger, s.registry)
-	if err != nil {
-		return fmt.Errorf("server: %w", err)
-	}
-	s.router = r
 	s.store = cfg.SessionStore
 	if s.store == nil {
 		s.store = sessmemory.New(sessmemory.Config{Logger: s.logger})
@@ -495,7 +486,7 @@ func (s *Server) newRouter() error {
 }
 
 // joinCluster registers the node in the session store under its advertised
-// address and hands the router what it needs to route.
+// address and builds the router on the membership it joined.
 func (s *Server) joinCluster(ctx context.Context, rpcAddr string) error {
 	advertise := s.cfg.AdvertiseAddr
 	if advertise == "" {
@@ -516,7 +507,7 @@ func (s *Server) joinCluster(ctx context.Context, rpcAddr string) error {
 		Store:         s.store,
 		AdvertiseAddr: advertise,
 		TTL:           s.cfg.NodeTTL,
-		OnLost:        s.router.lost,
+		OnLost:        routing.Lost(s.backend, s.channels, 0, s.logger),
 		Logger:        s.logger,
 		Registerer:    s.registry,
 	})
@@ -526,10 +517,23 @@ func (s *Server) joinCluster(ctx context.Context, rpcAddr string) error {
 	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("server: join cluster: %w", err)
 	}
-	s.mgr = mgr
-	s.router.mgr = mgr
-	s.router.secret = secret
-	s.router.peers = cluster.NewPeers(cluster.Config{Secret: secret, Self: advertise})
+	peers := routing.NewPeers(routing.PeersConfig{Secret: secret, Self: advertise})
+	router, err := routing.New(routing.Config{
+		Owners:     mgr,
+		Peers:      peers,
+		Backend:    s.backend,
+		Channels:   s.channels,
+		Mode:       s.cfg.AffinityMode,
+		Header:     s.cfg.SessionKeyHeader,
+		Secret:     secret,
+		Logger:     s.logger,
+		Registerer: s.registry,
+	})
+	if err != nil {
+		peers.Close()
+		return errors.Join(fmt.Errorf("server: %w", err), mgr.Stop(ctx))
+	}
+	s.mgr, s.router, s.peers = mgr, router, peers
 	return nil
 }
 
@@ -623,14 +627,26 @@ func (s *Server) Start(ctx context.Context) error {
 		}
 		return fmt.Errorf("server: %w", err)
 	}
-	if s.router != nil {
+	closePorts := func() {
+		_ = rpcLn.Close()
+		if profLn != nil {
+			_ = s.profilingServer.Close()
+		}
+	}
+	router := s.cfg.Router
+	if s.clustered() {
 		if err := s.joinCluster(ctx, s.rpcAddr); err != nil {
-			_ = rpcLn.Close()
-			if profLn != nil {
-				_ = s.profilingServer.Close()
-			}
+			closePorts()
 			return err
 		}
+		router = s.router
+	}
+	if err := s.newRPC(router); err != nil {
+		closePorts()
+		if s.mgr != nil {
+			err = errors.Join(err, s.mgr.Stop(ctx))
+		}
+		return err
 	}
 	s.serve(s.rpcHTTP1.Serve, rpcLn, "rpc", s.fail)
 	s.house.Start()
@@ -702,8 +718,8 @@ func (s *Server) ProfilingAddr() string {
 // Registry returns the server's own Prometheus registry.
 func (s *Server) Registry() *prometheus.Registry { return s.registry }
 
-// Housekeeper returns the node's housekeeping, so tests can run it at a
-// moment they choose.
+// Housekeeper returns the node's housekeeping (nil before Start), so tests
+// can run it at a moment they choose.
 func (s *Server) Housekeeper() *housekeeping.Housekeeper { return s.house }
 
 // Backend returns the server's document logic, for tests and cluster wiring.
@@ -725,8 +741,10 @@ func (s *Server) shutdown(ctx context.Context) error {
 	var errs []error
 	// Write the activity seen here and hand the housekeeping role over
 	// while the node is still a member.
-	if err := s.house.Stop(ctx); err != nil {
-		errs = append(errs, err)
+	if s.house != nil {
+		if err := s.house.Stop(ctx); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if s.mgr != nil {
 		// Release the bindings first: by the time clients reconnect, their
@@ -735,10 +753,12 @@ func (s *Server) shutdown(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("leave cluster: %w", err))
 		}
 	}
-	s.service.CloseStreams()
-	if err := s.rpcHTTP1.Shutdown(ctx); err != nil {
-		errs = append(errs, fmt.Errorf("shut down rpc port: %w", err))
-		_ = s.rpcHTTP1.Close()
+	if s.service != nil { // nil before Start
+		s.service.CloseStreams()
+		if err := s.rpcHTTP1.Shutdown(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("shut down rpc port: %w", err))
+			_ = s.rpcHTTP1.Close()
+		}
 	}
 	if s.profilingServer != nil {
 		if err := s.profilingServer.Shutdown(ctx); err != nil {
@@ -767,8 +787,8 @@ func (s *Server) shutdown(ctx context.Context) error {
 // closeCluster closes the peer connections and the session store if the
 // server made it.
 func (s *Server) closeCluster(errs *[]error) {
-	if s.router != nil && s.router.peers != nil {
-		s.router.peers.Close()
+	if s.peers != nil {
+		s.peers.Close()
 	}
 	if s.ownStore {
 		if err := s.store.Close(); err != nil {
@@ -788,11 +808,15 @@ var errAborted = errors.New("server: aborted")
 func (s *Server) Abort() {
 	s.shutdownOnce.Do(func() {
 		s.shutdownErr = errAborted
-		s.house.Abandon()
+		if s.house != nil {
+			s.house.Abandon()
+		}
 		if s.mgr != nil {
 			s.mgr.Abandon()
 		}
-		_ = s.rpcHTTP1.Close()
+		if s.rpcHTTP1 != nil {
+			_ = s.rpcHTTP1.Close()
+		}
 		if s.profilingServer != nil {
 			_ = s.profilingServer.Close()
 		}
@@ -802,14 +826,14 @@ func (s *Server) Abort() {
 			_ = s.store.Close()
 		}
 		_ = s.backend.Close(context.Background())
-		if s.router != nil && s.router.peers != nil {
-			s.router.peers.Close()
+		if s.peers != nil {
+			s.peers.Close()
 		}
 	})
 }
 
 // Affinity returns the node's affinity manager (nil before Start or when
-// Config.Router or Config.Epoch replace the cluster layer).
+// Config.Router replaces the cluster layer).
 func (s *Server) Affinity() *affinity.Manager {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -28,6 +28,7 @@ import (
 	"github.com/yorkie-affinity/yorkie/server/channel"
 	"github.com/yorkie-affinity/yorkie/server/housekeeping"
 	"github.com/yorkie-affinity/yorkie/server/project"
+	"github.com/yorkie-affinity/yorkie/server/routing"
 	"github.com/yorkie-affinity/yorkie/server/rpc"
 	"github.com/yorkie-affinity/yorkie/server/sessionstore"
 	etcdstore "github.com/yorkie-affinity/yorkie/server/sessionstore/etcd"
@@ -107,8 +108,8 @@ func runServer(args []string, stderr io.Writer) int {
 	redisAddr := fs.String("redis-addr", "127.0.0.1:6379", "Redis address (with --session-store redis)")
 	redisCloseOnReadOnly := fs.Bool("redis-close-conn-on-readonly", true, "drop a Redis connection that answers READONLY, so a failover behind one address is followed")
 	advertiseAddr := fs.String("advertise-addr", "", "host:port other nodes and proxies reach this node at (default 127.0.0.1:<rpc-port>)")
-	affinityMode := fs.String("affinity-mode", string(server.Forward), "a call for a document another node owns is forwarded to it (forward) or refused naming it (redirect)")
-	sessionKeyHeader := fs.String("session-key-header", server.DefaultSessionKeyHeader, "response header carrying the owner's session key")
+	affinityMode := fs.String("affinity-mode", string(routing.Forward), "a call for a document another node owns is forwarded to it (forward) or refused naming it (redirect)")
+	sessionKeyHeader := fs.String("session-key-header", routing.DefaultSessionKeyHeader, "response header carrying the owner's session key")
 	nodeTTL := fs.Duration("node-ttl", 0, fmt.Sprintf("lease TTL of this node in the session store (default %v with etcd or redis, a minute with memory)", affinity.DefaultTTL))
 	clusterSecret := fs.String("cluster-secret", "", "secret of node-to-node calls (default: one the session store keeps for the cluster)")
 	maxMetadata := fs.Int("max-client-metadata-bytes", rpc.DefaultMaxMetadataBytes, "largest client metadata (keys and values) ActivateClient accepts; negative: no bound")
@@ -164,7 +165,7 @@ func runServer(args []string, stderr io.Writer) int {
 		DocumentCacheBytes: *docCacheBytes,
 		Logger:             logger,
 		AdvertiseAddr:      *advertiseAddr,
-		AffinityMode:       server.AffinityMode(*affinityMode),
+		AffinityMode:       routing.Mode(*affinityMode),
 		SessionKeyHeader:   *sessionKeyHeader,
 		NodeTTL:            *nodeTTL,
 		ClusterSecret:      *clusterSecret,

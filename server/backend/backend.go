@@ -94,9 +94,6 @@ type Config struct {
 	// Metrics, when set, is where the backend counts its work, so a metrics
 	// exporter can read it; nil gives the backend a private one.
 	Metrics *Metrics
-	// Epoch returns the owner epoch this node holds for a document, supplied
-	// by a cluster layer. Nil means a single node: epoch 0.
-	Epoch func(ctx context.Context, docID string) (int64, error)
 	// WatchQueueSize bounds the WATCHED/UNWATCHED events waiting for one
 	// subscriber before it is ended (default 256).
 	WatchQueueSize int
@@ -172,7 +169,6 @@ type Backend struct {
 	db      database.Database
 	logger  *slog.Logger
 	metrics *Metrics
-	epochOf func(ctx context.Context, docID string) (int64, error)
 	fenced  func(docID string, name DocName)
 	maxPack int
 	// snapInterval, snapThreshold and maxDocSize are the Config options, with
@@ -245,7 +241,6 @@ func New(cfg Config) (*Backend, error) {
 		db:            cfg.DB,
 		logger:        cfg.Logger,
 		metrics:       cfg.Metrics,
-		epochOf:       cfg.Epoch,
 		fenced:        cfg.OnFenced,
 		maxPack:       cfg.MaxChangesPerPack,
 		snapInterval:  int64(max(cfg.SnapshotInterval, 0)),
@@ -348,7 +343,7 @@ func (b *Backend) inProject(ctx context.Context, clientID string) (bool, error) 
 // DeactivateClient detaches every document the client has attached (storing a
 // presence-clear change for it and notifying watchers), ends its
 // subscriptions, then marks it deactivated.
-func (b *Backend) DeactivateClient(ctx context.Context, clientID string) error {
+func (b *Backend) DeactivateClient(ctx context.Context, clientID string, epochs map[string]int64) error {
 	if err := b.checkOpen(); err != nil {
 		return err
 	}
@@ -364,7 +359,7 @@ func (b *Backend) DeactivateClient(ctx context.Context, clientID string) error {
 		return fmt.Errorf("deactivate client %s: list attachments: %w", clientID, err)
 	}
 	for _, a := range atts {
-		if err := b.detachOnDeactivate(ctx, clientID, a.DocID); err != nil {
+		if err := b.detachOnDeactivate(ctx, epochs[a.DocID], clientID, a.DocID); err != nil {
 			return fmt.Errorf("deactivate client %s: %w", clientID, err)
 		}
 	}
@@ -398,11 +393,11 @@ func (b *Backend) AttachedDocuments(ctx context.Context, clientID string) ([]str
 // server's initiative, as DeactivateClient does for each: a presence-clear
 // change is stored for it, its streams on this node end and the other
 // watchers are told. Detaching a client that is not attached does nothing.
-func (b *Backend) DetachClient(ctx context.Context, clientID, docID string) error {
+func (b *Backend) DetachClient(ctx context.Context, epoch int64, clientID, docID string) error {
 	if err := b.checkOpen(); err != nil {
 		return err
 	}
-	if err := b.detachOnDeactivate(ctx, clientID, docID); err != nil {
+	if err := b.detachOnDeactivate(ctx, epoch, clientID, docID); err != nil {
 		return fmt.Errorf("detach client %s: %w", clientID, err)
 	}
 	// The client is going away: its streams here end and the other watchers
@@ -416,27 +411,27 @@ func (b *Backend) DetachClient(ctx context.Context, clientID, docID string) erro
 // Watch subscribes the client to the document's events. watchers lists the
 // client IDs watching the document now, the new one included; the others
 // receive WATCHED, and UNWATCHED when the subscription is closed.
-func (b *Backend) Watch(ctx context.Context, clientID, docID string) (*Subscription, []string, error) {
+func (b *Backend) Watch(ctx context.Context, epoch int64, clientID, docID string) (*Subscription, []string, error) {
 	var watchers []string
 	sub, err := fresh(ctx, b, docID, func() (*Subscription, error) {
 		var (
 			sub *Subscription
 			err error
 		)
-		sub, watchers, err = b.watch(ctx, clientID, docID)
+		sub, watchers, err = b.watch(ctx, epoch, clientID, docID)
 		return sub, err
 	})
 	return sub, watchers, err
 }
 
-func (b *Backend) watch(ctx context.Context, clientID, docID string) (*Subscription, []string, error) {
+func (b *Backend) watch(ctx context.Context, epoch int64, clientID, docID string) (*Subscription, []string, error) {
 	if err := b.checkOpen(); err != nil {
 		return nil, nil, err
 	}
 	if err := b.ensureActivated(ctx, clientID); err != nil {
 		return nil, nil, fmt.Errorf("watch: %w", err)
 	}
-	ds, err := b.lockDoc(ctx, docID)
+	ds, err := b.lockDoc(ctx, epoch, docID)
 	if err != nil {
 		return nil, nil, fmt.Errorf("watch: %w", err)
 	}

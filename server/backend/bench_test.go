@@ -82,10 +82,10 @@ func BenchmarkChangedDelivery(b *testing.B) {
 			var wg sync.WaitGroup
 			for i := range watchers {
 				id := activate(b, be, fmt.Sprint("watcher-", i))
-				if _, _, err := be.AttachDocument(ctx, id, "doc", pack(0, 0)); err != nil {
+				if _, _, err := be.AttachDocument(ctx, 0, id, "doc", pack(0, 0)); err != nil {
 					b.Fatal(err)
 				}
-				sub, _, err := be.Watch(ctx, id, docID)
+				sub, _, err := be.Watch(ctx, 0, id, docID)
 				if err != nil {
 					b.Fatal(err)
 				}

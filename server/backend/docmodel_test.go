@@ -120,7 +120,7 @@ func (w *writer) absorb(resp *api.ChangePack) {
 
 func (w *writer) attach(key string) *api.ChangePack {
 	w.tb.Helper()
-	docID, resp, err := w.b.AttachDocument(context.Background(), w.id, key, pack(0, 0))
+	docID, resp, err := w.b.AttachDocument(context.Background(), 0, w.id, key, pack(0, 0))
 	if err != nil {
 		w.tb.Fatal(err)
 	}
@@ -137,7 +137,7 @@ func (w *writer) push(changes ...*api.Change) (*api.ChangePack, error) {
 		Changes:       changes,
 		VersionVector: w.vector(),
 	}
-	resp, err := w.b.PushPull(context.Background(), w.id, w.docID, p, false)
+	resp, err := w.b.PushPull(context.Background(), 0, w.id, w.docID, p, false)
 	if err == nil {
 		w.absorb(resp)
 	}
@@ -406,7 +406,7 @@ func TestTombstonesAreCollectedOnceEveryoneSawTheRemoval(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := b.DetachDocument(context.Background(), o.id, o.docID, pack(resp.GetCheckpoint().GetServerSeq(), 0)); err != nil {
+		if _, err := b.DetachDocument(context.Background(), 0, o.id, o.docID, pack(resp.GetCheckpoint().GetServerSeq(), 0)); err != nil {
 			t.Fatal(err)
 		}
 		return doc.GarbageLen()
@@ -494,7 +494,7 @@ func TestEvictedDocumentsAreRebuilt(t *testing.T) {
 	}
 	for _, w := range []*writer{x, y} {
 		late := newWriter(t, b, "late-"+w.id)
-		_, resp, err := b.AttachDocument(context.Background(), late.id, map[*writer]string{x: "doc-x", y: "doc-y"}[w], pack(0, 0))
+		_, resp, err := b.AttachDocument(context.Background(), 0, late.id, map[*writer]string{x: "doc-x", y: "doc-y"}[w], pack(0, 0))
 		if err != nil {
 			t.Fatal(err)
 		}

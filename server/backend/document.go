@@ -93,7 +93,7 @@ func (ds *docState) inProject(ctx context.Context) error {
 }
 
 // lockDoc returns the document's state, locked and loaded. The caller unlocks.
-func (b *Backend) lockDoc(ctx context.Context, docID string) (*docState, error) {
+func (b *Backend) lockDoc(ctx context.Context, epoch int64, docID string) (*docState, error) {
 	for {
 		b.mu.RLock()
 		ds := b.docs[docID]
@@ -116,7 +116,7 @@ func (b *Backend) lockDoc(ctx context.Context, docID string) (*docState, error) 
 			continue
 		}
 		if !ds.loaded {
-			if err := b.load(ctx, ds); err != nil {
+			if err := b.load(ctx, epoch, ds); err != nil {
 				ds.unlock()
 				return nil, err
 			}
@@ -125,21 +125,18 @@ func (b *Backend) lockDoc(ctx context.Context, docID string) (*docState, error) 
 	}
 }
 
-// load reads the document's state from the database, claiming it with this
-// node's epoch. The caller holds the lock.
-func (b *Backend) load(ctx context.Context, ds *docState) error {
-	info, epoch, err := b.claim(ctx, ds.id)
-	if errors.Is(err, database.ErrFenced) {
-		// The cluster layer's binding was older than the database's
-		// knowledge; it has released it, and the epoch it gives now is fresh.
-		name, _ := b.documentName(ctx, ds.id)
-		b.fenced(ds.id, name)
-		info, epoch, err = b.claim(ctx, ds.id)
-	}
+// load reads the document's state from the database, claiming it with the
+// owner epoch the call was routed with. The caller holds the lock.
+func (b *Backend) load(ctx context.Context, epoch int64, ds *docState) error {
+	info, err := b.db.ClaimDocument(ctx, ds.id, epoch)
 	if errors.Is(err, database.ErrDocumentNotFound) {
 		return fmt.Errorf("document %s: %w: %w", ds.id, ErrDocumentNotFound, err)
 	}
 	if errors.Is(err, database.ErrFenced) {
+		// The routing binding is older than the database's knowledge: the
+		// cluster layer releases it, so the client's retry is routed afresh.
+		name, _ := b.documentName(ctx, ds.id)
+		b.fenced(ds.id, name)
 		b.forget(ds)
 	}
 	if err != nil {
@@ -172,21 +169,6 @@ func (b *Backend) load(ctx context.Context, ds *docState) error {
 	ds.loaded = true
 	b.rememberName(info)
 	return nil
-}
-
-// claim records this node's epoch for the document in the database and
-// returns the document as the database knows it.
-func (b *Backend) claim(ctx context.Context, docID string) (*database.DocInfo, int64, error) {
-	var epoch int64
-	if b.epochOf != nil {
-		e, err := b.epochOf(ctx, docID)
-		if err != nil {
-			return nil, 0, fmt.Errorf("document %s: owner epoch: %w", docID, err)
-		}
-		epoch = e
-	}
-	info, err := b.db.ClaimDocument(ctx, docID, epoch)
-	return info, epoch, err
 }
 
 // forget drops the document's state; the caller holds its lock. A later call
@@ -228,10 +210,12 @@ func (b *Backend) ReleaseDocument(ctx context.Context, docID string, cause error
 	return nil
 }
 
-// ReleaseName releases, as ReleaseDocument does, every document served here
-// under the name (a removed document's key may have started a new one). The
-// cluster layer calls it with the names whose binding this node lost.
-func (b *Backend) ReleaseName(ctx context.Context, name DocName, cause error) error {
+// ReleaseKey releases, as ReleaseDocument does, every document of the
+// project served here under the key (a removed document's key may have
+// started a new one). The cluster layer calls it with the keys whose binding
+// this node lost.
+func (b *Backend) ReleaseKey(ctx context.Context, projectID, key string, cause error) error {
+	name := DocName{Project: projectID, Key: key}
 	b.mu.RLock()
 	var ids []string
 	for id, n := range b.names {

@@ -69,7 +69,7 @@ func simClient(tb testing.TB, b *backend.Backend, key string) *sdksim.Client {
 func attachSim(tb testing.TB, b *backend.Backend, c *sdksim.Client, docKey string) string {
 	tb.Helper()
 	c.Attached(docKey)
-	docID, resp, err := b.AttachDocument(context.Background(), c.ID, docKey, c.Pack())
+	docID, resp, err := b.AttachDocument(context.Background(), 0, c.ID, docKey, c.Pack())
 	if err != nil {
 		tb.Fatalf("attach %s to %s: %v", c.ID, docKey, err)
 	}
@@ -81,7 +81,7 @@ func attachSim(tb testing.TB, b *backend.Backend, c *sdksim.Client, docKey strin
 
 // pushPullSim sends c's pending changes and takes in the answer.
 func pushPullSim(ctx context.Context, b *backend.Backend, c *sdksim.Client, docID string, pushOnly bool) error {
-	resp, err := b.PushPull(ctx, c.ID, docID, c.Pack(), pushOnly)
+	resp, err := b.PushPull(ctx, 0, c.ID, docID, c.Pack(), pushOnly)
 	if err != nil {
 		return fmt.Errorf("push pull of %s: %w", c.ID, err)
 	}
@@ -153,11 +153,11 @@ func attachTwo(tb testing.TB, b *backend.Backend) (a, c, docID string) {
 	tb.Helper()
 	ctx := context.Background()
 	a, c = activate(tb, b, "a"), activate(tb, b, "c")
-	docID, _, err := b.AttachDocument(ctx, a, "doc", pack(0, 0))
+	docID, _, err := b.AttachDocument(ctx, 0, a, "doc", pack(0, 0))
 	if err != nil {
 		tb.Fatal(err)
 	}
-	if _, _, err := b.AttachDocument(ctx, c, "doc", pack(0, 0)); err != nil {
+	if _, _, err := b.AttachDocument(ctx, 0, c, "doc", pack(0, 0)); err != nil {
 		tb.Fatal(err)
 	}
 	return a, c, docID

@@ -30,7 +30,7 @@ const attachmentFlush = time.Second
 // AttachDocument creates the document if needed, attaches the client (a fresh
 // attachment: client_seq from 0, starting at the current head) and runs the
 // pack like PushPull.
-func (b *Backend) AttachDocument(ctx context.Context, clientID, docKey string, pack *api.ChangePack) (string, *api.ChangePack, error) {
+func (b *Backend) AttachDocument(ctx context.Context, epoch int64, clientID, docKey string, pack *api.ChangePack) (string, *api.ChangePack, error) {
 	if err := b.checkOpen(); err != nil {
 		return "", nil, err
 	}
@@ -52,7 +52,7 @@ func (b *Backend) AttachDocument(ctx context.Context, clientID, docKey string, p
 			return "", nil, fmt.Errorf("attach document %q: %w", docKey, err)
 		}
 		b.rememberName(info)
-		if ds, err = b.lockDoc(ctx, info.ID); err != nil {
+		if ds, err = b.lockDoc(ctx, epoch, info.ID); err != nil {
 			return "", nil, fmt.Errorf("attach document %q: %w", docKey, err)
 		}
 		if !ds.removed {
@@ -101,12 +101,12 @@ func (b *Backend) AttachDocument(ctx context.Context, clientID, docKey string, p
 
 // DetachDocument stores the pack (normally the client's presence clear),
 // then marks the client's attachment detached.
-func (b *Backend) DetachDocument(ctx context.Context, clientID, docID string, pack *api.ChangePack) (*api.ChangePack, error) {
-	return fresh(ctx, b, docID, func() (*api.ChangePack, error) { return b.detachDocument(ctx, clientID, docID, pack) })
+func (b *Backend) DetachDocument(ctx context.Context, epoch int64, clientID, docID string, pack *api.ChangePack) (*api.ChangePack, error) {
+	return fresh(ctx, b, docID, func() (*api.ChangePack, error) { return b.detachDocument(ctx, epoch, clientID, docID, pack) })
 }
 
-func (b *Backend) detachDocument(ctx context.Context, clientID, docID string, pack *api.ChangePack) (*api.ChangePack, error) {
-	ds, e, err := b.begin(ctx, clientID, docID, pack)
+func (b *Backend) detachDocument(ctx context.Context, epoch int64, clientID, docID string, pack *api.ChangePack) (*api.ChangePack, error) {
+	ds, e, err := b.begin(ctx, epoch, clientID, docID, pack)
 	if err != nil {
 		return nil, fmt.Errorf("detach document %s: %w", docID, err)
 	}
@@ -127,12 +127,12 @@ func (b *Backend) detachDocument(ctx context.Context, clientID, docID string, pa
 // client's attachment removed. The other clients learn it on their next
 // PushPull (is_removed, with the changes they had not pulled), which the
 // CHANGED event published here prompts.
-func (b *Backend) RemoveDocument(ctx context.Context, clientID, docID string, pack *api.ChangePack) (*api.ChangePack, error) {
-	return fresh(ctx, b, docID, func() (*api.ChangePack, error) { return b.removeDocument(ctx, clientID, docID, pack) })
+func (b *Backend) RemoveDocument(ctx context.Context, epoch int64, clientID, docID string, pack *api.ChangePack) (*api.ChangePack, error) {
+	return fresh(ctx, b, docID, func() (*api.ChangePack, error) { return b.removeDocument(ctx, epoch, clientID, docID, pack) })
 }
 
-func (b *Backend) removeDocument(ctx context.Context, clientID, docID string, pack *api.ChangePack) (*api.ChangePack, error) {
-	ds, e, err := b.begin(ctx, clientID, docID, pack)
+func (b *Backend) removeDocument(ctx context.Context, epoch int64, clientID, docID string, pack *api.ChangePack) (*api.ChangePack, error) {
+	ds, e, err := b.begin(ctx, epoch, clientID, docID, pack)
 	if err != nil {
 		return nil, fmt.Errorf("remove document %s: %w", docID, err)
 	}
@@ -159,12 +159,12 @@ func (b *Backend) removeDocument(ctx context.Context, clientID, docID string, pa
 
 // PushPull stores the client's new changes and returns the changes of others
 // it has not seen (none when pushOnly).
-func (b *Backend) PushPull(ctx context.Context, clientID, docID string, pack *api.ChangePack, pushOnly bool) (*api.ChangePack, error) {
-	return fresh(ctx, b, docID, func() (*api.ChangePack, error) { return b.pushPull(ctx, clientID, docID, pack, pushOnly) })
+func (b *Backend) PushPull(ctx context.Context, epoch int64, clientID, docID string, pack *api.ChangePack, pushOnly bool) (*api.ChangePack, error) {
+	return fresh(ctx, b, docID, func() (*api.ChangePack, error) { return b.pushPull(ctx, epoch, clientID, docID, pack, pushOnly) })
 }
 
-func (b *Backend) pushPull(ctx context.Context, clientID, docID string, pack *api.ChangePack, pushOnly bool) (*api.ChangePack, error) {
-	ds, e, err := b.begin(ctx, clientID, docID, pack)
+func (b *Backend) pushPull(ctx context.Context, epoch int64, clientID, docID string, pack *api.ChangePack, pushOnly bool) (*api.ChangePack, error) {
+	ds, e, err := b.begin(ctx, epoch, clientID, docID, pack)
 	if err != nil {
 		return nil, fmt.Errorf("push pull %s: %w", docID, err)
 	}
@@ -211,7 +211,7 @@ func (b *Backend) invalidate(ctx context.Context, docID string) bool {
 
 // begin validates a call on an attached document and returns the document's
 // state, locked, with the client's attachment.
-func (b *Backend) begin(ctx context.Context, clientID, docID string, pack *api.ChangePack) (*docState, *attState, error) {
+func (b *Backend) begin(ctx context.Context, epoch int64, clientID, docID string, pack *api.ChangePack) (*docState, *attState, error) {
 	if err := b.checkOpen(); err != nil {
 		return nil, nil, err
 	}
@@ -221,7 +221,7 @@ func (b *Backend) begin(ctx context.Context, clientID, docID string, pack *api.C
 	if err := b.ensureActivated(ctx, clientID); err != nil {
 		return nil, nil, err
 	}
-	ds, err := b.lockDoc(ctx, docID)
+	ds, err := b.lockDoc(ctx, epoch, docID)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -573,8 +573,8 @@ func (b *Backend) endAttachment(ctx context.Context, ds *docState, clientID stri
 // detachOnDeactivate detaches a deactivating client from one document: a
 // presence clear change made by the server for the client lets the others
 // drop its presence.
-func (b *Backend) detachOnDeactivate(ctx context.Context, clientID, docID string) error {
-	ds, err := b.lockDoc(ctx, docID)
+func (b *Backend) detachOnDeactivate(ctx context.Context, epoch int64, clientID, docID string) error {
+	ds, err := b.lockDoc(ctx, epoch, docID)
 	if errors.Is(err, ErrDocumentNotFound) {
 		return nil
 	}

@@ -43,7 +43,7 @@ func attachFaulty(t *testing.T) (db *faultyDB, b *backend.Backend, a, docID stri
 	db = &faultyDB{Database: memory.New()}
 	b, _ = newBackend(t, db)
 	a = activate(t, b, "a")
-	docID, _, err := b.AttachDocument(context.Background(), a, "doc", pack(0, 1, edit(t, a, 1, 1)))
+	docID, _, err := b.AttachDocument(context.Background(), 0, a, "doc", pack(0, 1, edit(t, a, 1, 1)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func TestConflictingWriterIsDetectedAndRetried(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	resp, err := b.PushPull(ctx, a, docID, pack(1, 2, edit(t, a, 2, 2)), false)
+	resp, err := b.PushPull(ctx, 0, a, docID, pack(1, 2, edit(t, a, 2, 2)), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,12 +95,12 @@ func TestLostCheckpointUpdateIsReconciledFromTheLog(t *testing.T) {
 	db, b, a, docID := attachFaulty(t)
 	// The changes are stored but the attachment's new client_seq is not.
 	db.failAttachmentUpdates.Store(1)
-	if _, err := b.PushPull(ctx, a, docID, pack(1, 2, edit(t, a, 2, 2)), false); !errors.Is(err, errInjected) {
+	if _, err := b.PushPull(ctx, 0, a, docID, pack(1, 2, edit(t, a, 2, 2)), false); !errors.Is(err, errInjected) {
 		t.Fatalf("push pull with failing attachment update: %v", err)
 	}
 	// The client resends; the backend must find 2 in the log and not
 	// store it twice.
-	resp, err := b.PushPull(ctx, a, docID, pack(1, 3, edit(t, a, 2, 2), edit(t, a, 3, 3)), false)
+	resp, err := b.PushPull(ctx, 0, a, docID, pack(1, 3, edit(t, a, 2, 2), edit(t, a, 3, 3)), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,19 +114,18 @@ func TestLostCheckpointUpdateIsReconciledFromTheLog(t *testing.T) {
 func TestFencedOwnerStopsServingTheDocument(t *testing.T) {
 	ctx := context.Background()
 	mem := memory.New()
-	var epoch atomic.Int64
-	epoch.Store(1)
-	b, err := backend.New(backend.Config{DB: mem, Epoch: func(context.Context, string) (int64, error) { return epoch.Load(), nil }})
+	const epoch = 1
+	b, err := backend.New(backend.Config{DB: mem})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer b.Close(ctx)
 	a := activate(t, b, "a")
-	docID, _, err := b.AttachDocument(ctx, a, "doc", pack(0, 1, edit(t, a, 1, 1)))
+	docID, _, err := b.AttachDocument(ctx, epoch, a, "doc", pack(0, 1, edit(t, a, 1, 1)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	sub, _, err := b.Watch(ctx, a, docID)
+	sub, _, err := b.Watch(ctx, epoch, a, docID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +133,7 @@ func TestFencedOwnerStopsServingTheDocument(t *testing.T) {
 	if _, err := mem.ClaimDocument(ctx, docID, 2); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.PushPull(ctx, a, docID, pack(1, 2, edit(t, a, 2, 2)), false); !errors.Is(err, database.ErrFenced) {
+	if _, err := b.PushPull(ctx, epoch, a, docID, pack(1, 2, edit(t, a, 2, 2)), false); !errors.Is(err, database.ErrFenced) {
 		t.Fatalf("push pull by a fenced owner: %v", err)
 	}
 	<-sub.Done()
@@ -145,8 +144,7 @@ func TestFencedOwnerStopsServingTheDocument(t *testing.T) {
 		t.Fatalf("fenced owner stored changes: log of %d", len(log))
 	}
 	// Regaining ownership with a higher epoch serves it again.
-	epoch.Store(3)
-	if _, err := b.PushPull(ctx, a, docID, pack(1, 2, edit(t, a, 2, 2)), false); err != nil {
+	if _, err := b.PushPull(ctx, 3, a, docID, pack(1, 2, edit(t, a, 2, 2)), false); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -157,7 +155,7 @@ func TestPulledChangeWithoutVersionVectorGetsOne(t *testing.T) {
 	b, _ := newBackend(t, mem)
 	a := activate(t, b, "a")
 	c := activate(t, b, "c")
-	docID, _, _ := b.AttachDocument(ctx, a, "doc", pack(0, 0))
+	docID, _, _ := b.AttachDocument(ctx, 0, a, "doc", pack(0, 0))
 	// A change stored by another server version, without a vector.
 	body := edit(t, c, 1, 1)
 	body.Id.VersionVector = nil
@@ -168,7 +166,7 @@ func TestPulledChangeWithoutVersionVectorGetsOne(t *testing.T) {
 	if err := b.ReleaseDocument(ctx, docID, nil); err != nil { // reload the head
 		t.Fatal(err)
 	}
-	resp, err := b.PushPull(ctx, a, docID, pack(0, 0), false)
+	resp, err := b.PushPull(ctx, 0, a, docID, pack(0, 0), false)
 	if err != nil {
 		t.Fatal(err)
 	}

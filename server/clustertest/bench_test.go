@@ -73,7 +73,7 @@ func micros(d time.Duration) float64 { return float64(d) / float64(time.Microsec
 func BenchmarkPushPullAffinityCost(b *testing.B) {
 	plain := servertest.Start(b, func(cfg *server.Config) {
 		cfg.ProfilingPort = -1
-		cfg.Epoch = func(context.Context, string) (int64, error) { return 0, nil }
+		cfg.Router = servertest.OwnerRouter(0)
 	})
 	c := clustertest.Start(b, 3)
 	docKey := wire.UniqueKey(b, "doc")

@@ -11,9 +11,9 @@ import (
 
 	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
 	"github.com/yorkie-affinity/yorkie/api/yorkie/v1/v1connect"
-	"github.com/yorkie-affinity/yorkie/server"
 	"github.com/yorkie-affinity/yorkie/server/channel"
 	"github.com/yorkie-affinity/yorkie/server/clustertest"
+	"github.com/yorkie-affinity/yorkie/server/routing"
 	"github.com/yorkie-affinity/yorkie/server/servertest/poll"
 	"github.com/yorkie-affinity/yorkie/server/servertest/wire"
 )
@@ -162,7 +162,7 @@ func TestChannelOneCountAcrossNodes(t *testing.T) {
 // TestChannelRedirectMode: in redirect mode an attach succeeds wherever it
 // lands, and the other channel calls name the owner.
 func TestChannelRedirectMode(t *testing.T) {
-	c := clustertest.Start(t, 3, clustertest.WithMode(server.Redirect))
+	c := clustertest.Start(t, 3, clustertest.WithMode(routing.Redirect))
 	key := wire.UniqueKey(t, "room")
 	if _, err := c.Node(0).Affinity().Owner(wire.Context(t), channel.RoutingKey(key)); err != nil {
 		t.Fatal(err)

@@ -14,11 +14,10 @@ import (
 	clusterv1 "github.com/yorkie-affinity/yorkie/api/yorkie/cluster/v1"
 	"github.com/yorkie-affinity/yorkie/api/yorkie/cluster/v1/clusterv1connect"
 	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
-	"github.com/yorkie-affinity/yorkie/server"
 	"github.com/yorkie-affinity/yorkie/server/affinity"
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
-	"github.com/yorkie-affinity/yorkie/server/cluster"
 	"github.com/yorkie-affinity/yorkie/server/clustertest"
+	"github.com/yorkie-affinity/yorkie/server/routing"
 	"github.com/yorkie-affinity/yorkie/server/servertest"
 	"github.com/yorkie-affinity/yorkie/server/servertest/wire"
 )
@@ -152,7 +151,7 @@ func firstMessage[T any](t *testing.T, what string, open func(context.Context) (
 // field a client or a proxy relies on to reach the owner, then that the
 // same call sent to the owner succeeds.
 func TestRedirectContract(t *testing.T) {
-	c := clustertest.Start(t, 3, clustertest.WithMode(server.Redirect))
+	c := clustertest.Start(t, 3, clustertest.WithMode(routing.Redirect))
 	for _, p := range servertest.Protocols() {
 		t.Run(p.String(), func(t *testing.T) {
 			docKey := wire.UniqueKey(t, "doc")
@@ -227,7 +226,7 @@ func TestRedirectContract(t *testing.T) {
 // that does not own it, in redirect mode: the design promises that
 // AttachDocument succeeds wherever it lands and names the owner.
 func TestRedirectModeAttachSucceedsAnywhere(t *testing.T) {
-	c := clustertest.Start(t, 3, clustertest.WithMode(server.Redirect))
+	c := clustertest.Start(t, 3, clustertest.WithMode(routing.Redirect))
 	docKey := wire.UniqueKey(t, "doc")
 	if _, err := c.Node(0).Affinity().Owner(wire.Context(t), docKey); err != nil {
 		t.Fatalf("bind %s: %v", docKey, err)
@@ -512,7 +511,7 @@ func TestNodeCallsNeedTheClusterSecret(t *testing.T) {
 		return connect.UnaryInterceptorFunc(func(next connect.UnaryFunc) connect.UnaryFunc {
 			return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
 				if value != "" {
-					req.Header().Set(cluster.HeaderSecret, value)
+					req.Header().Set(routing.HeaderSecret, value)
 				}
 				return next(ctx, req)
 			}
@@ -539,7 +538,7 @@ func TestNodeCallsNeedTheClusterSecret(t *testing.T) {
 		t.Run("YorkieService forwarded/"+tc.name, func(t *testing.T) {
 			forwarded := connect.WithInterceptors(connect.UnaryInterceptorFunc(func(next connect.UnaryFunc) connect.UnaryFunc {
 				return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
-					req.Header().Set(cluster.HeaderForwardedBy, otherNodes(c, owner)[0].Addr())
+					req.Header().Set(routing.HeaderForwardedBy, otherNodes(c, owner)[0].Addr())
 					return next(ctx, req)
 				}
 			}), signed(tc.secret))

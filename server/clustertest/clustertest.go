@@ -25,6 +25,7 @@ import (
 	"github.com/yorkie-affinity/yorkie/server/affinity"
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
 	dbmemory "github.com/yorkie-affinity/yorkie/server/backend/database/memory"
+	"github.com/yorkie-affinity/yorkie/server/routing"
 	"github.com/yorkie-affinity/yorkie/server/servertest"
 	"github.com/yorkie-affinity/yorkie/server/servertest/poll"
 	"github.com/yorkie-affinity/yorkie/server/sessionstore"
@@ -46,13 +47,13 @@ var ErrNoOwner = errors.New("document has no live owner")
 type Option func(*options)
 
 type options struct {
-	mode    server.AffinityMode
+	mode    routing.Mode
 	ttl     time.Duration
 	configs []func(i int, cfg *server.Config)
 }
 
-// WithMode sets the affinity mode of every node (default server.Forward).
-func WithMode(mode server.AffinityMode) Option {
+// WithMode sets the affinity mode of every node (default routing.Forward).
+func WithMode(mode routing.Mode) Option {
 	return func(o *options) { o.mode = mode }
 }
 
@@ -87,7 +88,7 @@ type Cluster struct {
 // node sees all n as members. Everything is shut down when the test ends.
 func Start(t testing.TB, n int, opts ...Option) *Cluster {
 	t.Helper()
-	o := options{mode: server.Forward}
+	o := options{mode: routing.Forward}
 	for _, opt := range opts {
 		opt(&o)
 	}

@@ -244,7 +244,7 @@ func TestPartitionedOwnerStopsServing(t *testing.T) {
 	if code := connect.CodeOf(err); code != connect.CodeUnavailable {
 		t.Fatalf("PushPull at the partitioned node: %v (code %s), want unavailable", err, code)
 	}
-	_, err = old.Server().Backend().PushPull(wire.Context(t), f.near.ID, f.near.DocID, f.near.Pack(), false)
+	_, err = old.Server().Backend().PushPull(wire.Context(t), 0, f.near.ID, f.near.DocID, f.near.Pack(), false)
 	if err == nil {
 		t.Fatalf("the partitioned node's backend accepted a write")
 	}
@@ -256,7 +256,7 @@ func TestPartitionedOwnerStopsServing(t *testing.T) {
 		t.Fatalf("the partitioned node still owns the document")
 	}
 	checkOldEpochFenced(t, f)
-	_, err = old.Server().Backend().PushPull(wire.Context(t), f.near.ID, f.near.DocID, f.near.Pack(), false)
+	_, err = old.Server().Backend().PushPull(wire.Context(t), 0, f.near.ID, f.near.DocID, f.near.Pack(), false)
 	if err == nil {
 		t.Fatalf("the partitioned node's backend accepted a write after the takeover")
 	}

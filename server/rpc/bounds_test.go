@@ -24,7 +24,7 @@ import (
 	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
 	"github.com/yorkie-affinity/yorkie/api/yorkie/v1/v1connect"
 	"github.com/yorkie-affinity/yorkie/server"
-	"github.com/yorkie-affinity/yorkie/server/cluster"
+	"github.com/yorkie-affinity/yorkie/server/routing"
 	"github.com/yorkie-affinity/yorkie/server/rpc"
 	"github.com/yorkie-affinity/yorkie/server/servertest"
 	"github.com/yorkie-affinity/yorkie/server/servertest/wire"
@@ -121,7 +121,7 @@ func testGzipBomb(t *testing.T, bomb []byte, inflated int) {
 		"cluster service with the secret": func() error {
 			c := clusterv1connect.NewClusterServiceClient(client(servertest.ConnectProto), url)
 			req := connect.NewRequest(&clusterv1.DetachClientDocumentRequest{})
-			req.Header().Set(cluster.HeaderSecret, secret)
+			req.Header().Set(routing.HeaderSecret, secret)
 			_, err := c.DetachClientDocument(wire.Context(t), req)
 			return err
 		},
@@ -235,7 +235,7 @@ func TestSlowClientsCut(t *testing.T) {
 		}, []int{http.StatusRequestTimeout}},
 		{"cluster service body", func(c *rawConn) {
 			c.send(head("/yorkie.cluster.v1.ClusterService/DetachClientDocument", "application/proto", 1000,
-				cluster.HeaderSecret+": "+secret) + "\x0a")
+				routing.HeaderSecret+": "+secret) + "\x0a")
 		}, []int{http.StatusRequestTimeout}},
 		{"healthz body", func(c *rawConn) {
 			c.send("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1000\r\n\r\nx")

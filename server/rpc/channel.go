@@ -3,6 +3,7 @@ package rpc
 import (
 	"context"
 	"fmt"
+	"github.com/yorkie-affinity/yorkie/server/routing"
 
 	"connectrpc.com/connect"
 
@@ -19,7 +20,7 @@ import (
 
 // AttachChannel gives the client a session on the channel.
 func (s *Service) AttachChannel(ctx context.Context, req *connect.Request[api.AttachChannelRequest]) (*connect.Response[api.AttachChannelResponse], error) {
-	return channelCall(ctx, s, req, CallAttachChannel, req.Msg.GetClientId(), req.Msg.GetChannelKey(),
+	return channelCall(ctx, s, req, routing.CallAttachChannel, req.Msg.GetClientId(), req.Msg.GetChannelKey(),
 		func(o v1connect.YorkieServiceClient) relayFunc[api.AttachChannelRequest, api.AttachChannelResponse] {
 			return o.AttachChannel
 		},
@@ -31,7 +32,7 @@ func (s *Service) AttachChannel(ctx context.Context, req *connect.Request[api.At
 
 // DetachChannel ends the client's session on the channel.
 func (s *Service) DetachChannel(ctx context.Context, req *connect.Request[api.DetachChannelRequest]) (*connect.Response[api.DetachChannelResponse], error) {
-	return channelCall(ctx, s, req, CallChannel, req.Msg.GetClientId(), req.Msg.GetChannelKey(),
+	return channelCall(ctx, s, req, routing.CallChannel, req.Msg.GetClientId(), req.Msg.GetChannelKey(),
 		func(o v1connect.YorkieServiceClient) relayFunc[api.DetachChannelRequest, api.DetachChannelResponse] {
 			return o.DetachChannel
 		},
@@ -44,7 +45,7 @@ func (s *Service) DetachChannel(ctx context.Context, req *connect.Request[api.De
 // RefreshChannel is the SDK's heartbeat: it keeps the session alive, and
 // brings it back on a node that did not know it.
 func (s *Service) RefreshChannel(ctx context.Context, req *connect.Request[api.RefreshChannelRequest]) (*connect.Response[api.RefreshChannelResponse], error) {
-	return channelCall(ctx, s, req, CallChannel, req.Msg.GetClientId(), req.Msg.GetChannelKey(),
+	return channelCall(ctx, s, req, routing.CallChannel, req.Msg.GetClientId(), req.Msg.GetChannelKey(),
 		func(o v1connect.YorkieServiceClient) relayFunc[api.RefreshChannelRequest, api.RefreshChannelResponse] {
 			return o.RefreshChannel
 		},
@@ -63,7 +64,7 @@ func (s *Service) Broadcast(ctx context.Context, req *connect.Request[api.Broadc
 		err := fmt.Errorf("broadcast on %q: payload of %d bytes, at most %d: %w", truncate(req.Msg.GetChannelKey()), n, limit, channel.ErrPayloadTooLarge)
 		return nil, s.fail(ctx, req.Spec().Procedure, err)
 	}
-	return channelCall(ctx, s, req, CallChannel, req.Msg.GetClientId(), req.Msg.GetChannelKey(),
+	return channelCall(ctx, s, req, routing.CallChannel, req.Msg.GetClientId(), req.Msg.GetChannelKey(),
 		func(o v1connect.YorkieServiceClient) relayFunc[api.BroadcastRequest, api.BroadcastResponse] {
 			return o.Broadcast
 		},
@@ -76,7 +77,7 @@ func (s *Service) Broadcast(ctx context.Context, req *connect.Request[api.Broadc
 // channelCall serves a unary channel call: it validates the client and the
 // key, routes the call to the group's owner, and there checks that the
 // client is active before serve.
-func channelCall[Req, Res any](ctx context.Context, s *Service, req *connect.Request[Req], kind CallKind,
+func channelCall[Req, Res any](ctx context.Context, s *Service, req *connect.Request[Req], kind routing.CallKind,
 	clientID, key string,
 	method func(v1connect.YorkieServiceClient) relayFunc[Req, Res],
 	serve func(clientID, key string) (*Res, error),
@@ -88,7 +89,7 @@ func channelCall[Req, Res any](ctx context.Context, s *Service, req *connect.Req
 	if err := channel.ValidateKey(key); err != nil {
 		return nil, s.fail(ctx, procedure, err)
 	}
-	call := DocumentCall{Kind: kind, ClientID: clientID, DocumentKey: channel.RoutingKey(key), Header: req.Header()}
+	call := routing.DocumentCall{Kind: kind, ClientID: clientID, DocumentKey: channel.RoutingKey(key), Header: req.Header()}
 	rt, err := s.route(ctx, call)
 	if err != nil {
 		return nil, s.fail(ctx, procedure, err)
@@ -124,7 +125,7 @@ func (s *Service) WatchChannel(ctx context.Context, req *connect.Request[api.Wat
 		return err
 	}
 	defer closeStream()
-	call := DocumentCall{Kind: CallWatchChannel, ClientID: clientID, DocumentKey: channel.RoutingKey(key), Header: req.Header()}
+	call := routing.DocumentCall{Kind: routing.CallWatchChannel, ClientID: clientID, DocumentKey: channel.RoutingKey(key), Header: req.Header()}
 	rt, err := s.routeWatch(ctx, procedure, call, stream.ResponseHeader())
 	if err != nil {
 		return err

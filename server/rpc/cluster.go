@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/yorkie-affinity/yorkie/server/routing"
 	"log/slog"
 	"net/http"
 
@@ -108,14 +109,14 @@ func (c *ClusterService) DetachClientDocument(ctx context.Context, req *connect.
 		return nil, toConnectError(ctx, c.cfg.Logger, procedure, fmt.Errorf("detach %s from %s: project %s: %w", clientID, docID, pid, err))
 	}
 	ctx = project.NewContext(ctx, p)
-	rt, err := c.cfg.Router.Route(ctx, DocumentCall{Kind: CallDetach, ClientID: clientID, DocumentID: docID, DocumentKey: key, Header: req.Header()})
+	rt, err := c.cfg.Router.Route(ctx, routing.DocumentCall{Kind: routing.CallDetach, ClientID: clientID, DocumentID: docID, DocumentKey: key, Header: req.Header()})
 	if err != nil {
-		return nil, toConnectError(ctx, c.cfg.Logger, procedure, err)
+		return nil, toConnectError(ctx, c.cfg.Logger, procedure, routeError(err))
 	}
 	if rt.Owner != nil {
 		return nil, WrongNode(c.cfg.Router.SessionKeyHeader(), rt.SessionKey, fmt.Errorf("document %q is owned elsewhere", key))
 	}
-	if err := c.cfg.Backend.DetachClient(ctx, clientID, docID); err != nil {
+	if err := c.cfg.Backend.DetachClient(ctx, rt.Epoch, clientID, docID); err != nil {
 		return nil, toConnectError(ctx, c.cfg.Logger, procedure, fmt.Errorf("detach %s from %s: %w", clientID, docID, err))
 	}
 	return connect.NewResponse(&clusterv1.DetachClientDocumentResponse{}), nil

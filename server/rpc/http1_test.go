@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/yorkie-affinity/yorkie/server"
-	"github.com/yorkie-affinity/yorkie/server/rpc"
+	"github.com/yorkie-affinity/yorkie/server/routing"
 	"github.com/yorkie-affinity/yorkie/server/servertest"
 )
 
@@ -309,14 +309,16 @@ type blockingRouter struct {
 	release chan struct{}
 }
 
-func (r blockingRouter) Route(context.Context, rpc.DocumentCall) (rpc.Route, error) {
+func (r blockingRouter) Route(context.Context, routing.DocumentCall) (routing.Route, error) {
 	close(r.started)
 	<-r.release
-	return rpc.Route{}, nil
+	return routing.Route{}, nil
 }
 
-func (blockingRouter) RelayFailed(context.Context, rpc.DocumentCall, error) {}
+func (blockingRouter) RelayFailed(context.Context, routing.DocumentCall, error) {}
 
-func (blockingRouter) DetachRemote(context.Context, string) error { return nil }
+func (blockingRouter) DetachRemote(context.Context, string) (map[string]int64, error) {
+	return nil, nil
+}
 
 func (blockingRouter) SessionKeyHeader() string { return "x-session-key" }

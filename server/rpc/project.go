@@ -1,6 +1,8 @@
 package rpc
 
 import (
+	"github.com/yorkie-affinity/yorkie/server/routing"
+
 	"context"
 	"errors"
 	"fmt"
@@ -79,7 +81,7 @@ func copyCallHeaders(dst, src http.Header) {
 
 // relayRequest is the request relaying the client's call with msg to the
 // owner.
-func relayRequest[T any](msg *T, call DocumentCall) *connect.Request[T] {
+func relayRequest[T any](msg *T, call routing.DocumentCall) *connect.Request[T] {
 	req := connect.NewRequest(msg)
 	copyCallHeaders(req.Header(), call.Header)
 	return req

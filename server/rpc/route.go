@@ -4,101 +4,34 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/yorkie-affinity/yorkie/server/routing"
 	"net/http"
 
 	"connectrpc.com/connect"
-
-	"github.com/yorkie-affinity/yorkie/api/yorkie/v1/v1connect"
 )
 
-// CallKind names the kind of document call passing the routing step.
-type CallKind int
-
-// Document call kinds.
-const (
-	CallAttach CallKind = iota + 1
-	CallDetach
-	CallRemove
-	CallPushPull
-	CallWatch
-	// CallAttachChannel, CallChannel (detach, refresh, broadcast) and
-	// CallWatchChannel are channel calls: DocumentKey is the routing key of
-	// the channel's group (channel.RoutingKey).
-	CallAttachChannel
-	CallChannel
-	CallWatchChannel
-)
-
-// String returns the call kind's RPC-like name, for logs.
-func (k CallKind) String() string {
-	switch k {
-	case CallAttach:
-		return "attach"
-	case CallDetach:
-		return "detach"
-	case CallRemove:
-		return "remove"
-	case CallPushPull:
-		return "pushpull"
-	case CallWatch:
-		return "watch"
-	case CallAttachChannel:
-		return "attach-channel"
-	case CallChannel:
-		return "channel"
-	case CallWatchChannel:
-		return "watch-channel"
-	}
-	return fmt.Sprintf("CallKind(%d)", int(k))
-}
-
-// DocumentCall describes one document call to the routing step.
-type DocumentCall struct {
-	Kind     CallKind
-	ClientID string
-	// DocumentID is set on every call but AttachDocument.
-	DocumentID string
-	// DocumentKey is always set: from the attach pack, or looked up by ID.
-	DocumentKey string
-	// Header is the request's headers: a session key the client or a proxy
-	// sent back, and the marks of a call another node forwarded.
-	Header http.Header
-}
-
-// Route says where a document call is served.
-type Route struct {
-	// SessionKey names the owner; responses carry it in the router's
-	// session key header. Empty when the router names no owner.
-	SessionKey string
-	// Owner, when set, is the owner's service: this node relays the call
-	// there. Nil serves the call here.
-	Owner v1connect.YorkieServiceClient
-	// OwnerGone is closed when the owner leaves the cluster; a relay to it
-	// then ends with unavailable instead of waiting on a node that froze.
-	OwnerGone <-chan struct{}
-}
-
-// Router decides where document calls are served. The cluster layer
+// Router decides where document calls are served. routing.Router
 // implements it; without one every call is served here.
 type Router interface {
 	// Route returns where call is served, or an error for the client; a
 	// redirect is such an error (code unavailable naming the owner).
-	Route(ctx context.Context, call DocumentCall) (Route, error)
+	Route(ctx context.Context, call routing.DocumentCall) (routing.Route, error)
 	// RelayFailed tells the router that relaying call to route's owner
 	// failed with err, so it can stop believing in that owner.
-	RelayFailed(ctx context.Context, call DocumentCall, err error)
+	RelayFailed(ctx context.Context, call routing.DocumentCall, err error)
 	// DetachRemote detaches the client from the documents other nodes own,
-	// at their owners. DeactivateClient calls it before deactivating here.
-	DetachRemote(ctx context.Context, clientID string) error
+	// at their owners, and returns the owner epochs of the documents it has
+	// attached here. DeactivateClient calls it before deactivating here.
+	DetachRemote(ctx context.Context, clientID string) (map[string]int64, error)
 	// SessionKeyHeader names the response header carrying the owner's key.
 	SessionKeyHeader() string
 }
 
 // route is the single step every document call passes before it reaches the
 // backend: it completes the call's document key and asks the router.
-func (s *Service) route(ctx context.Context, call DocumentCall) (Route, error) {
+func (s *Service) route(ctx context.Context, call routing.DocumentCall) (routing.Route, error) {
 	if s.router == nil {
-		return Route{}, nil
+		return routing.Route{}, nil
 	}
 	if call.DocumentKey == "" {
 		key, err := s.backend.DocumentKey(ctx, call.DocumentID)
@@ -109,30 +42,38 @@ func (s *Service) route(ctx context.Context, call DocumentCall) (Route, error) {
 			if cerr := s.backend.CheckClient(ctx, call.ClientID); cerr != nil {
 				err = cerr
 			}
-			return Route{}, fmt.Errorf("route %s of document %s: %w", call.Kind, call.DocumentID, err)
+			return routing.Route{}, fmt.Errorf("route %s of document %s: %w", call.Kind, call.DocumentID, err)
 		}
 		call.DocumentKey = key
 	}
 	rt, err := s.router.Route(ctx, call)
 	if err != nil {
-		return Route{}, fmt.Errorf("route %s of document %q: %w", call.Kind, call.DocumentKey, err)
+		return routing.Route{}, fmt.Errorf("route %s of document %q: %w", call.Kind, call.DocumentKey, routeError(err))
 	}
 	return rt, nil
 }
 
-// IsAttach reports whether the call creates an attachment: such a call must
-// succeed wherever it lands, so even redirect mode hands it to the owner.
-func (k CallKind) IsAttach() bool { return k == CallAttach || k == CallAttachChannel }
+// routeError gives a routing refusal the Connect error clients expect.
+func routeError(err error) error {
+	var wrong *routing.WrongNodeError
+	switch {
+	case errors.As(err, &wrong):
+		return WrongNode(wrong.Header, wrong.SessionKey, wrong.Err)
+	case errors.Is(err, routing.ErrForgedForward):
+		return PermissionDenied(err)
+	}
+	return err
+}
 
 // stamp puts the owner's session key in response headers.
-func (s *Service) stamp(h http.Header, rt Route) {
+func (s *Service) stamp(h http.Header, rt routing.Route) {
 	if rt.SessionKey != "" {
 		h.Set(s.router.SessionKeyHeader(), rt.SessionKey)
 	}
 }
 
 // failRouted maps err like fail and adds the owner's session key.
-func (s *Service) failRouted(ctx context.Context, procedure string, rt Route, err error) error {
+func (s *Service) failRouted(ctx context.Context, procedure string, rt routing.Route, err error) error {
 	out := s.fail(ctx, procedure, err)
 	var ce *connect.Error
 	if errors.As(out, &ce) {
@@ -144,7 +85,7 @@ func (s *Service) failRouted(ctx context.Context, procedure string, rt Route, er
 // relayFailed hands the owner's answer back to the client. An error the
 // owner returned keeps its code and details; a failure to reach the owner is
 // unavailable, which clients retry.
-func (s *Service) relayFailed(ctx context.Context, procedure string, call DocumentCall, rt Route, err error) error {
+func (s *Service) relayFailed(ctx context.Context, procedure string, call routing.DocumentCall, rt routing.Route, err error) error {
 	var ce *connect.Error
 	if !errors.As(err, &ce) || errorName(ce) == "" {
 		// Every error the owner itself returns names a Yorkie code; one
@@ -162,7 +103,7 @@ func (s *Service) relayFailed(ctx context.Context, procedure string, call Docume
 
 // relay sends a unary call to the owner and returns its answer with the
 // owner's session key.
-func relay[Req, Res any](ctx context.Context, s *Service, procedure string, call DocumentCall, rt Route,
+func relay[Req, Res any](ctx context.Context, s *Service, procedure string, call routing.DocumentCall, rt routing.Route,
 	send func(context.Context, *connect.Request[Req]) (*connect.Response[Res], error), msg *Req,
 ) (*connect.Response[Res], error) {
 	ctx, stop := whileOwnerLives(ctx, rt)
@@ -178,7 +119,7 @@ func relay[Req, Res any](ctx context.Context, s *Service, procedure string, call
 
 // relayStream opens the stream at the owner and passes its messages on
 // until either side ends it or the server shuts down.
-func relayStream[Res any](ctx context.Context, s *Service, procedure string, call DocumentCall, rt Route,
+func relayStream[Res any](ctx context.Context, s *Service, procedure string, call routing.DocumentCall, rt routing.Route,
 	open func(context.Context) (*connect.ServerStreamForClient[Res], error), header http.Header, send func(*Res) error,
 ) error {
 	ctx, stop := whileOwnerLives(ctx, rt)
@@ -221,7 +162,7 @@ func relayStream[Res any](ctx context.Context, s *Service, procedure string, cal
 var errOwnerGone = errors.New("the owner left the cluster")
 
 // whileOwnerLives derives a context that ends when the owner leaves.
-func whileOwnerLives(ctx context.Context, rt Route) (context.Context, context.CancelFunc) {
+func whileOwnerLives(ctx context.Context, rt routing.Route) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	if rt.OwnerGone == nil {
 		return ctx, func() { cancel(nil) }
@@ -238,7 +179,7 @@ func whileOwnerLives(ctx context.Context, rt Route) (context.Context, context.Ca
 	return ctx, func() { close(stop); cancel(nil) }
 }
 
-func ownerGone(rt Route) bool {
+func ownerGone(rt routing.Route) bool {
 	select {
 	case <-rt.OwnerGone: // a nil channel never fires
 		return true

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/yorkie-affinity/yorkie/server/routing"
 	"log/slog"
 	"math"
 	"net/http"
@@ -193,12 +194,14 @@ func (s *Service) DeactivateClient(ctx context.Context, req *connect.Request[api
 	if err := validateClientID(clientID); err != nil {
 		return nil, invalidArgument(err)
 	}
+	var epochs map[string]int64
 	if s.router != nil {
-		if err := s.router.DetachRemote(ctx, clientID); err != nil {
+		var err error
+		if epochs, err = s.router.DetachRemote(ctx, clientID); err != nil {
 			return nil, s.fail(ctx, req.Spec().Procedure, fmt.Errorf("deactivate client %s: %w", clientID, err))
 		}
 	}
-	if err := s.backend.DeactivateClient(ctx, clientID); err != nil {
+	if err := s.backend.DeactivateClient(ctx, clientID, epochs); err != nil {
 		return nil, s.fail(ctx, req.Spec().Procedure, fmt.Errorf("deactivate client %s: %w", clientID, err))
 	}
 	// The SDK sends no DetachChannel before deactivating. Sessions on
@@ -225,7 +228,7 @@ func (s *Service) AttachDocument(ctx context.Context, req *connect.Request[api.A
 	if err := s.checkAttachments(ctx, clientID); err != nil {
 		return nil, s.fail(ctx, procedure, err)
 	}
-	call := DocumentCall{Kind: CallAttach, ClientID: clientID, DocumentKey: key, Header: req.Header()}
+	call := routing.DocumentCall{Kind: routing.CallAttach, ClientID: clientID, DocumentKey: key, Header: req.Header()}
 	rt, err := s.route(ctx, call)
 	if err != nil {
 		return nil, s.fail(ctx, procedure, err)
@@ -233,7 +236,7 @@ func (s *Service) AttachDocument(ctx context.Context, req *connect.Request[api.A
 	if rt.Owner != nil {
 		return relay(ctx, s, procedure, call, rt, rt.Owner.AttachDocument, req.Msg)
 	}
-	docID, resp, err := s.backend.AttachDocument(ctx, clientID, key, pack)
+	docID, resp, err := s.backend.AttachDocument(ctx, rt.Epoch, clientID, key, pack)
 	if err != nil {
 		return nil, s.failRouted(ctx, procedure, rt, fmt.Errorf("attach document %q by %s: %w", key, clientID, err))
 	}
@@ -248,36 +251,36 @@ func (s *Service) AttachDocument(ctx context.Context, req *connect.Request[api.A
 
 // DetachDocument detaches the client from the document.
 func (s *Service) DetachDocument(ctx context.Context, req *connect.Request[api.DetachDocumentRequest]) (*connect.Response[api.DetachDocumentResponse], error) {
-	return documentCall(ctx, s, req, CallDetach, req.Msg.GetClientId(), req.Msg.GetDocumentId(), req.Msg.GetChangePack(),
+	return documentCall(ctx, s, req, routing.CallDetach, req.Msg.GetClientId(), req.Msg.GetDocumentId(), req.Msg.GetChangePack(),
 		func(o v1connect.YorkieServiceClient) relayFunc[api.DetachDocumentRequest, api.DetachDocumentResponse] {
 			return o.DetachDocument
 		},
-		func(clientID, docID string, pack *api.ChangePack) (*api.DetachDocumentResponse, error) {
-			resp, err := s.backend.DetachDocument(ctx, clientID, docID, pack)
+		func(epoch int64, clientID, docID string, pack *api.ChangePack) (*api.DetachDocumentResponse, error) {
+			resp, err := s.backend.DetachDocument(ctx, epoch, clientID, docID, pack)
 			return &api.DetachDocumentResponse{ChangePack: resp}, err
 		})
 }
 
 // RemoveDocument removes the document on behalf of the client.
 func (s *Service) RemoveDocument(ctx context.Context, req *connect.Request[api.RemoveDocumentRequest]) (*connect.Response[api.RemoveDocumentResponse], error) {
-	return documentCall(ctx, s, req, CallRemove, req.Msg.GetClientId(), req.Msg.GetDocumentId(), req.Msg.GetChangePack(),
+	return documentCall(ctx, s, req, routing.CallRemove, req.Msg.GetClientId(), req.Msg.GetDocumentId(), req.Msg.GetChangePack(),
 		func(o v1connect.YorkieServiceClient) relayFunc[api.RemoveDocumentRequest, api.RemoveDocumentResponse] {
 			return o.RemoveDocument
 		},
-		func(clientID, docID string, pack *api.ChangePack) (*api.RemoveDocumentResponse, error) {
-			resp, err := s.backend.RemoveDocument(ctx, clientID, docID, pack)
+		func(epoch int64, clientID, docID string, pack *api.ChangePack) (*api.RemoveDocumentResponse, error) {
+			resp, err := s.backend.RemoveDocument(ctx, epoch, clientID, docID, pack)
 			return &api.RemoveDocumentResponse{ChangePack: resp}, err
 		})
 }
 
 // PushPullChanges stores the client's changes and returns the others'.
 func (s *Service) PushPullChanges(ctx context.Context, req *connect.Request[api.PushPullChangesRequest]) (*connect.Response[api.PushPullChangesResponse], error) {
-	return documentCall(ctx, s, req, CallPushPull, req.Msg.GetClientId(), req.Msg.GetDocumentId(), req.Msg.GetChangePack(),
+	return documentCall(ctx, s, req, routing.CallPushPull, req.Msg.GetClientId(), req.Msg.GetDocumentId(), req.Msg.GetChangePack(),
 		func(o v1connect.YorkieServiceClient) relayFunc[api.PushPullChangesRequest, api.PushPullChangesResponse] {
 			return o.PushPullChanges
 		},
-		func(clientID, docID string, pack *api.ChangePack) (*api.PushPullChangesResponse, error) {
-			resp, err := s.backend.PushPull(ctx, clientID, docID, pack, req.Msg.GetPushOnly())
+		func(epoch int64, clientID, docID string, pack *api.ChangePack) (*api.PushPullChangesResponse, error) {
+			resp, err := s.backend.PushPull(ctx, epoch, clientID, docID, pack, req.Msg.GetPushOnly())
 			return &api.PushPullChangesResponse{ChangePack: resp}, err
 		})
 }
@@ -288,16 +291,16 @@ type relayFunc[Req, Res any] func(context.Context, *connect.Request[Req]) (*conn
 // documentCall serves a unary call on an attached document: it validates
 // the shared fields, routes the call, and either relays it to the owner or
 // serves it here, answering with the owner's session key either way.
-func documentCall[Req, Res any](ctx context.Context, s *Service, req *connect.Request[Req], kind CallKind,
+func documentCall[Req, Res any](ctx context.Context, s *Service, req *connect.Request[Req], kind routing.CallKind,
 	clientID, docID string, pack *api.ChangePack,
 	method func(v1connect.YorkieServiceClient) relayFunc[Req, Res],
-	serve func(clientID, docID string, pack *api.ChangePack) (*Res, error),
+	serve func(epoch int64, clientID, docID string, pack *api.ChangePack) (*Res, error),
 ) (*connect.Response[Res], error) {
 	if err := validateDocumentCall(clientID, docID, pack); err != nil {
 		return nil, err
 	}
 	procedure := req.Spec().Procedure
-	call := DocumentCall{Kind: kind, ClientID: clientID, DocumentID: docID, Header: req.Header()}
+	call := routing.DocumentCall{Kind: kind, ClientID: clientID, DocumentID: docID, Header: req.Header()}
 	rt, err := s.route(ctx, call)
 	if err != nil {
 		return nil, s.fail(ctx, procedure, err)
@@ -305,7 +308,7 @@ func documentCall[Req, Res any](ctx context.Context, s *Service, req *connect.Re
 	if rt.Owner != nil {
 		return relay(ctx, s, procedure, call, rt, method(rt.Owner), req.Msg)
 	}
-	resp, err := serve(clientID, docID, pack)
+	resp, err := serve(rt.Epoch, clientID, docID, pack)
 	if err != nil {
 		return nil, s.failRouted(ctx, procedure, rt, fmt.Errorf("%s document %s by %s: %w", kind, docID, clientID, err))
 	}
@@ -357,7 +360,7 @@ func (s *Service) Watch(ctx context.Context, req *connect.Request[api.WatchReque
 	}
 	defer closeStream()
 	procedure := req.Spec().Procedure
-	call := DocumentCall{Kind: CallWatch, ClientID: clientID, DocumentID: docID, Header: req.Header()}
+	call := routing.DocumentCall{Kind: routing.CallWatch, ClientID: clientID, DocumentID: docID, Header: req.Header()}
 	rt, err := s.routeWatch(ctx, procedure, call, stream.ResponseHeader())
 	if err != nil {
 		return err
@@ -404,7 +407,7 @@ func (s *Service) WatchDocument(ctx context.Context, req *connect.Request[api.Wa
 	}
 	defer closeStream()
 	procedure := req.Spec().Procedure
-	call := DocumentCall{Kind: CallWatch, ClientID: clientID, DocumentID: docID, Header: req.Header()}
+	call := routing.DocumentCall{Kind: routing.CallWatch, ClientID: clientID, DocumentID: docID, Header: req.Header()}
 	rt, err := s.routeWatch(ctx, procedure, call, stream.ResponseHeader())
 	if err != nil {
 		return err
@@ -429,10 +432,10 @@ func (s *Service) WatchDocument(ctx context.Context, req *connect.Request[api.Wa
 // watch runs a document event stream for both Watch forms: it subscribes,
 // sends the initialization, then relays events until the client leaves, the
 // server shuts down, or the backend ends the subscription.
-func (s *Service) watch(ctx context.Context, procedure string, rt Route, clientID, docID string,
+func (s *Service) watch(ctx context.Context, procedure string, rt routing.Route, clientID, docID string,
 	sendInit func(watchers []string) error, sendEvent func(ev *api.DocEvent) error,
 ) error {
-	sub, watchers, err := s.backend.Watch(ctx, clientID, docID)
+	sub, watchers, err := s.backend.Watch(ctx, rt.Epoch, clientID, docID)
 	if err != nil {
 		return s.failRouted(ctx, procedure, rt, fmt.Errorf("watch document %s by %s: %w", docID, clientID, err))
 	}
@@ -467,10 +470,10 @@ func (s *Service) watch(ctx context.Context, procedure string, rt Route, clientI
 // A refused stream's session key also goes into the response headers:
 // streams carry an error's metadata in the final frame, where clients and
 // proxies that route by the header would not look.
-func (s *Service) routeWatch(ctx context.Context, procedure string, call DocumentCall, header http.Header) (Route, error) {
+func (s *Service) routeWatch(ctx context.Context, procedure string, call routing.DocumentCall, header http.Header) (routing.Route, error) {
 	select {
 	case <-s.closing:
-		return Route{}, newError(connect.CodeUnavailable, CodeShuttingDown, ErrShuttingDown)
+		return routing.Route{}, newError(connect.CodeUnavailable, CodeShuttingDown, ErrShuttingDown)
 	default:
 	}
 	rt, err := s.route(ctx, call)
@@ -482,7 +485,7 @@ func (s *Service) routeWatch(ctx context.Context, procedure string, call Documen
 				header.Set(s.router.SessionKeyHeader(), key)
 			}
 		}
-		return Route{}, err
+		return routing.Route{}, err
 	}
 	return rt, nil
 }

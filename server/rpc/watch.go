@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/yorkie-affinity/yorkie/server/routing"
 	"net/http"
 	"sync"
 
@@ -33,7 +34,7 @@ func (s *Service) watchResources(ctx context.Context, req *connect.Request[api.W
 	clientID := req.Msg.GetClientId()
 	procedure := req.Spec().Procedure
 	resources := req.Msg.GetResources()
-	calls := make([]DocumentCall, len(resources))
+	calls := make([]routing.DocumentCall, len(resources))
 	for i, res := range resources {
 		call, err := s.watchCall(ctx, procedure, clientID, res, req.Header())
 		if err != nil {
@@ -110,26 +111,26 @@ func (s *Service) watchResources(ctx context.Context, req *connect.Request[api.W
 }
 
 // watchCall validates one Watch resource and names the call that routes it.
-func (s *Service) watchCall(ctx context.Context, procedure, clientID string, res *api.ResourceDescriptor, header http.Header) (DocumentCall, error) {
+func (s *Service) watchCall(ctx context.Context, procedure, clientID string, res *api.ResourceDescriptor, header http.Header) (routing.DocumentCall, error) {
 	if ch := res.GetChannel(); ch != nil {
 		key := ch.GetChannelKey()
 		if err := channel.ValidateKey(key); err != nil {
-			return DocumentCall{}, s.fail(ctx, procedure, err)
+			return routing.DocumentCall{}, s.fail(ctx, procedure, err)
 		}
-		return DocumentCall{Kind: CallWatchChannel, ClientID: clientID, DocumentKey: channel.RoutingKey(key), Header: header}, nil
+		return routing.DocumentCall{Kind: routing.CallWatchChannel, ClientID: clientID, DocumentKey: channel.RoutingKey(key), Header: header}, nil
 	}
 	doc := res.GetDocument()
 	if doc == nil {
-		return DocumentCall{}, invalidArgument(errors.New("watch resource names neither a document nor a channel"))
+		return routing.DocumentCall{}, invalidArgument(errors.New("watch resource names neither a document nor a channel"))
 	}
 	if err := validateDocumentID(doc.GetDocumentId()); err != nil {
-		return DocumentCall{}, invalidArgument(err)
+		return routing.DocumentCall{}, invalidArgument(err)
 	}
-	return DocumentCall{Kind: CallWatch, ClientID: clientID, DocumentID: doc.GetDocumentId(), Header: header}, nil
+	return routing.DocumentCall{Kind: routing.CallWatch, ClientID: clientID, DocumentID: doc.GetDocumentId(), Header: header}, nil
 }
 
 // openSource subscribes to one resource, here or at its owner.
-func (s *Service) openSource(ctx context.Context, procedure, clientID string, res *api.ResourceDescriptor, call DocumentCall, rt Route) (*watchSource, error) {
+func (s *Service) openSource(ctx context.Context, procedure, clientID string, res *api.ResourceDescriptor, call routing.DocumentCall, rt routing.Route) (*watchSource, error) {
 	if rt.Owner != nil {
 		return s.remoteSource(ctx, procedure, clientID, res, call, rt)
 	}
@@ -155,7 +156,7 @@ func (s *Service) openSource(ctx context.Context, procedure, clientID string, re
 		}, nil
 	}
 	docID := res.GetDocument().GetDocumentId()
-	sub, watchers, err := s.backend.Watch(ctx, clientID, docID)
+	sub, watchers, err := s.backend.Watch(ctx, rt.Epoch, clientID, docID)
 	if err != nil {
 		return nil, s.failRouted(ctx, procedure, rt, fmt.Errorf("watch document %s by %s: %w", docID, clientID, err))
 	}
@@ -192,7 +193,7 @@ func (s *Service) openSource(ctx context.Context, procedure, clientID string, re
 
 // remoteSource opens a one-resource Watch at the owner and takes its
 // initialization; its events follow until the owner ends the stream.
-func (s *Service) remoteSource(ctx context.Context, procedure, clientID string, res *api.ResourceDescriptor, call DocumentCall, rt Route) (*watchSource, error) {
+func (s *Service) remoteSource(ctx context.Context, procedure, clientID string, res *api.ResourceDescriptor, call routing.DocumentCall, rt routing.Route) (*watchSource, error) {
 	ctx, stop := whileOwnerLives(ctx, rt)
 	up, err := rt.Owner.Watch(ctx, relayRequest(&api.WatchRequest{ClientId: clientID, Resources: []*api.ResourceDescriptor{res}}, call))
 	if err != nil {

@@ -50,9 +50,7 @@ type pushRecord struct {
 
 func testFencing(t *testing.T, dbA, dbB database.Database) {
 	ownerEpoch := func(epoch int64) func(*server.Config) {
-		return func(c *server.Config) {
-			c.Epoch = func(context.Context, string) (int64, error) { return epoch, nil }
-		}
+		return func(c *server.Config) { c.Router = servertest.OwnerRouter(epoch) }
 	}
 	a := servertest.Start(t, func(c *server.Config) { c.DB = dbA }, ownerEpoch(1))
 	b := servertest.Start(t, func(c *server.Config) { c.DB = dbB }, ownerEpoch(2))

@@ -12,7 +12,7 @@ import (
 
 	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
 	"github.com/yorkie-affinity/yorkie/server"
-	"github.com/yorkie-affinity/yorkie/server/rpc"
+	"github.com/yorkie-affinity/yorkie/server/routing"
 	"github.com/yorkie-affinity/yorkie/server/servertest"
 	"github.com/yorkie-affinity/yorkie/server/servertest/poll"
 	"github.com/yorkie-affinity/yorkie/server/servertest/wire"
@@ -23,7 +23,7 @@ import (
 // reaches the client instead of the call.
 func TestRouterSeesEveryDocumentCall(t *testing.T) {
 	type seen struct {
-		kind rpc.CallKind
+		kind routing.CallKind
 		key  string
 	}
 	var (
@@ -31,7 +31,7 @@ func TestRouterSeesEveryDocumentCall(t *testing.T) {
 		calls  []seen
 		refuse = "refused-doc"
 	)
-	router := funcRouter(func(ctx context.Context, call rpc.DocumentCall) error {
+	router := funcRouter(func(ctx context.Context, call routing.DocumentCall) error {
 		key := call.DocumentKey
 		mu.Lock()
 		calls = append(calls, seen{call.Kind, key})
@@ -61,8 +61,8 @@ func TestRouterSeesEveryDocumentCall(t *testing.T) {
 	wire.Must(t, err, "remove")
 
 	want := []seen{
-		{rpc.CallAttach, docKey}, {rpc.CallPushPull, docKey}, {rpc.CallWatch, docKey},
-		{rpc.CallDetach, docKey}, {rpc.CallAttach, docKey}, {rpc.CallRemove, docKey},
+		{routing.CallAttach, docKey}, {routing.CallPushPull, docKey}, {routing.CallWatch, docKey},
+		{routing.CallDetach, docKey}, {routing.CallAttach, docKey}, {routing.CallRemove, docKey},
 	}
 	mu.Lock()
 	got := slices.Clone(calls)
@@ -83,8 +83,8 @@ func TestShutdownLetsUnaryCallsFinish(t *testing.T) {
 	entered := make(chan struct{})
 	release := make(chan struct{})
 	var hold sync.Once
-	router := funcRouter(func(ctx context.Context, call rpc.DocumentCall) error {
-		if call.Kind == rpc.CallPushPull {
+	router := funcRouter(func(ctx context.Context, call routing.DocumentCall) error {
+		if call.Kind == routing.CallPushPull {
 			hold.Do(func() {
 				close(entered)
 				<-release
@@ -143,14 +143,14 @@ func TestShutdownLetsUnaryCallsFinish(t *testing.T) {
 }
 
 // funcRouter serves every call here unless the function refuses it.
-type funcRouter func(ctx context.Context, call rpc.DocumentCall) error
+type funcRouter func(ctx context.Context, call routing.DocumentCall) error
 
-func (f funcRouter) Route(ctx context.Context, call rpc.DocumentCall) (rpc.Route, error) {
-	return rpc.Route{}, f(ctx, call)
+func (f funcRouter) Route(ctx context.Context, call routing.DocumentCall) (routing.Route, error) {
+	return routing.Route{}, f(ctx, call)
 }
 
-func (funcRouter) RelayFailed(context.Context, rpc.DocumentCall, error) {}
+func (funcRouter) RelayFailed(context.Context, routing.DocumentCall, error) {}
 
-func (funcRouter) DetachRemote(context.Context, string) error { return nil }
+func (funcRouter) DetachRemote(context.Context, string) (map[string]int64, error) { return nil, nil }
 
 func (funcRouter) SessionKeyHeader() string { return "x-session-key" }

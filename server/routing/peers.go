@@ -1,13 +1,15 @@
-// Package cluster holds what the nodes of one cluster say to each other:
-// clients for forwarding calls to a document's owner and for node-to-node
-// calls, and the shared secret that tells those calls from a client's.
-package cluster
+// Package routing sends each document call to the node that owns the
+// document: it asks the affinity manager for the owner, serves the call here
+// with the owner's epoch or relays it to the owner over the peer transport,
+// and drops what this node serves once it loses a binding. The peer
+// transport and the cluster secret, which tells node-to-node calls from a
+// client's, live here too.
+package routing
 
 import (
 	"context"
 	"crypto/subtle"
 	"crypto/tls"
-	"errors"
 	"net"
 	"net/http"
 	"sync"
@@ -30,11 +32,18 @@ const (
 	HeaderForwardedBy = "x-yorkie-forwarded-by"
 )
 
-// ErrUnauthenticated: a node-to-node call without the right cluster secret.
-var ErrUnauthenticated = errors.New("cluster call without a valid cluster secret")
+// Transport reaches the other nodes of the cluster. Peers is the real one;
+// tests wrap it to cut links between nodes.
+type Transport interface {
+	// Yorkie returns a YorkieService client of the node at addr whose
+	// calls are marked as forwarded by this node.
+	Yorkie(addr string) v1connect.YorkieServiceClient
+	// Cluster returns a ClusterService client of the node at addr.
+	Cluster(addr string) clusterv1connect.ClusterServiceClient
+}
 
-// Config configures Peers.
-type Config struct {
+// PeersConfig configures Peers.
+type PeersConfig struct {
 	// Secret is the cluster secret sent with every node-to-node call.
 	Secret string
 	// Self is this node's advertised address, sent in HeaderForwardedBy.
@@ -49,7 +58,7 @@ type Config struct {
 // keep-alive, the path a node serves cheapest; streams go as gRPC over h2c,
 // so many relayed Watch streams share a few connections.
 type Peers struct {
-	cfg     Config
+	cfg     PeersConfig
 	unary   *http.Client
 	streams *http.Client
 
@@ -73,7 +82,7 @@ func (p peerClient) WatchDocument(ctx context.Context, req *connect.Request[api.
 }
 
 // NewPeers returns an empty set of peer clients.
-func NewPeers(cfg Config) *Peers {
+func NewPeers(cfg PeersConfig) *Peers {
 	if cfg.DialTimeout <= 0 {
 		cfg.DialTimeout = 2 * time.Second
 	}

@@ -1,0 +1,83 @@
+package routing
+
+import (
+	"fmt"
+	"net/http"
+
+	"github.com/yorkie-affinity/yorkie/api/yorkie/v1/v1connect"
+)
+
+// CallKind names the kind of document call passing the routing step.
+type CallKind int
+
+// Document call kinds.
+const (
+	CallAttach CallKind = iota + 1
+	CallDetach
+	CallRemove
+	CallPushPull
+	CallWatch
+	// CallAttachChannel, CallChannel (detach, refresh, broadcast) and
+	// CallWatchChannel are channel calls: DocumentKey is the routing key of
+	// the channel's group (channel.RoutingKey).
+	CallAttachChannel
+	CallChannel
+	CallWatchChannel
+)
+
+// String returns the call kind's RPC-like name, for logs.
+func (k CallKind) String() string {
+	switch k {
+	case CallAttach:
+		return "attach"
+	case CallDetach:
+		return "detach"
+	case CallRemove:
+		return "remove"
+	case CallPushPull:
+		return "pushpull"
+	case CallWatch:
+		return "watch"
+	case CallAttachChannel:
+		return "attach-channel"
+	case CallChannel:
+		return "channel"
+	case CallWatchChannel:
+		return "watch-channel"
+	}
+	return fmt.Sprintf("CallKind(%d)", int(k))
+}
+
+// DocumentCall describes one document call to the routing step.
+type DocumentCall struct {
+	Kind     CallKind
+	ClientID string
+	// DocumentID is set on every call but AttachDocument.
+	DocumentID string
+	// DocumentKey is always set: from the attach pack, or looked up by ID.
+	DocumentKey string
+	// Header is the request's headers: a session key the client or a proxy
+	// sent back, and the marks of a call another node forwarded.
+	Header http.Header
+}
+
+// Route says where a document call is served.
+type Route struct {
+	// SessionKey names the owner; responses carry it in the router's
+	// session key header. Empty when the router names no owner.
+	SessionKey string
+	// Owner, when set, is the owner's service: this node relays the call
+	// there. Nil serves the call here.
+	Owner v1connect.YorkieServiceClient
+	// OwnerGone is closed when the owner leaves the cluster; a relay to it
+	// then ends with unavailable instead of waiting on a node that froze.
+	OwnerGone <-chan struct{}
+	// Epoch is this node's owner epoch for the document when the call is
+	// served here: the backend writes with it, so the database refuses the
+	// writes of an owner that a newer one has replaced.
+	Epoch int64
+}
+
+// IsAttach reports whether the call creates an attachment: such a call must
+// succeed wherever it lands, so even redirect mode hands it to the owner.
+func (k CallKind) IsAttach() bool { return k == CallAttach || k == CallAttachChannel }

@@ -1,0 +1,253 @@
+package routing
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"connectrpc.com/connect"
+	"github.com/prometheus/client_golang/prometheus"
+
+	clusterv1 "github.com/yorkie-affinity/yorkie/api/yorkie/cluster/v1"
+	"github.com/yorkie-affinity/yorkie/server/affinity"
+	"github.com/yorkie-affinity/yorkie/server/backend/database"
+	"github.com/yorkie-affinity/yorkie/server/channel"
+	"github.com/yorkie-affinity/yorkie/server/project"
+)
+
+// Mode says what a node does with a call for a document it does not own.
+type Mode string
+
+// Affinity modes.
+const (
+	// Forward relays the call to the owner: unmodified clients work behind
+	// any load balancer.
+	Forward Mode = "forward"
+	// Redirect refuses the call with a WrongNodeError naming the owner, for
+	// clients or proxies that route by the session key.
+	Redirect Mode = "redirect"
+)
+
+// DefaultSessionKeyHeader carries the owner's session key, as Envoy's
+// header-based stateful session expects it.
+const DefaultSessionKeyHeader = "x-session-key"
+
+// DefaultLostReleaseTimeout bounds the release of the documents one loss of
+// bindings hands back. It runs on the affinity manager's goroutine, which
+// must go on to renew the lease and follow the membership.
+const DefaultLostReleaseTimeout = 5 * time.Second
+
+var (
+	// ErrForgedForward: a call marked as forwarded by a node lacks the
+	// cluster secret. The RPC layer refuses it with permission denied.
+	ErrForgedForward = errors.New("forwarded call without the cluster secret")
+	// errBindingLost is why the streams of a document whose binding this
+	// node lost end.
+	errBindingLost = errors.New("this node lost the document's binding")
+)
+
+// WrongNodeError refuses a call another node must serve, naming its owner.
+// The RPC layer turns it into unavailable with the owner's session key.
+type WrongNodeError struct {
+	// Header names the response header that carries SessionKey.
+	Header string
+	// SessionKey names the owner.
+	SessionKey string
+	// Err says why.
+	Err error
+}
+
+func (e *WrongNodeError) Error() string { return e.Err.Error() }
+
+func (e *WrongNodeError) Unwrap() error { return e.Err }
+
+// Backend is what routing needs of the document logic: the documents a
+// client has attached, their keys (in the call's project), and dropping the
+// state of documents this node no longer owns.
+type Backend interface {
+	AttachedDocuments(ctx context.Context, clientID string) ([]string, error)
+	DocumentKey(ctx context.Context, docID string) (string, error)
+	ReleaseKey(ctx context.Context, projectID, key string, cause error) error
+}
+
+// Channels is what routing needs of the channel manager: dropping the
+// sessions of a channel group this node no longer owns.
+type Channels interface {
+	Release(first string, cause error)
+}
+
+// Config configures a Router. Every field is required.
+type Config struct {
+	// Owners is the node's ownership manager, joined to the cluster.
+	Owners *affinity.Manager
+	// Peers reaches the other nodes.
+	Peers Transport
+	// Backend holds the documents served here.
+	Backend Backend
+	// Channels holds the channel sessions served here.
+	Channels Channels
+	// Mode is Forward or Redirect.
+	Mode Mode
+	// Header names the response header carrying the owner's session key.
+	Header string
+	// Secret is the cluster secret forwarded calls carry.
+	Secret string
+	// Logger receives what routing cannot return.
+	Logger *slog.Logger
+	// Registerer receives the routing metrics.
+	Registerer prometheus.Registerer
+}
+
+// Router routes document calls to their owners with the affinity manager.
+type Router struct {
+	cfg       Config
+	forwards  prometheus.Counter
+	redirects prometheus.Counter
+}
+
+// New returns a router ready to route.
+func New(cfg Config) (*Router, error) {
+	if cfg.Owners == nil || cfg.Peers == nil || cfg.Backend == nil || cfg.Channels == nil ||
+		cfg.Logger == nil || cfg.Registerer == nil {
+		return nil, errors.New("routing: Config needs Owners, Peers, Backend, Channels, Logger and Registerer")
+	}
+	if cfg.Mode != Forward && cfg.Mode != Redirect {
+		return nil, fmt.Errorf("routing: affinity mode %q: want %q or %q", cfg.Mode, Forward, Redirect)
+	}
+	if cfg.Header == "" || cfg.Secret == "" {
+		return nil, errors.New("routing: Config needs Header and Secret")
+	}
+	r := &Router{
+		cfg: cfg,
+		forwards: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "yorkie_affinity_forwards_total",
+			Help: "Document calls relayed to the owner node.",
+		}),
+		redirects: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "yorkie_affinity_redirects_total",
+			Help: "Document calls refused with ErrWrongNode naming the owner.",
+		}),
+	}
+	if err := errors.Join(cfg.Registerer.Register(r.forwards), cfg.Registerer.Register(r.redirects)); err != nil {
+		return nil, fmt.Errorf("register routing metrics: %w", err)
+	}
+	return r, nil
+}
+
+// Route returns where call is served. The owner comes from the binding,
+// never from the session key a request carries: that is a hint a client
+// could forge, so this node dials only members it knows.
+func (r *Router) Route(ctx context.Context, call DocumentCall) (Route, error) {
+	forwarded := call.Header.Get(HeaderForwardedBy) != ""
+	if forwarded && !r.Authentic(call.Header) {
+		return Route{}, ErrForgedForward
+	}
+	owner, err := r.cfg.Owners.Owner(ctx, bindingKey(ctx, call.DocumentKey))
+	if err != nil {
+		return Route{}, fmt.Errorf("find owner: %w", err)
+	}
+	rt := Route{SessionKey: owner.SessionKey}
+	if owner.Self {
+		rt.Epoch = owner.Epoch
+		return rt, nil
+	}
+	// A forwarded call is never forwarded again: two nodes with different
+	// views of the owner must not pass a call back and forth. An attach is
+	// handed to the owner even in redirect mode: it must succeed wherever it
+	// lands, and its answer tells the client the owner's session key.
+	if forwarded || (r.cfg.Mode == Redirect && !call.Kind.IsAttach()) {
+		r.redirects.Inc()
+		return Route{}, &WrongNodeError{Header: r.cfg.Header, SessionKey: owner.SessionKey,
+			Err: fmt.Errorf("document %q is owned by another node", call.DocumentKey)}
+	}
+	r.forwards.Inc()
+	rt.Owner = r.cfg.Peers.Yorkie(owner.Addr)
+	rt.OwnerGone = r.cfg.Owners.Gone(owner.Addr)
+	return rt, nil
+}
+
+// RelayFailed forgets an owner that could not be reached or no longer owns
+// the document, so the next call asks the store.
+func (r *Router) RelayFailed(ctx context.Context, call DocumentCall, err error) {
+	if code := connect.CodeOf(err); code == connect.CodeUnavailable || code == connect.CodeUnknown {
+		r.cfg.Owners.Forget(bindingKey(ctx, call.DocumentKey))
+	}
+}
+
+// DetachRemote detaches the client from the documents other nodes own, at
+// their owners, and returns the owner epochs of the documents it has
+// attached here, for the backend to detach it from them.
+func (r *Router) DetachRemote(ctx context.Context, clientID string) (map[string]int64, error) {
+	docIDs, err := r.cfg.Backend.AttachedDocuments(ctx, clientID)
+	if err != nil {
+		return nil, err
+	}
+	local := make(map[string]int64, len(docIDs))
+	var errs []error
+	for _, docID := range docIDs {
+		key, err := r.cfg.Backend.DocumentKey(ctx, docID)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		owner, err := r.cfg.Owners.Owner(ctx, bindingKey(ctx, key))
+		if err != nil {
+			errs = append(errs, fmt.Errorf("find owner of %q: %w", key, err))
+			continue
+		}
+		if owner.Self {
+			local[docID] = owner.Epoch
+			continue // DeactivateClient detaches it here
+		}
+		_, err = r.cfg.Peers.Cluster(owner.Addr).DetachClientDocument(ctx, connect.NewRequest(&clusterv1.DetachClientDocumentRequest{
+			ClientId: clientID, DocumentId: docID, DocumentKey: key, ProjectId: project.ID(ctx),
+		}))
+		if err != nil {
+			r.cfg.Owners.Forget(bindingKey(ctx, key))
+			errs = append(errs, fmt.Errorf("detach %s from %q at %s: %w: %w", clientID, key, owner.Addr, database.ErrUnavailable, err))
+		}
+	}
+	return local, errors.Join(errs...)
+}
+
+// SessionKeyHeader names the response header carrying the owner's key.
+func (r *Router) SessionKeyHeader() string { return r.cfg.Header }
+
+// Authentic reports whether h carries the cluster secret.
+func (r *Router) Authentic(h http.Header) bool { return Authentic(h, r.cfg.Secret) }
+
+// Lost drops the documents whose bindings this node lost: their streams end
+// with a retryable error and the clients reconnect to the new owner. It is
+// the affinity manager's OnLost hook and runs on the manager's goroutine, so
+// it waits for busy documents only up to timeout
+// (DefaultLostReleaseTimeout when zero): a document a
+// stuck call holds keeps its state, which the database fences, rather than
+// stall lease and membership handling.
+func Lost(backend Backend, channels Channels, timeout time.Duration, logger *slog.Logger) func(keys []string) {
+	if timeout <= 0 {
+		timeout = DefaultLostReleaseTimeout
+	}
+	return func(bindings []string) {
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		for _, b := range bindings {
+			pid, key := project.SplitScopedKey(b)
+			if first, ok := channel.FromRoutingKey(key); ok {
+				channels.Release(project.ScopedKey(pid, first), errBindingLost)
+				continue
+			}
+			if err := backend.ReleaseKey(ctx, pid, key, errBindingLost); err != nil {
+				logger.Warn("release lost document", "binding", b, "error", err)
+			}
+		}
+	}
+}
+
+// bindingKey is the key a document (or channel group) of the call's
+// project is bound under in the session store.
+func bindingKey(ctx context.Context, key string) string {
+	return project.ScopedKey(project.ID(ctx), key)
+}
