@@ -9,8 +9,8 @@ update=false
 [ "${1:-}" = "-update" ] && update=true
 
 targets=(
-	"./server/rpc FuzzHTTP1Head"
-	"./server/rpc FuzzJSONCodec"
+	"./server/rpc/http1 FuzzHTTP1Head"
+	"./server/rpc/jsoncodec FuzzJSONCodec"
 	"./server/backend FuzzPushPullPack"
 	"./server/affinity FuzzParseSessionKey"
 	"./test/integration FuzzRequestDecoding"

@@ -54,6 +54,11 @@ step "Node packages of the JavaScript SDK"
 step "go test"
 go test -count=1 -timeout 15m ./...
 
+# The RPC port's fast paths (server/rpc/http1, server/rpc/jsoncodec) can be
+# switched off; the protocol-level tests run again on net/http and protojson.
+step "Go integration tests on the stock RPC paths (net/http alone, protojson)"
+YORKIE_TEST_STOCK_RPC=1 go test -count=1 -timeout 10m ./test/integration/
+
 step "benchmarks compile and run once"
 go test -count=1 -run '^$' -bench . -benchtime 1x -timeout 10m ./...
 
@@ -62,6 +67,9 @@ step "fuzz targets, time-boxed, from the committed corpora"
 
 step "JavaScript SDK end-to-end"
 (cd test/e2e && npm test)
+
+step "JavaScript SDK end-to-end on the stock RPC paths (--rpc-fast-http1=false --rpc-fast-json=false)"
+(cd test/e2e && npm run test:stock)
 
 step "JavaScript SDK end-to-end on the MongoDB backend"
 (cd test/e2e && npm run test:mongo)

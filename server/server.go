@@ -34,6 +34,8 @@ import (
 	"github.com/yorkie-affinity/yorkie/server/project"
 	"github.com/yorkie-affinity/yorkie/server/routing"
 	"github.com/yorkie-affinity/yorkie/server/rpc"
+	"github.com/yorkie-affinity/yorkie/server/rpc/http1"
+	"github.com/yorkie-affinity/yorkie/server/rpc/jsoncodec"
 	"github.com/yorkie-affinity/yorkie/server/sessionstore"
 	sessmemory "github.com/yorkie-affinity/yorkie/server/sessionstore/memory"
 )
@@ -82,6 +84,12 @@ type Config struct {
 	// ReadBodyTimeout bounds the arrival of a request body on the RPC port
 	// once its head is in (0: DefaultReadBodyTimeout).
 	ReadBodyTimeout time.Duration
+	// DisableFastHTTP1 serves the RPC port with net/http alone, without the
+	// HTTP/1.1 loop of package http1 (whose metric then is not exported).
+	DisableFastHTTP1 bool
+	// DisableFastJSON reads and writes Connect JSON with connect's own
+	// codec, protojson, instead of package jsoncodec.
+	DisableFastJSON bool
 	// MaxChangesPerPack bounds the changes of one pushed pack (0: default).
 	MaxChangesPerPack int
 	// SnapshotInterval, SnapshotThreshold, MaxSizePerDocument and
@@ -187,7 +195,7 @@ type Server struct {
 	admin    *admin.Service
 
 	rpcServer       *http.Server
-	rpcHTTP1        *rpc.HTTP1Server // serves the RPC port, rpcServer is its fallback
+	rpcPort         port // serves the RPC port: rpcServer, or http1 in front of it
 	profilingServer *http.Server
 
 	// listen opens the ports (tests replace it to make listeners fail).
@@ -321,6 +329,7 @@ func (s *Server) newRPC(router rpc.Router) error {
 		Limits:          cfg.Limits,
 		Activity:        s.tracker,
 		Channels:        s.channels,
+		Codecs:          jsonCodecs(cfg.DisableFastJSON),
 		Projects:        s.projects,
 	})
 	if err != nil {
@@ -357,14 +366,20 @@ func (s *Server) newRPC(router rpc.Router) error {
 		_, _ = w.Write([]byte("ok"))
 	})
 	s.rpcServer = newHTTPServer(withCORS(rpc.BoundRequests(mux, bounds), cfg.AllowedOrigins, s.exposedHeaders()), logger, cfg.ReadHeaderTimeout)
-	if s.rpcHTTP1, err = rpc.NewHTTP1Server(rpc.HTTP1Config{
-		Fallback:        s.rpcServer,
-		Logger:          logger,
-		MaxRequestBytes: cfg.MaxRequestBytes,
-		ReadBodyTimeout: cfg.ReadBodyTimeout,
-		Registerer:      s.registry,
-	}); err != nil {
-		return err
+	s.rpcPort = s.rpcServer
+	if !cfg.DisableFastHTTP1 {
+		fast, err := http1.New(http1.Config{
+			Fallback:        s.rpcServer,
+			Paths:           rpc.UnaryPaths(),
+			Logger:          logger,
+			MaxRequestBytes: cfg.MaxRequestBytes,
+			ReadBodyTimeout: cfg.ReadBodyTimeout,
+			Registerer:      s.registry,
+		})
+		if err != nil {
+			return fmt.Errorf("server: %w", err)
+		}
+		s.rpcPort = fast
 	}
 	return nil
 }
@@ -537,6 +552,27 @@ func (s *Server) joinCluster(ctx context.Context, rpcAddr string) error {
 	return nil
 }
 
+// port is what serves a port: an http.Server, or an http1.Server in front
+// of one.
+type port interface {
+	Serve(ln net.Listener) error
+	Shutdown(ctx context.Context) error
+	Close() error
+}
+
+// jsonCodecs returns the codecs the RPC service reads and writes Connect
+// JSON with: package jsoncodec's, or none (connect's protojson) when
+// disabled.
+func jsonCodecs(disabled bool) []connect.Codec {
+	if disabled {
+		return nil
+	}
+	return []connect.Codec{
+		jsoncodec.New(jsoncodec.Config{Name: jsoncodec.Name}),
+		jsoncodec.New(jsoncodec.Config{Name: jsoncodec.NameUTF8}),
+	}
+}
+
 // newHTTPServer returns an http.Server speaking HTTP/1.1 and cleartext HTTP/2
 // (prior knowledge), as gRPC clients need HTTP/2 and browsers use HTTP/1.1.
 // There is no read or write timeout: Watch streams live as long as clients.
@@ -648,7 +684,7 @@ func (s *Server) Start(ctx context.Context) error {
 		}
 		return err
 	}
-	s.serve(s.rpcHTTP1.Serve, rpcLn, "rpc", s.fail)
+	s.serve(s.rpcPort.Serve, rpcLn, "rpc", s.fail)
 	s.house.Start()
 	s.started = true
 	s.logger.InfoContext(ctx, "server started", "rpc_addr", s.rpcAddr, "profiling_addr", s.profilingAddr)
@@ -755,9 +791,9 @@ func (s *Server) shutdown(ctx context.Context) error {
 	}
 	if s.service != nil { // nil before Start
 		s.service.CloseStreams()
-		if err := s.rpcHTTP1.Shutdown(ctx); err != nil {
+		if err := s.rpcPort.Shutdown(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("shut down rpc port: %w", err))
-			_ = s.rpcHTTP1.Close()
+			_ = s.rpcPort.Close()
 		}
 	}
 	if s.profilingServer != nil {
@@ -814,8 +850,8 @@ func (s *Server) Abort() {
 		if s.mgr != nil {
 			s.mgr.Abandon()
 		}
-		if s.rpcHTTP1 != nil {
-			_ = s.rpcHTTP1.Close()
+		if s.rpcPort != nil {
+			_ = s.rpcPort.Close()
 		}
 		if s.profilingServer != nil {
 			_ = s.profilingServer.Close()

@@ -95,6 +95,8 @@ func runServer(args []string, stderr io.Writer) int {
 	readHeaderTimeout := fs.Duration("rpc-read-header-timeout", server.DefaultReadHeaderTimeout, "time a client has to send a request head")
 	readBodyTimeout := fs.Duration("rpc-read-body-timeout", server.DefaultReadBodyTimeout, "time a client has to send a request body once its head is in")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
+	fastHTTP1 := fs.Bool("rpc-fast-http1", true, "answer unary calls over HTTP/1.1 on the server's own loop; false: net/http serves every request")
+	fastJSON := fs.Bool("rpc-fast-json", true, "read and write Connect JSON with the server's own codec; false: protojson, connect's default")
 	maxRequestBytes := fs.Int("rpc-max-request-bytes", server.DefaultMaxRequestBytes, "largest request message accepted, in bytes")
 	maxChanges := fs.Int("max-changes-per-pack", server.DefaultMaxChangesPerPack, "most changes one pushed pack may hold")
 	snapshotInterval := fs.Int("snapshot-interval", backend.DefaultSnapshotInterval, "changes between stored snapshots of a document; negative: none")
@@ -158,6 +160,8 @@ func runServer(args []string, stderr io.Writer) int {
 		MaxRequestBytes:    *maxRequestBytes,
 		ReadHeaderTimeout:  *readHeaderTimeout,
 		ReadBodyTimeout:    *readBodyTimeout,
+		DisableFastHTTP1:   !*fastHTTP1,
+		DisableFastJSON:    !*fastJSON,
 		MaxChangesPerPack:  *maxChanges,
 		SnapshotInterval:   *snapshotInterval,
 		SnapshotThreshold:  *snapshotThreshold,

@@ -26,6 +26,7 @@ func TestRunCommands(t *testing.T) {
 		{"bad log level", []string{"server", "--log-level", "loud"}, 2, "", "--log-level"},
 		{"stray argument", []string{"server", "extra"}, 2, "", "unexpected arguments"},
 		{"bad timeout", []string{"server", "--rpc-read-body-timeout", "soon"}, 2, "", "invalid value"},
+		{"bad switch", []string{"server", "--rpc-fast-json=maybe"}, 2, "", "invalid boolean value"},
 		{"document without command", []string{"document"}, 2, "", "usage: yorkie document get"},
 		{"document unknown command", []string{"document", "list"}, 2, "", `unknown command "list"`},
 		{"document get without key", []string{"document", "get"}, 2, "", "a document key is required"},

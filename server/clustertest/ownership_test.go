@@ -139,11 +139,13 @@ func checkOldEpochFenced(t *testing.T, f *moveFixture) {
 }
 
 // TestGracefulStopMovesDocumentsAtOnce stops a document's owner gracefully
-// with a long TTL: its Watch streams (direct and relayed) end with
-// unavailable at once, the binding is released, and the clients continue on
-// a new owner long before the TTL could have freed the document.
+// with a TTL far longer than the whole test may run: its Watch streams
+// (direct and relayed) end with unavailable, the binding is released, and
+// the clients continue on a new owner. None of that could happen by the
+// lease running out, so the stop itself must have freed the document; how
+// long each step took is logged, not asserted.
 func TestGracefulStopMovesDocumentsAtOnce(t *testing.T) {
-	const ttl = 10 * time.Second
+	const ttl = time.Hour
 	c := clustertest.Start(t, 3, clustertest.WithNodeTTL(ttl))
 	f := newMoveFixture(t, c)
 	for _, r := range f.all() {
@@ -163,14 +165,10 @@ func TestGracefulStopMovesDocumentsAtOnce(t *testing.T) {
 	for i, w := range append([]*wire.Stream[api.WatchResponse]{f.nearW}, f.farW...) {
 		err, ended := w.End(t), w.Ended()
 		wantUnavailable(t, fmt.Sprintf("Watch stream %d", i), err)
-		if d := ended.Sub(start); d > ttl/4 {
-			t.Errorf("Watch stream %d ended %s after the stop, want well under the TTL %s", i, d, ttl)
-		}
+		t.Logf("Watch stream %d ended %s after the stop", i, ended.Sub(start).Round(time.Millisecond))
 	}
 	f.continueOnNewOwner(t, otherNodes(c))
-	if d := time.Since(start); d > ttl/2 {
-		t.Errorf("clients continued %s after the stop, want well under the TTL %s", d, ttl)
-	}
+	t.Logf("clients continued on the new owner %s after the stop (TTL %s)", time.Since(start).Round(time.Millisecond), ttl)
 	checkOldEpochFenced(t, f)
 }
 
@@ -179,7 +177,9 @@ func TestGracefulStopMovesDocumentsAtOnce(t *testing.T) {
 // another node owns the document with a larger epoch and the clients
 // continue with nothing lost.
 func TestCrashedOwnerIsReplacedAfterTTL(t *testing.T) {
-	const ttl = 500 * time.Millisecond
+	// Short enough to wait for, long enough that the survivors' own renewals
+	// (every TTL/3) keep up on a loaded machine.
+	const ttl = 2 * time.Second
 	c := clustertest.Start(t, 3, clustertest.WithNodeTTL(ttl))
 	f := newMoveFixture(t, c)
 	for _, r := range f.all() {
@@ -199,7 +199,7 @@ func TestCrashedOwnerIsReplacedAfterTTL(t *testing.T) {
 	// when the dead owner's lease is over.
 	survivors := otherNodes(c)
 	var moved time.Duration
-	poll.Until(t, wire.WaitTimeout, "another node owns the document", func() error {
+	poll.Until(t, ttl+wire.WaitTimeout, "another node owns the document", func() error {
 		f.far[0].C = survivors[0].ConnectJSON()
 		_, _ = f.far[0].PushPull(wire.Context(t))
 		o, err := c.OwnerOf(wire.Context(t), f.docKey)
@@ -212,9 +212,7 @@ func TestCrashedOwnerIsReplacedAfterTTL(t *testing.T) {
 		moved = time.Since(start)
 		return nil
 	})
-	if moved > ttl+5*time.Second {
-		t.Errorf("document taken over only %s after the crash, TTL %s", moved, ttl)
-	}
+	t.Logf("document taken over %s after the crash (TTL %s)", moved.Round(time.Millisecond), ttl)
 	f.continueOnNewOwner(t, survivors)
 	checkOldEpochFenced(t, f)
 }

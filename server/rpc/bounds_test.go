@@ -155,10 +155,10 @@ func wantCode(t testing.TB, err error, code connect.Code, name string) {
 // of it: a ClusterService call without the secret is refused at once.
 func TestClusterSecretCheckedBeforeBody(t *testing.T) {
 	srv := servertest.Start(t)
-	c := dial(t, srv)
-	c.send("POST /yorkie.cluster.v1.ClusterService/DetachClientDocument HTTP/1.1\r\nHost: 127.0.0.1\r\n" +
+	c := servertest.DialRaw(t, srv)
+	c.Send("POST /yorkie.cluster.v1.ClusterService/DetachClientDocument HTTP/1.1\r\nHost: 127.0.0.1\r\n" +
 		"Content-Type: application/proto\r\nContent-Length: 100000000\r\n\r\n")
-	status, h, body := c.answer()
+	status, h, body := c.Answer()
 	var e struct{ Code string }
 	_ = json.Unmarshal([]byte(body), &e)
 	if status != http.StatusForbidden || e.Code != "permission_denied" {
@@ -169,9 +169,11 @@ func TestClusterSecretCheckedBeforeBody(t *testing.T) {
 	}
 }
 
-// slowServer starts a server whose read timeouts are short.
+// slowServer starts a server whose read timeouts are short, with the
+// HTTP/1.1 fast loop whatever the environment says: its cases name it.
 func slowServer(t *testing.T, secret string) *server.Server {
 	return servertest.Start(t, func(cfg *server.Config) {
+		cfg.DisableFastHTTP1 = false
 		cfg.ReadHeaderTimeout = 300 * time.Millisecond
 		cfg.ReadBodyTimeout = 300 * time.Millisecond
 		cfg.ClusterSecret = secret
@@ -181,18 +183,18 @@ func slowServer(t *testing.T, secret string) *server.Server {
 // closedAfter reads what the server sends until it closes the connection;
 // it fails the test if the connection outlives the test's own generous
 // deadline. It returns the status of the answer, 0 for none.
-func closedAfter(t *testing.T, c *rawConn) int {
+func closedAfter(t *testing.T, c *servertest.RawConn) int {
 	t.Helper()
-	_ = c.c.SetReadDeadline(time.Now().Add(30 * time.Second))
+	_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
 	status := 0
-	if resp, err := http.ReadResponse(c.br, nil); err == nil {
+	if resp, err := http.ReadResponse(c.R, nil); err == nil {
 		status = resp.StatusCode
 		_, _ = io.Copy(io.Discard, resp.Body)
 		_ = resp.Body.Close()
 	} else if isTimeout(err) {
 		t.Fatalf("the server holds the slow connection: %v", err)
 	}
-	if _, err := io.Copy(io.Discard, c.br); err != nil {
+	if _, err := io.Copy(io.Discard, c.R); err != nil {
 		t.Fatalf("the connection did not close: %v", err)
 	}
 	return status
@@ -202,6 +204,8 @@ func isTimeout(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) && ne.Timeout()
 }
+
+const activatePath = "/yorkie.v1.YorkieService/ActivateClient"
 
 // TestSlowClientsCut sends heads and bodies that stop halfway, on the fast
 // loop and on net/http, to every endpoint kind: each connection is answered
@@ -218,39 +222,39 @@ func TestSlowClientsCut(t *testing.T) {
 	}
 	cases := []struct {
 		name string
-		send func(c *rawConn)
+		send func(c *servertest.RawConn)
 		want []int
 	}{
-		{"head, fast loop", func(c *rawConn) {
-			c.send("POST " + activatePath + " HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+		{"head, fast loop", func(c *servertest.RawConn) {
+			c.Send("POST " + activatePath + " HTTP/1.1\r\nHost: 127.0.0.1\r\n")
 		}, []int{http.StatusRequestTimeout}},
-		{"body under 16 KiB, fast loop", func(c *rawConn) {
-			c.send(head(activatePath, "application/json", 200) + `{"clientKey":`)
+		{"body under 16 KiB, fast loop", func(c *servertest.RawConn) {
+			c.Send(head(activatePath, "application/json", 200) + `{"clientKey":`)
 		}, []int{http.StatusRequestTimeout}},
-		{"body of 100 KiB, net/http", func(c *rawConn) {
-			c.send(head(activatePath, "application/json", 100<<10) + strings.Repeat(" ", 20<<10))
+		{"body of 100 KiB, net/http", func(c *servertest.RawConn) {
+			c.Send(head(activatePath, "application/json", 100<<10) + strings.Repeat(" ", 20<<10))
 		}, []int{http.StatusRequestTimeout}},
-		{"health check body", func(c *rawConn) {
-			c.send(head("/grpc.health.v1.Health/Check", "application/proto", 1000) + "\x0a")
+		{"health check body", func(c *servertest.RawConn) {
+			c.Send(head("/grpc.health.v1.Health/Check", "application/proto", 1000) + "\x0a")
 		}, []int{http.StatusRequestTimeout}},
-		{"cluster service body", func(c *rawConn) {
-			c.send(head("/yorkie.cluster.v1.ClusterService/DetachClientDocument", "application/proto", 1000,
+		{"cluster service body", func(c *servertest.RawConn) {
+			c.Send(head("/yorkie.cluster.v1.ClusterService/DetachClientDocument", "application/proto", 1000,
 				routing.HeaderSecret+": "+secret) + "\x0a")
 		}, []int{http.StatusRequestTimeout}},
-		{"healthz body", func(c *rawConn) {
-			c.send("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1000\r\n\r\nx")
+		{"healthz body", func(c *servertest.RawConn) {
+			c.Send("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1000\r\n\r\nx")
 		}, []int{http.StatusRequestTimeout}},
-		{"head after the hand-over, net/http", func(c *rawConn) {
-			c.send(preflight)
-			if status, _, _ := c.answer(); status != http.StatusNoContent {
+		{"head after the hand-over, net/http", func(c *servertest.RawConn) {
+			c.Send(servertest.RawPreflight(activatePath))
+			if status, _, _ := c.Answer(); status != http.StatusNoContent {
 				t.Fatalf("preflight: %d", status)
 			}
-			c.send("POST " + activatePath + " HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+			c.Send("POST " + activatePath + " HTTP/1.1\r\nHost: 127.0.0.1\r\n")
 		}, []int{http.StatusBadRequest, http.StatusRequestTimeout, 0}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			c := dial(t, srv)
+			c := servertest.DialRaw(t, srv)
 			tc.send(c)
 			if status := closedAfter(t, c); !containsInt(tc.want, status) {
 				t.Fatalf("answer %d, want one of %v", status, tc.want)
@@ -258,7 +262,7 @@ func TestSlowClientsCut(t *testing.T) {
 		})
 	}
 	t.Run("nothing sent", func(t *testing.T) {
-		if status := closedAfter(t, dial(t, srv)); status != 0 {
+		if status := closedAfter(t, servertest.DialRaw(t, srv)); status != 0 {
 			t.Fatalf("an idle connection got an answer: %d", status)
 		}
 	})

@@ -146,7 +146,7 @@ func BoundRequests(next http.Handler, b Bounds) http.Handler {
 			refuse(w, r, tooLarge(fmt.Sprintf("a message of %d bytes", size), rule.MaxBytes))
 			return
 		}
-		if fb, ok := r.Body.(*fastBody); ok {
+		if fb, ok := r.Body.(readBodyBuffer); ok {
 			fb.Reset(body)
 		} else {
 			r.Body = io.NopCloser(bytes.NewReader(body))
@@ -162,11 +162,18 @@ func tooLarge(what string, limit int) *connect.Error {
 		fmt.Errorf("%w: %s, the limit is %d bytes", errRequestTooLarge, what, limit))
 }
 
-// readBody reads r's body, at most limit bytes, within timeout. The fast
-// loop has read its bodies already, under the same timeout.
+// readBodyBuffer is a request body read whole before the handler runs, as
+// the HTTP/1.1 fast loop (package http1) reads them, under the same timeout:
+// its bytes are used, and replaced once decompressed, without a copy.
+type readBodyBuffer interface {
+	Bytes() []byte
+	Reset(data []byte)
+}
+
+// readBody reads r's body, at most limit bytes, within timeout.
 func readBody(w http.ResponseWriter, r *http.Request, limit int64, timeout time.Duration) ([]byte, error) {
-	if fb, ok := r.Body.(*fastBody); ok {
-		return fb.data, nil
+	if fb, ok := r.Body.(readBodyBuffer); ok {
+		return fb.Bytes(), nil
 	}
 	rc := http.NewResponseController(w)
 	_ = rc.SetReadDeadline(time.Now().Add(timeout))

@@ -60,6 +60,9 @@ type Config struct {
 	Activity Activity
 	// Channels holds the channel sessions this node serves. Required.
 	Channels *channel.Manager
+	// Codecs replace connect's codecs of the same names (package jsoncodec
+	// for JSON, say); nil keeps connect's own: protojson and protobuf.
+	Codecs []connect.Codec
 	// Projects resolves the project of every call from its API key; nil
 	// serves every call in the default project (tests of other layers).
 	Projects *project.Resolver
@@ -76,6 +79,7 @@ type Service struct {
 	activity        Activity
 	streams         streamCounts
 	channels        *channel.Manager
+	codecs          []connect.Codec
 	projects        *project.Resolver
 
 	closeOnce sync.Once
@@ -106,6 +110,7 @@ func New(cfg Config) (*Service, error) {
 		limits:          cfg.Limits.withDefaults(),
 		activity:        cfg.Activity,
 		channels:        cfg.Channels,
+		codecs:          cfg.Codecs,
 		projects:        cfg.Projects,
 		closing:         make(chan struct{}),
 	}
@@ -135,16 +140,17 @@ func (s *Service) Handler() (string, http.Handler) {
 	if s.activity != nil {
 		interceptors = append(interceptors, activityInterceptor{a: s.activity})
 	}
-	jsonPlain, jsonUTF8 := newJSONCodecs()
-	path, h := v1connect.NewYorkieServiceHandler(s,
+	opts := []connect.HandlerOption{
 		connect.WithInterceptors(interceptors...),
-		connect.WithCodec(jsonPlain),
-		connect.WithCodec(jsonUTF8),
 		connect.WithReadMaxBytes(s.maxRequestBytes),
 		connect.WithRecover(s.recovered),
 		// Compressing a small answer costs more CPU than it saves bandwidth.
 		connect.WithCompressMinBytes(compressMinBytes),
-	)
+	}
+	for _, c := range s.codecs {
+		opts = append(opts, connect.WithCodec(c))
+	}
+	path, h := v1connect.NewYorkieServiceHandler(s, opts...)
 	return path, h
 }
 

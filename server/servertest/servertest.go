@@ -6,6 +6,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"os"
 	"testing"
 	"time"
 
@@ -20,16 +21,24 @@ import (
 // shutdownTimeout bounds the graceful shutdown a test's cleanup waits for.
 const shutdownTimeout = 10 * time.Second
 
+// StockRPCEnv, set to 1, makes Start serve with both of the RPC port's
+// fast paths off (Config.DisableFastHTTP1 and DisableFastJSON): net/http
+// and protojson alone, so that a whole suite can run on the stock paths.
+const StockRPCEnv = "YORKIE_TEST_STOCK_RPC"
+
 // Start starts a server on 127.0.0.1 with free ports, an in-memory database
 // and discarded logs, after applying opts to its Config, and shuts it down
 // when the test ends.
 func Start(t testing.TB, opts ...func(*server.Config)) *server.Server {
 	t.Helper()
+	stock := os.Getenv(StockRPCEnv) == "1"
 	cfg := server.Config{
 		Host:   "127.0.0.1",
 		Logger: slog.New(slog.DiscardHandler),
 		// Every start hashes the default admin password: keep it cheap.
-		Admin: admin.Settings{PasswordCost: bcrypt.MinCost},
+		Admin:            admin.Settings{PasswordCost: bcrypt.MinCost},
+		DisableFastHTTP1: stock,
+		DisableFastJSON:  stock,
 	}
 	for _, opt := range opts {
 		opt(&cfg)

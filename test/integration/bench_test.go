@@ -131,7 +131,7 @@ func BenchmarkPushPull(b *testing.B) {
 	}
 	for _, p := range servertest.Protocols() {
 		b.Run("child-server/"+p.String(), func(b *testing.B) {
-			addr, pid := startChildServer(b)
+			addr, pid := startChildServer(b, "")
 			opts := p.ClientOptions()
 			if p == servertest.ConnectJSON {
 				opts = append(opts, connect.WithInterceptors(sdkHeaders{}))
@@ -145,6 +145,43 @@ func BenchmarkPushPull(b *testing.B) {
 			serverUsed := childCPU(b, pid) - serverBefore
 			b.ReportMetric(float64(serverUsed.Microseconds())/float64(b.N), "server-cpu-us/op")
 			b.ReportMetric(float64(clientUsed.Microseconds())/float64(b.N), "client-cpu-us/op")
+		})
+	}
+}
+
+// BenchmarkRPCPaths measures what the RPC port's fast paths save, in one
+// run: the server's CPU for the JS SDK's commonest exchange, over Connect
+// JSON on HTTP/1.1 with the SDK's headers, one client pushing a change and
+// another pulling it, so that requests and answers both carry a change. The
+// server runs as a child process with both fast paths, with either one off,
+// and with both off; server-cpu-us/op is its CPU per push and pull.
+func BenchmarkRPCPaths(b *testing.B) {
+	for _, v := range []struct{ name, stock string }{
+		{"fast", ""},
+		{"stock-json", "json"},
+		{"stock-http1", "http1"},
+		{"stock", "http1,json"},
+	} {
+		b.Run(v.name, func(b *testing.B) {
+			addr, pid := startChildServer(b, v.stock)
+			p := servertest.ConnectJSON
+			opts := append(p.ClientOptions(), connect.WithInterceptors(sdkHeaders{}))
+			c := v1connect.NewYorkieServiceClient(servertest.HTTPClient(b, p), "http://"+addr, opts...)
+			key := wire.UniqueKey(b, "doc")
+			writer, reader := newReplica(b, c), newReplica(b, c)
+			writer.MustAttach(key)
+			reader.MustAttach(key)
+			b.ResetTimer()
+			before := childCPU(b, pid)
+			for range b.N {
+				writer.Edit(1)
+				writer.MustPushPull()
+				if pulled := reader.MustPushPull(); len(pulled.GetChanges()) != 1 {
+					b.Fatalf("the reader pulled %d changes, want the writer's one", len(pulled.GetChanges()))
+				}
+			}
+			used := childCPU(b, pid) - before
+			b.ReportMetric(float64(used.Microseconds())/float64(b.N), "server-cpu-us/op")
 		})
 	}
 }
@@ -179,8 +216,9 @@ func (sdkHeaders) WrapStreamingHandler(next connect.StreamingHandlerFunc) connec
 const childBinaryEnv = "YORKIE_INTEGRATION_CHILD_BINARY"
 
 // startChildServer runs this test binary as a server process and returns its
-// address and process ID; it stops when the benchmark ends.
-func startChildServer(b *testing.B) (string, int) {
+// address and process ID; it stops when the benchmark ends. stock lists the
+// RPC port's fast paths the child serves without (see childStockEnv).
+func startChildServer(b *testing.B, stock string) (string, int) {
 	if _, err := os.Stat("/proc/self/stat"); err != nil {
 		b.Skip("needs /proc to read a child's CPU time")
 	}
@@ -189,7 +227,7 @@ func startChildServer(b *testing.B) (string, int) {
 		bin = other
 	}
 	cmd := exec.Command(bin)
-	cmd.Env = append(os.Environ(), childServerEnv+"=1")
+	cmd.Env = append(os.Environ(), childServerEnv+"=1", childStockEnv+"="+stock)
 	stdin, err := cmd.StdinPipe()
 	wire.Must(b, err, "child stdin")
 	stdout, err := cmd.StdoutPipe()

@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"os"
 	"runtime/pprof"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/yorkie-affinity/yorkie/server"
@@ -16,6 +18,10 @@ import (
 // tests: benchmarks start it as a child process to measure its CPU apart from
 // the client's.
 const childServerEnv = "YORKIE_INTEGRATION_CHILD_SERVER"
+
+// childStockEnv lists, comma-separated, the RPC port's fast paths the child
+// server runs without: "http1" (net/http alone), "json" (protojson).
+const childStockEnv = "YORKIE_INTEGRATION_CHILD_STOCK"
 
 // childProfileEnv names a file the child server writes a CPU profile to, for
 // looking into the server's share of a benchmark.
@@ -31,10 +37,13 @@ func TestMain(m *testing.M) {
 // runChildServer serves on a free loopback port, prints the address on
 // stdout, and stops when stdin closes.
 func runChildServer() int {
+	stock := strings.Split(os.Getenv(childStockEnv), ",")
 	srv, err := server.New(server.Config{
-		Host:          "127.0.0.1",
-		ProfilingPort: -1,
-		Logger:        slog.New(slog.DiscardHandler),
+		Host:             "127.0.0.1",
+		ProfilingPort:    -1,
+		Logger:           slog.New(slog.DiscardHandler),
+		DisableFastHTTP1: slices.Contains(stock, "http1"),
+		DisableFastJSON:  slices.Contains(stock, "json"),
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

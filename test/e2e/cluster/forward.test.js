@@ -315,6 +315,7 @@ async function forwardScenario(t, storeKind, ferret) {
     const problems = ownershipProblems(entries, keys, {
       knownKeys: new Set(cluster.nodes.map((n) => n.sessionKey)),
       ended: { [victim.sessionKey]: killAt },
+      exited: { [victim.sessionKey]: victim.exitedAt },
       nodeName,
     });
     assert.deepEqual(problems, [], 'each document must be served by one owner at a time');

@@ -3,6 +3,7 @@
 
 const { spawn } = require('node:child_process');
 const fs = require('node:fs');
+const http = require('node:http');
 const net = require('node:net');
 const os = require('node:os');
 const path = require('node:path');
@@ -81,14 +82,22 @@ async function freePort() {
   }
 }
 
-async function httpStatus(url) {
-  try {
-    const res = await fetch(url, { signal: AbortSignal.timeout(1000) });
-    await res.arrayBuffer();
-    return res.status;
-  } catch {
-    return 0;
-  }
+/**
+ * Status of a GET of `url`, 0 if it fails. It goes on a connection of its
+ * own that closes after the answer: fetch() would keep it for the SDK's
+ * calls, and a connection that carried a GET is served by net/http for good,
+ * so the SDK would never reach the server's HTTP/1.1 fast loop.
+ */
+function httpStatus(url) {
+  return new Promise((resolve) => {
+    const req = http.get(url, { agent: false, timeout: 1000 }, (res) => {
+      res.resume();
+      res.once('end', () => resolve(res.statusCode));
+      res.once('error', () => resolve(0));
+    });
+    req.once('timeout', () => req.destroy(new Error('timeout')));
+    req.once('error', () => resolve(0));
+  });
 }
 
 /**
@@ -169,6 +178,15 @@ async function databaseArgs(rpcPort) {
 }
 
 /**
+ * Flags every server of the suite gets: YORKIE_E2E_SERVER_ARGS, split on
+ * whitespace, e.g. "--rpc-fast-http1=false --rpc-fast-json=false" to run the
+ * suite on the stock HTTP/1.1 server and JSON codec.
+ */
+function suiteArgs() {
+  return (process.env.YORKIE_E2E_SERVER_ARGS || '').split(/\s+/).filter(Boolean);
+}
+
+/**
  * Starts `yorkie server` on free loopback ports (or the given `rpcPort` /
  * `profilingPort`, e.g. to restart a server in place) and resolves once GET /healthz
  * on the RPC port answers 200. Rejects (with the log tail) if the process
@@ -198,6 +216,7 @@ async function startServer({
     '--profiling-port', String(profilingPort),
     '--log-level', logLevel,
     ...(await databaseArgs(rpcPort)),
+    ...suiteArgs(),
     ...extraArgs,
   ];
   const logDir = process.env.YORKIE_E2E_LOG_DIR || fs.mkdtempSync(path.join(os.tmpdir(), 'yorkie-e2e-'));
@@ -232,4 +251,4 @@ async function startServer({
   return server;
 }
 
-module.exports = { startServer, freePort, yorkieBinary, serversRequired, ServerProcess, REPO_ROOT, trackChild };
+module.exports = { startServer, httpStatus, freePort, yorkieBinary, serversRequired, ServerProcess, REPO_ROOT, trackChild };

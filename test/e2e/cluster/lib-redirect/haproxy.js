@@ -83,7 +83,7 @@ async function startRoutingHAProxy({ nodes, bin = binaries().haproxy, sessionHea
     nodes: [...nodes],
     /** Where a request with these headers is sent (the x-served-by name). */
     async servedBy(headers = {}) {
-      const res = await fetch(`${addr}/healthz`, { headers: { 'x-shard-key': 'probe', ...headers }, signal: AbortSignal.timeout(2000) });
+      const res = await fetch(`${addr}/healthz`, { headers: { 'x-shard-key': 'probe', ...headers }, signal: AbortSignal.timeout(15000) });
       await res.arrayBuffer();
       return { status: res.status, server: res.headers.get('x-served-by') };
     },

@@ -53,7 +53,7 @@ class NodeSet {
   }
 
   async metrics(node) {
-    const res = await fetch(node.metricsURL, { signal: AbortSignal.timeout(3000) });
+    const res = await fetch(node.metricsURL, { signal: AbortSignal.timeout(15000) });
     return res.text();
   }
 

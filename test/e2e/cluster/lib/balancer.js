@@ -189,7 +189,7 @@ async function probePlacement({ servers, shardKeys, liveHostPort, bin = binaries
     await lb.start(probeServers);
     const out = {};
     for (const key of shardKeys) {
-      const res = await fetch(`${lb.addr}/healthz`, { headers: { 'x-shard-key': key }, signal: AbortSignal.timeout(2000) });
+      const res = await fetch(`${lb.addr}/healthz`, { headers: { 'x-shard-key': key }, signal: AbortSignal.timeout(15000) });
       await res.arrayBuffer();
       out[key] = res.headers.get('x-lb-server');
     }

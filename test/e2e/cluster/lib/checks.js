@@ -49,11 +49,14 @@ function ownerTimeline(entries, key) {
  * - an owner that comes back after another one answered (two live owners
  *   alternating: split brain);
  * - a change of owner while the old owner had not died (`ended`: session
- *   key -> Date.now() when the test killed or stopped that node);
- * - an answer from a node after it died.
+ *   key -> Date.now() when the test began to kill or stop that node);
+ * - an answer from a node to a call sent after that node's process had
+ *   exited (`exited`: session key -> Date.now() once the test saw the exit).
+ *   When an answer arrived does not count: on a loaded machine an answer the
+ *   node sent before it died may be read any time later.
  * `nodeName(sessionKey)` names nodes in the messages.
  */
-function ownershipProblems(entries, keys, { knownKeys, ended = {}, nodeName = (k) => k }) {
+function ownershipProblems(entries, keys, { knownKeys, ended = {}, exited = {}, nodeName = (k) => k }) {
   const problems = [];
   for (const key of keys) {
     const timeline = ownerTimeline(entries, key);
@@ -79,10 +82,13 @@ function ownershipProblems(entries, keys, { knownKeys, ended = {}, nodeName = (k
           );
         }
       }
-      const endedAt = ended[seg.sessionKey];
-      // An answer already on its way when the node died may arrive a moment later.
-      if (endedAt !== undefined && seg.to > endedAt + 500) {
-        problems.push(`${key}: ${nodeName(seg.sessionKey)} answered at ${seg.to}, after it ended at ${endedAt}: ${describe()}`);
+    }
+    for (const e of servedCalls(entries, key)) {
+      const exitedAt = exited[e.sessionKey];
+      if (exitedAt !== undefined && e.sentAt > exitedAt) {
+        problems.push(
+          `${key}: ${nodeName(e.sessionKey)} answered ${e.method} sent at ${e.sentAt}, after it exited at ${exitedAt}: ${describe()}`,
+        );
       }
     }
   }

@@ -17,6 +17,7 @@ const {
   startFerretDB,
   startSessionStore,
 } = require('./processes');
+const { httpStatus } = require('../../lib/server');
 
 /** The session key of an advertised host:port: padded standard base64. */
 function sessionKeyOf(hostPort) {
@@ -34,14 +35,9 @@ function decodeSessionKey(key) {
   }
 }
 
+/** Whether GET `url` answers 200, on a connection that is not kept (see httpStatus). */
 async function httpOK(url) {
-  try {
-    const res = await fetch(url, { signal: AbortSignal.timeout(1000) });
-    await res.arrayBuffer();
-    return res.status === 200;
-  } catch {
-    return false;
-  }
+  return (await httpStatus(url)) === 200;
 }
 
 /** Parses Prometheus text: { 'name{labels}': value, ... } for samples. */
@@ -71,6 +67,7 @@ class YorkieNode {
     this.pid = process.pid;
     this.killedAt = null; // Date.now() of a SIGKILL sent by the test
     this.terminatedAt = null; // Date.now() of a SIGTERM sent by the test
+    this.exitedAt = null; // Date.now() once the test saw the process of a kill or stop exit
   }
 
   get alive() {
@@ -81,10 +78,14 @@ class YorkieNode {
     return this.process.logTail(maxBytes);
   }
 
-  /** Metric samples of this node, or null if it does not answer. */
+  /**
+   * Metric samples of this node, or null if it does not answer. A dead node
+   * refuses at once; the timeout only guards against a hang, so it is long
+   * enough for a live node on a loaded machine.
+   */
   async metrics() {
     try {
-      const res = await fetch(this.metricsURL, { signal: AbortSignal.timeout(2000) });
+      const res = await fetch(this.metricsURL, { signal: AbortSignal.timeout(15000) });
       if (res.status !== 200) return null;
       return parseMetrics(await res.text());
     } catch {
@@ -223,6 +224,7 @@ class YorkieCluster {
   async kill(node) {
     node.killedAt = Date.now();
     await node.process.kill();
+    node.exitedAt = Date.now();
     return node;
   }
 
@@ -230,6 +232,7 @@ class YorkieCluster {
   async terminate(node, { graceMs = 15000 } = {}) {
     node.terminatedAt = Date.now();
     await node.process.stop({ graceMs });
+    node.exitedAt = Date.now();
     return node;
   }
 

@@ -1,4 +1,9 @@
-package rpc
+// Package http1 serves unary RPC calls over HTTP/1.1 keep-alive connections
+// on a lean loop of its own, and hands every other connection to a net/http
+// server. It exists because net/http's HTTP/1.1 server wakes a goroutine per
+// request to watch for the client going away; on a small machine those
+// wakeups cost more CPU than a short call itself.
+package http1
 
 import (
 	"bufio"
@@ -20,22 +25,20 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
-	"github.com/yorkie-affinity/yorkie/api/yorkie/v1/v1connect"
 )
 
-// HTTP1Server serves the RPC port. It answers the calls that dominate the
-// load, unary YorkieService calls over HTTP/1.1 keep-alive connections (the
-// JS SDK's), on a lean loop of its own, and hands each connection to a
-// net/http server the moment it carries anything else: HTTP/2 (gRPC), a
-// stream, a preflight, an unusual request. From then on net/http serves it.
+// Server serves a port. It answers the calls that dominate the load, unary
+// calls over HTTP/1.1 keep-alive connections (the JS SDK's), on a lean loop
+// of its own, and hands each connection to a net/http server the moment it
+// carries anything else: HTTP/2 (gRPC), a stream, a preflight, an unusual
+// request. From then on net/http serves it.
 //
 // net/http's HTTP/1.1 server starts a goroutine per request to notice
 // clients going away, and wakes and stops it again after the handler; on a
 // small machine those scheduler wakeups cost more CPU than a PushPull itself.
 // A unary call here has no such watcher: when its client leaves, the call
 // still completes and the answer is dropped with the connection.
-type HTTP1Server struct {
+type Server struct {
 	handler           http.Handler
 	fallback          *http.Server
 	logger            *slog.Logger
@@ -43,7 +46,7 @@ type HTTP1Server struct {
 	idleTimeout       time.Duration
 	bodyTimeout       time.Duration
 	maxBody           int
-	paths             map[string]bool   // unary procedures, served here
+	paths             map[string]bool   // served here
 	headerNames       map[string]string // common header names, canonical
 	contentTypes      map[string]bool   // unary content types, served here
 
@@ -61,59 +64,93 @@ type HTTP1Server struct {
 	served prometheus.Counter
 }
 
-// HTTP1Config configures an HTTP1Server.
-type HTTP1Config struct {
+// Config configures a Server.
+type Config struct {
 	// Fallback serves every connection the fast loop does not; its Handler
-	// is also the fast loop's handler.
+	// is also the fast loop's handler, and its ReadHeaderTimeout (required)
+	// and IdleTimeout (0: the header timeout) bound the fast loop's
+	// connections too. Required.
 	Fallback *http.Server
-	Logger   *slog.Logger
-	// MaxRequestBytes bounds request bodies the fast loop reads; larger
-	// ones go to the fallback, which applies the service's limits.
+	// Paths are the request paths the fast loop answers: unary procedures,
+	// whose answers it buffers whole. Requests to any other path go to the
+	// fallback. Required.
+	Paths []string
+	// Logger receives the loop's failures; nil discards them.
+	Logger *slog.Logger
+	// MaxRequestBytes bounds the request messages the fast loop reads (an
+	// envelope's prefix aside); larger ones go to the fallback, which
+	// applies the service's limits.
 	MaxRequestBytes int
 	// Registerer takes the count of requests the fast loop answered
-	// (yorkie_rpc_http1_fast_requests_total), so operators and tests can tell
-	// which path served the traffic.
+	// (MetricFastRequests), so operators and tests can tell which path
+	// served the traffic; nil keeps it unregistered.
 	Registerer prometheus.Registerer
-	// ReadBodyTimeout bounds reading a request body once its head is in
-	// (0: DefaultReadBodyTimeout). The head is bounded by the fallback's
-	// ReadHeaderTimeout (0: DefaultReadHeaderTimeout).
+	// ReadBodyTimeout bounds reading a request body once its head is in.
+	// Required: the handler behind the fallback bounds bodies on its side,
+	// and only the caller knows that bound.
 	ReadBodyTimeout time.Duration
 }
+
+// MetricFastRequests names the counter of requests the fast loop answered
+// itself rather than handing them to net/http.
+const MetricFastRequests = "yorkie_rpc_http1_fast_requests_total"
+
+// envelopePrefix is the framing gRPC-web puts before a message; a body may
+// be this much longer than MaxRequestBytes.
+const envelopePrefix = 5
+
+// Errors of New.
+var (
+	// ErrNoFallback: Config.Fallback or its Handler is missing.
+	ErrNoFallback = errors.New("http1: Config.Fallback with a Handler is required")
+	// ErrNoTimeout: the fallback's ReadHeaderTimeout or
+	// Config.ReadBodyTimeout is not positive, which would let a slow client
+	// hold a connection for ever.
+	ErrNoTimeout = errors.New("http1: Fallback.ReadHeaderTimeout and Config.ReadBodyTimeout must be positive")
+	// ErrNoPaths: Config.Paths is empty, so the loop would serve nothing.
+	ErrNoPaths = errors.New("http1: Config.Paths is required")
+)
 
 // fastBufferSize is a fast connection's read buffer; requests that do not fit
 // go to the fallback.
 const fastBufferSize = 16 << 10
 
-// NewHTTP1Server returns a server for the RPC port.
-func NewHTTP1Server(cfg HTTP1Config) (*HTTP1Server, error) {
+// New returns a server that answers cfg.Paths itself and hands everything
+// else to cfg.Fallback. It registers its metric on cfg.Registerer.
+func New(cfg Config) (*Server, error) {
+	switch {
+	case cfg.Fallback == nil || cfg.Fallback.Handler == nil:
+		return nil, ErrNoFallback
+	case cfg.Fallback.ReadHeaderTimeout <= 0 || cfg.ReadBodyTimeout <= 0:
+		return nil, ErrNoTimeout
+	case len(cfg.Paths) == 0:
+		return nil, ErrNoPaths
+	}
 	logger := cfg.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	bodyTimeout := cfg.ReadBodyTimeout
-	if bodyTimeout <= 0 {
-		bodyTimeout = DefaultReadBodyTimeout
+	paths := make(map[string]bool, len(cfg.Paths))
+	for _, p := range cfg.Paths {
+		paths[p] = true
 	}
-	s := &HTTP1Server{
+	s := &Server{
 		handler:           cfg.Fallback.Handler,
 		fallback:          cfg.Fallback,
 		logger:            logger,
 		readHeaderTimeout: cfg.Fallback.ReadHeaderTimeout,
 		idleTimeout:       cfg.Fallback.IdleTimeout,
-		bodyTimeout:       bodyTimeout,
+		bodyTimeout:       cfg.ReadBodyTimeout,
 		maxBody:           min(cfg.MaxRequestBytes+envelopePrefix, fastBufferSize),
-		paths:             unaryPaths(),
+		paths:             paths,
 		headerNames:       commonHeaders(),
 		contentTypes:      unaryContentTypes(),
 		conns:             map[*fastConn]bool{},
 		fallDone:          make(chan struct{}),
 		served: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "yorkie_rpc_http1_fast_requests_total",
+			Name: MetricFastRequests,
 			Help: "Requests answered by the RPC port's HTTP/1.1 fast loop rather than net/http.",
 		}),
-	}
-	if s.readHeaderTimeout <= 0 {
-		s.readHeaderTimeout = DefaultReadHeaderTimeout
 	}
 	if s.idleTimeout <= 0 {
 		s.idleTimeout = s.readHeaderTimeout
@@ -126,22 +163,9 @@ func NewHTTP1Server(cfg HTTP1Config) (*HTTP1Server, error) {
 	return s, nil
 }
 
-// unaryPaths lists the paths of the YorkieService's unary procedures.
-func unaryPaths() map[string]bool {
-	paths := map[string]bool{}
-	methods := api.File_yorkie_v1_yorkie_proto.Services().ByName("YorkieService").Methods()
-	for i := range methods.Len() {
-		m := methods.Get(i)
-		if !m.IsStreamingClient() && !m.IsStreamingServer() {
-			paths["/"+v1connect.YorkieServiceName+"/"+string(m.Name())] = true
-		}
-	}
-	return paths
-}
-
 // Serve accepts connections on ln until Shutdown or Close; it returns
 // http.ErrServerClosed then.
-func (s *HTTP1Server) Serve(ln net.Listener) error {
+func (s *Server) Serve(ln net.Listener) error {
 	s.mu.Lock()
 	if s.closing {
 		s.mu.Unlock()
@@ -204,7 +228,7 @@ func temporaryAcceptError(err error) bool {
 }
 
 // track adds or removes a connection; adding fails once the server closes.
-func (s *HTTP1Server) track(fc *fastConn, add bool) bool {
+func (s *Server) track(fc *fastConn, add bool) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !add {
@@ -220,7 +244,7 @@ func (s *HTTP1Server) track(fc *fastConn, add bool) bool {
 
 // setActive marks a connection busy with a request or idle. It reports false
 // when the server is closing and the connection should end instead.
-func (s *HTTP1Server) setActive(fc *fastConn, active bool) bool {
+func (s *Server) setActive(fc *fastConn, active bool) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closing {
@@ -232,7 +256,7 @@ func (s *HTTP1Server) setActive(fc *fastConn, active bool) bool {
 
 // Shutdown stops accepting, closes idle connections, waits for requests in
 // flight to finish (until ctx ends), then shuts the fallback down.
-func (s *HTTP1Server) Shutdown(ctx context.Context) error {
+func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	s.closing = true
 	s.draining.Store(true)
@@ -260,7 +284,7 @@ func (s *HTTP1Server) Shutdown(ctx context.Context) error {
 }
 
 // Close closes the listener and every connection at once.
-func (s *HTTP1Server) Close() error {
+func (s *Server) Close() error {
 	s.mu.Lock()
 	s.closing = true
 	s.draining.Store(true)
@@ -275,7 +299,7 @@ func (s *HTTP1Server) Close() error {
 	return err
 }
 
-func (s *HTTP1Server) waitFallback() {
+func (s *Server) waitFallback() {
 	s.mu.Lock()
 	started := s.handoff != nil
 	s.mu.Unlock()
@@ -285,7 +309,7 @@ func (s *HTTP1Server) waitFallback() {
 }
 
 // closeIdle closes the idle connections and reports whether none is left.
-func (s *HTTP1Server) closeIdle() bool {
+func (s *Server) closeIdle() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for fc, active := range s.conns {
@@ -297,7 +321,7 @@ func (s *HTTP1Server) closeIdle() bool {
 	return len(s.conns) == 0
 }
 
-func (s *HTTP1Server) closeAll() {
+func (s *Server) closeAll() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for fc := range s.conns {
@@ -308,7 +332,7 @@ func (s *HTTP1Server) closeAll() {
 
 // fastConn is one connection served by the fast loop.
 type fastConn struct {
-	srv    *HTTP1Server
+	srv    *Server
 	conn   net.Conn
 	remote string
 	br     *bufio.Reader
@@ -367,6 +391,12 @@ func (fc *fastConn) serve(ctx context.Context) {
 			return
 		}
 	}
+}
+
+// isTimeout reports whether err is a read deadline passing.
+func isTimeout(err error) bool {
+	var te interface{ Timeout() bool }
+	return errors.As(err, &te) && te.Timeout()
 }
 
 // setDeadline moves the read deadline to t; unless exact, a deadline within
@@ -647,11 +677,16 @@ func (fc *fastConn) handle(ctx context.Context, req *http.Request) bool {
 	return err == nil && keep
 }
 
-// fastBody is a request body already read.
+// fastBody is a request body already read whole. Handlers that buffer
+// bodies take its bytes as they are (Bytes) and may replace them, once
+// decompressed say (Reset), instead of copying them again.
 type fastBody struct {
 	bytes.Reader
 	data []byte
 }
+
+// Bytes returns the whole body, whatever was read of it.
+func (b *fastBody) Bytes() []byte { return b.data }
 
 // Reset makes b read data.
 func (b *fastBody) Reset(data []byte) {
@@ -659,6 +694,7 @@ func (b *fastBody) Reset(data []byte) {
 	b.Reader.Reset(data)
 }
 
+// Close does nothing: the body is in the connection's buffer.
 func (*fastBody) Close() error { return nil }
 
 // fastWriter buffers a whole answer and frames it with a Content-Length.

@@ -1,4 +1,4 @@
-package rpc
+package jsoncodec
 
 import (
 	"bytes"
@@ -16,6 +16,9 @@ import (
 
 	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
 )
+
+// newCodec returns a codec of the name the JS SDK asks for.
+func newCodec(testing.TB) *Codec { return New(Config{Name: Name}) }
 
 // codecMessages lists every message of the Yorkie API, requests first.
 func codecMessages() []protoreflect.MessageDescriptor {
@@ -47,7 +50,7 @@ func newMessage(t testing.TB, md protoreflect.MessageDescriptor) proto.Message {
 
 // decodeBoth decodes in with the fast path and with protojson. fast reports
 // whether the fast path took the input.
-func decodeBoth(t testing.TB, c *jsonCodec, md protoreflect.MessageDescriptor, in []byte) (fast bool, got, want proto.Message, wantErr error) {
+func decodeBoth(t testing.TB, c *Codec, md protoreflect.MessageDescriptor, in []byte) (fast bool, got, want proto.Message, wantErr error) {
 	got, want = newMessage(t, md), newMessage(t, md)
 	fast = c.unmarshalFast(in, got)
 	wantErr = protojson.UnmarshalOptions{DiscardUnknown: true}.Unmarshal(in, want)
@@ -56,7 +59,7 @@ func decodeBoth(t testing.TB, c *jsonCodec, md protoreflect.MessageDescriptor, i
 
 // checkAgree fails the test if the fast path took input that protojson
 // rejects or decodes differently, and returns whether it took it.
-func checkAgree(t testing.TB, c *jsonCodec, md protoreflect.MessageDescriptor, in []byte) bool {
+func checkAgree(t testing.TB, c *Codec, md protoreflect.MessageDescriptor, in []byte) bool {
 	t.Helper()
 	fast, got, want, wantErr := decodeBoth(t, c, md, in)
 	if !fast {
@@ -236,7 +239,7 @@ func hasWellKnown(md protoreflect.MessageDescriptor, seen map[protoreflect.FullN
 // agree with protojson, and must take the canonical spellings of every type
 // without well-known types or floats.
 func TestJSONCodecMatchesProtojson(t *testing.T) {
-	c, _ := newJSONCodecs()
+	c := newCodec(t)
 	r := rand.New(rand.NewPCG(1, 2))
 	for _, md := range codecMessages() {
 		simple := !hasWellKnown(md, map[protoreflect.FullName]bool{})
@@ -264,7 +267,7 @@ func TestJSONCodecMatchesProtojson(t *testing.T) {
 // TestJSONCodecEdgeCases feeds spellings protojson treats specially; the fast
 // path must agree wherever it takes one, and take the common ones.
 func TestJSONCodecEdgeCases(t *testing.T) {
-	c, _ := newJSONCodecs()
+	c := newCodec(t)
 	pushPull := (&api.PushPullChangesRequest{}).ProtoReflect().Descriptor()
 	change := (&api.Change{}).ProtoReflect().Descriptor()
 	op := (&api.Operation{}).ProtoReflect().Descriptor()
@@ -356,7 +359,7 @@ func TestJSONCodecEdgeCases(t *testing.T) {
 
 // TestJSONCodecDeep leaves nesting beyond the fast path's bound to protojson.
 func TestJSONCodecDeep(t *testing.T) {
-	c, _ := newJSONCodecs()
+	c := newCodec(t)
 	md := (&api.PushPullChangesRequest{}).ProtoReflect().Descriptor()
 	in := `{"x":` + strings.Repeat(`[`, 200) + strings.Repeat(`]`, 200) + `}`
 	checkAgree(t, c, md, []byte(in))
@@ -365,7 +368,7 @@ func TestJSONCodecDeep(t *testing.T) {
 // FuzzJSONCodec checks that whatever the fast path takes, protojson decodes
 // to the same message. The first byte picks the message type.
 func FuzzJSONCodec(f *testing.F) {
-	c, _ := newJSONCodecs()
+	c := newCodec(f)
 	mds := codecMessages()
 	r := rand.New(rand.NewPCG(3, 4))
 	for i := range 300 {
@@ -429,7 +432,7 @@ func BenchmarkJSONUnmarshal(b *testing.B) {
 		}
 	})
 	b.Run("codec", func(b *testing.B) {
-		c, _ := newJSONCodecs()
+		c := newCodec(b)
 		b.ReportAllocs()
 		for range b.N {
 			var req api.PushPullChangesRequest
@@ -445,7 +448,7 @@ func BenchmarkJSONUnmarshal(b *testing.B) {
 // output byte for byte (protojson's random spaces aside), and it must write
 // every type without well-known types or floats.
 func TestJSONCodecEncodesLikeProtojson(t *testing.T) {
-	c, _ := newJSONCodecs()
+	c := newCodec(t)
 	r := rand.New(rand.NewPCG(5, 6))
 	for _, md := range codecMessages() {
 		simple := !hasWellKnown(md, map[protoreflect.FullName]bool{})
@@ -481,28 +484,41 @@ func TestJSONCodecEncodesLikeProtojson(t *testing.T) {
 	}
 }
 
+// BenchmarkJSONMarshal writes the two PushPull answers of an exchange: the
+// pusher's acknowledgement (checkpoint and version vector) and the puller's,
+// which carries the change.
 func BenchmarkJSONMarshal(b *testing.B) {
 	in := pushPullJSON(b)
 	var req api.PushPullChangesRequest
 	if err := protojson.Unmarshal(in, &req); err != nil {
 		b.Fatal(err)
 	}
-	resp := &api.PushPullChangesResponse{ChangePack: req.ChangePack}
-	b.Run("protojson", func(b *testing.B) {
-		b.ReportAllocs()
-		for range b.N {
-			if _, err := protojson.Marshal(resp); err != nil {
-				b.Fatal(err)
+	ack := &api.PushPullChangesResponse{ChangePack: &api.ChangePack{
+		DocumentKey:   req.ChangePack.DocumentKey,
+		Checkpoint:    req.ChangePack.Checkpoint,
+		VersionVector: req.ChangePack.VersionVector,
+	}}
+	pull := &api.PushPullChangesResponse{ChangePack: req.ChangePack}
+	for _, answer := range []struct {
+		name string
+		msg  *api.PushPullChangesResponse
+	}{{"ack", ack}, {"pull", pull}} {
+		b.Run(answer.name+"/protojson", func(b *testing.B) {
+			b.ReportAllocs()
+			for range b.N {
+				if _, err := protojson.Marshal(answer.msg); err != nil {
+					b.Fatal(err)
+				}
 			}
-		}
-	})
-	b.Run("codec", func(b *testing.B) {
-		c, _ := newJSONCodecs()
-		b.ReportAllocs()
-		for range b.N {
-			if _, err := c.Marshal(resp); err != nil {
-				b.Fatal(err)
+		})
+		b.Run(answer.name+"/codec", func(b *testing.B) {
+			c := newCodec(b)
+			b.ReportAllocs()
+			for range b.N {
+				if _, err := c.Marshal(answer.msg); err != nil {
+					b.Fatal(err)
+				}
 			}
-		}
-	})
+		})
+	}
 }

@@ -1,11 +1,9 @@
-package rpc_test
+package http1_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"regexp"
 	"slices"
@@ -15,101 +13,52 @@ import (
 
 	"github.com/yorkie-affinity/yorkie/server"
 	"github.com/yorkie-affinity/yorkie/server/routing"
+	"github.com/yorkie-affinity/yorkie/server/rpc/http1"
 	"github.com/yorkie-affinity/yorkie/server/servertest"
 )
 
-const activatePath = "/yorkie.v1.YorkieService/ActivateClient"
+const (
+	activatePath = "/yorkie.v1.YorkieService/ActivateClient"
+	pushPullPath = "/yorkie.v1.YorkieService/PushPullChanges"
+)
 
-// rawRequest spells an HTTP/1.1 POST as the JS SDK's fetch does, with extra
-// header lines.
-func rawRequest(path, contentType, body string, extra ...string) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "POST %s HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: keep-alive\r\n", path)
-	if contentType != "" {
-		fmt.Fprintf(&b, "content-type: %s\r\n", contentType)
-	}
-	b.WriteString("connect-protocol-version: 1\r\naccept: */*\r\nuser-agent: node\r\n")
-	for _, h := range extra {
-		b.WriteString(h + "\r\n")
-	}
-	fmt.Fprintf(&b, "content-length: %d\r\n\r\n%s", len(body), body)
-	return b.String()
-}
+// fastPaths turns the RPC port's fast paths on whatever the environment
+// says (servertest.StockRPCEnv): these tests are about them.
+func fastPaths(cfg *server.Config) { cfg.DisableFastHTTP1, cfg.DisableFastJSON = false, false }
 
 // preflight is a CORS preflight, which the fast loop hands to net/http.
-const preflight = "OPTIONS " + activatePath + " HTTP/1.1\r\nHost: 127.0.0.1\r\nOrigin: https://app.example\r\n" +
-	"Access-Control-Request-Method: POST\r\n\r\n"
-
-type rawConn struct {
-	t  *testing.T
-	c  net.Conn
-	br *bufio.Reader
-}
-
-func dial(t *testing.T, srv *server.Server) *rawConn {
-	t.Helper()
-	c, err := net.Dial("tcp", srv.RPCAddr())
-	if err != nil {
-		t.Fatalf("dial: %v", err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
-	return &rawConn{t: t, c: c, br: bufio.NewReader(c)}
-}
-
-func (c *rawConn) send(s string) {
-	c.t.Helper()
-	if _, err := io.WriteString(c.c, s); err != nil {
-		c.t.Fatalf("write: %v", err)
-	}
-}
-
-// answer reads one response: status, headers without Date, body.
-func (c *rawConn) answer() (int, http.Header, string) {
-	c.t.Helper()
-	resp, err := http.ReadResponse(c.br, nil)
-	if err != nil {
-		c.t.Fatalf("read response: %v", err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		c.t.Fatalf("read body: %v", err)
-	}
-	resp.Header.Del("Date")
-	return resp.StatusCode, resp.Header, string(body)
-}
+var preflight = servertest.RawPreflight(activatePath)
 
 // TestHTTP1AnswersLikeNetHTTP sends the same requests on a connection the
 // fast loop serves and on one net/http serves (after a preflight handed it
 // over), and expects the same answers.
 func TestHTTP1AnswersLikeNetHTTP(t *testing.T) {
-	srv := servertest.Start(t)
+	srv := servertest.Start(t, fastPaths)
 	requests := []string{
-		rawRequest(activatePath, "application/json", `{"clientKey":"same-key"}`),
-		rawRequest(activatePath, "application/json", `{"clientKey":"same-key"}`, "origin: https://app.example"),
-		rawRequest(activatePath, "application/json", `{"clientKey":`),
-		rawRequest(activatePath, "application/json", `{}`),
-		rawRequest(activatePath, "application/proto", "\x0a\x08same-key"),
-		rawRequest(activatePath, "application/proto", "\xff\xff"),
-		rawRequest(activatePath, "application/json; charset=utf-8", `{"clientKey":"same-key"}`),
-		rawRequest(activatePath, "application/json", `{"clientKey":"same-key"}`, "connect-timeout-ms: 5000"),
-		rawRequest("/yorkie.v1.YorkieService/DeactivateClient", "application/json", `{"clientId":"000000000000000000000000"}`),
-		rawRequest("/yorkie.v1.YorkieService/PushPullChanges", "application/json", `{"clientId":"x"}`),
+		servertest.RawPost(activatePath, "application/json", `{"clientKey":"same-key"}`),
+		servertest.RawPost(activatePath, "application/json", `{"clientKey":"same-key"}`, "origin: https://app.example"),
+		servertest.RawPost(activatePath, "application/json", `{"clientKey":`),
+		servertest.RawPost(activatePath, "application/json", `{}`),
+		servertest.RawPost(activatePath, "application/proto", "\x0a\x08same-key"),
+		servertest.RawPost(activatePath, "application/proto", "\xff\xff"),
+		servertest.RawPost(activatePath, "application/json; charset=utf-8", `{"clientKey":"same-key"}`),
+		servertest.RawPost(activatePath, "application/json", `{"clientKey":"same-key"}`, "connect-timeout-ms: 5000"),
+		servertest.RawPost("/yorkie.v1.YorkieService/DeactivateClient", "application/json", `{"clientId":"000000000000000000000000"}`),
+		servertest.RawPost("/yorkie.v1.YorkieService/PushPullChanges", "application/json", `{"clientId":"x"}`),
 	}
-	fast, slow := dial(t, srv), dial(t, srv)
-	slow.send(preflight)
-	slow.answer()
+	fast, slow := servertest.DialRaw(t, srv), servertest.DialRaw(t, srv)
+	slow.Send(preflight)
+	slow.Answer()
 	for _, req := range requests {
 		before := fastServed(t, srv)
-		fast.send(req)
-		fs, fh, fb := fast.answer()
+		fast.Send(req)
+		fs, fh, fb := fast.Answer()
 		if fastServed(t, srv) != before+1 {
 			t.Errorf("request %q was not answered by the fast loop", req)
 		}
 		before = fastServed(t, srv)
-		slow.send(req)
-		ss, sh, sb := slow.answer()
+		slow.Send(req)
+		ss, sh, sb := slow.Answer()
 		if fastServed(t, srv) != before {
 			t.Errorf("request %q on the handed-off connection was answered by the fast loop", req)
 		}
@@ -123,17 +72,26 @@ func TestHTTP1AnswersLikeNetHTTP(t *testing.T) {
 // fastServed reads how many requests the fast loop has answered.
 func fastServed(t *testing.T, srv *server.Server) float64 {
 	t.Helper()
+	n, ok := fastCounter(t, srv)
+	if !ok {
+		t.Fatalf("no %s metric", http1.MetricFastRequests)
+	}
+	return n
+}
+
+// fastCounter reads the fast loop's counter, and whether srv exports it.
+func fastCounter(t *testing.T, srv *server.Server) (float64, bool) {
+	t.Helper()
 	families, err := srv.Registry().Gather()
 	if err != nil {
 		t.Fatalf("gather metrics: %v", err)
 	}
 	for _, f := range families {
-		if f.GetName() == "yorkie_rpc_http1_fast_requests_total" {
-			return f.GetMetric()[0].GetCounter().GetValue()
+		if f.GetName() == http1.MetricFastRequests {
+			return f.GetMetric()[0].GetCounter().GetValue(), true
 		}
 	}
-	t.Fatal("no yorkie_rpc_http1_fast_requests_total metric")
-	return 0
+	return 0, false
 }
 
 var clientIDs = regexp.MustCompile(`[0-9a-f]{24}`)
@@ -154,92 +112,92 @@ func sameHeader(a, b http.Header) bool {
 // over mid-connection, closing, and in spellings the fast loop leaves to
 // net/http.
 func TestHTTP1Framing(t *testing.T) {
-	srv := servertest.Start(t)
-	activate := rawRequest(activatePath, "application/json", `{"clientKey":"framing"}`)
-	ok := func(c *rawConn, what string) {
+	srv := servertest.Start(t, fastPaths)
+	activate := servertest.RawPost(activatePath, "application/json", `{"clientKey":"framing"}`)
+	ok := func(c *servertest.RawConn, what string) {
 		t.Helper()
-		if status, _, body := c.answer(); status != http.StatusOK || !strings.Contains(body, "clientId") {
+		if status, _, body := c.Answer(); status != http.StatusOK || !strings.Contains(body, "clientId") {
 			t.Fatalf("%s: %d %s", what, status, body)
 		}
 	}
 
 	t.Run("pipelined", func(t *testing.T) {
-		c := dial(t, srv)
-		c.send(activate + activate + activate)
+		c := servertest.DialRaw(t, srv)
+		c.Send(activate + activate + activate)
 		for i := range 3 {
 			ok(c, fmt.Sprint("pipelined ", i))
 		}
 	})
 	t.Run("in pieces", func(t *testing.T) {
-		c := dial(t, srv)
+		c := servertest.DialRaw(t, srv)
 		for i := 0; i < len(activate); i += 7 {
-			c.send(activate[i:min(i+7, len(activate))])
+			c.Send(activate[i:min(i+7, len(activate))])
 			time.Sleep(time.Millisecond)
 		}
 		ok(c, "request in pieces")
-		c.send(activate)
+		c.Send(activate)
 		ok(c, "next request")
 	})
 	t.Run("handed over mid-connection", func(t *testing.T) {
-		c := dial(t, srv)
-		c.send(activate)
+		c := servertest.DialRaw(t, srv)
+		c.Send(activate)
 		ok(c, "fast")
-		c.send(preflight)
-		if status, _, _ := c.answer(); status != http.StatusNoContent {
+		c.Send(preflight)
+		if status, _, _ := c.Answer(); status != http.StatusNoContent {
 			t.Fatalf("preflight: %d", status)
 		}
-		c.send(activate)
+		c.Send(activate)
 		ok(c, "after hand-over")
 	})
 	t.Run("connection close", func(t *testing.T) {
-		c := dial(t, srv)
-		c.send(strings.Replace(activate, "connection: keep-alive", "connection: close", 1))
+		c := servertest.DialRaw(t, srv)
+		c.Send(strings.Replace(activate, "connection: keep-alive", "connection: close", 1))
 		ok(c, "closing request")
-		if _, err := c.br.ReadByte(); err != io.EOF {
+		if _, err := c.R.ReadByte(); err != io.EOF {
 			t.Fatalf("connection stayed open: %v", err)
 		}
 	})
 	t.Run("http/1.0", func(t *testing.T) {
-		c := dial(t, srv)
-		c.send(strings.Replace(activate, "HTTP/1.1", "HTTP/1.0", 1))
+		c := servertest.DialRaw(t, srv)
+		c.Send(strings.Replace(activate, "HTTP/1.1", "HTTP/1.0", 1))
 		ok(c, "HTTP/1.0 request")
 	})
 	t.Run("bare line feeds", func(t *testing.T) {
-		c := dial(t, srv)
-		c.send(strings.ReplaceAll(activate, "\r\n", "\n"))
+		c := servertest.DialRaw(t, srv)
+		c.Send(strings.ReplaceAll(activate, "\r\n", "\n"))
 		ok(c, "bare LF request")
 	})
 	t.Run("chunked body", func(t *testing.T) {
-		c := dial(t, srv)
+		c := servertest.DialRaw(t, srv)
 		body := `{"clientKey":"framing"}`
 		head, _, _ := strings.Cut(activate, "content-length")
-		c.send(head + fmt.Sprintf("transfer-encoding: chunked\r\n\r\n%x\r\n%s\r\n0\r\n\r\n", len(body), body))
+		c.Send(head + fmt.Sprintf("transfer-encoding: chunked\r\n\r\n%x\r\n%s\r\n0\r\n\r\n", len(body), body))
 		ok(c, "chunked request")
 	})
 	t.Run("body larger than the fast buffer", func(t *testing.T) {
-		c := dial(t, srv)
-		c.send(rawRequest(activatePath, "application/json", `{"clientKey":"framing","metadata":{"k":"`+strings.Repeat("x", 40<<10)+`"}}`))
+		c := servertest.DialRaw(t, srv)
+		c.Send(servertest.RawPost(activatePath, "application/json", `{"clientKey":"framing","metadata":{"k":"`+strings.Repeat("x", 40<<10)+`"}}`))
 		ok(c, "large request")
 	})
 	t.Run("unknown path", func(t *testing.T) {
-		c := dial(t, srv)
-		c.send(rawRequest("/nowhere", "application/json", `{}`))
-		if status, _, _ := c.answer(); status != http.StatusNotFound {
+		c := servertest.DialRaw(t, srv)
+		c.Send(servertest.RawPost("/nowhere", "application/json", `{}`))
+		if status, _, _ := c.Answer(); status != http.StatusNotFound {
 			t.Fatalf("unknown path: %d", status)
 		}
 	})
 	t.Run("malformed header", func(t *testing.T) {
-		c := dial(t, srv)
-		c.send(rawRequest(activatePath, "application/json", `{}`, "bad header"))
-		if status, _, _ := c.answer(); status != http.StatusBadRequest {
+		c := servertest.DialRaw(t, srv)
+		c.Send(servertest.RawPost(activatePath, "application/json", `{}`, "bad header"))
+		if status, _, _ := c.Answer(); status != http.StatusBadRequest {
 			t.Fatalf("malformed header: %d", status)
 		}
 	})
 	t.Run("oversized", func(t *testing.T) {
-		small := servertest.Start(t, func(cfg *server.Config) { cfg.MaxRequestBytes = 100 })
-		c := dial(t, small)
-		c.send(rawRequest(activatePath, "application/json", `{"clientKey":"`+strings.Repeat("x", 200)+`"}`))
-		if status, _, body := c.answer(); status == http.StatusOK || !strings.Contains(body, "invalid_argument") || !strings.Contains(body, "ErrRequestTooLarge") {
+		small := servertest.Start(t, fastPaths, func(cfg *server.Config) { cfg.MaxRequestBytes = 100 })
+		c := servertest.DialRaw(t, small)
+		c.Send(servertest.RawPost(activatePath, "application/json", `{"clientKey":"`+strings.Repeat("x", 200)+`"}`))
+		if status, _, body := c.Answer(); status == http.StatusOK || !strings.Contains(body, "invalid_argument") || !strings.Contains(body, "ErrRequestTooLarge") {
 			t.Fatalf("oversized request: %d %s", status, body)
 		}
 	})
@@ -255,9 +213,9 @@ func TestHTTP1ShutdownClosesIdleConnections(t *testing.T) {
 	if err := srv.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	c := dial(t, srv)
-	c.send(rawRequest(activatePath, "application/json", `{"clientKey":"idle"}`))
-	if status, _, _ := c.answer(); status != http.StatusOK {
+	c := servertest.DialRaw(t, srv)
+	c.Send(servertest.RawPost(activatePath, "application/json", `{"clientKey":"idle"}`))
+	if status, _, _ := c.Answer(); status != http.StatusOK {
 		t.Fatalf("status %d", status)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -269,7 +227,7 @@ func TestHTTP1ShutdownClosesIdleConnections(t *testing.T) {
 	if d := time.Since(start); d > 2*time.Second {
 		t.Errorf("shutdown took %s with an idle connection", d)
 	}
-	if _, err := c.br.ReadByte(); err == nil {
+	if _, err := c.R.ReadByte(); err == nil {
 		t.Fatal("idle connection still open after shutdown")
 	}
 }
@@ -279,18 +237,18 @@ func TestHTTP1ShutdownClosesIdleConnections(t *testing.T) {
 func TestHTTP1ShutdownSaysClose(t *testing.T) {
 	release := make(chan struct{})
 	started := make(chan struct{})
-	srv := servertest.Start(t, func(cfg *server.Config) {
+	srv := servertest.Start(t, fastPaths, func(cfg *server.Config) {
 		cfg.Router = blockingRouter{started: started, release: release}
 	})
-	c := dial(t, srv)
-	c.send(rawRequest("/yorkie.v1.YorkieService/AttachDocument", "application/json",
+	c := servertest.DialRaw(t, srv)
+	c.Send(servertest.RawPost("/yorkie.v1.YorkieService/AttachDocument", "application/json",
 		`{"clientId":"000000000000000000000001","changePack":{"documentKey":"doc-1"}}`))
 	<-started
 	done := make(chan error, 1)
 	go func() { done <- srv.Shutdown(context.Background()) }()
 	time.Sleep(50 * time.Millisecond) // let Shutdown begin draining
 	close(release)
-	resp, err := http.ReadResponse(c.br, nil)
+	resp, err := http.ReadResponse(c.R, nil)
 	if err != nil {
 		t.Fatalf("read answer: %v", err)
 	}

@@ -1,4 +1,4 @@
-package rpc_test
+package http1_test
 
 import (
 	"errors"
@@ -13,8 +13,18 @@ import (
 	"testing"
 	"time"
 
-	"github.com/yorkie-affinity/yorkie/server/rpc"
+	"github.com/yorkie-affinity/yorkie/server/rpc/http1"
 )
+
+// testConfig serves the PushPullChanges path on the fast loop.
+func testConfig(fallback *http.Server) http1.Config {
+	return http1.Config{
+		Fallback:        fallback,
+		Paths:           []string{pushPullPath},
+		MaxRequestBytes: 1 << 20,
+		ReadBodyTimeout: time.Minute,
+	}
+}
 
 // flakyListener fails its first accepts with errs, then accepts as ln does.
 type flakyListener struct {
@@ -45,8 +55,8 @@ func TestAcceptSurvivesTemporaryErrors(t *testing.T) {
 	}}
 	fallback := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = io.WriteString(w, "served")
-	})}
-	srv, err := rpc.NewHTTP1Server(rpc.HTTP1Config{Fallback: fallback, MaxRequestBytes: 1 << 20})
+	}), ReadHeaderTimeout: time.Minute}
+	srv, err := http1.New(testConfig(fallback))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +89,7 @@ func TestAcceptStopsOnPermanentError(t *testing.T) {
 	}
 	defer ln.Close()
 	broken := errors.New("listener broke")
-	srv, err := rpc.NewHTTP1Server(rpc.HTTP1Config{Fallback: &http.Server{Handler: http.NotFoundHandler()}})
+	srv, err := http1.New(testConfig(&http.Server{Handler: http.NotFoundHandler(), ReadHeaderTimeout: time.Minute}))
 	if err != nil {
 		t.Fatal(err)
 	}

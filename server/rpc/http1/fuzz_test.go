@@ -1,4 +1,4 @@
-package rpc
+package http1
 
 import (
 	"bufio"
@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"slices"
 	"testing"
+	"time"
 )
 
 // FuzzHTTP1Head checks the fast loop's request parser against net/http's:
@@ -14,12 +15,17 @@ import (
 // here and another way by a proxy or by the fallback. Heads it does not take
 // go to net/http unchanged, which needs no check.
 func FuzzHTTP1Head(f *testing.F) {
-	srv, err := NewHTTP1Server(HTTP1Config{Fallback: &http.Server{Handler: http.NotFoundHandler()}, MaxRequestBytes: 1 << 20})
+	const path = "/yorkie.v1.YorkieService/PushPullChanges"
+	srv, err := New(Config{
+		Fallback:        &http.Server{Handler: http.NotFoundHandler(), ReadHeaderTimeout: time.Minute},
+		Paths:           []string{path},
+		MaxRequestBytes: 1 << 20,
+		ReadBodyTimeout: time.Minute,
+	})
 	if err != nil {
 		f.Fatal(err)
 	}
 	fc := &fastConn{srv: srv}
-	const path = "/yorkie.v1.YorkieService/PushPullChanges"
 	for _, seed := range []string{
 		"POST " + path + " HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n",
 		"POST " + path + " HTTP/1.1\r\nhost: h\r\ncontent-type: application/proto\r\ncontent-length: 0\r\nx-shard-key: a/b\r\nx-shard-key: c\r\n\r\n",

@@ -1,4 +1,9 @@
-package rpc
+// Package jsoncodec is a Connect codec for JSON that decodes and encodes as
+// protojson does (connect's default JSON codec), only faster: it transcodes
+// between JSON and the protobuf wire format and leaves building and reading
+// messages to the generated binary code. Whatever it is not sure of goes to
+// protojson, so results and errors are protojson's.
+package jsoncodec
 
 import (
 	"bytes"
@@ -17,40 +22,63 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 )
 
-// jsonCodec is connect's protojson codec with a faster decoder. protojson
-// decodes through protoreflect, one reflective Set per field, which made it
-// the largest single cost of a PushPull from the JS SDK. The fast decoder
+// Codec is connect's protojson codec with faster paths. protojson decodes
+// through protoreflect, one reflective Set per field, which made it the
+// largest single cost of a PushPull from the JS SDK. The fast decoder
 // transcodes the JSON to the protobuf wire format, driven by a per-message
-// table of fields, and lets the generated binary decoder build the message.
+// table of fields, and lets the generated binary decoder build the message;
+// the fast encoder marshals to the wire format and transcodes that to JSON.
 //
 // It only takes input whose meaning it is sure of: the canonical forms
 // protojson and protobuf-es write. On anything else (floats, exponents,
 // unknown enum names, well-known types, extensions, malformed JSON...) it
 // gives up and protojson decodes the input from scratch, so the result, and
-// every error, is protojson's. Tests check the two decoders agree.
-type jsonCodec struct {
+// every error, is protojson's. Tests check the two agree. A Codec is safe
+// for concurrent use.
+type Codec struct {
 	name    string
 	schemas sync.Map // protoreflect.FullName -> *msgSchema
 	pool    sync.Pool
 }
 
-// newJSONCodecs returns the codecs for both names the Connect protocol uses
-// for JSON, sharing one schema cache.
-func newJSONCodecs() (*jsonCodec, *jsonCodec) {
-	plain := &jsonCodec{name: "json"}
-	utf8Codec := &jsonCodec{name: "json; charset=utf-8"}
-	return plain, utf8Codec
+// The names under which the Connect protocol asks for JSON.
+const (
+	// Name is the codec name of "application/json".
+	Name = "json"
+	// NameUTF8 is the codec name of "application/json; charset=utf-8".
+	NameUTF8 = "json; charset=utf-8"
+)
+
+// Config configures a Codec.
+type Config struct {
+	// Name is the codec's name, the content subtype it serves: Name,
+	// NameUTF8 or another of connect's names for JSON ("": Name).
+	Name string
 }
 
-func (c *jsonCodec) Name() string { return c.name }
+// New returns a codec serving cfg.Name. Each codec keeps its own cache of
+// message schemas, built on first use of each type.
+func New(cfg Config) *Codec {
+	name := cfg.Name
+	if name == "" {
+		name = Name
+	}
+	return &Codec{name: name}
+}
 
-func (c *jsonCodec) IsBinary() bool { return false }
+// Name returns the codec name given in its Config.
+func (c *Codec) Name() string { return c.name }
 
-func (c *jsonCodec) Marshal(message any) ([]byte, error) {
+// IsBinary reports false: JSON is text.
+func (c *Codec) IsBinary() bool { return false }
+
+// Marshal writes message, a proto.Message, as protojson does.
+func (c *Codec) Marshal(message any) ([]byte, error) {
 	return c.MarshalAppend(nil, message)
 }
 
-func (c *jsonCodec) MarshalAppend(dst []byte, message any) ([]byte, error) {
+// MarshalAppend appends message, a proto.Message, to dst as protojson does.
+func (c *Codec) MarshalAppend(dst []byte, message any) ([]byte, error) {
 	m, ok := message.(proto.Message)
 	if !ok {
 		return nil, errNotProto(message)
@@ -64,7 +92,7 @@ func (c *jsonCodec) MarshalAppend(dst []byte, message any) ([]byte, error) {
 // marshalFast writes m as protojson does, compactly, by marshaling it to
 // the wire format (with map keys sorted, as protojson sorts them) and
 // transcoding that. It reports false where protojson must write it.
-func (c *jsonCodec) marshalFast(dst []byte, m proto.Message) ([]byte, bool) {
+func (c *Codec) marshalFast(dst []byte, m proto.Message) ([]byte, bool) {
 	s := c.schema(m.ProtoReflect().Descriptor())
 	e, _ := c.pool.Get().(*transcoder)
 	if e == nil {
@@ -85,8 +113,9 @@ func (c *jsonCodec) marshalFast(dst []byte, m proto.Message) ([]byte, bool) {
 	return out, true
 }
 
-// MarshalStable is Marshal without protojson's randomised whitespace.
-func (c *jsonCodec) MarshalStable(message any) ([]byte, error) {
+// MarshalStable is Marshal without protojson's randomised whitespace, for
+// connect's stableCodec (it spells GET requests with it).
+func (c *Codec) MarshalStable(message any) ([]byte, error) {
 	out, err := c.Marshal(message)
 	if err != nil {
 		return nil, err
@@ -98,7 +127,9 @@ func (c *jsonCodec) MarshalStable(message any) ([]byte, error) {
 	return compact.Bytes(), nil
 }
 
-func (c *jsonCodec) Unmarshal(data []byte, message any) error {
+// Unmarshal decodes data into message, a proto.Message, as protojson does
+// with unknown fields discarded.
+func (c *Codec) Unmarshal(data []byte, message any) error {
 	m, ok := message.(proto.Message)
 	if !ok {
 		return errNotProto(message)
@@ -122,7 +153,7 @@ func errNotProto(message any) error {
 }
 
 // unmarshalFast decodes data into m and reports whether it could.
-func (c *jsonCodec) unmarshalFast(data []byte, m proto.Message) bool {
+func (c *Codec) unmarshalFast(data []byte, m proto.Message) bool {
 	s := c.schema(m.ProtoReflect().Descriptor())
 	t, _ := c.pool.Get().(*transcoder)
 	if t == nil {
@@ -186,7 +217,7 @@ type fieldSchema struct {
 }
 
 // schema returns the cached schema of a message type, building it on first use.
-func (c *jsonCodec) schema(md protoreflect.MessageDescriptor) *msgSchema {
+func (c *Codec) schema(md protoreflect.MessageDescriptor) *msgSchema {
 	if s, ok := c.schemas.Load(md.FullName()); ok {
 		return s.(*msgSchema)
 	}
