@@ -140,7 +140,8 @@ type Config struct {
 	// HousekeepingCandidatesLimit bounds the clients one housekeeping run
 	// deactivates (default 500).
 	HousekeepingCandidatesLimit int
-	// Clock replaces time.Now for housekeeping, so tests can move time on.
+	// Clock replaces time.Now for housekeeping and the caches of projects,
+	// so tests can move time on.
 	Clock func() time.Time
 	// OnHousekeeping, when set, is told the outcome of every housekeeping
 	// run on this node.
@@ -150,8 +151,9 @@ type Config struct {
 	// (unauthenticated) instead of serving them in the default project.
 	DisableDefaultProject bool
 	// ProjectCacheTTL is how long a node reuses a project it looked up by
-	// API key (0: project.DefaultCacheTTL): an UpdateProject reaches every
-	// node within it.
+	// API key, and the default project's settings for internal calls (0:
+	// project.DefaultCacheTTL): an UpdateProject reaches every node within
+	// it, and the node that served it at once.
 	ProjectCacheTTL time.Duration
 
 	// Admin configures the AdminService: the token secret and duration,
@@ -260,6 +262,8 @@ func New(cfg Config) (*Server, error) {
 		SnapshotThreshold:  cfg.SnapshotThreshold,
 		MaxSizePerDocument: cfg.MaxSizePerDocument,
 		DocumentCacheBytes: cfg.DocumentCacheBytes,
+		ProjectCacheTTL:    cfg.ProjectCacheTTL,
+		Now:                cfg.Clock,
 	}
 	if s.clustered() {
 		if err := s.checkCluster(); err != nil {
@@ -293,13 +297,20 @@ func New(cfg Config) (*Server, error) {
 		DB:                s.db,
 		UseDefaultProject: !cfg.DisableDefaultProject,
 		CacheTTL:          cfg.ProjectCacheTTL,
+		Now:               cfg.Clock,
 	}); err != nil {
 		s.channels.Close()
 		return nil, fmt.Errorf("server: %w", err)
 	}
 	s.health = grpchealth.NewStaticChecker(v1connect.YorkieServiceName)
 
-	if s.admin, err = admin.New(admin.Config{Settings: cfg.Admin, DB: s.db, Logger: logger, Registerer: s.registry}); err != nil {
+	if s.admin, err = admin.New(admin.Config{
+		Settings: cfg.Admin, DB: s.db, Logger: logger, Registerer: s.registry,
+		OnProjectUpdated: func(p *database.ProjectInfo) {
+			s.projects.Updated(p)
+			b.ProjectUpdated(p)
+		},
+	}); err != nil {
 		s.channels.Close()
 		return nil, fmt.Errorf("server: %w", err)
 	}
@@ -427,6 +438,7 @@ func (s *Server) newHousekeeper(router rpc.Router) error {
 	h, err := housekeeping.New(housekeeping.Config{
 		Interval:            s.cfg.HousekeepingInterval,
 		DeactivateThreshold: s.cfg.ClientDeactivateThreshold,
+		Threshold:           s.backend.ClientDeactivateThreshold,
 		CandidatesLimit:     s.cfg.HousekeepingCandidatesLimit,
 		DB:                  s.db,
 		Tracker:             s.tracker,

@@ -208,6 +208,8 @@ func projectUpdate(args []string, stdout, stderr io.Writer) error {
 	fs.Var(&methodsRm, "auth-webhook-method-rm", "a method the auth webhook stops guarding (repeatable; ALL for every one)")
 	fs.Var(&eventsAdd, "event-webhook-events-add", "an event the event webhook receives (repeatable; ALL for every one)")
 	fs.Var(&eventsRm, "event-webhook-events-rm", "an event the event webhook stops receiving (repeatable; ALL for every one)")
+	authHook := webhookFlags(fs, "auth-webhook", "authorization webhook")
+	eventHook := webhookFlags(fs, "event-webhook", "event webhook")
 	threshold := fs.String("client-deactivate-threshold", "", "idle time after which the project's clients are deactivated, e.g. 24h")
 	maxSubs := fs.Int("max-subscribers-per-document", 0, "most Watch subscribers of one document (0: no bound)")
 	maxAttach := fs.Int("max-attachments-per-document", 0, "most clients attached to one document (0: no bound)")
@@ -257,6 +259,8 @@ func projectUpdate(args []string, stdout, stderr io.Writer) error {
 			Events: editList(p.EventWebhookEvents, eventsRm, eventsAdd, allEventWebhookEvents),
 		}
 	}
+	f.AuthWebhookMaxRetries, f.AuthWebhookMinWaitInterval, f.AuthWebhookMaxWaitInterval, f.AuthWebhookRequestTimeout = authHook.fields(set)
+	f.EventWebhookMaxRetries, f.EventWebhookMinWaitInterval, f.EventWebhookMaxWaitInterval, f.EventWebhookRequestTimeout = eventHook.fields(set)
 	if set["client-deactivate-threshold"] {
 		f.ClientDeactivateThreshold = wrapperspb.String(*threshold)
 	}
@@ -281,4 +285,38 @@ func projectUpdate(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("update project %q: %w", name, err)
 	}
 	return printProject(stdout, res.Msg.Project)
+}
+
+// webhookCallFlags are the flags of one webhook's call settings, named as
+// upstream's CLI names them (--auth-webhook-max-retries, ...).
+type webhookCallFlags struct {
+	prefix     string
+	maxRetries *uint64
+	minWait    *string
+	maxWait    *string
+	timeout    *string
+}
+
+func webhookFlags(fs *flag.FlagSet, prefix, what string) webhookCallFlags {
+	return webhookCallFlags{
+		prefix:     prefix,
+		maxRetries: fs.Uint64(prefix+"-max-retries", 0, "most retries of a failed "+what+" call (0: the server's flag)"),
+		minWait:    fs.String(prefix+"-min-wait-interval", "", "first wait between "+what+" retries, doubling up to the max, e.g. 100ms (empty: the server's flag)"),
+		maxWait:    fs.String(prefix+"-max-wait-interval", "", "longest wait between "+what+" retries, e.g. 3s (empty: the server's flag)"),
+		timeout:    fs.String(prefix+"-request-timeout", "", "timeout of one "+what+" request, e.g. 3s (empty: the server's flag)"),
+	}
+}
+
+// fields returns the update of the settings whose flags were given.
+func (w webhookCallFlags) fields(set map[string]bool) (retries *wrapperspb.UInt64Value, minWait, maxWait, timeout *wrapperspb.StringValue) {
+	if set[w.prefix+"-max-retries"] {
+		retries = wrapperspb.UInt64(*w.maxRetries)
+	}
+	str := func(name string, v *string) *wrapperspb.StringValue {
+		if set[w.prefix+name] {
+			return wrapperspb.String(*v)
+		}
+		return nil
+	}
+	return retries, str("-min-wait-interval", w.minWait), str("-max-wait-interval", w.maxWait), str("-request-timeout", w.timeout)
 }

@@ -70,6 +70,10 @@ type Config struct {
 	Registerer prometheus.Registerer
 	// Now is the clock of token expiry (nil: time.Now).
 	Now func() time.Time
+	// OnProjectUpdated, when set, is told every project UpdateProject
+	// stored, so this node applies the new settings without waiting for its
+	// caches to expire.
+	OnProjectUpdated func(*database.ProjectInfo)
 }
 
 // Service implements the AdminService; the calls it does not serve yet
@@ -302,6 +306,9 @@ func (s *Service) UpdateProject(ctx context.Context, req *connect.Request[api.Up
 	p, err := s.db.UpdateProject(ctx, user.ID, req.Msg.Id, u)
 	if err != nil {
 		return nil, s.toConnect(ctx, err)
+	}
+	if s.cfg.OnProjectUpdated != nil {
+		s.cfg.OnProjectUpdated(p)
 	}
 	return connect.NewResponse(&api.UpdateProjectResponse{Project: toProject(p)}), nil
 }

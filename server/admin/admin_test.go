@@ -14,6 +14,7 @@ import (
 
 	"connectrpc.com/connect"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
@@ -245,16 +246,24 @@ func TestAdminService(t *testing.T) {
 			wantCode(t, err, connect.CodeNotFound, "ErrProjectNotFound")
 
 			updated, err := c.UpdateProject(ctx, authed(&api.UpdateProjectRequest{Id: p.Id, Fields: &api.UpdatableProjectFields{
-				Name:                      wrapperspb.String("app-2"),
-				AuthWebhookUrl:            wrapperspb.String("http://127.0.0.1:9/auth"),
-				AuthWebhookMethods:        &api.UpdatableProjectFields_AuthWebhookMethods{Methods: []string{"AttachDocument", "PushPull"}},
-				EventWebhookUrl:           wrapperspb.String("https://example.com/events"),
-				EventWebhookEvents:        &api.UpdatableProjectFields_EventWebhookEvents{Events: []string{"DocumentRootChanged"}},
-				ClientDeactivateThreshold: wrapperspb.String("1h"),
-				MaxSubscribersPerDocument: wrapperspb.Int32(5),
-				MaxAttachmentsPerDocument: wrapperspb.Int32(6),
-				MaxSizePerDocument:        wrapperspb.Int32(1 << 20),
-				RemoveOnDetach:            wrapperspb.Bool(true),
+				Name:                        wrapperspb.String("app-2"),
+				AuthWebhookUrl:              wrapperspb.String("http://127.0.0.1:9/auth"),
+				AuthWebhookMethods:          &api.UpdatableProjectFields_AuthWebhookMethods{Methods: []string{"AttachDocument", "PushPull"}},
+				EventWebhookUrl:             wrapperspb.String("https://example.com/events"),
+				EventWebhookEvents:          &api.UpdatableProjectFields_EventWebhookEvents{Events: []string{"DocumentRootChanged"}},
+				ClientDeactivateThreshold:   wrapperspb.String("1h"),
+				MaxSubscribersPerDocument:   wrapperspb.Int32(5),
+				MaxAttachmentsPerDocument:   wrapperspb.Int32(6),
+				MaxSizePerDocument:          wrapperspb.Int32(1 << 20),
+				RemoveOnDetach:              wrapperspb.Bool(true),
+				AuthWebhookMaxRetries:       wrapperspb.UInt64(3),
+				AuthWebhookMinWaitInterval:  wrapperspb.String("100ms"),
+				AuthWebhookMaxWaitInterval:  wrapperspb.String("2s"),
+				AuthWebhookRequestTimeout:   wrapperspb.String("1500ms"),
+				EventWebhookMaxRetries:      wrapperspb.UInt64(7),
+				EventWebhookMinWaitInterval: wrapperspb.String("50ms"),
+				EventWebhookMaxWaitInterval: wrapperspb.String("10s"),
+				EventWebhookRequestTimeout:  wrapperspb.String("4s"),
 			}}, token))
 			if err != nil {
 				t.Fatal(err)
@@ -263,12 +272,22 @@ func TestAdminService(t *testing.T) {
 			if u.Name != "app-2" || u.AuthWebhookUrl != "http://127.0.0.1:9/auth" || strings.Join(u.AuthWebhookMethods, ",") != "AttachDocument,PushPull" ||
 				u.EventWebhookUrl != "https://example.com/events" || strings.Join(u.EventWebhookEvents, ",") != "DocumentRootChanged" ||
 				u.ClientDeactivateThreshold != "1h" || u.MaxSubscribersPerDocument != 5 || u.MaxAttachmentsPerDocument != 6 ||
-				u.MaxSizePerDocument != 1<<20 || !u.RemoveOnDetach || u.PublicKey != p.PublicKey || u.SecretKey != p.SecretKey {
+				u.MaxSizePerDocument != 1<<20 || !u.RemoveOnDetach || u.PublicKey != p.PublicKey || u.SecretKey != p.SecretKey ||
+				u.AuthWebhookMaxRetries != 3 || u.AuthWebhookMinWaitInterval != "100ms" || u.AuthWebhookMaxWaitInterval != "2s" ||
+				u.AuthWebhookRequestTimeout != "1500ms" || u.EventWebhookMaxRetries != 7 || u.EventWebhookMinWaitInterval != "50ms" ||
+				u.EventWebhookMaxWaitInterval != "10s" || u.EventWebhookRequestTimeout != "4s" {
 				t.Fatalf("updated %v", u)
 			}
 			got, err = c.GetProject(ctx, authed(&api.GetProjectRequest{Name: "app-2"}, token))
-			if err != nil || got.Msg.Project.AuthWebhookUrl != u.AuthWebhookUrl || got.Msg.Project.MaxAttachmentsPerDocument != 6 {
+			if err != nil || !proto.Equal(got.Msg.Project, u) {
 				t.Fatalf("the update was not kept: %v, %v", got, err)
+			}
+			// A field left out stays as it was.
+			if kept, err := c.UpdateProject(ctx, authed(&api.UpdateProjectRequest{Id: p.Id, Fields: &api.UpdatableProjectFields{
+				EventWebhookRequestTimeout: wrapperspb.String(""),
+			}}, token)); err != nil || kept.Msg.Project.EventWebhookRequestTimeout != "" || kept.Msg.Project.EventWebhookMaxRetries != 7 ||
+				kept.Msg.Project.MaxAttachmentsPerDocument != 6 {
+				t.Fatalf("partial update: %v, %v", kept, err)
 			}
 
 			bad := map[string]*api.UpdatableProjectFields{
@@ -278,6 +297,9 @@ func TestAdminService(t *testing.T) {
 				"event":     {EventWebhookEvents: &api.UpdatableProjectFields_EventWebhookEvents{Events: []string{"Nope"}}},
 				"threshold": {ClientDeactivateThreshold: wrapperspb.String("soon")},
 				"limit":     {MaxAttachmentsPerDocument: wrapperspb.Int32(-1)},
+				"timeout":   {AuthWebhookRequestTimeout: wrapperspb.String("3")},
+				"wait":      {EventWebhookMinWaitInterval: wrapperspb.String("-1s")},
+				"waits":     {AuthWebhookMinWaitInterval: wrapperspb.String("5s"), AuthWebhookMaxWaitInterval: wrapperspb.String("1s")},
 			}
 			for name, f := range bad {
 				_, err := c.UpdateProject(ctx, authed(&api.UpdateProjectRequest{Id: p.Id, Fields: f}, token))
@@ -286,12 +308,12 @@ func TestAdminService(t *testing.T) {
 				}
 			}
 			_, err = c.UpdateProject(ctx, authed(&api.UpdateProjectRequest{Id: p.Id, Fields: &api.UpdatableProjectFields{
-				AuthWebhookMaxRetries: wrapperspb.UInt64(3),
+				SnapshotInterval: wrapperspb.Int64(3),
 			}}, token))
 			wantCode(t, err, connect.CodeUnimplemented, "ErrUnimplemented")
 			// Sent back unchanged, as upstream's CLI does, such a field is fine.
 			if _, err = c.UpdateProject(ctx, authed(&api.UpdateProjectRequest{Id: p.Id, Fields: &api.UpdatableProjectFields{
-				AuthWebhookMaxRetries: wrapperspb.UInt64(0), SnapshotInterval: wrapperspb.Int64(0),
+				SnapshotThreshold: wrapperspb.Int64(0), SnapshotInterval: wrapperspb.Int64(0),
 				AllowedOrigins: &api.UpdatableProjectFields_AllowedOrigins{},
 			}}, token)); err != nil {
 				t.Fatalf("unchanged unsupported fields refused: %v", err)

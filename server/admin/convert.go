@@ -79,8 +79,9 @@ func validateAll(what string, got, known []string) error {
 }
 
 // projectUpdate checks the fields a request sets and turns them into a
-// database update. Fields this server does not keep yet are refused with
-// unimplemented rather than dropped when they carry a value.
+// database update: every webhook and limit field. The fields this server
+// does not keep (snapshot settings, revisions, channel TTL, origins) are
+// refused with unimplemented rather than dropped when they carry a value.
 func projectUpdate(f *api.UpdatableProjectFields) (*database.ProjectUpdate, error) {
 	if f == nil {
 		return nil, invalidArgument(errors.New("no fields to update"))
@@ -89,22 +90,13 @@ func projectUpdate(f *api.UpdatableProjectFields) (*database.ProjectUpdate, erro
 	// server does not keep is refused only when it would change something
 	// (what this server reports for it is the zero value).
 	str := func(w *wrapperspb.StringValue) bool { return w != nil && w.Value != "" }
-	u64 := func(w *wrapperspb.UInt64Value) bool { return w != nil && w.Value != 0 }
 	i64 := func(w *wrapperspb.Int64Value) bool { return w != nil && w.Value != 0 }
 	unsupported := map[string]bool{
-		"auth_webhook_max_retries":        u64(f.AuthWebhookMaxRetries),
-		"auth_webhook_min_wait_interval":  str(f.AuthWebhookMinWaitInterval),
-		"auth_webhook_max_wait_interval":  str(f.AuthWebhookMaxWaitInterval),
-		"auth_webhook_request_timeout":    str(f.AuthWebhookRequestTimeout),
-		"event_webhook_max_retries":       u64(f.EventWebhookMaxRetries),
-		"event_webhook_min_wait_interval": str(f.EventWebhookMinWaitInterval),
-		"event_webhook_max_wait_interval": str(f.EventWebhookMaxWaitInterval),
-		"event_webhook_request_timeout":   str(f.EventWebhookRequestTimeout),
-		"snapshot_threshold":              i64(f.SnapshotThreshold),
-		"snapshot_interval":               i64(f.SnapshotInterval),
-		"auto_revision_enabled":           f.AutoRevisionEnabled != nil && f.AutoRevisionEnabled.Value,
-		"channel_session_ttl":             str(f.ChannelSessionTtl),
-		"allowed_origins":                 f.AllowedOrigins != nil && len(f.AllowedOrigins.Origins) > 0,
+		"snapshot_threshold":    i64(f.SnapshotThreshold),
+		"snapshot_interval":     i64(f.SnapshotInterval),
+		"auto_revision_enabled": f.AutoRevisionEnabled != nil && f.AutoRevisionEnabled.Value,
+		"channel_session_ttl":   str(f.ChannelSessionTtl),
+		"allowed_origins":       f.AllowedOrigins != nil && len(f.AllowedOrigins.Origins) > 0,
 	}
 	for _, name := range slices.Sorted(maps.Keys(unsupported)) {
 		if unsupported[name] {
@@ -127,6 +119,11 @@ func projectUpdate(f *api.UpdatableProjectFields) (*database.ProjectUpdate, erro
 		u.AuthWebhookMethods = &m
 		errs = append(errs, validateAll("auth webhook methods", m, authMethods))
 	}
+	errs = append(errs,
+		webhookUpdate("auth webhook", &u.AuthWebhook, f.AuthWebhookMaxRetries,
+			f.AuthWebhookMinWaitInterval, f.AuthWebhookMaxWaitInterval, f.AuthWebhookRequestTimeout),
+		webhookUpdate("event webhook", &u.EventWebhook, f.EventWebhookMaxRetries,
+			f.EventWebhookMinWaitInterval, f.EventWebhookMaxWaitInterval, f.EventWebhookRequestTimeout))
 	if f.EventWebhookUrl != nil {
 		u.EventWebhookURL = &f.EventWebhookUrl.Value
 		errs = append(errs, validateWebhookURL("event webhook URL", f.EventWebhookUrl.Value))
@@ -168,6 +165,49 @@ func projectUpdate(f *api.UpdatableProjectFields) (*database.ProjectUpdate, erro
 	return u, nil
 }
 
+// webhookUpdate turns a webhook's call settings into dst. A duration must be
+// a positive Go duration, or empty for the server's flag; the minimum wait
+// must not exceed the maximum when the request sets both.
+func webhookUpdate(what string, dst *database.WebhookUpdate, retries *wrapperspb.UInt64Value,
+	minWait, maxWait, timeout *wrapperspb.StringValue,
+) error {
+	var errs []error
+	if retries != nil {
+		dst.MaxRetries = &retries.Value
+	}
+	durations := map[string]time.Duration{}
+	for _, d := range []struct {
+		name string
+		w    *wrapperspb.StringValue
+		dst  **string
+	}{
+		{"min wait interval", minWait, &dst.MinWaitInterval},
+		{"max wait interval", maxWait, &dst.MaxWaitInterval},
+		{"request timeout", timeout, &dst.RequestTimeout},
+	} {
+		if d.w == nil {
+			continue
+		}
+		v := d.w.Value
+		*d.dst = &v
+		if v == "" {
+			continue
+		}
+		parsed, err := time.ParseDuration(v)
+		if err != nil || parsed <= 0 {
+			errs = append(errs, fmt.Errorf("%s %s %q: want a positive duration such as 3s, or empty", what, d.name, v))
+			continue
+		}
+		durations[d.name] = parsed
+	}
+	lo, okLo := durations["min wait interval"]
+	hi, okHi := durations["max wait interval"]
+	if okLo && okHi && lo > hi {
+		errs = append(errs, fmt.Errorf("%s min wait interval %v is above its max wait interval %v", what, lo, hi))
+	}
+	return errors.Join(errs...)
+}
+
 func toUser(u *database.UserInfo) *api.User {
 	return &api.User{Id: u.ID, Username: u.Username, CreatedAt: timestamppb.New(u.CreatedAt)}
 }
@@ -176,13 +216,21 @@ func toProject(p *database.ProjectInfo) *api.Project {
 	return &api.Project{
 		Id: p.ID, Name: p.Name, PublicKey: p.PublicKey, SecretKey: p.SecretKey,
 		AuthWebhookUrl: p.AuthWebhookURL, AuthWebhookMethods: p.AuthWebhookMethods,
-		EventWebhookUrl: p.EventWebhookURL, EventWebhookEvents: p.EventWebhookEvents,
-		ClientDeactivateThreshold: p.ClientDeactivateThreshold,
-		MaxSubscribersPerDocument: int32(p.MaxSubscribersPerDocument),
-		MaxAttachmentsPerDocument: int32(p.MaxAttachmentsPerDocument),
-		MaxSizePerDocument:        int32(p.MaxSizePerDocument),
-		RemoveOnDetach:            p.RemoveOnDetach,
-		CreatedAt:                 timestamppb.New(p.CreatedAt),
-		UpdatedAt:                 timestamppb.New(p.UpdatedAt),
+		AuthWebhookMaxRetries:      p.AuthWebhook.MaxRetries,
+		AuthWebhookMinWaitInterval: p.AuthWebhook.MinWaitInterval,
+		AuthWebhookMaxWaitInterval: p.AuthWebhook.MaxWaitInterval,
+		AuthWebhookRequestTimeout:  p.AuthWebhook.RequestTimeout,
+		EventWebhookUrl:            p.EventWebhookURL, EventWebhookEvents: p.EventWebhookEvents,
+		EventWebhookMaxRetries:      p.EventWebhook.MaxRetries,
+		EventWebhookMinWaitInterval: p.EventWebhook.MinWaitInterval,
+		EventWebhookMaxWaitInterval: p.EventWebhook.MaxWaitInterval,
+		EventWebhookRequestTimeout:  p.EventWebhook.RequestTimeout,
+		ClientDeactivateThreshold:   p.ClientDeactivateThreshold,
+		MaxSubscribersPerDocument:   int32(p.MaxSubscribersPerDocument),
+		MaxAttachmentsPerDocument:   int32(p.MaxAttachmentsPerDocument),
+		MaxSizePerDocument:          int32(p.MaxSizePerDocument),
+		RemoveOnDetach:              p.RemoveOnDetach,
+		CreatedAt:                   timestamppb.New(p.CreatedAt),
+		UpdatedAt:                   timestamppb.New(p.UpdatedAt),
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
@@ -117,6 +118,13 @@ type Config struct {
 	// memory, by their estimated size (default DefaultDocumentCacheBytes);
 	// the least recently used go first and are rebuilt when used again.
 	DocumentCacheBytes int64
+	// ProjectCacheTTL is how long the default project's settings (its
+	// limits) are kept before being read again (default
+	// DefaultProjectCacheTTL; negative: read for every call). Calls whose
+	// context carries a project use that one as it is.
+	ProjectCacheTTL time.Duration
+	// Now is the clock of that cache (nil: time.Now).
+	Now func() time.Time
 }
 
 // Metrics counts the backend's work with atomic counters. It needs no global
@@ -178,6 +186,7 @@ type Backend struct {
 	maxDocSize    int
 	cache         *docCache
 	ps            *pubsub.PubSub
+	defaults      *defaultProject
 	closing       atomic.Bool
 
 	// snapRuns counts the snapshot runs under way; once snapClosed (under
@@ -237,6 +246,12 @@ func New(cfg Config) (*Backend, error) {
 	if cfg.DocumentCacheBytes <= 0 {
 		cfg.DocumentCacheBytes = DefaultDocumentCacheBytes
 	}
+	if cfg.ProjectCacheTTL == 0 {
+		cfg.ProjectCacheTTL = DefaultProjectCacheTTL
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
 	return &Backend{
 		db:            cfg.DB,
 		logger:        cfg.Logger,
@@ -252,8 +267,9 @@ func New(cfg Config) (*Backend, error) {
 			OverflowError: fmt.Errorf("%w: %w", pubsub.ErrSlowSubscriber, database.ErrUnavailable),
 			Live:          &cfg.Metrics.Subscriptions,
 		}),
-		docs:  make(map[string]*docState),
-		names: make(map[string]DocName),
+		defaults: &defaultProject{db: cfg.DB, ttl: max(cfg.ProjectCacheTTL, 0), now: cfg.Now},
+		docs:     make(map[string]*docState),
+		names:    make(map[string]DocName),
 	}, nil
 }
 
@@ -266,8 +282,8 @@ func (b *Backend) Close(ctx context.Context) error {
 	return b.waitSnapshots(ctx)
 }
 
-// MaxSizePerDocument is the document size limit clients are told on attach
-// (0: none).
+// MaxSizePerDocument is the server's document size limit (0: none), which a
+// project's own overrides (DocumentSizeLimit).
 func (b *Backend) MaxSizePerDocument() int { return b.maxDocSize }
 
 // Metrics returns the counters of the backend's work.
@@ -431,6 +447,10 @@ func (b *Backend) watch(ctx context.Context, epoch int64, clientID, docID string
 	if err := b.ensureActivated(ctx, clientID); err != nil {
 		return nil, nil, fmt.Errorf("watch: %w", err)
 	}
+	p, err := b.project(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("watch: %w", err)
+	}
 	ds, err := b.lockDoc(ctx, epoch, docID)
 	if err != nil {
 		return nil, nil, fmt.Errorf("watch: %w", err)
@@ -445,9 +465,14 @@ func (b *Backend) watch(ctx context.Context, epoch int64, clientID, docID string
 	if _, ok := ds.atts[clientID]; !ok {
 		return nil, nil, fmt.Errorf("watch document %s by %s: %w", docID, clientID, ErrDocumentNotAttached)
 	}
-	sub, watchers, err := b.ps.Subscribe(docID, clientID)
+	// Counted here, at the owner, where every watcher of the document is.
+	sub, watchers, err := b.ps.SubscribeBounded(docID, clientID, p.MaxSubscribersPerDocument)
 	if errors.Is(err, pubsub.ErrClosed) {
 		return nil, nil, fmt.Errorf("watch document %s: %w", docID, ErrShuttingDown)
+	}
+	if errors.Is(err, pubsub.ErrTooManyWatchers) {
+		return nil, nil, fmt.Errorf("watch document %s: project allows %d watchers: %w",
+			docID, p.MaxSubscribersPerDocument, ErrTooManySubscribers)
 	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("watch document %s: %w", docID, err)

@@ -40,12 +40,15 @@ func (b *Backend) AttachDocument(ctx context.Context, epoch int64, clientID, doc
 	if err := b.ensureActivated(ctx, clientID); err != nil {
 		return "", nil, fmt.Errorf("attach document %q: %w", docKey, err)
 	}
+	p, err := b.project(ctx)
+	if err != nil {
+		return "", nil, fmt.Errorf("attach document %q: %w", docKey, err)
+	}
 	// A document removed between finding it and locking it leaves its key
 	// to a new document: look again once.
 	var (
 		info *database.DocInfo
 		ds   *docState
-		err  error
 	)
 	for attempt := 0; ; attempt++ {
 		if info, err = b.db.FindOrCreateDocument(ctx, project.ID(ctx), docKey); err != nil {
@@ -64,6 +67,18 @@ func (b *Backend) AttachDocument(ctx context.Context, epoch int64, clientID, doc
 		}
 	}
 	defer b.release(ctx, ds)
+	// Counted under the document's lock at its owner, which serves every
+	// attach of it, so racing attaches through any node never pass it.
+	if limit := p.MaxAttachmentsPerDocument; limit > 0 {
+		n := len(ds.atts)
+		if _, again := ds.atts[clientID]; again {
+			n--
+		}
+		if n >= limit {
+			return "", nil, fmt.Errorf("attach document %q (%s): %d of %d clients attached: %w",
+				docKey, info.ID, n, limit, ErrTooManyAttachments)
+		}
+	}
 	actor, err := actorKey(clientID)
 	if err != nil {
 		return "", nil, fmt.Errorf("attach document %q: %w", docKey, err)
@@ -106,6 +121,10 @@ func (b *Backend) DetachDocument(ctx context.Context, epoch int64, clientID, doc
 }
 
 func (b *Backend) detachDocument(ctx context.Context, epoch int64, clientID, docID string, pack *api.ChangePack) (*api.ChangePack, error) {
+	p, err := b.project(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("detach document %s: %w", docID, err)
+	}
 	ds, e, err := b.begin(ctx, epoch, clientID, docID, pack)
 	if err != nil {
 		return nil, fmt.Errorf("detach document %s: %w", docID, err)
@@ -116,11 +135,38 @@ func (b *Backend) detachDocument(ctx context.Context, epoch int64, clientID, doc
 	if err != nil {
 		return nil, fmt.Errorf("detach document %s: %w", docID, err)
 	}
-	if err := b.endAttachment(ctx, ds, clientID, e, database.Detached); err != nil {
+	status, err := b.removeIfLast(ctx, ds, clientID, p)
+	if err != nil {
+		return nil, fmt.Errorf("detach document %s: %w", docID, err)
+	}
+	if err := b.endAttachment(ctx, ds, clientID, e, status); err != nil {
 		return nil, fmt.Errorf("detach document %s: %w", docID, err)
 	}
 	b.leftDocument(clientID, docID)
+	resp.IsRemoved = ds.removed
 	return resp, nil
+}
+
+// removeIfLast removes the document when its project removes documents on
+// detach and the detaching client is the last one attached, as upstream
+// does; it returns the status the client's attachment ends with. The other
+// clients' next PushPull learns the removal. The caller holds the lock.
+func (b *Backend) removeIfLast(ctx context.Context, ds *docState, clientID string, p *database.ProjectInfo) (database.AttachmentStatus, error) {
+	if !p.RemoveOnDetach || ds.removed {
+		return database.Detached, nil
+	}
+	for id := range ds.atts {
+		if id != clientID {
+			return database.Detached, nil
+		}
+	}
+	if err := b.db.RemoveDocument(ctx, ds.id, ds.epoch); err != nil {
+		b.writeFailed(ds, err)
+		return "", fmt.Errorf("remove on detach: %w", err)
+	}
+	ds.removed = true
+	b.publishChanged(ds.id, clientID)
+	return database.Removed, nil
 }
 
 // RemoveDocument stores the pack, marks the document removed and the
@@ -574,6 +620,10 @@ func (b *Backend) endAttachment(ctx context.Context, ds *docState, clientID stri
 // presence clear change made by the server for the client lets the others
 // drop its presence.
 func (b *Backend) detachOnDeactivate(ctx context.Context, epoch int64, clientID, docID string) error {
+	p, err := b.project(ctx)
+	if err != nil {
+		return fmt.Errorf("detach %s: %w", docID, err)
+	}
 	ds, err := b.lockDoc(ctx, epoch, docID)
 	if errors.Is(err, ErrDocumentNotFound) {
 		return nil
@@ -618,7 +668,11 @@ func (b *Backend) detachOnDeactivate(ctx context.Context, epoch int64, clientID,
 			return fmt.Errorf("detach %s: %w", docID, err)
 		}
 	}
-	if err := b.endAttachment(ctx, ds, clientID, e, database.Detached); err != nil {
+	status, err := b.removeIfLast(ctx, ds, clientID, p)
+	if err != nil {
+		return fmt.Errorf("detach %s: %w", docID, err)
+	}
+	if err := b.endAttachment(ctx, ds, clientID, e, status); err != nil {
 		return fmt.Errorf("detach %s: %w", docID, err)
 	}
 	return nil

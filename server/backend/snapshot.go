@@ -47,9 +47,14 @@ func (b *Backend) release(ctx context.Context, ds *docState) {
 
 // applyPushed applies the changes about to be stored to the built document,
 // refusing them (and dropping the document, which may be half-applied) when
-// one does not apply or the document would outgrow its limit. The caller
+// one does not apply or the document would outgrow its project's limit. The caller
 // holds the lock and has not stored them yet.
 func (b *Backend) applyPushed(ctx context.Context, ds *docState, changes []*api.Change) error {
+	p, err := b.project(ctx)
+	if err != nil {
+		return err
+	}
+	limit := b.sizeLimit(p)
 	doc, err := b.useDoc(ctx, ds)
 	if err != nil {
 		return err
@@ -59,11 +64,11 @@ func (b *Backend) applyPushed(ctx context.Context, ds *docState, changes []*api.
 		b.metrics.ChangesRefused.Add(int64(len(changes)))
 		return fmt.Errorf("%w: %w", ErrInvalidChange, err)
 	}
-	if b.maxDocSize > 0 && hasOperations(changes) {
-		if size := doc.Size().Total(); size > b.maxDocSize {
+	if limit > 0 && hasOperations(changes) {
+		if size := doc.Size().Total(); size > limit {
 			b.dropDoc(ds)
 			b.metrics.ChangesRefused.Add(int64(len(changes)))
-			return fmt.Errorf("size %d > %d: %w", size, b.maxDocSize, ErrDocumentSizeExceedsLimit)
+			return fmt.Errorf("size %d > %d: %w", size, limit, ErrDocumentSizeExceedsLimit)
 		}
 	}
 	ds.answer = nil

@@ -63,6 +63,11 @@ type Config struct {
 	// its recorded activity is older than the threshold plus one interval,
 	// the most the record can lag.
 	DeactivateThreshold time.Duration
+	// Threshold, when set, returns the threshold each run uses instead of
+	// DeactivateThreshold, which it is given: the project's setting, which
+	// an operator may change while the server runs. A failure skips the
+	// run's scan.
+	Threshold func(ctx context.Context, fallback time.Duration) (time.Duration, error)
 	// CandidatesLimit bounds the clients deactivated by one run
 	// (DefaultCandidatesLimit when zero); the next run goes on from there.
 	CandidatesLimit int
@@ -254,7 +259,15 @@ func (h *Housekeeper) run(ctx context.Context) Report {
 		}
 	}
 	r.Led = true
-	before := h.cfg.Now().Add(-h.cfg.DeactivateThreshold - h.cfg.Interval)
+	threshold := h.cfg.DeactivateThreshold
+	if h.cfg.Threshold != nil {
+		if threshold, err = h.cfg.Threshold(ctx, h.cfg.DeactivateThreshold); err != nil {
+			errs = append(errs, fmt.Errorf("housekeeping: deactivate threshold: %w", err))
+			r.Err = errors.Join(errs...)
+			return r
+		}
+	}
+	before := h.cfg.Now().Add(-threshold - h.cfg.Interval)
 	candidates, err := h.cfg.DB.FindInactiveClients(ctx, before, h.cursor, h.cfg.CandidatesLimit)
 	if err != nil {
 		errs = append(errs, fmt.Errorf("housekeeping: find inactive clients: %w", err))

@@ -135,3 +135,20 @@ func (r *Resolver) evictLocked(now time.Time) {
 		clear(r.entries)
 	}
 }
+
+// Updated replaces the cached copies of p (by its ID) with p, so that an
+// UpdateProject served by this node applies to its next calls at once;
+// other nodes see it when their entries expire.
+func (r *Resolver) Updated(p *database.ProjectInfo) {
+	if p == nil {
+		return
+	}
+	c := *p
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for k, e := range r.entries {
+		if e.p.ID == c.ID {
+			r.entries[k] = cacheEntry{p: &c, expires: e.expires}
+		}
+	}
+}

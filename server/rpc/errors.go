@@ -51,6 +51,9 @@ const (
 	// CodeDocumentSizeExceedsLimit is the SDK's name for a document past
 	// max_size_per_document.
 	CodeDocumentSizeExceedsLimit = "ErrDocumentSizeExceedsLimit"
+	// CodeTooManySubscribers is the SDK's name for a Watch past the
+	// project's subscribers per document.
+	CodeTooManySubscribers = "ErrTooManySubscribers"
 )
 
 // classify returns the Connect code and code name of a known sentinel error.
@@ -74,6 +77,14 @@ func classify(err error) (connect.Code, string, bool) {
 		// Upstream's code for it: the push may succeed once others have
 		// made the document smaller, so the SDK's retry is right.
 		return connect.CodeResourceExhausted, CodeDocumentSizeExceedsLimit, true
+	case errors.Is(err, backend.ErrTooManyAttachments):
+		// Upstream's code; the SDK gives the attach up (it retries no
+		// attach) and the user detaches a client first.
+		return connect.CodeResourceExhausted, CodeTooManyAttachments, true
+	case errors.Is(err, backend.ErrTooManySubscribers):
+		// Upstream's code; the SDK retries the Watch every second and gets
+		// through once another client stops watching.
+		return connect.CodeResourceExhausted, CodeTooManySubscribers, true
 	case errors.Is(err, backend.ErrInvalidChangePack):
 		return connect.CodeInvalidArgument, CodeInvalidChangePack, true
 	case errors.Is(err, backend.ErrShuttingDown), errors.Is(err, affinity.ErrStopped):

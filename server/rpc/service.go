@@ -246,10 +246,14 @@ func (s *Service) AttachDocument(ctx context.Context, req *connect.Request[api.A
 	if err != nil {
 		return nil, s.failRouted(ctx, procedure, rt, fmt.Errorf("attach document %q by %s: %w", key, clientID, err))
 	}
+	maxSize, err := s.backend.DocumentSizeLimit(ctx)
+	if err != nil {
+		return nil, s.failRouted(ctx, procedure, rt, fmt.Errorf("attach document %q by %s: %w", key, clientID, err))
+	}
 	out := connect.NewResponse(&api.AttachDocumentResponse{
 		DocumentId:         docID,
 		ChangePack:         resp,
-		MaxSizePerDocument: int32(min(s.backend.MaxSizePerDocument(), math.MaxInt32)),
+		MaxSizePerDocument: int32(min(maxSize, math.MaxInt32)),
 	})
 	s.stamp(out.Header(), rt)
 	return out, nil

@@ -14,6 +14,11 @@ import (
 	"testing"
 	"time"
 
+	"connectrpc.com/connect"
+
+	"github.com/yorkie-affinity/yorkie/api/yorkie/v1/v1connect"
+	"github.com/yorkie-affinity/yorkie/server/servertest"
+	"github.com/yorkie-affinity/yorkie/server/servertest/wire"
 	"github.com/yorkie-affinity/yorkie/test/testenv"
 )
 
@@ -118,6 +123,18 @@ type project struct {
 	EventWebhookURL    string   `json:"event_webhook_url"`
 	EventWebhookEvents []string `json:"event_webhook_events"`
 	MaxAttachments     int      `json:"max_attachments_per_document"`
+	MaxSubscribers     int      `json:"max_subscribers_per_document"`
+	MaxSize            int      `json:"max_size_per_document"`
+	RemoveOnDetach     bool     `json:"remove_on_detach"`
+	Threshold          string   `json:"client_deactivate_threshold"`
+	AuthRetries        string   `json:"auth_webhook_max_retries"` // uint64: a JSON string
+	AuthMinWait        string   `json:"auth_webhook_min_wait_interval"`
+	AuthMaxWait        string   `json:"auth_webhook_max_wait_interval"`
+	AuthTimeout        string   `json:"auth_webhook_request_timeout"`
+	EventRetries       string   `json:"event_webhook_max_retries"`
+	EventMinWait       string   `json:"event_webhook_min_wait_interval"`
+	EventMaxWait       string   `json:"event_webhook_max_wait_interval"`
+	EventTimeout       string   `json:"event_webhook_request_timeout"`
 }
 
 func decode[T any](t *testing.T, out string) T {
@@ -212,6 +229,63 @@ func TestCLIAgainstServer(t *testing.T) {
 	if code != 0 || !strings.HasPrefix(out, "yorkie ") || strings.Contains(out, "server ") || !strings.Contains(errOut, "not logged in") {
 		t.Fatalf("version after logout: %d %q %q", code, out, errOut)
 	}
+}
+
+// TestCLIProjectLimits sets every limit and webhook call setting with
+// `yorkie project update`, then checks that a limit set on the default
+// project holds for clients of the running server at once.
+func TestCLIProjectLimits(t *testing.T) {
+	bin := yorkieBinary(t)
+	addr := startServer(t, bin)
+	c := &cli{t: t, bin: bin, config: t.TempDir()}
+	c.ok("login", "--username", "admin", "--password", "admin", "--rpc-addr", addr)
+	c.ok("project", "create", "limited")
+	got := decode[project](t, c.ok("project", "update", "limited",
+		"--max-subscribers-per-document", "3",
+		"--max-attachments-per-document", "4",
+		"--max-size-per-document", "65536",
+		"--remove-on-detach",
+		"--client-deactivate-threshold", "2h",
+		"--auth-webhook-max-retries", "5",
+		"--auth-webhook-min-wait-interval", "200ms",
+		"--auth-webhook-max-wait-interval", "4s",
+		"--auth-webhook-request-timeout", "2s",
+		"--event-webhook-max-retries", "6",
+		"--event-webhook-min-wait-interval", "300ms",
+		"--event-webhook-max-wait-interval", "5s",
+		"--event-webhook-request-timeout", "1s"))
+	want := project{
+		ID: got.ID, Name: "limited", PublicKey: got.PublicKey, SecretKey: got.SecretKey,
+		MaxSubscribers: 3, MaxAttachments: 4, MaxSize: 65536, RemoveOnDetach: true, Threshold: "2h",
+		AuthRetries: "5", AuthMinWait: "200ms", AuthMaxWait: "4s", AuthTimeout: "2s",
+		EventRetries: "6", EventMinWait: "300ms", EventMaxWait: "5s", EventTimeout: "1s",
+	}
+	if fmt.Sprintf("%+v", got) != fmt.Sprintf("%+v", want) {
+		t.Fatalf("after update:\n got %+v\nwant %+v", got, want)
+	}
+	// A flag left out keeps its value; false turns a switch off.
+	got = decode[project](t, c.ok("project", "update", "limited", "--remove-on-detach=false", "--max-attachments-per-document", "0"))
+	if got.RemoveOnDetach || got.MaxAttachments != 0 || got.MaxSubscribers != 3 || got.AuthTimeout != "2s" {
+		t.Fatalf("after the second update: %+v", got)
+	}
+	if e := c.fails("project", "update", "limited", "--auth-webhook-request-timeout", "soon"); !strings.Contains(e, "invalid_argument") {
+		t.Fatalf("update with a bad timeout: %s", e)
+	}
+
+	// The default project serves clients that send no API key: a limit set
+	// on it holds for them at once.
+	c.ok("project", "update", "default", "--max-attachments-per-document", "1")
+	yc := v1connect.NewYorkieServiceClient(servertest.HTTPClient(t, servertest.ConnectJSON), "http://"+addr)
+	docKey := wire.UniqueKey(t, "cli-limited")
+	first := wire.NewReplica(t, yc)
+	first.MustAttach(docKey)
+	second := wire.NewReplica(t, yc)
+	_, err := second.Attach(wire.Context(t), docKey)
+	if connect.CodeOf(err) != connect.CodeResourceExhausted || wire.ErrorInfo(err)["code"] != "ErrTooManyAttachments" {
+		t.Fatalf("second attach under the CLI's limit: %v, want resource_exhausted ErrTooManyAttachments", err)
+	}
+	c.ok("project", "update", "default", "--max-attachments-per-document", "0")
+	second.MustAttach(docKey)
 }
 
 // TestCLIVersionWithoutServer: nothing listens, and version still prints

@@ -304,6 +304,10 @@ type ProjectInfo struct {
 	AuthWebhookMethods []string
 	EventWebhookURL    string
 	EventWebhookEvents []string
+	// Webhook call settings of the project; zero values and empty
+	// durations mean the server's flags. Durations are Go durations ("3s").
+	AuthWebhook  WebhookSettings
+	EventWebhook WebhookSettings
 
 	// ClientDeactivateThreshold is a Go duration ("24h"); empty means the
 	// server's flag.
@@ -320,13 +324,48 @@ type ProjectInfo struct {
 	UpdatedAt time.Time
 }
 
+// WebhookSettings are how a project's webhook is called: retries with a
+// backoff between the wait intervals, and a timeout per request.
+type WebhookSettings struct {
+	MaxRetries      uint64
+	MinWaitInterval string
+	MaxWaitInterval string
+	RequestTimeout  string
+}
+
+// WebhookUpdate lists the webhook settings UpdateProject changes: nil
+// fields stay.
+type WebhookUpdate struct {
+	MaxRetries      *uint64
+	MinWaitInterval *string
+	MaxWaitInterval *string
+	RequestTimeout  *string
+}
+
+func (u *WebhookUpdate) apply(w *WebhookSettings) {
+	if u.MaxRetries != nil {
+		w.MaxRetries = *u.MaxRetries
+	}
+	for _, f := range []struct{ dst, src *string }{
+		{&w.MinWaitInterval, u.MinWaitInterval},
+		{&w.MaxWaitInterval, u.MaxWaitInterval},
+		{&w.RequestTimeout, u.RequestTimeout},
+	} {
+		if f.src != nil {
+			*f.dst = *f.src
+		}
+	}
+}
+
 // ProjectUpdate lists the fields UpdateProject changes: nil fields stay.
 type ProjectUpdate struct {
 	Name                      *string
 	AuthWebhookURL            *string
 	AuthWebhookMethods        *[]string
+	AuthWebhook               WebhookUpdate
 	EventWebhookURL           *string
 	EventWebhookEvents        *[]string
+	EventWebhook              WebhookUpdate
 	ClientDeactivateThreshold *string
 	MaxSubscribersPerDocument *int
 	MaxAttachmentsPerDocument *int
@@ -366,6 +405,8 @@ func (u *ProjectUpdate) Apply(p *ProjectInfo) {
 	if u.RemoveOnDetach != nil {
 		p.RemoveOnDetach = *u.RemoveOnDetach
 	}
+	u.AuthWebhook.apply(&p.AuthWebhook)
+	u.EventWebhook.apply(&p.EventWebhook)
 }
 
 // Accounts stores the users of the admin API, its projects and the

@@ -12,6 +12,7 @@ package pubsub
 
 import (
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 
@@ -24,6 +25,9 @@ var (
 	ErrSlowSubscriber = errors.New("subscriber too slow: event queue overflowed")
 	// ErrClosed: the pub/sub was closed.
 	ErrClosed = errors.New("pubsub closed")
+	// ErrTooManyWatchers: the document has as many watching clients as
+	// SubscribeBounded allows.
+	ErrTooManyWatchers = errors.New("too many watchers")
 )
 
 // Event is one document event; Publisher is the client that caused it.
@@ -120,6 +124,14 @@ func (s *Subscription) Close() { s.ps.end(s, nil, true) }
 // the clients watching the document, the new subscriber included. If the
 // client was not watching yet, the others receive WATCHED.
 func (ps *PubSub) Subscribe(docID, clientID string) (*Subscription, []string, error) {
+	return ps.SubscribeBounded(docID, clientID, 0)
+}
+
+// SubscribeBounded is Subscribe, refused with ErrTooManyWatchers when the
+// document already has maxWatchers clients watching and this one is not
+// among them (0: no bound). Clients are counted, not streams, so a client
+// whose reconnecting stream overlaps its old one is not refused.
+func (ps *PubSub) SubscribeBounded(docID, clientID string, maxWatchers int) (*Subscription, []string, error) {
 	s := &Subscription{
 		ps:       ps,
 		docID:    docID,
@@ -135,6 +147,10 @@ func (ps *PubSub) Subscribe(docID, clientID string) (*Subscription, []string, er
 		return nil, nil, ErrClosed
 	}
 	t := ps.topics[docID]
+	if t != nil && maxWatchers > 0 && t.watchers[clientID] == 0 && len(t.watchers) >= maxWatchers {
+		ps.mu.Unlock()
+		return nil, nil, fmt.Errorf("%d clients watch the document already: %w", len(t.watchers), ErrTooManyWatchers)
+	}
 	if t == nil {
 		t = &topic{subs: make(map[*Subscription]struct{}), watchers: make(map[string]int)}
 		ps.topics[docID] = t

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"regexp"
 	"slices"
@@ -220,12 +221,10 @@ func TestHTTP1ShutdownClosesIdleConnections(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	start := time.Now()
+	// An idle connection that held Shutdown up would run it into the
+	// context's deadline, and Shutdown would fail.
 	if err := srv.Shutdown(ctx); err != nil {
 		t.Fatalf("shutdown: %v", err)
-	}
-	if d := time.Since(start); d > 2*time.Second {
-		t.Errorf("shutdown took %s with an idle connection", d)
 	}
 	if _, err := c.R.ReadByte(); err == nil {
 		t.Fatal("idle connection still open after shutdown")
@@ -246,7 +245,16 @@ func TestHTTP1ShutdownSaysClose(t *testing.T) {
 	<-started
 	done := make(chan error, 1)
 	go func() { done <- srv.Shutdown(context.Background()) }()
-	time.Sleep(50 * time.Millisecond) // let Shutdown begin draining
+	// The listener closes once draining has begun: wait until a new
+	// connection is refused.
+	for {
+		conn, err := net.Dial("tcp", srv.RPCAddr())
+		if err != nil {
+			break
+		}
+		_ = conn.Close()
+		time.Sleep(time.Millisecond)
+	}
 	close(release)
 	resp, err := http.ReadResponse(c.R, nil)
 	if err != nil {

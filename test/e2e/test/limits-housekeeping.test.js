@@ -4,13 +4,13 @@
 // being deactivated while a watching one stays.
 
 const assert = require('node:assert/strict');
-const http = require('node:http');
 const { describe, test } = require('node:test');
 const { startServer } = require('../lib/server');
 const { singleServerSkipReason, externalAddrs } = require('../lib/suite');
 const { withTimeout, waitFor } = require('../lib/wait');
 const { runInSession, singleTarget, newDocKey, yorkie } = require('../lib/session');
 const { waitConverged, waitPushed } = require('../lib/replicas');
+const { counter, refusedWatches } = require('../lib/metrics');
 
 const skip = externalAddrs().length ? 'starts servers with its own flags' : singleServerSkipReason();
 const STOP_GRACE_MS = 10000;
@@ -24,36 +24,6 @@ async function withServer(extraArgs, fn) {
   } finally {
     await withTimeout(server.stop({ graceMs: STOP_GRACE_MS }), STOP_GRACE_MS + 5000, 'server stop');
   }
-}
-
-/** GETs url with node:http, so the session's record of SDK calls stays the SDK's. */
-function httpGet(url) {
-  return new Promise((resolve, reject) => {
-    http
-      .get(url, (res) => {
-        let body = '';
-        res.setEncoding('utf8');
-        res.on('data', (chunk) => (body += chunk));
-        res.on('end', () => resolve(body));
-      })
-      .on('error', reject);
-  });
-}
-
-/** The value of an unlabelled counter on the metrics page (0 when absent). */
-async function counter(server, name) {
-  const text = await httpGet(server.metricsURL);
-  const line = text.split('\n').find((l) => l.startsWith(`${name} `));
-  return line ? Number(line.split(' ')[1]) : 0;
-}
-
-/** How many Watch calls the server refused with resource_exhausted. */
-async function refusedWatches(server) {
-  const text = await httpGet(server.metricsURL);
-  const line = text
-    .split('\n')
-    .find((l) => l.startsWith('yorkie_rpc_handled_total{') && l.includes('Watch"') && l.includes('code="resource_exhausted"'));
-  return line ? Number(line.split(' ').pop()) : 0;
 }
 
 describe('per-client bounds and housekeeping with the JS SDK', { skip }, () => {

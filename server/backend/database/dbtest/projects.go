@@ -85,19 +85,25 @@ func testAccounts(t *testing.T, newPair NewPair) {
 		name, url, methods := "renamed", "http://127.0.0.1:1/auth", []string{"AttachDocument", "PushPull"}
 		events := []string{"DocumentRootChanged"}
 		threshold, subs, attach, size, remove := "1h", 10, 20, 1<<20, true
+		retries, minWait, maxWait, timeout := uint64(4), "100ms", "2s", "3s"
 		got := must(db.UpdateProject(ctx, owner, p.ID, &database.ProjectUpdate{
 			Name: &name, AuthWebhookURL: &url, AuthWebhookMethods: &methods,
 			EventWebhookURL: &url, EventWebhookEvents: &events,
 			ClientDeactivateThreshold: &threshold, MaxSubscribersPerDocument: &subs,
 			MaxAttachmentsPerDocument: &attach, MaxSizePerDocument: &size, RemoveOnDetach: &remove,
+			AuthWebhook:  database.WebhookUpdate{MaxRetries: &retries, MinWaitInterval: &minWait, MaxWaitInterval: &maxWait, RequestTimeout: &timeout},
+			EventWebhook: database.WebhookUpdate{MaxRetries: &retries, RequestTimeout: &timeout},
 		})).get(t)
+		wantAuth := database.WebhookSettings{MaxRetries: retries, MinWaitInterval: minWait, MaxWaitInterval: maxWait, RequestTimeout: timeout}
+		wantEvent := database.WebhookSettings{MaxRetries: retries, RequestTimeout: timeout}
 		check := func(got *database.ProjectInfo) {
 			t.Helper()
 			if got.Name != name || got.AuthWebhookURL != url || !slices.Equal(got.AuthWebhookMethods, methods) ||
 				got.EventWebhookURL != url || !slices.Equal(got.EventWebhookEvents, events) ||
 				got.ClientDeactivateThreshold != threshold || got.MaxSubscribersPerDocument != subs ||
 				got.MaxAttachmentsPerDocument != attach || got.MaxSizePerDocument != size || !got.RemoveOnDetach ||
-				got.PublicKey != p.PublicKey || got.SecretKey != p.SecretKey || got.UpdatedAt.Before(p.UpdatedAt) {
+				got.PublicKey != p.PublicKey || got.SecretKey != p.SecretKey || got.UpdatedAt.Before(p.UpdatedAt) ||
+				got.AuthWebhook != wantAuth || got.EventWebhook != wantEvent {
 				t.Fatalf("updated project %+v", got)
 			}
 		}

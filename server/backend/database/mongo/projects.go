@@ -45,6 +45,8 @@ type projectRecord struct {
 	AuthWebhookMethods        []string           `bson:"auth_webhook_methods"`
 	EventWebhookURL           string             `bson:"event_webhook_url"`
 	EventWebhookEvents        []string           `bson:"event_webhook_events"`
+	AuthWebhook               webhookRecord      `bson:"auth_webhook"`
+	EventWebhook              webhookRecord      `bson:"event_webhook"`
 	ClientDeactivateThreshold string             `bson:"client_deactivate_threshold"`
 	MaxSubscribersPerDocument int                `bson:"max_subscribers_per_document"`
 	MaxAttachmentsPerDocument int                `bson:"max_attachments_per_document"`
@@ -54,11 +56,22 @@ type projectRecord struct {
 	UpdatedAt                 time.Time          `bson:"updated_at"`
 }
 
+// webhookRecord is a project's webhook call settings. Records stored before
+// they existed decode as zeros: the server's flags.
+type webhookRecord struct {
+	MaxRetries      uint64 `bson:"max_retries"`
+	MinWaitInterval string `bson:"min_wait_interval"`
+	MaxWaitInterval string `bson:"max_wait_interval"`
+	RequestTimeout  string `bson:"request_timeout"`
+}
+
 func (r *projectRecord) info() *database.ProjectInfo {
 	return &database.ProjectInfo{
 		ID: r.ID.Hex(), Name: r.Name, Owner: r.Owner, PublicKey: r.PublicKey, SecretKey: r.SecretKey,
 		AuthWebhookURL: r.AuthWebhookURL, AuthWebhookMethods: r.AuthWebhookMethods,
 		EventWebhookURL: r.EventWebhookURL, EventWebhookEvents: r.EventWebhookEvents,
+		AuthWebhook:               database.WebhookSettings(r.AuthWebhook),
+		EventWebhook:              database.WebhookSettings(r.EventWebhook),
 		ClientDeactivateThreshold: r.ClientDeactivateThreshold,
 		MaxSubscribersPerDocument: r.MaxSubscribersPerDocument,
 		MaxAttachmentsPerDocument: r.MaxAttachmentsPerDocument,
@@ -77,6 +90,8 @@ func projectRecordOf(p *database.ProjectInfo) (*projectRecord, error) {
 		ID: id, Name: p.Name, Owner: p.Owner, PublicKey: p.PublicKey, SecretKey: p.SecretKey,
 		AuthWebhookURL: p.AuthWebhookURL, AuthWebhookMethods: p.AuthWebhookMethods,
 		EventWebhookURL: p.EventWebhookURL, EventWebhookEvents: p.EventWebhookEvents,
+		AuthWebhook:               webhookRecord(p.AuthWebhook),
+		EventWebhook:              webhookRecord(p.EventWebhook),
 		ClientDeactivateThreshold: p.ClientDeactivateThreshold,
 		MaxSubscribersPerDocument: p.MaxSubscribersPerDocument,
 		MaxAttachmentsPerDocument: p.MaxAttachmentsPerDocument,
