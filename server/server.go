@@ -156,6 +156,10 @@ type Config struct {
 	// it, and the node that served it at once.
 	ProjectCacheTTL time.Duration
 
+	// Webhooks holds the server-wide settings of the projects' auth and
+	// event webhooks: policies, the answer cache, private addresses.
+	Webhooks WebhookConfig
+
 	// Admin configures the AdminService: the token secret and duration,
 	// the default admin account and the version it reports.
 	Admin admin.Settings
@@ -195,6 +199,7 @@ type Server struct {
 	mgr      *affinity.Manager
 	house    *housekeeping.Housekeeper
 	admin    *admin.Service
+	webhooks *webhooks
 
 	rpcServer       *http.Server
 	rpcPort         port // serves the RPC port: rpcServer, or http1 in front of it
@@ -253,7 +258,20 @@ func New(cfg Config) (*Server, error) {
 	if err := registerBackendMetrics(s.registry, backendMetrics); err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
+	var err error
+	if s.projects, err = project.NewResolver(project.ResolverConfig{
+		DB:                s.db,
+		UseDefaultProject: !cfg.DisableDefaultProject,
+		CacheTTL:          cfg.ProjectCacheTTL,
+		Now:               cfg.Clock,
+	}); err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	if s.webhooks, err = newWebhooks(cfg.Webhooks, s.projects, logger, s.registry); err != nil {
+		return nil, err
+	}
 	bcfg := backend.Config{
+		OnRootChanged:      s.webhooks.rootChanged,
 		DB:                 s.db,
 		MaxChangesPerPack:  cfg.MaxChangesPerPack,
 		Logger:             logger,
@@ -293,15 +311,6 @@ func New(cfg Config) (*Server, error) {
 		Logger:          logger,
 		Metrics:         channelMetrics,
 	})
-	if s.projects, err = project.NewResolver(project.ResolverConfig{
-		DB:                s.db,
-		UseDefaultProject: !cfg.DisableDefaultProject,
-		CacheTTL:          cfg.ProjectCacheTTL,
-		Now:               cfg.Clock,
-	}); err != nil {
-		s.channels.Close()
-		return nil, fmt.Errorf("server: %w", err)
-	}
 	s.health = grpchealth.NewStaticChecker(v1connect.YorkieServiceName)
 
 	if s.admin, err = admin.New(admin.Config{
@@ -342,6 +351,7 @@ func (s *Server) newRPC(router rpc.Router) error {
 		Channels:        s.channels,
 		Codecs:          jsonCodecs(cfg.DisableFastJSON),
 		Projects:        s.projects,
+		Auth:            s.webhooks.rpcAuth(s.forwarded()),
 	})
 	if err != nil {
 		return fmt.Errorf("server: create rpc service: %w", err)
@@ -819,6 +829,9 @@ func (s *Server) shutdown(ctx context.Context) error {
 	if err := s.backend.Close(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("close backend: %w", err))
 	}
+	if err := s.webhooks.close(ctx); err != nil {
+		errs = append(errs, err)
+	}
 	if s.ownsDB {
 		if err := s.db.Close(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("close database: %w", err))
@@ -874,6 +887,9 @@ func (s *Server) Abort() {
 			_ = s.store.Close()
 		}
 		_ = s.backend.Close(context.Background())
+		canceled, cancel := context.WithCancel(context.Background())
+		cancel()
+		_ = s.webhooks.close(canceled)
 		if s.peers != nil {
 			s.peers.Close()
 		}
@@ -886,4 +902,15 @@ func (s *Server) Affinity() *affinity.Manager {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.mgr
+}
+
+// forwarded tells the calls another node forwarded with the cluster secret;
+// nil when a test stages routing itself (no call is forwarded then). It is
+// asked for once the node has joined its cluster.
+func (s *Server) forwarded() func(http.Header) bool {
+	if s.router == nil {
+		return nil
+	}
+	r := s.router
+	return func(h http.Header) bool { return forwardedBy(h, r.Authentic) }
 }

@@ -120,6 +120,7 @@ func runServer(args []string, stderr io.Writer) int {
 	deactivateThreshold := fs.Duration("client-deactivate-threshold", housekeeping.DefaultDeactivateThreshold, "housekeeping deactivates clients that made no call for longer than this")
 	housekeepingInterval := fs.Duration("housekeeping-interval", housekeeping.DefaultInterval, "time between housekeeping runs")
 	admin := adminFlags(fs)
+	hooks := serverWebhookFlagSet(fs)
 	candidatesLimit := fs.Int("housekeeping-candidates-limit", housekeeping.DefaultCandidatesLimit, "most clients one housekeeping run deactivates")
 	channelTTL := fs.Duration("channel-session-ttl", channel.DefaultSessionTTL, "a channel session not refreshed (the SDK's heartbeat, every 30s) for longer is removed from its counts")
 	channelPayload := fs.Int("channel-max-payload-bytes", channel.DefaultMaxPayloadBytes, "largest broadcast payload a channel relays")
@@ -137,6 +138,11 @@ func runServer(args []string, stderr io.Writer) int {
 	}
 	if *channelTTL <= 0 || *channelPayload <= 0 {
 		fmt.Fprintf(stderr, "yorkie server: --channel-session-ttl and --channel-max-payload-bytes must be positive\n")
+		return 2
+	}
+	webhooks, err := hooks.config()
+	if err != nil {
+		fmt.Fprintf(stderr, "yorkie server: %v\n", err)
 		return 2
 	}
 	if fs.NArg() > 0 {
@@ -186,6 +192,7 @@ func runServer(args []string, stderr io.Writer) int {
 		Admin:                       admin.settings(),
 		DisableDefaultProject:       !*useDefaultProject,
 		ProjectCacheTTL:             *projectCacheTTL,
+		Webhooks:                    webhooks,
 	}
 	store, err := openSessionStore(ctx, *storeKind, *etcdEndpoints, *redisAddr, !*redisCloseOnReadOnly, logger)
 	if err != nil {

@@ -52,6 +52,11 @@ var (
 	// ErrDocumentReleased: this node gave up the document (another node owns
 	// it now). Subscription.Err also wraps database.ErrFenced, retryable.
 	ErrDocumentReleased = errors.New("document released by this node")
+	// ErrStaleRoute: the call was routed with an owner epoch older than the
+	// document's claim in the database, and the backend changed nothing.
+	// The binding has been dropped, so routing the call again binds afresh.
+	// It also wraps database.ErrFenced, retryable.
+	ErrStaleRoute = errors.New("routed with an epoch older than the document's claim")
 	// ErrInvalidChange: a pushed change does not apply to the document. The
 	// error also wraps the document package's sentinel naming the problem
 	// (document.ErrInvalidOperation, ErrElementNotFound, ...). Nothing of the
@@ -118,6 +123,11 @@ type Config struct {
 	// memory, by their estimated size (default DefaultDocumentCacheBytes);
 	// the least recently used go first and are rebuilt when used again.
 	DocumentCacheBytes int64
+	// OnRootChanged, when set, is told after this node stored changes that
+	// edit a document's content (operations, not presence alone), with the
+	// context of the call that stored them. It must not block: the event
+	// webhook debounces and posts on its own.
+	OnRootChanged func(ctx context.Context, docKey string)
 	// ProjectCacheTTL is how long the default project's settings (its
 	// limits) are kept before being read again (default
 	// DefaultProjectCacheTTL; negative: read for every call). Calls whose
@@ -178,6 +188,7 @@ type Backend struct {
 	logger  *slog.Logger
 	metrics *Metrics
 	fenced  func(docID string, name DocName)
+	changed func(ctx context.Context, docKey string)
 	maxPack int
 	// snapInterval, snapThreshold and maxDocSize are the Config options, with
 	// 0 meaning off.
@@ -257,6 +268,7 @@ func New(cfg Config) (*Backend, error) {
 		logger:        cfg.Logger,
 		metrics:       cfg.Metrics,
 		fenced:        cfg.OnFenced,
+		changed:       cfg.OnRootChanged,
 		maxPack:       cfg.MaxChangesPerPack,
 		snapInterval:  int64(max(cfg.SnapshotInterval, 0)),
 		snapThreshold: int64(max(cfg.SnapshotThreshold, 0)),

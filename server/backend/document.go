@@ -134,10 +134,11 @@ func (b *Backend) load(ctx context.Context, epoch int64, ds *docState) error {
 	}
 	if errors.Is(err, database.ErrFenced) {
 		// The routing binding is older than the database's knowledge: the
-		// cluster layer releases it, so the client's retry is routed afresh.
+		// cluster layer releases it, so the call routed again binds afresh.
 		name, _ := b.documentName(ctx, ds.id)
 		b.fenced(ds.id, name)
 		b.forget(ds)
+		return fmt.Errorf("claim document %s: %w: %w", ds.id, ErrStaleRoute, err)
 	}
 	if err != nil {
 		return fmt.Errorf("claim document %s: %w", ds.id, err)

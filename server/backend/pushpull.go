@@ -356,6 +356,9 @@ func (b *Backend) exchange(ctx context.Context, ds *docState, clientID string, e
 		if stored > 0 {
 			b.metrics.ChangesStored.Add(int64(stored))
 			b.publishChanged(ds.id, clientID)
+			if b.changed != nil && editsRoot(pack.Changes, e.att.ClientSeq, stored) {
+				b.changed(ctx, ds.key)
+			}
 		}
 		if err != nil {
 			return nil, err
@@ -698,4 +701,17 @@ func (b *Backend) lastLamport(ctx context.Context, ds *docState, clientID string
 		}
 	}
 	return 0, nil
+}
+
+// editsRoot reports whether the stored changes, the stored ones of changes
+// up to client_seq last (a pack's client_seq values are consecutive), carry
+// operations: a presence-only change leaves the document's content alone.
+func editsRoot(changes []*api.Change, last uint32, stored int) bool {
+	first := int64(last) - int64(stored) + 1
+	for _, c := range changes {
+		if seq := int64(c.GetId().GetClientSeq()); seq >= first && seq <= int64(last) && len(c.GetOperations()) > 0 {
+			return true
+		}
+	}
+	return false
 }

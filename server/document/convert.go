@@ -371,24 +371,8 @@ func elementToPB(elem crdt.Element) *api.JSONElement {
 			RemovedAt: optionalTicketToPB(e.RemovedAt()),
 		}}}
 	case *crdt.Array:
-		var nodes []*api.RGANode
-		e.Nodes(func(m crdt.Element, posCreatedAt, posMovedAt, posRemovedAt crdt.Ticket) {
-			if m == nil {
-				nodes = append(nodes, &api.RGANode{
-					PositionCreatedAt: ticketToPB(posCreatedAt),
-					PositionRemovedAt: ticketToPB(posRemovedAt),
-				})
-				return
-			}
-			n := &api.RGANode{Element: elementToPB(m)}
-			if !posMovedAt.IsZero() {
-				n.PositionMovedAt = ticketToPB(posMovedAt)
-				n.PositionCreatedAt = ticketToPB(posCreatedAt)
-			}
-			nodes = append(nodes, n)
-		})
 		return &api.JSONElement{Body: &api.JSONElement_JsonArray{JsonArray: &api.JSONElement_JSONArray{
-			Nodes:     nodes,
+			Nodes:     rgaNodesToPB(e),
 			CreatedAt: ticketToPB(e.CreatedAt()),
 			MovedAt:   optionalTicketToPB(e.MovedAt()),
 			RemovedAt: optionalTicketToPB(e.RemovedAt()),
@@ -416,4 +400,48 @@ func elementToPB(elem crdt.Element) *api.JSONElement {
 		return &api.JSONElement{Body: &api.JSONElement_Tree_{Tree: treeToPB(e)}}
 	}
 	return &api.JSONElement{}
+}
+
+// rgaNodesToPB encodes an array's positions in order so that the SDK's reader (fromArray)
+// and ours rebuild them in that order.
+//
+// The reader appends a dead position or a moved element (one that carries its position
+// tickets) at the end, but places a never-moved element by an insertion after the identity
+// of the last node read, and a moved element's identity is its creation ticket, which
+// still names the position the move emptied until that position is collected. A
+// never-moved element right after a moved one whose emptied position came earlier would
+// land behind that old position. Such an element is written with its own position tickets
+// (positionCreatedAt = positionMovedAt = its creation ticket), which appends it and means
+// the same as never moved: it is positioned at its creation, and every move of it comes
+// later and wins. Everywhere else the bytes are the SDK's own.
+func rgaNodesToPB(a *crdt.Array) []*api.RGANode {
+	var nodes []*api.RGANode
+	// written holds the positions written so far: what the reader's index holds.
+	written := make(map[crdt.Ticket]bool)
+	// misleads is set when the last node written is a moved element whose emptied first
+	// position was written before it.
+	misleads := false
+	a.Nodes(func(m crdt.Element, posCreatedAt, posMovedAt, posRemovedAt crdt.Ticket) {
+		written[posCreatedAt] = true
+		if m == nil {
+			nodes = append(nodes, &api.RGANode{
+				PositionCreatedAt: ticketToPB(posCreatedAt),
+				PositionRemovedAt: ticketToPB(posRemovedAt),
+			})
+			misleads = false
+			return
+		}
+		n := &api.RGANode{Element: elementToPB(m)}
+		switch {
+		case !posMovedAt.IsZero():
+			n.PositionMovedAt = ticketToPB(posMovedAt)
+			n.PositionCreatedAt = ticketToPB(posCreatedAt)
+		case misleads:
+			n.PositionMovedAt = ticketToPB(m.CreatedAt())
+			n.PositionCreatedAt = ticketToPB(m.CreatedAt())
+		}
+		nodes = append(nodes, n)
+		misleads = !posMovedAt.IsZero() && written[m.CreatedAt()]
+	})
+	return nodes
 }

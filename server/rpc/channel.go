@@ -11,6 +11,7 @@ import (
 	"github.com/yorkie-affinity/yorkie/api/yorkie/v1/v1connect"
 	"github.com/yorkie-affinity/yorkie/server/channel"
 	"github.com/yorkie-affinity/yorkie/server/project"
+	"github.com/yorkie-affinity/yorkie/server/webhook/authwebhook"
 )
 
 // Channel calls are routed like document calls: every channel that shares a
@@ -94,6 +95,13 @@ func channelCall[Req, Res any](ctx context.Context, s *Service, req *connect.Req
 	if err != nil {
 		return nil, s.fail(ctx, procedure, err)
 	}
+	verb := authwebhook.ReadWrite
+	if methodOf(procedure) == "Broadcast" {
+		verb = authwebhook.Read
+	}
+	if err := s.authorize(ctx, procedure, req.Header(), oneKey(key, verb)); err != nil {
+		return nil, s.failRouted(ctx, procedure, rt, err)
+	}
 	if rt.Owner != nil {
 		return relay(ctx, s, procedure, call, rt, method(rt.Owner), req.Msg)
 	}
@@ -129,6 +137,9 @@ func (s *Service) WatchChannel(ctx context.Context, req *connect.Request[api.Wat
 	rt, err := s.routeWatch(ctx, procedure, call, stream.ResponseHeader())
 	if err != nil {
 		return err
+	}
+	if err := s.authorize(ctx, procedure, req.Header(), noAttributes); err != nil {
+		return s.failRouted(ctx, procedure, rt, err)
 	}
 	if rt.Owner != nil {
 		return relayStream(ctx, s, procedure, call, rt, func(ctx context.Context) (*connect.ServerStreamForClient[api.WatchChannelResponse], error) {

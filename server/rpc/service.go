@@ -66,6 +66,8 @@ type Config struct {
 	// Projects resolves the project of every call from its API key; nil
 	// serves every call in the default project (tests of other layers).
 	Projects *project.Resolver
+	// Auth asks the projects' auth webhooks about calls; nil asks none.
+	Auth *Auth
 }
 
 // Service implements v1connect.YorkieServiceHandler.
@@ -81,6 +83,7 @@ type Service struct {
 	channels        *channel.Manager
 	codecs          []connect.Codec
 	projects        *project.Resolver
+	auth            *Auth
 
 	closeOnce sync.Once
 	closing   chan struct{}
@@ -93,6 +96,9 @@ func New(cfg Config) (*Service, error) {
 	}
 	if cfg.Channels == nil {
 		return nil, errors.New("rpc: Config.Channels is required")
+	}
+	if cfg.Auth != nil && (cfg.Auth.Client == nil || cfg.Auth.Project == nil || cfg.Auth.Policy == nil) {
+		return nil, errors.New("rpc: Config.Auth needs Client, Policy and Project")
 	}
 	logger := cfg.Logger
 	if logger == nil {
@@ -112,6 +118,7 @@ func New(cfg Config) (*Service, error) {
 		channels:        cfg.Channels,
 		codecs:          cfg.Codecs,
 		projects:        cfg.Projects,
+		auth:            cfg.Auth,
 		closing:         make(chan struct{}),
 	}
 	if cfg.Registerer != nil {
@@ -187,6 +194,9 @@ func (s *Service) ActivateClient(ctx context.Context, req *connect.Request[api.A
 	if err := s.limits.checkMetadata(req.Msg.GetMetadata()); err != nil {
 		return nil, err
 	}
+	if err := s.authorize(ctx, req.Spec().Procedure, req.Header(), noAttributes); err != nil {
+		return nil, err
+	}
 	info, err := s.backend.ActivateClient(ctx, key, req.Msg.GetMetadata())
 	if err != nil {
 		return nil, s.fail(ctx, req.Spec().Procedure, fmt.Errorf("activate client %q: %w", key, err))
@@ -199,6 +209,9 @@ func (s *Service) DeactivateClient(ctx context.Context, req *connect.Request[api
 	clientID := req.Msg.GetClientId()
 	if err := validateClientID(clientID); err != nil {
 		return nil, invalidArgument(err)
+	}
+	if err := s.authorize(ctx, req.Spec().Procedure, req.Header(), noAttributes); err != nil {
+		return nil, err
 	}
 	var epochs map[string]int64
 	if s.router != nil {
@@ -239,10 +252,22 @@ func (s *Service) AttachDocument(ctx context.Context, req *connect.Request[api.A
 	if err != nil {
 		return nil, s.fail(ctx, procedure, err)
 	}
+	if err := s.authorize(ctx, procedure, req.Header(), oneKey(key, packVerb(pack))); err != nil {
+		return nil, s.failRouted(ctx, procedure, rt, err)
+	}
 	if rt.Owner != nil {
 		return relay(ctx, s, procedure, call, rt, rt.Owner.AttachDocument, req.Msg)
 	}
 	docID, resp, err := s.backend.AttachDocument(ctx, rt.Epoch, clientID, key, pack)
+	if errors.Is(err, backend.ErrStaleRoute) {
+		if rt, err = s.route(ctx, call); err != nil {
+			return nil, s.fail(ctx, procedure, err)
+		}
+		if rt.Owner != nil {
+			return relay(ctx, s, procedure, call, rt, rt.Owner.AttachDocument, req.Msg)
+		}
+		docID, resp, err = s.backend.AttachDocument(ctx, rt.Epoch, clientID, key, pack)
+	}
 	if err != nil {
 		return nil, s.failRouted(ctx, procedure, rt, fmt.Errorf("attach document %q by %s: %w", key, clientID, err))
 	}
@@ -315,10 +340,25 @@ func documentCall[Req, Res any](ctx context.Context, s *Service, req *connect.Re
 	if err != nil {
 		return nil, s.fail(ctx, procedure, err)
 	}
+	if err := s.authorize(ctx, procedure, req.Header(), s.documentByID(docID, packVerb(pack))); err != nil {
+		return nil, s.failRouted(ctx, procedure, rt, err)
+	}
 	if rt.Owner != nil {
 		return relay(ctx, s, procedure, call, rt, method(rt.Owner), req.Msg)
 	}
 	resp, err := serve(rt.Epoch, clientID, docID, pack)
+	if errors.Is(err, backend.ErrStaleRoute) {
+		// This node's binding was older than the document's claim (its
+		// owner changed while the binding stood) and has been dropped: route
+		// once more, so a failback costs the client no error.
+		if rt, err = s.route(ctx, call); err != nil {
+			return nil, s.fail(ctx, procedure, err)
+		}
+		if rt.Owner != nil {
+			return relay(ctx, s, procedure, call, rt, method(rt.Owner), req.Msg)
+		}
+		resp, err = serve(rt.Epoch, clientID, docID, pack)
+	}
 	if err != nil {
 		return nil, s.failRouted(ctx, procedure, rt, fmt.Errorf("%s document %s by %s: %w", kind, docID, clientID, err))
 	}
@@ -375,6 +415,9 @@ func (s *Service) Watch(ctx context.Context, req *connect.Request[api.WatchReque
 	if err != nil {
 		return err
 	}
+	if err := s.authorize(ctx, procedure, req.Header(), noAttributes); err != nil {
+		return s.failRouted(ctx, procedure, rt, err)
+	}
 	if rt.Owner != nil {
 		return relayStream(ctx, s, procedure, call, rt, func(ctx context.Context) (*connect.ServerStreamForClient[api.WatchResponse], error) {
 			return rt.Owner.Watch(ctx, relayRequest(req.Msg, call))
@@ -421,6 +464,9 @@ func (s *Service) WatchDocument(ctx context.Context, req *connect.Request[api.Wa
 	rt, err := s.routeWatch(ctx, procedure, call, stream.ResponseHeader())
 	if err != nil {
 		return err
+	}
+	if err := s.authorize(ctx, procedure, req.Header(), noAttributes); err != nil {
+		return s.failRouted(ctx, procedure, rt, err)
 	}
 	if rt.Owner != nil {
 		return relayStream(ctx, s, procedure, call, rt, func(ctx context.Context) (*connect.ServerStreamForClient[api.WatchDocumentResponse], error) {

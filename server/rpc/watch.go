@@ -62,6 +62,11 @@ func (s *Service) watchResources(ctx context.Context, req *connect.Request[api.W
 		if err != nil {
 			return err
 		}
+		if i == 0 { // once for the whole stream, upstream names no resource
+			if err := s.authorize(ctx, procedure, req.Header(), noAttributes); err != nil {
+				return s.failRouted(ctx, procedure, rt, err)
+			}
+		}
 		if len(resources) == 1 {
 			s.stamp(stream.ResponseHeader(), rt)
 			if rt.Owner != nil {

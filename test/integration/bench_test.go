@@ -217,8 +217,9 @@ const childBinaryEnv = "YORKIE_INTEGRATION_CHILD_BINARY"
 
 // startChildServer runs this test binary as a server process and returns its
 // address and process ID; it stops when the benchmark ends. stock lists the
-// RPC port's fast paths the child serves without (see childStockEnv).
-func startChildServer(b *testing.B, stock string) (string, int) {
+// RPC port's fast paths the child serves without (see childStockEnv); env
+// is added to its environment.
+func startChildServer(b *testing.B, stock string, env ...string) (string, int) {
 	if _, err := os.Stat("/proc/self/stat"); err != nil {
 		b.Skip("needs /proc to read a child's CPU time")
 	}
@@ -227,7 +228,7 @@ func startChildServer(b *testing.B, stock string) (string, int) {
 		bin = other
 	}
 	cmd := exec.Command(bin)
-	cmd.Env = append(os.Environ(), childServerEnv+"=1", childStockEnv+"="+stock)
+	cmd.Env = append(append(os.Environ(), childServerEnv+"=1", childStockEnv+"="+stock), env...)
 	stdin, err := cmd.StdinPipe()
 	wire.Must(b, err, "child stdin")
 	stdout, err := cmd.StdoutPipe()

@@ -12,12 +12,18 @@ import (
 	"testing"
 
 	"github.com/yorkie-affinity/yorkie/server"
+	"github.com/yorkie-affinity/yorkie/server/backend/database"
+	"github.com/yorkie-affinity/yorkie/server/backend/database/memory"
 )
 
 // childServerEnv, when set, makes the test binary run a server instead of the
 // tests: benchmarks start it as a child process to measure its CPU apart from
 // the client's.
 const childServerEnv = "YORKIE_INTEGRATION_CHILD_SERVER"
+
+// childAuthWebhookEnv, when set, is the URL of an auth webhook the child
+// server's default project asks about every PushPull.
+const childAuthWebhookEnv = "YORKIE_INTEGRATION_CHILD_AUTH_WEBHOOK"
 
 // childStockEnv lists, comma-separated, the RPC port's fast paths the child
 // server runs without: "http1" (net/http alone), "json" (protojson).
@@ -37,11 +43,13 @@ func TestMain(m *testing.M) {
 // runChildServer serves on a free loopback port, prints the address on
 // stdout, and stops when stdin closes.
 func runChildServer() int {
+	db := memory.New()
 	stock := strings.Split(os.Getenv(childStockEnv), ",")
 	srv, err := server.New(server.Config{
 		Host:             "127.0.0.1",
 		ProfilingPort:    -1,
 		Logger:           slog.New(slog.DiscardHandler),
+		DB:               db,
 		DisableFastHTTP1: slices.Contains(stock, "http1"),
 		DisableFastJSON:  slices.Contains(stock, "json"),
 	})
@@ -66,6 +74,17 @@ func runChildServer() int {
 	if err := srv.Start(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
+	}
+	if url := os.Getenv(childAuthWebhookEnv); url != "" {
+		p, err := db.FindProjectByID(ctx, database.DefaultProjectID)
+		if err == nil {
+			methods := []string{"PushPull"}
+			_, err = db.UpdateProject(ctx, p.Owner, p.ID, &database.ProjectUpdate{AuthWebhookURL: &url, AuthWebhookMethods: &methods})
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
 	}
 	fmt.Println(srv.RPCAddr())
 	// Block until the parent closes our stdin.

@@ -31,8 +31,13 @@ func (a *Array) AppendDeadPosition(posCreatedAt, removedAt Ticket) {
 }
 
 // AppendMoved adds an element that a move at posMovedAt put at the position posCreatedAt
-// (decoding a snapshot).
+// (decoding a snapshot). An element whose position tickets are both its own creation
+// ticket was never moved: a snapshot writes it so only to be appended in place (see the
+// encoder), and it is kept as never moved, so that it encodes as it did before.
 func (a *Array) AppendMoved(elem Element, posCreatedAt, posMovedAt Ticket) {
+	if posCreatedAt == elem.CreatedAt() && posMovedAt == elem.CreatedAt() {
+		posMovedAt = Ticket{}
+	}
 	a.list.appendMoved(elem, posCreatedAt, posMovedAt)
 }
 

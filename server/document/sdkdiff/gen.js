@@ -7,6 +7,7 @@
 // snapshots. The same seed always gives the same lines.
 //
 //   node gen.js --seed 7 [--steps 300] [--clients 3] [--kinds object,text]
+//               [--joins 1] [--weights '{"join":2}'] [--op-weights '{"moveLast":5}']
 //               [--trace] [--answer-snapshots]
 
 const fs = require('fs');
@@ -20,7 +21,7 @@ const { Server, hexToB64 } = require('./lib/server');
 const KIND_DIR = path.join(__dirname, 'kinds');
 
 function parseArgs(argv) {
-  const args = { steps: 300, kinds: undefined, trace: false, answer: false };
+  const args = { steps: 300, kinds: undefined, trace: false, answer: false, joins: 1 };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     const next = () => {
@@ -30,8 +31,10 @@ function parseArgs(argv) {
     if (a === '--seed') args.seed = Number(next());
     else if (a === '--steps') args.steps = Number(next());
     else if (a === '--clients') args.clients = Number(next());
+    else if (a === '--joins') args.joins = Number(next());
     else if (a === '--kinds') args.kinds = next().split(',').filter(Boolean);
     else if (a === '--weights') args.weights = JSON.parse(next());
+    else if (a === '--op-weights') args.opWeights = JSON.parse(next());
     else if (a === '--trace') args.trace = true;
     else if (a === '--answer-snapshots') args.answer = true;
     else throw new Error(`unknown argument ${a}`);
@@ -181,7 +184,7 @@ async function main() {
   out.line({ t: 'start', seed: args.seed, sdk: sdk.version, kinds: kinds.map((k) => k.name), clients: clients.map((c) => c.hex), steps: args.steps });
 
   const pinned = new Set();
-  const ctxFor = (c) => ({ rng, values, yorkie, actor: c.hex, me: c.index, pinned });
+  const ctxFor = (c) => ({ rng, values, yorkie, actor: c.hex, me: c.index, pinned, opWeights: args.opWeights || {} });
   const attempt = (label, fn) => {
     try {
       fn();
@@ -218,7 +221,7 @@ async function main() {
     }
     out.line({
       t: 'check', seq: server.head(), client: c.hex,
-      restored: restored ? { json: restored.toSortedJSON(), garbage: restored.getGarbageLen() } : undefined,
+      restored: restored ? { json: restored.toSortedJSON(), garbage: restored.getGarbageLen(), size: restored.getDocSize() } : undefined,
       json, garbage: c.doc.getGarbageLen(), presences: presencesOf(c.doc),
       minvv: hexVector(minvv),
       observer: { json: observer.toSortedJSON(), garbage: observer.getGarbageLen(), size: observer.getDocSize() },
@@ -250,7 +253,7 @@ async function main() {
     if (c.doc !== observer) restored = fresh;
     out.line({
       t: 'snap', seq: server.head(), client: c.hex, b64,
-      json: c.doc.toSortedJSON(), garbage: fresh.getGarbageLen(), freshJSON: fresh.toSortedJSON(),
+      json: c.doc.toSortedJSON(), garbage: fresh.getGarbageLen(), freshJSON: fresh.toSortedJSON(), size: fresh.getDocSize(),
       presences: presencesOf(c.doc),
     });
     return bytes.slice();
@@ -270,17 +273,21 @@ async function main() {
   clients[0].doc.clearHistory();
   fullSync();
 
-  let joined = false;
+  // joins counts the clients that attached late, through a snapshot (at most args.joins).
+  let joins = 0;
   let detached = false;
   let fault;
   for (let step = 0; step < args.steps && !fault; step++) {
    try {
     const c = rng.pick(clients);
-    const action = rng.weighted({
+    const weights = {
       edit: 50, presence: 6, undo: 7, redo: 3, sync: 20, offline: 3, full: 1.5, snap: 1,
-      join: joined ? 0 : 0.5, detach: detached || clients.length < 3 ? 0 : 0.3,
-      ...(args.weights || {}),
-    });
+      join: 0.5, detach: 0.3, ...(args.weights || {}),
+    };
+    // --weights changes how likely a join or a detach is, not whether one may happen.
+    if (joins >= args.joins) weights.join = 0;
+    if (detached || clients.length < 3) weights.detach = 0;
+    const action = rng.weighted(weights);
     switch (action) {
       case 'edit': {
         const n = rng.range(1, 3);
@@ -331,7 +338,7 @@ async function main() {
       case 'join': {
         // A new client attaches and gets the document as a snapshot: from the
         // server under test when asked to, else from the observer.
-        joined = true;
+        joins++;
         const n = newClient(clients.length);
         server.attach(n.hex);
         n.doc.update((_, p) => p.set({ name: n.name, cursor: 0 }));
@@ -359,7 +366,10 @@ async function main() {
           answer = { snapshot: own, vv };
         }
         server.attachWithSnapshot(n.hex, n.doc, answer);
-        out.line({ t: 'snapload', seq: server.head(), client: n.hex, json: n.doc.toSortedJSON(), garbage: n.doc.getGarbageLen(), presences: presencesOf(n.doc) });
+        out.line({
+          t: 'snapload', seq: server.head(), client: n.hex, json: n.doc.toSortedJSON(), garbage: n.doc.getGarbageLen(),
+          size: n.doc.getDocSize(), presences: presencesOf(n.doc),
+        });
         clients.push(n);
         break;
       }

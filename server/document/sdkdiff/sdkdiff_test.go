@@ -26,10 +26,9 @@ var kindsKnownToPass = map[string]bool{
 	"array":     true,
 	"counter":   true,
 	"primitive": true,
-	// Text and tree pass with three differences from what the SDK reports left out of the
+	// Text and tree pass with two differences from what the SDK reports left out of the
 	// comparison (canonicalAttrs, newReplayer): tree attribute order
-	// (testdata/tree-attrs-min.jsonl), text sizes after overlapping styles
-	// (testdata/text-twostyles-size.jsonl), garbage of a text restored from an SDK snapshot
+	// (testdata/tree-attrs-min.jsonl), garbage of a text restored from an SDK snapshot
 	// (testdata/text-seed1.jsonl).
 	"text": true,
 	"tree": true,
@@ -54,20 +53,27 @@ type sessionSet struct {
 	kinds []string
 	seeds []int
 	steps int
+	// extra are more arguments of gen.js.
+	extra []string
 }
 
 // sessions are what the test runs: a few sessions of each kind alone, then sessions of all
 // kinds together. Every session has its own seed; a failure names it.
 var sessions = []sessionSet{
-	{"object", []string{"object"}, []int{1, 2, 3}, 250},
-	{"array", []string{"array"}, []int{1, 2, 3}, 250},
-	{"counter", []string{"counter"}, []int{1, 2}, 200},
-	{"primitive", []string{"primitive"}, []int{1, 2}, 200},
-	{"text", []string{"text"}, []int{1, 2, 3}, 250},
-	{"tree", []string{"tree"}, []int{1, 2, 3}, 250},
+	{"object", []string{"object"}, []int{1, 2, 3}, 250, nil},
+	{"array", []string{"array"}, []int{1, 2, 3}, 250, nil},
+	{"counter", []string{"counter"}, []int{1, 2}, 200, nil},
+	{"primitive", []string{"primitive"}, []int{1, 2}, 200, nil},
+	{"text", []string{"text"}, []int{1, 2, 3}, 250, nil},
+	{"tree", []string{"tree"}, []int{1, 2, 3}, 250, nil},
 	// Sessions of every kind together: with YORKIE_SDKDIFF_ALL=1 all of them, else the
 	// kinds known to pass.
-	{"mixed", nil, []int{11, 12, 13, 14, 15}, 400},
+	{"mixed", nil, []int{11, 12, 13, 14, 15}, 400, nil},
+	// Many late joiners while arrays move: each loads our snapshot of a document whose
+	// moved elements often still have their emptied first positions
+	// (testdata/mixed-seed1093.jsonl).
+	{"latejoin", []string{"array"}, []int{1, 2, 3, 4}, 300, []string{"--joins", "8",
+		"--weights", `{"join":4,"full":0.5}`, "--op-weights", `{"moveLast":6,"moveAfter":4,"push":6}`}},
 }
 
 var allKinds = []string{"object", "array", "counter", "primitive", "text", "tree"}
@@ -91,9 +97,10 @@ func findGenerator(t *testing.T) generator {
 	return generator{node: node, script: script}
 }
 
-func (g generator) args(kinds []string, seed, steps int, trace bool) []string {
+func (g generator) args(kinds []string, seed, steps int, extra []string, trace bool) []string {
 	args := []string{g.script, "--seed", strconv.Itoa(seed), "--steps", strconv.Itoa(steps),
 		"--kinds", strings.Join(kinds, ","), "--answer-snapshots"}
+	args = append(args, extra...)
 	if trace {
 		args = append(args, "--trace")
 	}
@@ -101,10 +108,10 @@ func (g generator) args(kinds []string, seed, steps int, trace bool) []string {
 }
 
 // replay runs one session and replays it as it is produced.
-func (g generator) replay(ctx context.Context, kinds []string, seed, steps int, trace bool) (*replayer, error) {
+func (g generator) replay(ctx context.Context, kinds []string, seed, steps int, extra []string, trace bool) (*replayer, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, g.node, g.args(kinds, seed, steps, trace)...)
+	cmd := exec.CommandContext(ctx, g.node, g.args(kinds, seed, steps, extra, trace)...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	stdin, err := cmd.StdinPipe()
@@ -173,15 +180,15 @@ func TestSDKSessions(t *testing.T) {
 			t.Parallel()
 			for _, seed := range set.seeds {
 				t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
-					runSession(t, g, set.kinds, seed, set.steps)
+					runSession(t, g, set.kinds, seed, set.steps, set.extra)
 				})
 			}
 		})
 	}
 }
 
-func runSession(t *testing.T, g generator, kinds []string, seed, steps int) {
-	p, err := g.replay(t.Context(), kinds, seed, steps, false)
+func runSession(t *testing.T, g generator, kinds []string, seed, steps int, extra []string) {
+	p, err := g.replay(t.Context(), kinds, seed, steps, extra, false)
 	if err == nil {
 		t.Logf("%d changes, %d operations, %d checks, %d SDK snapshots read (%d that the SDK itself reads back differently), %d of ours loaded by the SDK (%d read back differently, as the SDK reads its own); garbage once settled: %d (-1: stopped before)",
 			p.stats.changes, p.stats.ops, p.stats.checks, p.stats.snapshots, p.stats.lossySnapshots, p.stats.loads, p.stats.lossyLoads, p.stats.settledGarbage)
@@ -206,7 +213,7 @@ func runSession(t *testing.T, g generator, kinds []string, seed, steps int) {
 	// Replay again with the SDK's JSON after every change, to name the first change
 	// after which the documents differ.
 	first := err
-	if _, terr := g.replay(t.Context(), kinds, seed, steps, true); terr != nil {
+	if _, terr := g.replay(t.Context(), kinds, seed, steps, extra, true); terr != nil {
 		var td *divergence
 		if errors.As(terr, &td) && td.change != nil {
 			first = terr
@@ -217,21 +224,13 @@ func runSession(t *testing.T, g generator, kinds []string, seed, steps int) {
 		found = fmt.Sprintf("\nfound at: %v", err)
 	}
 	t.Fatalf("seed %d (kinds %s) diverges from the SDK\nfirst divergence: %v%s\nreproduce: node %s | node %s",
-		seed, strings.Join(kinds, ","), first, found, strings.Join(g.args(kinds, seed, steps, true), " "),
+		seed, strings.Join(kinds, ","), first, found, shellWords(g.args(kinds, seed, steps, extra, true)),
 		filepath.Join(filepath.Dir(g.script), "dump.js"))
 }
 
 // corpusKnownToFail are recorded sessions that still diverge, with the reason; they run
 // only with YORKIE_SDKDIFF_ALL=1.
-var corpusKnownToFail = map[string]string{
-	// At server_seq 120 a new SDK client loads our snapshot. It reads a moved array element
-	// at another place than the document has it, as it reads the SDK's own snapshot (the
-	// array parts of both are the same bytes); but the SDK's own snapshot also gives two
-	// text nodes attributes the document no longer has (its writer keeps removed
-	// attributes), where ours reads back right, so the load matches neither our document
-	// nor the SDK's own reading, and the test cannot accept it.
-	"mixed-seed1093": "our snapshot and the SDK's are lossy in different ways (server_seq 120)",
-}
+var corpusKnownToFail = map[string]string{}
 
 // TestSDKCorpus replays recorded sessions (testdata/*.jsonl, written by gen.js) without
 // Node: cases worth keeping, such as past divergences. A file whose name starts with a kind
@@ -294,4 +293,16 @@ func withExtraSeeds(sets []sessionSet, n, names string) ([]sessionSet, error) {
 		out[i].seeds = seeds
 	}
 	return out, nil
+}
+
+// shellWords joins args into a command line a shell reads back as args.
+func shellWords(args []string) string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		if strings.Trim(a, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789,._/-") != "" || a == "" {
+			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+		out[i] = a
+	}
+	return strings.Join(out, " ")
 }

@@ -3,12 +3,13 @@ package authwebhook
 import (
 	"container/list"
 	"crypto/sha256"
+	"encoding/binary"
 	"sync"
 	"time"
 )
 
 // cacheKey names one question: the project and a digest of the webhook's
-// URL and the request body (token, method, attributes). A digest keeps every
+// URL and the request (token, method, attributes). A digest keeps every
 // entry the same small size whatever the token's length; the URL in it makes
 // a project's new webhook answer afresh.
 type cacheKey struct {
@@ -16,11 +17,31 @@ type cacheKey struct {
 	digest  [sha256.Size]byte
 }
 
-func newCacheKey(project, url string, body []byte) cacheKey {
+// newCacheKey digests the question's fields themselves, each with its
+// length, so that a cached answer is found without encoding the request's
+// JSON body, which only a call to the webhook needs.
+func newCacheKey(project, url string, r Request) cacheKey {
 	h := sha256.New()
-	h.Write([]byte(url))
-	h.Write([]byte{0})
-	h.Write(body)
+	var n [8]byte
+	field := func(s string) {
+		binary.BigEndian.PutUint64(n[:], uint64(len(s)))
+		h.Write(n[:])
+		h.Write([]byte(s))
+	}
+	field(url)
+	field(r.Token)
+	field(r.Method)
+	// nil (JSON null) and empty (JSON []) are different requests.
+	count := uint64(len(r.Attributes))
+	if r.Attributes == nil {
+		count = ^uint64(0)
+	}
+	binary.BigEndian.PutUint64(n[:], count)
+	h.Write(n[:])
+	for _, a := range r.Attributes {
+		field(a.Key)
+		field(string(a.Verb))
+	}
 	k := cacheKey{project: project}
 	h.Sum(k.digest[:0])
 	return k

@@ -87,7 +87,7 @@ func (s Settings) Guards(method string) bool {
 
 // Request is one question to the webhook.
 type Request struct {
-	// Project names the cache's namespace (the project's public key), so
+	// Project names the cache's namespace (the project's ID), so
 	// two projects never share an answer.
 	Project string
 	// Token is the call's "authorization" header, as the client sent it.
@@ -157,11 +157,7 @@ func (c *Client) Check(ctx context.Context, s Settings, r Request) error {
 	if !s.Guards(r.Method) {
 		return nil
 	}
-	body, err := json.Marshal(requestBody{Token: r.Token, Method: r.Method, Attributes: r.Attributes})
-	if err != nil {
-		return fmt.Errorf("auth webhook request: %w", err)
-	}
-	key := newCacheKey(r.Project, s.URL, body)
+	key := newCacheKey(r.Project, s.URL, r)
 	now := c.clock.Now()
 	if e, ok := c.allowed.get(key, now); ok {
 		c.metrics.hit.Inc()
@@ -170,6 +166,10 @@ func (c *Client) Check(ctx context.Context, s Settings, r Request) error {
 	if e, ok := c.denied.get(key, now); ok {
 		c.metrics.hit.Inc()
 		return verdictError(e.v, e.reason)
+	}
+	body, err := json.Marshal(requestBody{Token: r.Token, Method: r.Method, Attributes: r.Attributes})
+	if err != nil {
+		return fmt.Errorf("auth webhook request: %w", err)
 	}
 	v, reason, err := c.share(ctx, key, s, r.Method, body)
 	if err != nil {

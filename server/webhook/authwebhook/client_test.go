@@ -366,7 +366,7 @@ func TestDownWebhookFailsClosed(t *testing.T) {
 	if !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("Check = %v, want ErrUnavailable", err)
 	}
-	assertConnect(t, err, connect.CodeUnavailable, CodeUnavailable, "")
+	assertConnect(t, err, connect.CodeInternal, CodeWebhookTimeout, "")
 	cerr, _ := ConnectError(err)
 	if strings.Contains(cerr.Message(), strings.TrimPrefix(url, "http://")) {
 		t.Fatalf("client message %q reveals the webhook's address", cerr.Message())
@@ -424,7 +424,7 @@ func TestMalformedAnswersFailClosed(t *testing.T) {
 			if !errors.Is(err, ErrInvalidAnswer) {
 				t.Fatalf("Check = %v, want ErrInvalidAnswer", err)
 			}
-			assertConnect(t, err, connect.CodePermissionDenied, CodePermissionDenied, "")
+			assertConnect(t, err, connect.CodeInternal, CodeInvalidJSONResponse, "")
 			_ = c.Check(context.Background(), settings(h.srv.URL), attach("t", "doc"))
 			if h.hits() != 2 {
 				t.Fatalf("an invalid answer was cached: hits = %d", h.hits())
@@ -442,7 +442,7 @@ func TestRefusedAddressFailsClosedWithoutCalling(t *testing.T) {
 	if !errors.Is(err, ErrMisconfigured) {
 		t.Fatalf("Check = %v, want ErrMisconfigured", err)
 	}
-	assertConnect(t, err, connect.CodePermissionDenied, CodePermissionDenied, "")
+	assertConnect(t, err, connect.CodeInternal, CodeInvalidWebhookURL, "")
 	if h.hits() != 0 {
 		t.Fatalf("hits = %d, want 0", h.hits())
 	}

@@ -27,12 +27,18 @@ var (
 	ErrMisconfigured = errors.New("auth webhook misconfigured")
 )
 
-// Error code names of the ErrorInfo detail ConnectError attaches; the JS SDK
-// refreshes its token on ErrUnauthenticated and retries every unavailable.
+// Error code names of the ErrorInfo detail ConnectError attaches, upstream
+// Yorkie's: the JS SDK asks authTokenInjector for a new token and retries on
+// ErrUnauthenticated, and gives up on the others.
 const (
 	CodePermissionDenied = "ErrPermissionDenied"
 	CodeUnauthenticated  = "ErrUnauthenticated"
-	CodeUnavailable      = "ErrUnavailable"
+	// CodeWebhookTimeout: the webhook could not be reached or kept failing.
+	CodeWebhookTimeout = "ErrWebhookTimeout"
+	// CodeInvalidJSONResponse: the webhook answered, not as it should.
+	CodeInvalidJSONResponse = "ErrInvalidJSONResponse"
+	// CodeInvalidWebhookURL: the project's webhook cannot be called.
+	CodeInvalidWebhookURL = "ErrInvalidWebhookURL"
 )
 
 // checkError carries the webhook's reason next to the sentinel.
@@ -70,11 +76,11 @@ func Reason(err error) string {
 // message names the outcome only: the webhook's URL and the transport
 // error stay in the server's log. ok is false for errors not from Check.
 //
-// A webhook that cannot be reached fails closed as unavailable: the call is
-// refused, and since the SDK retries unavailable with backoff, its clients
-// go on by themselves once the webhook is back. An invalid answer or a
-// misconfigured webhook fails closed as permission_denied: the same request
-// would get the same answer, so retrying it would only load the webhook.
+// A webhook that fails (cannot be reached, answers out of form, is
+// misconfigured) fails the call closed with internal, as upstream does: the
+// SDK does not retry it, so a broken webhook stops its clients instead of
+// letting them through or loading the webhook with retries; they attach
+// again once it is fixed.
 func ConnectError(err error) (cerr *connect.Error, ok bool) {
 	var code connect.Code
 	var name, msg string
@@ -83,10 +89,12 @@ func ConnectError(err error) (cerr *connect.Error, ok bool) {
 		code, name, msg = connect.CodeUnauthenticated, CodeUnauthenticated, "unauthenticated"
 	case errors.Is(err, ErrPermissionDenied):
 		code, name, msg = connect.CodePermissionDenied, CodePermissionDenied, "permission denied"
-	case errors.Is(err, ErrInvalidAnswer), errors.Is(err, ErrMisconfigured):
-		code, name, msg = connect.CodePermissionDenied, CodePermissionDenied, "permission denied: auth webhook failed"
+	case errors.Is(err, ErrInvalidAnswer):
+		code, name, msg = connect.CodeInternal, CodeInvalidJSONResponse, "auth webhook answer invalid"
+	case errors.Is(err, ErrMisconfigured):
+		code, name, msg = connect.CodeInternal, CodeInvalidWebhookURL, "auth webhook misconfigured"
 	case errors.Is(err, ErrUnavailable):
-		code, name, msg = connect.CodeUnavailable, CodeUnavailable, "auth webhook unavailable"
+		code, name, msg = connect.CodeInternal, CodeWebhookTimeout, "auth webhook unavailable"
 	default:
 		return nil, false
 	}

@@ -41,7 +41,7 @@ module.exports = {
     const op = n === 0 ? 'push' : rng.weighted({
       push: 3, insertAfter: 3, insertBefore: 2, moveBefore: 2, moveAfter: 2,
       moveFront: 1, moveLast: 1, moveAfterByIndex: 1, set: 3, delete: 2,
-      deleteByID: 1, splice: 1,
+      deleteByID: 1, splice: 1, ...ctx.opWeights,
     });
     switch (op) {
       case 'push':
