@@ -75,7 +75,7 @@ func TestProjectAPIKeys(t *testing.T) {
 			}
 			wire.Must(t, activate(keyedClient(t, srv, p, "")), "activate without a key (default project)")
 			wire.Must(t, activate(keyedClient(t, srv, p, keyA)), "activate with a project's key")
-			wantError(t, activate(keyedClient(t, srv, p, "not-a-key")), connect.CodeUnauthenticated, rpc.CodeUnauthenticated)
+			wantError(t, activate(keyedClient(t, srv, p, "not-a-key")), connect.CodeNotFound, rpc.CodeProjectNotFound)
 
 			// Streams are refused as well, before anything is watched.
 			bogus := keyedClient(t, srv, p, "not-a-key")
@@ -90,7 +90,7 @@ func TestProjectAPIKeys(t *testing.T) {
 				err = stream.Err()
 				_ = stream.Close()
 			}
-			wantError(t, err, connect.CodeUnauthenticated, rpc.CodeUnauthenticated)
+			wantError(t, err, connect.CodeNotFound, rpc.CodeProjectNotFound)
 		})
 	}
 }

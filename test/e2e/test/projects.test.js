@@ -90,9 +90,9 @@ describe('projects', { skip }, () => {
     }
   });
 
-  test('an unknown API key is refused with ErrUnauthenticated', async () => {
+  test('an unknown API key is refused with ErrProjectNotFound, as upstream', async () => {
     const err = await refusedActivation(server.rpcAddr, { apiKey: 'not-a-project-key' });
-    assert.equal(yorkieCode(err), 'ErrUnauthenticated', `refusal: ${err}`);
+    assert.equal(yorkieCode(err), 'ErrProjectNotFound', `refusal: ${err}`);
   });
 
   test('with the default project off, no key is refused and a project key works', async () => {
