@@ -287,11 +287,11 @@ func New(cfg Config) (*Server, error) {
 		if err := s.checkCluster(); err != nil {
 			return nil, err
 		}
-		bcfg.OnFenced = func(_, key string) {
+		bcfg.OnFenced = func(_ string, name backend.DocName) {
 			if mgr := s.Affinity(); mgr != nil {
 				ctx, cancel := context.WithTimeout(context.Background(), fencedReleaseTimeout)
 				defer cancel()
-				mgr.Fenced(ctx, key)
+				mgr.Fenced(ctx, project.ScopedKey(name.Project, name.Key))
 			}
 		}
 	}
@@ -372,7 +372,9 @@ func (s *Server) newRPC(router rpc.Router) error {
 		ReadBodyTimeout: cfg.ReadBodyTimeout,
 	}
 	if s.router != nil {
-		csvc, err := rpc.NewCluster(rpc.ClusterConfig{Backend: s.backend, Router: s.router, Authentic: s.router.Authentic, Logger: logger})
+		csvc, err := rpc.NewCluster(rpc.ClusterConfig{
+			Backend: s.backend, Router: s.router, Authentic: s.router.Authentic, Logger: logger, FindProject: s.db.FindProjectByID,
+		})
 		if err != nil {
 			return fmt.Errorf("server: create cluster service: %w", err)
 		}
@@ -410,7 +412,7 @@ func (s *Server) newProfilingServer() error {
 	pmux.Handle("/metrics", promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{Registry: s.registry}))
 	// Operators' read-only views, on the operators' port only: they name
 	// documents by key and show their content.
-	views, err := docview.New(docview.Config{DB: s.db, Logger: logger, Registerer: s.registry})
+	views, err := docview.New(docview.Config{DB: s.db, Logger: logger, Registerer: s.registry, AdminUser: adminUser(cfg.Admin)})
 	if err != nil {
 		return fmt.Errorf("server: create document view: %w", err)
 	}
@@ -425,6 +427,14 @@ func (s *Server) newProfilingServer() error {
 	s.profilingServer = newHTTPServer(rpc.BoundRequests(pmux, rpc.Bounds{ReadBodyTimeout: cfg.ReadBodyTimeout}),
 		logger, cfg.ReadHeaderTimeout)
 	return nil
+}
+
+// adminUser is the name of the default admin account.
+func adminUser(a admin.Settings) string {
+	if a.User == "" {
+		return admin.DefaultUser
+	}
+	return a.User
 }
 
 // newHousekeeper builds the node's housekeeping: it deactivates clients as
@@ -442,15 +452,21 @@ func (s *Server) newHousekeeper(router rpc.Router) error {
 		CandidatesLimit:     s.cfg.HousekeepingCandidatesLimit,
 		DB:                  s.db,
 		Tracker:             s.tracker,
-		Deactivate: func(ctx context.Context, clientID string) error {
+		Deactivate: func(ctx context.Context, c *database.ClientInfo) error {
+			// The client is deactivated in its own project, as its own
+			// DeactivateClient call would be.
+			p, err := s.db.FindProjectByID(ctx, c.ProjectID)
+			if err != nil {
+				return fmt.Errorf("project %s of client %s: %w", c.ProjectID, c.ID, err)
+			}
+			ctx = project.NewContext(ctx, p)
 			var epochs map[string]int64
 			if router != nil {
-				var err error
-				if epochs, err = router.DetachRemote(ctx, clientID); err != nil {
+				if epochs, err = router.DetachRemote(ctx, c.ID); err != nil {
 					return err
 				}
 			}
-			return s.backend.DeactivateClient(ctx, clientID, epochs)
+			return s.backend.DeactivateClient(ctx, c.ID, epochs)
 		},
 		Role:       role,
 		Now:        s.cfg.Clock,

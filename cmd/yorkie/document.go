@@ -24,11 +24,13 @@ const defaultAdminAddr = "http://127.0.0.1:8081"
 // by default, and its JSON a small multiple of that.
 const maxViewBytes = 256 << 20
 
-const documentUsage = `usage: yorkie document get KEY [--addr URL] [--timeout DURATION]
+const documentUsage = `usage: yorkie document get KEY [--project NAME|ID] [--addr URL] [--timeout DURATION]
 
 Prints the stored state of the document with the key, as JSON: its ID,
-server_seq, size, garbage length, newest snapshot and content (root). The
-server answers on its profiling port (--profiling-port, default 8081).
+project, server_seq, size, garbage length, newest snapshot and content
+(root). --project names the document's project by ID, or by name among the
+admin account's projects; without it, the default project. The server
+answers on its profiling port (--profiling-port, default 8081).
 `
 
 // runDocument runs "yorkie document ...".
@@ -49,6 +51,7 @@ func runDocument(args []string, stdout, stderr io.Writer) int {
 	fs.Usage = func() { fmt.Fprint(stderr, documentUsage) }
 	addr := fs.String("addr", defaultAdminAddr, "base URL of the server's profiling port")
 	timeout := fs.Duration("timeout", 30*time.Second, "time the server has to answer")
+	projectName := fs.String("project", "", "the document's project, by name or ID (default: the default project)")
 	// Flags may come before or after the key.
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -79,7 +82,7 @@ func runDocument(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	out, err := getDocument(ctx, base.String(), key)
+	out, err := getDocument(ctx, base.String(), *projectName, key)
 	if err != nil {
 		fmt.Fprintf(stderr, "yorkie document get: %v\n", err)
 		return 1
@@ -91,8 +94,11 @@ func runDocument(args []string, stdout, stderr io.Writer) int {
 // getDocument fetches the admin view of key from the server at base and
 // returns it indented, or an error saying what went wrong in an operator's
 // terms.
-func getDocument(ctx context.Context, base, key string) ([]byte, error) {
+func getDocument(ctx context.Context, base, projectName, key string) ([]byte, error) {
 	target := base + docview.DocumentsPath + url.PathEscape(key)
+	if projectName != "" {
+		target += "?" + url.Values{docview.ProjectParam: {projectName}}.Encode()
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
 	if err != nil {
 		return nil, fmt.Errorf("request %s: %w", target, err)
@@ -113,6 +119,9 @@ func getDocument(ctx context.Context, base, key string) ([]byte, error) {
 		}
 		if refusal.Code == "document_not_found" {
 			return nil, fmt.Errorf("no document with key %q on the server at %s", key, base)
+		}
+		if refusal.Code == "project_not_found" {
+			return nil, fmt.Errorf("no project %q on the server at %s", projectName, base)
 		}
 		return nil, fmt.Errorf("the server refused (%s, %s): %s", resp.Status, refusal.Code, refusal.Error)
 	}

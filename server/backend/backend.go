@@ -23,6 +23,7 @@ import (
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
 	"github.com/yorkie-affinity/yorkie/server/backend/pubsub"
 	"github.com/yorkie-affinity/yorkie/server/fault"
+	"github.com/yorkie-affinity/yorkie/server/project"
 )
 
 // Errors name the call that failed (push pull, attach document "key") and the
@@ -101,11 +102,11 @@ type Config struct {
 	// WatchQueueSize bounds the WATCHED/UNWATCHED events waiting for one
 	// subscriber before it is ended (default 256).
 	WatchQueueSize int
-	// OnFenced is told the ID and key of a document whose write or claim the
-	// database refused because a newer owner epoch had claimed it; the
-	// backend has already dropped the document. A cluster layer uses it to
-	// forget its belief that this node owns the document.
-	OnFenced func(docID, key string)
+	// OnFenced is told the ID, project and key of a document whose write or
+	// claim the database refused because a newer owner epoch had claimed
+	// it; the backend has already dropped the document. A cluster layer uses
+	// it to forget its belief that this node owns the document.
+	OnFenced func(docID string, name DocName)
 	// SnapshotInterval is how many changes separate the stored snapshots of
 	// a document (default DefaultSnapshotInterval; negative: none stored).
 	SnapshotInterval int
@@ -185,7 +186,7 @@ type Backend struct {
 	db      database.Database
 	logger  *slog.Logger
 	metrics *Metrics
-	fenced  func(docID, key string)
+	fenced  func(docID string, name DocName)
 	changed func(ctx context.Context, docKey string)
 	maxPack int
 	// snapInterval, snapThreshold and maxDocSize are the Config options, with
@@ -210,13 +211,20 @@ type Backend struct {
 	// encodes, so a test can hold a run there.
 	beforeEncode func(docID string, seq int64)
 
-	// clients caches the IDs of clients known to be activated, so PushPull
-	// does not read the client record on every call.
-	clients sync.Map // client ID -> struct{}
+	// clients caches the IDs of clients known to be activated, with their
+	// project, so PushPull does not read the client record on every call.
+	clients sync.Map // client ID -> project ID
 
-	mu   sync.RWMutex
-	docs map[string]*docState // by document ID, documents served here
-	keys map[string]string    // document ID -> key
+	mu    sync.RWMutex
+	docs  map[string]*docState // by document ID, documents served here
+	names map[string]DocName   // document ID -> project and key
+}
+
+// DocName is what names a document to clients: its project and its key,
+// unique among the project's live documents.
+type DocName struct {
+	Project string
+	Key     string
 }
 
 // New builds a backend from cfg.
@@ -234,7 +242,7 @@ func New(cfg Config) (*Backend, error) {
 		cfg.Metrics = &Metrics{}
 	}
 	if cfg.OnFenced == nil {
-		cfg.OnFenced = func(string, string) {}
+		cfg.OnFenced = func(string, DocName) {}
 	}
 	if cfg.SnapshotInterval == 0 {
 		cfg.SnapshotInterval = DefaultSnapshotInterval
@@ -271,7 +279,7 @@ func New(cfg Config) (*Backend, error) {
 		}),
 		defaults: &defaultProject{db: cfg.DB, ttl: max(cfg.ProjectCacheTTL, 0), now: cfg.Now},
 		docs:     make(map[string]*docState),
-		keys:     make(map[string]string),
+		names:    make(map[string]DocName),
 	}, nil
 }
 
@@ -298,41 +306,63 @@ func (b *Backend) checkOpen() error {
 	return nil
 }
 
-// ActivateClient activates (creating if needed) the client with the key.
+// ActivateClient activates a new client with the key in the call's project
+// (project.FromContext).
 func (b *Backend) ActivateClient(ctx context.Context, key string, metadata map[string]string) (*database.ClientInfo, error) {
 	if err := b.checkOpen(); err != nil {
 		return nil, err
 	}
 	// The database names the operation and the key: nothing to add.
-	info, err := b.db.ActivateClient(ctx, key, metadata)
+	info, err := b.db.ActivateClient(ctx, project.ID(ctx), key, metadata)
 	if err != nil {
 		return nil, err
 	}
-	b.clients.Store(info.ID, struct{}{})
+	b.clients.Store(info.ID, info.ProjectID)
 	return info, nil
 }
 
-// CheckClient fails with database.ErrClientNotFound or ErrClientNotActivated unless
-// the client exists and is activated.
+// CheckClient fails with database.ErrClientNotFound or ErrClientNotActivated
+// unless the client exists in the call's project and is activated.
 func (b *Backend) CheckClient(ctx context.Context, clientID string) error {
 	return b.ensureActivated(ctx, clientID)
 }
 
-// ensureActivated fails unless the client exists and is activated.
+// ensureActivated fails unless the client exists in the call's project and
+// is activated: another project's client is not found.
 func (b *Backend) ensureActivated(ctx context.Context, clientID string) error {
-	if _, ok := b.clients.Load(clientID); ok {
-		return nil
+	pid := project.ID(ctx)
+	if p, ok := b.clients.Load(clientID); ok {
+		if p == pid {
+			return nil
+		}
+		return fmt.Errorf("client %s of project %s: %w", clientID, pid, database.ErrClientNotFound)
 	}
 	// The database's error names the client already.
-	info, err := b.db.FindClient(ctx, clientID)
+	info, err := b.db.FindClient(ctx, pid, clientID)
 	if err != nil {
 		return err
 	}
 	if info.Status != database.ClientActivated {
 		return fmt.Errorf("client %s: %w", clientID, ErrClientNotActivated)
 	}
-	b.clients.Store(clientID, struct{}{})
+	b.clients.Store(clientID, pid)
 	return nil
+}
+
+// inProject reports whether the client exists in the call's project.
+func (b *Backend) inProject(ctx context.Context, clientID string) (bool, error) {
+	pid := project.ID(ctx)
+	if p, ok := b.clients.Load(clientID); ok {
+		return p == pid, nil
+	}
+	_, err := b.db.FindClient(ctx, pid, clientID)
+	if errors.Is(err, database.ErrClientNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return true, nil
 }
 
 // DeactivateClient detaches every document the client has attached (storing a
@@ -342,7 +372,8 @@ func (b *Backend) DeactivateClient(ctx context.Context, clientID string, epochs 
 	if err := b.checkOpen(); err != nil {
 		return err
 	}
-	if _, err := b.db.FindClient(ctx, clientID); err != nil {
+	pid := project.ID(ctx)
+	if _, err := b.db.FindClient(ctx, pid, clientID); err != nil {
 		return err
 	}
 	atts, err := b.db.ListClientAttachments(ctx, clientID)
@@ -356,7 +387,7 @@ func (b *Backend) DeactivateClient(ctx context.Context, clientID string, epochs 
 	}
 	b.clients.Delete(clientID)
 	b.ps.EndClient(clientID, fmt.Errorf("client %s deactivated: %w", clientID, ErrClientNotActivated))
-	if _, err := b.db.DeactivateClient(ctx, clientID); err != nil {
+	if _, err := b.db.DeactivateClient(ctx, pid, clientID); err != nil {
 		return err
 	}
 	return nil
@@ -365,6 +396,10 @@ func (b *Backend) DeactivateClient(ctx context.Context, clientID string, epochs 
 // AttachedDocuments returns the IDs of the documents the client has attached.
 // A cluster layer uses it to detach a deactivating client at each owner.
 func (b *Backend) AttachedDocuments(ctx context.Context, clientID string) ([]string, error) {
+	// An unknown client, or another project's, has no documents here.
+	if ok, err := b.inProject(ctx, clientID); err != nil || !ok {
+		return nil, err
+	}
 	atts, err := b.db.ListClientAttachments(ctx, clientID)
 	if err != nil {
 		return nil, err
@@ -427,6 +462,9 @@ func (b *Backend) watch(ctx context.Context, epoch int64, clientID, docID string
 		return nil, nil, fmt.Errorf("watch: %w", err)
 	}
 	defer ds.unlock()
+	if err := ds.inProject(ctx); err != nil {
+		return nil, nil, fmt.Errorf("watch: %w", err)
+	}
 	if ds.removed {
 		return nil, nil, fmt.Errorf("watch document %s: %w", docID, ErrDocumentRemoved)
 	}

@@ -552,7 +552,7 @@ func TestConcurrentLifecycles(t *testing.T) {
 	}
 	wg.Wait()
 	for _, key := range docs {
-		info, err := db.FindOrCreateDocument(ctx, key)
+		info, err := db.FindOrCreateDocument(ctx, database.DefaultProjectID, key)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
 	"github.com/yorkie-affinity/yorkie/server/document"
+	"github.com/yorkie-affinity/yorkie/server/project"
 )
 
 // docState is what this node keeps about a document it serves. Every field is
@@ -21,6 +22,7 @@ type docState struct {
 	// loaded: the fields below match the database. Cleared whenever a
 	// write's outcome is unsure, so the next call reloads.
 	loaded  bool
+	project string
 	key     string
 	epoch   int64
 	head    int64
@@ -80,6 +82,16 @@ type attState struct {
 
 func (ds *docState) unlock() { <-ds.lock }
 
+// inProject fails with database.ErrDocumentNotFound unless the loaded document
+// belongs to the call's project: a document ID is no way into another
+// project. The caller holds the lock.
+func (ds *docState) inProject(ctx context.Context) error {
+	if pid := project.ID(ctx); ds.project != pid {
+		return fmt.Errorf("document %s of project %s: %w", ds.id, pid, database.ErrDocumentNotFound)
+	}
+	return nil
+}
+
 // lockDoc returns the document's state, locked and loaded. The caller unlocks.
 func (b *Backend) lockDoc(ctx context.Context, epoch int64, docID string) (*docState, error) {
 	for {
@@ -123,8 +135,8 @@ func (b *Backend) load(ctx context.Context, epoch int64, ds *docState) error {
 	if errors.Is(err, database.ErrFenced) {
 		// The routing binding is older than the database's knowledge: the
 		// cluster layer releases it, so the call routed again binds afresh.
-		key, _ := b.DocumentKey(ctx, ds.id)
-		b.fenced(ds.id, key)
+		name, _ := b.documentName(ctx, ds.id)
+		b.fenced(ds.id, name)
 		b.forget(ds)
 		return fmt.Errorf("%w: %w", ErrStaleRoute, err)
 	}
@@ -150,13 +162,13 @@ func (b *Backend) load(ctx context.Context, epoch int64, ds *docState) error {
 			known[k] = struct{}{}
 		}
 	}
-	ds.key, ds.epoch, ds.head = info.Key, epoch, info.ServerSeq
+	ds.project, ds.key, ds.epoch, ds.head = info.ProjectID, info.Key, epoch, info.ServerSeq
 	ds.removed = !info.RemovedAt.IsZero()
 	ds.atts = atts
 	ds.known = known
 	ds.synced.reset(atts)
 	ds.loaded = true
-	b.rememberKey(ds.id, info.Key)
+	b.rememberName(info)
 	return nil
 }
 
@@ -199,14 +211,16 @@ func (b *Backend) ReleaseDocument(ctx context.Context, docID string, cause error
 	return nil
 }
 
-// ReleaseKey releases, as ReleaseDocument does, every document served here
-// under the key (a removed document's key may have started a new one). The
-// cluster layer calls it with the keys whose binding this node lost.
-func (b *Backend) ReleaseKey(ctx context.Context, key string, cause error) error {
+// ReleaseKey releases, as ReleaseDocument does, every document of the
+// project served here under the key (a removed document's key may have
+// started a new one). The cluster layer calls it with the keys whose binding
+// this node lost.
+func (b *Backend) ReleaseKey(ctx context.Context, projectID, key string, cause error) error {
+	name := DocName{Project: projectID, Key: key}
 	b.mu.RLock()
 	var ids []string
-	for id, k := range b.keys {
-		if k == key {
+	for id, n := range b.names {
+		if n == name {
 			ids = append(ids, id)
 		}
 	}
@@ -220,31 +234,45 @@ func (b *Backend) ReleaseKey(ctx context.Context, key string, cause error) error
 	return errors.Join(errs...)
 }
 
-// DocumentKey returns the key of a document ID. Keys never change, so they
-// are cached.
+// DocumentKey returns the key of a document ID of the call's project
+// (project.FromContext); another project's document is ErrDocumentNotFound.
+// Names never change, so they are cached.
 func (b *Backend) DocumentKey(ctx context.Context, docID string) (string, error) {
-	b.mu.RLock()
-	key, ok := b.keys[docID]
-	b.mu.RUnlock()
-	if ok {
-		return key, nil
-	}
-	// The database's error names the document already.
-	info, err := b.db.FindDocument(ctx, docID)
+	name, err := b.documentName(ctx, docID)
 	if err != nil {
 		return "", err
 	}
-	b.rememberKey(docID, info.Key)
-	return info.Key, nil
+	if pid := project.ID(ctx); name.Project != pid {
+		return "", fmt.Errorf("document %q in project %s: %w", docID, pid, database.ErrDocumentNotFound)
+	}
+	return name.Key, nil
 }
 
-func (b *Backend) rememberKey(docID, key string) {
+// documentName returns the name of a document ID, from the cache or else as
+// the call's project finds it.
+func (b *Backend) documentName(ctx context.Context, docID string) (DocName, error) {
 	b.mu.RLock()
-	_, ok := b.keys[docID]
+	name, ok := b.names[docID]
+	b.mu.RUnlock()
+	if ok {
+		return name, nil
+	}
+	// The database's error names the document already.
+	info, err := b.db.FindDocument(ctx, project.ID(ctx), docID)
+	if err != nil {
+		return DocName{}, err
+	}
+	b.rememberName(info)
+	return DocName{Project: info.ProjectID, Key: info.Key}, nil
+}
+
+func (b *Backend) rememberName(info *database.DocInfo) {
+	b.mu.RLock()
+	_, ok := b.names[info.ID]
 	b.mu.RUnlock()
 	if !ok {
 		b.mu.Lock()
-		b.keys[docID] = key
+		b.names[info.ID] = DocName{Project: info.ProjectID, Key: info.Key}
 		b.mu.Unlock()
 	}
 }

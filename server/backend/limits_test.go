@@ -105,7 +105,15 @@ func TestSubscribersPerDocument(t *testing.T) {
 func TestProjectOfTheCallWins(t *testing.T) {
 	b, _ := projectBackend(t, &database.ProjectUpdate{MaxAttachmentsPerDocument: ptr(5), MaxSizePerDocument: ptr(300)}, nil)
 	ctx := project.NewContext(context.Background(), &database.ProjectInfo{ID: "0123456789abcdef01234567", MaxAttachmentsPerDocument: 1})
-	a, c := activate(t, b, "a"), activate(t, b, "c")
+	// The clients are the project's: another project's could not attach.
+	var a, c string
+	for _, id := range []*string{&a, &c} {
+		info, err := b.ActivateClient(ctx, "client", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		*id = info.ID
+	}
 	if _, _, err := b.AttachDocument(ctx, 0, a, "doc", pack(0, 0)); err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +194,7 @@ func TestRemoveOnDetach(t *testing.T) {
 	if !resp.IsRemoved {
 		t.Fatal("the last detach does not answer is_removed")
 	}
-	info, err := db.FindDocument(ctx, docID)
+	info, err := db.FindDocument(ctx, database.DefaultProjectID, docID)
 	if err != nil || info.RemovedAt.IsZero() {
 		t.Fatalf("document after the last detach: %+v, %v; want removed", info, err)
 	}
@@ -200,7 +208,7 @@ func TestRemoveOnDetach(t *testing.T) {
 	if err := b.DeactivateClient(ctx, d, nil); err != nil {
 		t.Fatal(err)
 	}
-	if info, err := db.FindDocument(ctx, newID); err != nil || info.RemovedAt.IsZero() {
+	if info, err := db.FindDocument(ctx, database.DefaultProjectID, newID); err != nil || info.RemovedAt.IsZero() {
 		t.Fatalf("document after its last client deactivated: %+v, %v; want removed", info, err)
 	}
 }

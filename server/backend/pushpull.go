@@ -11,6 +11,7 @@ import (
 
 	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
+	"github.com/yorkie-affinity/yorkie/server/project"
 )
 
 // maxAppendAttempts bounds the reload-and-retry rounds after ErrConflict.
@@ -50,10 +51,10 @@ func (b *Backend) AttachDocument(ctx context.Context, epoch int64, clientID, doc
 		ds   *docState
 	)
 	for attempt := 0; ; attempt++ {
-		if info, err = b.db.FindOrCreateDocument(ctx, docKey); err != nil {
+		if info, err = b.db.FindOrCreateDocument(ctx, project.ID(ctx), docKey); err != nil {
 			return "", nil, fmt.Errorf("attach document %q: %w", docKey, err)
 		}
-		b.rememberKey(info.ID, info.Key)
+		b.rememberName(info)
 		if ds, err = b.lockDoc(ctx, epoch, info.ID); err != nil {
 			return "", nil, fmt.Errorf("attach document %q: %w", docKey, err)
 		}
@@ -268,6 +269,10 @@ func (b *Backend) begin(ctx context.Context, epoch int64, clientID, docID string
 	}
 	ds, err := b.lockDoc(ctx, epoch, docID)
 	if err != nil {
+		return nil, nil, err
+	}
+	if err := ds.inProject(ctx); err != nil {
+		ds.unlock()
 		return nil, nil, err
 	}
 	e := ds.atts[clientID]
@@ -581,7 +586,7 @@ func (b *Backend) writeFailed(ds *docState, err error) {
 		b.logger.Warn("lost document ownership", "document", ds.id, "error", err)
 		b.forget(ds)
 		b.ps.EndDocument(ds.id, fmt.Errorf("document %s: %w: %w", ds.id, ErrDocumentReleased, err))
-		b.fenced(ds.id, ds.key)
+		b.fenced(ds.id, DocName{Project: ds.project, Key: ds.key})
 		return
 	}
 	ds.loaded = false

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/yorkie-affinity/yorkie/server/fault"
+	"github.com/yorkie-affinity/yorkie/server/project"
 )
 
 // Defaults of Config fields left zero.
@@ -220,7 +221,7 @@ func (m *Manager) Close() {
 // Attach gives the client a session on the channel, or returns the one it
 // holds already, with the channel's count.
 func (m *Manager) Attach(clientID, key string) (sessionID string, count int64, err error) {
-	if err := ValidateKey(key); err != nil {
+	if err := validateScoped(key); err != nil {
 		return "", 0, err
 	}
 	m.mu.Lock()
@@ -244,7 +245,7 @@ func (m *Manager) Attach(clientID, key string) (sessionID string, count int64, e
 // after it. An unknown session is not an error: it may have expired or been
 // lost with another node, and the client wants it gone either way.
 func (m *Manager) Detach(clientID, key, sessionID string) (int64, error) {
-	if err := ValidateKey(key); err != nil {
+	if err := validateScoped(key); err != nil {
 		return 0, err
 	}
 	if err := validateSessionID(sessionID); err != nil {
@@ -263,7 +264,7 @@ func (m *Manager) Detach(clientID, key, sessionID string) (int64, error) {
 // died) is created again under the same ID, so a heartbeat is all a client
 // needs to be counted again.
 func (m *Manager) Refresh(clientID, key, sessionID string) (int64, error) {
-	if err := ValidateKey(key); err != nil {
+	if err := validateScoped(key); err != nil {
 		return 0, err
 	}
 	if err := validateSessionID(sessionID); err != nil {
@@ -347,7 +348,7 @@ func (m *Manager) Release(firstKeyPath string, cause error) {
 // Broadcast hands topic and payload to the channel's watchers, except those
 // of the sender.
 func (m *Manager) Broadcast(senderID, key, topic string, payload []byte) error {
-	if err := ValidateKey(key); err != nil {
+	if err := validateScoped(key); err != nil {
 		return err
 	}
 	if len(payload) > m.maxPayload {
@@ -379,7 +380,7 @@ func (m *Manager) Broadcast(senderID, key, topic string, payload []byte) error {
 // and its sub-channels, and the broadcasts on it. The returned count is the
 // current one, at seq.
 func (m *Manager) Watch(clientID, key string) (*Watcher, error) {
-	if err := ValidateKey(key); err != nil {
+	if err := validateScoped(key); err != nil {
 		return nil, err
 	}
 	m.mu.Lock()
@@ -542,6 +543,14 @@ func validateSessionID(id string) error {
 		}
 	}
 	return nil
+}
+
+// validateScoped checks a key the manager is given: a channel key, scoped
+// to its project by project.ScopedKey so that projects never share a
+// channel. FirstKeyPath of a scoped key is scoped too.
+func validateScoped(key string) error {
+	_, k := project.SplitScopedKey(key)
+	return ValidateKey(k)
 }
 
 // routingPrefix marks the routing keys of channel groups. Document keys

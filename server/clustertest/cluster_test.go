@@ -15,6 +15,7 @@ import (
 	"github.com/yorkie-affinity/yorkie/api/yorkie/cluster/v1/clusterv1connect"
 	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
 	"github.com/yorkie-affinity/yorkie/server/affinity"
+	"github.com/yorkie-affinity/yorkie/server/backend/database"
 	"github.com/yorkie-affinity/yorkie/server/clustertest"
 	"github.com/yorkie-affinity/yorkie/server/routing"
 	"github.com/yorkie-affinity/yorkie/server/servertest"
@@ -338,7 +339,7 @@ func TestForwardModeRelays(t *testing.T) {
 			if got := rm.Header().Get(sessionKeyHeader); got != key {
 				t.Errorf("relayed RemoveDocument: %s = %q, want %q", sessionKeyHeader, got, key)
 			}
-			info, err := c.DB().FindDocument(wire.Context(t), remover.DocID)
+			info, err := c.DB().FindDocument(wire.Context(t), database.DefaultProjectID, remover.DocID)
 			wire.Must(t, err, "find document")
 			if info.RemovedAt.IsZero() {
 				t.Errorf("document not removed after relayed RemoveDocument")

@@ -240,7 +240,7 @@ func TestHousekeepingDetachesAtTheOwner(t *testing.T) {
 		t.Fatalf("run after the pause = %+v; want only %s deactivated", r, idle.ID)
 	}
 
-	info, err := c.DB().FindClient(wire.Context(t), idle.ID)
+	info, err := c.DB().FindClient(wire.Context(t), database.DefaultProjectID, idle.ID)
 	wire.Must(t, err, "find idle client")
 	if info.Status != database.ClientDeactivated {
 		t.Fatalf("idle client is %s, want deactivated", info.Status)
@@ -248,7 +248,7 @@ func TestHousekeepingDetachesAtTheOwner(t *testing.T) {
 	if atts, err := c.DB().ListClientAttachments(wire.Context(t), idle.ID); err != nil || len(atts) != 0 {
 		t.Fatalf("idle client's attachments = %v, %v; want none", atts, err)
 	}
-	if info, err := c.DB().FindClient(wire.Context(t), active.ID); err != nil || info.Status != database.ClientActivated {
+	if info, err := c.DB().FindClient(wire.Context(t), database.DefaultProjectID, active.ID); err != nil || info.Status != database.ClientActivated {
 		t.Fatalf("active client = %+v, %v; want it still activated", info, err)
 	}
 

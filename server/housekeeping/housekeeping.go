@@ -76,9 +76,9 @@ type Config struct {
 	// Tracker collects this node's activity. Required: the RPC layer feeds
 	// the same one.
 	Tracker *Tracker
-	// Deactivate deactivates one client, detaching each of its documents at
-	// the document's owner. Required.
-	Deactivate func(ctx context.Context, clientID string) error
+	// Deactivate deactivates one client, in its project, detaching each of
+	// its documents at the document's owner. Required.
+	Deactivate func(ctx context.Context, c *database.ClientInfo) error
 	// Role elects the scanning node; nil scans on this node (a node with no
 	// cluster).
 	Role Role
@@ -283,7 +283,7 @@ func (h *Housekeeper) run(ctx context.Context) Report {
 	}
 	for _, c := range candidates {
 		r.Candidates = append(r.Candidates, c.ID)
-		if err := h.cfg.Deactivate(ctx, c.ID); err != nil {
+		if err := h.cfg.Deactivate(ctx, c); err != nil {
 			errs = append(errs, fmt.Errorf("housekeeping: deactivate %s: %w", c.ID, err))
 			if ctx.Err() != nil {
 				break

@@ -38,7 +38,8 @@ func newFixture(t *testing.T, limit int, role housekeeping.Role) *fixture {
 		CandidatesLimit:     limit,
 		DB:                  f.db,
 		Tracker:             f.tracker,
-		Deactivate: func(ctx context.Context, id string) error {
+		Deactivate: func(ctx context.Context, c *database.ClientInfo) error {
+			id := c.ID
 			f.mu.Lock()
 			f.calls = append(f.calls, id)
 			fail := f.failing[id]
@@ -46,7 +47,7 @@ func newFixture(t *testing.T, limit int, role housekeeping.Role) *fixture {
 			if fail {
 				return errors.New("owner unreachable")
 			}
-			_, err := f.db.DeactivateClient(ctx, id)
+			_, err := f.db.DeactivateClient(ctx, database.DefaultProjectID, id)
 			return err
 		},
 		Role: role,
@@ -63,7 +64,7 @@ func (f *fixture) activate(t *testing.T, n int) []string {
 	t.Helper()
 	var ids []string
 	for i := range n {
-		c, err := f.db.ActivateClient(t.Context(), fmt.Sprintf("%s-%d", t.Name(), i), nil)
+		c, err := f.db.ActivateClient(t.Context(), database.DefaultProjectID, fmt.Sprintf("%s-%d", t.Name(), i), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -97,7 +98,7 @@ func TestBatchesGoOnWhereTheLastStopped(t *testing.T) {
 		t.Fatalf("run after the wrap = %+v, want the failed client %s deactivated", r, ids[1])
 	}
 	for _, id := range ids {
-		if c, _ := f.db.FindClient(t.Context(), id); c.Status != database.ClientDeactivated {
+		if c, _ := f.db.FindClient(t.Context(), database.DefaultProjectID, id); c.Status != database.ClientDeactivated {
 			t.Fatalf("client %s is %s after the runs", id, c.Status)
 		}
 	}

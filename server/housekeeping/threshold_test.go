@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/yorkie-affinity/yorkie/server/backend/database"
 	"github.com/yorkie-affinity/yorkie/server/backend/database/memory"
 	"github.com/yorkie-affinity/yorkie/server/housekeeping"
 	"github.com/yorkie-affinity/yorkie/server/servertest/testclock"
@@ -34,15 +35,18 @@ func TestThresholdIsReadEachRun(t *testing.T) {
 			}
 			return time.Duration(threshold.Load()), nil
 		},
-		DB:         db,
-		Tracker:    housekeeping.NewTracker(),
-		Deactivate: func(ctx context.Context, id string) error { _, err := db.DeactivateClient(ctx, id); return err },
-		Now:        c.Now,
+		DB:      db,
+		Tracker: housekeeping.NewTracker(),
+		Deactivate: func(ctx context.Context, c *database.ClientInfo) error {
+			_, err := db.DeactivateClient(ctx, c.ProjectID, c.ID)
+			return err
+		},
+		Now: c.Now,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	idle, err := db.ActivateClient(t.Context(), "idle", nil)
+	idle, err := db.ActivateClient(t.Context(), database.DefaultProjectID, "idle", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

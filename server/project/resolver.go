@@ -52,7 +52,7 @@ type ResolverConfig struct {
 type Resolver struct {
 	cfg ResolverConfig
 
-	mu      sync.Mutex
+	mu      sync.RWMutex
 	entries map[string]cacheEntry // by public key, "" for the default project
 }
 
@@ -87,9 +87,9 @@ func (r *Resolver) Resolve(ctx context.Context, apiKey string) (*database.Projec
 		return nil, ErrAPIKeyRequired
 	}
 	now := r.cfg.Now()
-	r.mu.Lock()
+	r.mu.RLock()
 	e, ok := r.entries[apiKey]
-	r.mu.Unlock()
+	r.mu.RUnlock()
 	if ok && now.Before(e.expires) {
 		return e.p, nil
 	}

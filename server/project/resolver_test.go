@@ -97,3 +97,43 @@ func TestResolverCacheBounded(t *testing.T) {
 		}
 	}
 }
+
+func TestScopedKey(t *testing.T) {
+	other := "0123456789abcdef01234567"
+	for _, c := range []struct{ project, key, want string }{
+		{database.DefaultProjectID, "doc", "doc"},
+		{other, "doc", other + "/doc"},
+		{other, "$channel:room", other + "/$channel:room"},
+	} {
+		got := project.ScopedKey(c.project, c.key)
+		if got != c.want {
+			t.Errorf("ScopedKey(%q, %q) = %q, want %q", c.project, c.key, got, c.want)
+		}
+		if p, k := project.SplitScopedKey(got); p != c.project || k != c.key {
+			t.Errorf("SplitScopedKey(%q) = %q, %q", got, p, k)
+		}
+	}
+}
+
+// BenchmarkResolveCached is the cost every call pays for its project once
+// the project is cached.
+func BenchmarkResolveCached(b *testing.B) {
+	ctx := context.Background()
+	db := memory.New()
+	p, err := db.CreateProject(ctx, "owner", "app")
+	if err != nil {
+		b.Fatal(err)
+	}
+	r, err := project.NewResolver(project.ResolverConfig{DB: db, CacheTTL: time.Hour})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := r.Resolve(ctx, p.PublicKey); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

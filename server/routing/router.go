@@ -15,6 +15,7 @@ import (
 	"github.com/yorkie-affinity/yorkie/server/affinity"
 	"github.com/yorkie-affinity/yorkie/server/channel"
 	"github.com/yorkie-affinity/yorkie/server/fault"
+	"github.com/yorkie-affinity/yorkie/server/project"
 )
 
 // Mode says what a node does with a call for a document it does not own.
@@ -68,12 +69,12 @@ func (e *WrongNodeError) Error() string { return e.Err.Error() }
 func (e *WrongNodeError) Unwrap() error { return e.Err }
 
 // Backend is what routing needs of the document logic: the documents a
-// client has attached, their keys, and dropping the state of documents this
-// node no longer owns.
+// client has attached, their keys (in the call's project), and dropping the
+// state of documents this node no longer owns.
 type Backend interface {
 	AttachedDocuments(ctx context.Context, clientID string) ([]string, error)
 	DocumentKey(ctx context.Context, docID string) (string, error)
-	ReleaseKey(ctx context.Context, key string, cause error) error
+	ReleaseKey(ctx context.Context, projectID, key string, cause error) error
 }
 
 // Channels is what routing needs of the channel manager: dropping the
@@ -148,7 +149,7 @@ func (r *Router) Route(ctx context.Context, call DocumentCall) (Route, error) {
 	if forwarded && !r.Authentic(call.Header) {
 		return Route{}, ErrForgedForward
 	}
-	owner, err := r.cfg.Owners.Owner(ctx, call.DocumentKey)
+	owner, err := r.cfg.Owners.Owner(ctx, bindingKey(ctx, call.DocumentKey))
 	if err != nil {
 		return Route{}, fmt.Errorf("find owner: %w", err)
 	}
@@ -174,9 +175,9 @@ func (r *Router) Route(ctx context.Context, call DocumentCall) (Route, error) {
 
 // RelayFailed forgets an owner that could not be reached or no longer owns
 // the document, so the next call asks the store.
-func (r *Router) RelayFailed(_ context.Context, call DocumentCall, err error) {
+func (r *Router) RelayFailed(ctx context.Context, call DocumentCall, err error) {
 	if code := connect.CodeOf(err); code == connect.CodeUnavailable || code == connect.CodeUnknown {
-		r.cfg.Owners.Forget(call.DocumentKey)
+		r.cfg.Owners.Forget(bindingKey(ctx, call.DocumentKey))
 	}
 }
 
@@ -196,7 +197,7 @@ func (r *Router) DetachRemote(ctx context.Context, clientID string) (map[string]
 			errs = append(errs, err)
 			continue
 		}
-		owner, err := r.cfg.Owners.Owner(ctx, key)
+		owner, err := r.cfg.Owners.Owner(ctx, bindingKey(ctx, key))
 		if err != nil {
 			errs = append(errs, fmt.Errorf("find owner of %q: %w", key, err))
 			continue
@@ -206,10 +207,10 @@ func (r *Router) DetachRemote(ctx context.Context, clientID string) (map[string]
 			continue // DeactivateClient detaches it here
 		}
 		_, err = r.cfg.Peers.Cluster(owner.Addr).DetachClientDocument(ctx, connect.NewRequest(&clusterv1.DetachClientDocumentRequest{
-			ClientId: clientID, DocumentId: docID, DocumentKey: key,
+			ClientId: clientID, DocumentId: docID, DocumentKey: key, ProjectId: project.ID(ctx),
 		}))
 		if err != nil {
-			r.cfg.Owners.Forget(key)
+			r.cfg.Owners.Forget(bindingKey(ctx, key))
 			errs = append(errs, fmt.Errorf("detach from %q at %s: %w: %w", key, owner.Addr, ErrOwnerUnreachable, err))
 		}
 	}
@@ -233,17 +234,24 @@ func Lost(backend Backend, channels Channels, timeout time.Duration, logger *slo
 	if timeout <= 0 {
 		timeout = DefaultLostReleaseTimeout
 	}
-	return func(keys []string) {
+	return func(bindings []string) {
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
-		for _, key := range keys {
+		for _, b := range bindings {
+			pid, key := project.SplitScopedKey(b)
 			if first, ok := channel.FromRoutingKey(key); ok {
-				channels.Release(first, errBindingLost)
+				channels.Release(project.ScopedKey(pid, first), errBindingLost)
 				continue
 			}
-			if err := backend.ReleaseKey(ctx, key, errBindingLost); err != nil {
-				logger.Warn("release lost document", "key", key, "error", err)
+			if err := backend.ReleaseKey(ctx, pid, key, errBindingLost); err != nil {
+				logger.Warn("release lost document", "binding", b, "error", err)
 			}
 		}
 	}
+}
+
+// bindingKey is the key a document (or channel group) of the call's
+// project is bound under in the session store.
+func bindingKey(ctx context.Context, key string) string {
+	return project.ScopedKey(project.ID(ctx), key)
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/yorkie-affinity/yorkie/api/yorkie/v1/v1connect"
 	"github.com/yorkie-affinity/yorkie/server/channel"
 	"github.com/yorkie-affinity/yorkie/server/fault"
+	"github.com/yorkie-affinity/yorkie/server/project"
 	"github.com/yorkie-affinity/yorkie/server/routing"
 	"github.com/yorkie-affinity/yorkie/server/webhook/authwebhook"
 )
@@ -108,7 +109,8 @@ func channelCall[Req, Res any](ctx context.Context, s *Service, req *connect.Req
 	if err := s.backend.CheckClient(ctx, clientID); err != nil {
 		return nil, s.failRouted(ctx, procedure, rt, err)
 	}
-	resp, err := serve(clientID, key)
+	// The manager holds every project's channels: each under its scoped key.
+	resp, err := serve(clientID, project.ScopedKey(project.ID(ctx), key))
 	if err != nil {
 		return nil, s.failRouted(ctx, procedure, rt, err)
 	}
@@ -168,7 +170,11 @@ func (s *Service) openChannelWatch(ctx context.Context, clientID, key string) (*
 	if err := s.backend.CheckClient(ctx, clientID); err != nil {
 		return nil, err
 	}
-	return s.channels.Watch(clientID, key)
+	w, err := s.channels.Watch(clientID, project.ScopedKey(project.ID(ctx), key))
+	if err != nil {
+		return nil, err
+	}
+	return w, nil
 }
 
 // pumpChannel sends a watcher's counts and broadcasts until the client

@@ -12,6 +12,8 @@ import (
 	clusterv1 "github.com/yorkie-affinity/yorkie/api/yorkie/cluster/v1"
 	"github.com/yorkie-affinity/yorkie/api/yorkie/cluster/v1/clusterv1connect"
 	"github.com/yorkie-affinity/yorkie/server/backend"
+	"github.com/yorkie-affinity/yorkie/server/backend/database"
+	"github.com/yorkie-affinity/yorkie/server/project"
 	"github.com/yorkie-affinity/yorkie/server/routing"
 )
 
@@ -25,6 +27,8 @@ type ClusterConfig struct {
 	Authentic func(http.Header) bool
 	// Logger receives failures; nil discards.
 	Logger *slog.Logger
+	// FindProject returns a project by ID, the one a call names. Required.
+	FindProject func(ctx context.Context, id string) (*database.ProjectInfo, error)
 }
 
 // ClusterService serves the calls nodes make to each other. Every call must
@@ -36,8 +40,8 @@ type ClusterService struct {
 
 // NewCluster returns the node-to-node service.
 func NewCluster(cfg ClusterConfig) (*ClusterService, error) {
-	if cfg.Backend == nil || cfg.Router == nil || cfg.Authentic == nil {
-		return nil, errors.New("rpc: ClusterConfig needs Backend, Router and Authentic")
+	if cfg.Backend == nil || cfg.Router == nil || cfg.Authentic == nil || cfg.FindProject == nil {
+		return nil, errors.New("rpc: ClusterConfig needs Backend, Router, Authentic and FindProject")
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -95,6 +99,15 @@ func (c *ClusterService) DetachClientDocument(ctx context.Context, req *connect.
 	if err := validateDocumentKey(key); err != nil {
 		return nil, invalidArgument(err)
 	}
+	pid := req.Msg.GetProjectId()
+	if pid == "" {
+		pid = database.DefaultProjectID
+	}
+	p, err := c.cfg.FindProject(ctx, pid)
+	if err != nil {
+		return nil, toConnectError(err)
+	}
+	ctx = project.NewContext(ctx, p)
 	rt, err := c.cfg.Router.Route(ctx, routing.DocumentCall{Kind: routing.CallDetach, ClientID: clientID, DocumentID: docID, DocumentKey: key, Header: req.Header()})
 	if err != nil {
 		return nil, toConnectError(routeError(err))

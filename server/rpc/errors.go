@@ -40,6 +40,10 @@ const (
 	// CodeUnauthenticated refuses a call for its API key: the code the SDK
 	// acts on (it asks its authTokenInjector again and retries).
 	CodeUnauthenticated = "ErrUnauthenticated"
+	// CodeProjectNotFound refuses an API key no project has, not_found as
+	// upstream answers it: the SDK gives up instead of asking its
+	// authTokenInjector for a token that cannot help.
+	CodeProjectNotFound = "ErrProjectNotFound"
 	// A pushed change that does not apply gets the name of its problem.
 	CodeInvalidOperation = "ErrInvalidOperation"
 	CodeElementNotFound  = "ErrElementNotFound"

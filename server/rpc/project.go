@@ -1,8 +1,6 @@
 package rpc
 
 import (
-	"github.com/yorkie-affinity/yorkie/server/routing"
-
 	"context"
 	"errors"
 	"fmt"
@@ -11,6 +9,7 @@ import (
 	"connectrpc.com/connect"
 
 	"github.com/yorkie-affinity/yorkie/server/project"
+	"github.com/yorkie-affinity/yorkie/server/routing"
 )
 
 // HeaderAPIKey carries the public key of the caller's project, as the SDKs
@@ -27,8 +26,10 @@ type projectInterceptor struct {
 func (p projectInterceptor) resolve(ctx context.Context, h http.Header) (context.Context, error) {
 	info, err := p.projects.Resolve(ctx, h.Get(HeaderAPIKey))
 	switch {
-	case errors.Is(err, project.ErrAPIKeyRequired), errors.Is(err, project.ErrUnknownAPIKey):
+	case errors.Is(err, project.ErrAPIKeyRequired):
 		return nil, newError(connect.CodeUnauthenticated, CodeUnauthenticated, err)
+	case errors.Is(err, project.ErrUnknownAPIKey):
+		return nil, newError(connect.CodeNotFound, CodeProjectNotFound, err)
 	case err != nil:
 		return nil, newError(connect.CodeUnavailable, CodeUnavailable, fmt.Errorf("resolve project: %w", err))
 	}

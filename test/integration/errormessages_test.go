@@ -143,11 +143,11 @@ type downDB struct {
 // errDown is what downDB answers while it is down.
 var errDown = fmt.Errorf("connection refused: %w", database.ErrUnavailable)
 
-func (d *downDB) ActivateClient(ctx context.Context, key string, metadata map[string]string) (*database.ClientInfo, error) {
+func (d *downDB) ActivateClient(ctx context.Context, projectID, key string, metadata map[string]string) (*database.ClientInfo, error) {
 	if d.down.Load() {
 		return nil, fmt.Errorf("activate client %q: %w", key, errDown)
 	}
-	return d.Database.ActivateClient(ctx, key, metadata)
+	return d.Database.ActivateClient(ctx, projectID, key, metadata)
 }
 
 func (d *downDB) AppendChanges(ctx context.Context, docID string, epoch int64, changes []*database.Change) error {

@@ -34,7 +34,7 @@ func TestHousekeepingDeactivatesSilentClients(t *testing.T) {
 	house := srv.Housekeeper()
 	status := func(r *wire.Replica) database.ClientStatus {
 		t.Helper()
-		info, err := db.FindClient(wire.Context(t), r.ID)
+		info, err := db.FindClient(wire.Context(t), database.DefaultProjectID, r.ID)
 		wire.Must(t, err, "find client")
 		return info.Status
 	}

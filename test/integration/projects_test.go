@@ -75,7 +75,7 @@ func TestProjectAPIKeys(t *testing.T) {
 			}
 			wire.Must(t, activate(keyedClient(t, srv, p, "")), "activate without a key (default project)")
 			wire.Must(t, activate(keyedClient(t, srv, p, keyA)), "activate with a project's key")
-			wantError(t, activate(keyedClient(t, srv, p, "not-a-key")), connect.CodeUnauthenticated, rpc.CodeUnauthenticated)
+			wantError(t, activate(keyedClient(t, srv, p, "not-a-key")), connect.CodeNotFound, rpc.CodeProjectNotFound)
 
 			// Streams are refused as well, before anything is watched.
 			bogus := keyedClient(t, srv, p, "not-a-key")
@@ -90,7 +90,7 @@ func TestProjectAPIKeys(t *testing.T) {
 				err = stream.Err()
 				_ = stream.Close()
 			}
-			wantError(t, err, connect.CodeUnauthenticated, rpc.CodeUnauthenticated)
+			wantError(t, err, connect.CodeNotFound, rpc.CodeProjectNotFound)
 		})
 	}
 }
@@ -113,4 +113,91 @@ func forEachProtocolWith(t *testing.T, f func(t *testing.T, srv *server.Server, 
 			f(t, srv, p, a, b)
 		})
 	}
+}
+
+func TestProjectsDoNotShareDocuments(t *testing.T) {
+	forEachProtocolWith(t, func(t *testing.T, srv *server.Server, p servertest.Protocol, keyA, keyB string) {
+		ctx := wire.Context(t)
+		ca, cb := keyedClient(t, srv, p, keyA), keyedClient(t, srv, p, keyB)
+		a1, a2 := newReplica(t, ca), newReplica(t, ca)
+		b1, b2 := newReplica(t, cb), newReplica(t, cb)
+		for _, r := range []*wire.Replica{a1, a2, b1, b2} {
+			r.MustAttach("shared")
+		}
+		if a1.DocID != a2.DocID || b1.DocID != b2.DocID || a1.DocID == b1.DocID {
+			t.Fatalf("document IDs of key shared: project a %s, %s; project b %s, %s; want one per project",
+				a1.DocID, a2.DocID, b1.DocID, b2.DocID)
+		}
+		for _, r := range []*wire.Replica{a2, b2} {
+			r.MustPushPull()
+		}
+		aw, bw := a2.Watch(t), b2.Watch(t)
+		for _, w := range []*wire.Stream[api.WatchResponse]{aw, bw} {
+			if w.Next(t).GetInitialization() == nil {
+				t.Fatalf("first watch message is not the initialization")
+			}
+		}
+		// Each watcher's next event comes from its own project: a CHANGED
+		// of the other project would come first.
+		a1.Edit(2)
+		a1.MustPushPull()
+		b1.Edit(1)
+		b1.MustPushPull()
+		for _, c := range []struct {
+			w         *wire.Stream[api.WatchResponse]
+			docID, by string
+		}{{aw, a1.DocID, a1.ID}, {bw, b1.DocID, b1.ID}} {
+			ev := docEvent(t, c.docID, c.w.Next(t))
+			if ev.GetType() == api.DocEventType_DOC_EVENT_TYPE_DOCUMENT_WATCHED {
+				ev = docEvent(t, c.docID, c.w.Next(t))
+			}
+			wantEvent(t, ev, api.DocEventType_DOC_EVENT_TYPE_DOCUMENT_CHANGED, c.by)
+		}
+		a2.MustPushPull()
+		b2.MustPushPull()
+		if len(a2.Seen) != 3 || len(b2.Seen) != 2 {
+			t.Fatalf("pulled %d changes in project a (want a1's 2 and its presence), %d in project b (want b1's 1 and its presence)",
+				len(a2.Seen), len(b2.Seen))
+		}
+		for k := range b2.Seen {
+			if _, ok := a2.Seen[k]; ok {
+				t.Fatalf("change %s reached both projects", k)
+			}
+		}
+
+		// IDs of one project are unknown to the other.
+		cross := *b2
+		cross.DocID = a1.DocID
+		_, err := cross.PushPull(ctx)
+		wantError(t, err, connect.CodeNotFound, rpc.CodeDocumentNotFound)
+		stranger := *a2
+		stranger.C = cb
+		_, err = stranger.PushPull(ctx)
+		wantError(t, err, connect.CodeNotFound, rpc.CodeClientNotFound)
+		_, err = cb.DeactivateClient(ctx, connect.NewRequest(&api.DeactivateClientRequest{ClientId: a2.ID}))
+		wantError(t, err, connect.CodeNotFound, rpc.CodeClientNotFound)
+		a2.MustPushPull() // still active in its own project
+	})
+}
+
+func TestProjectsDoNotShareChannels(t *testing.T) {
+	forEachProtocolWith(t, func(t *testing.T, srv *server.Server, p servertest.Protocol, keyA, keyB string) {
+		ctx := wire.Context(t)
+		attach := func(c v1connect.YorkieServiceClient) int64 {
+			r := newReplica(t, c)
+			resp, err := c.AttachChannel(ctx, connect.NewRequest(&api.AttachChannelRequest{ClientId: r.ID, ChannelKey: "room.1"}))
+			wire.Must(t, err, "attach channel")
+			return resp.Msg.GetSessionCount()
+		}
+		ca, cb := keyedClient(t, srv, p, keyA), keyedClient(t, srv, p, keyB)
+		if n := attach(ca); n != 1 {
+			t.Fatalf("first session of project a counts %d", n)
+		}
+		if n := attach(ca); n != 2 {
+			t.Fatalf("second session of project a counts %d", n)
+		}
+		if n := attach(cb); n != 1 {
+			t.Fatalf("first session of project b on the same channel key counts %d, want 1", n)
+		}
+	})
 }

@@ -97,6 +97,20 @@ func TestDocumentGetCommand(t *testing.T) {
 		t.Errorf("RPC port as --addr: exit %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
 
+	// --project names the project by name or ID: the default one holds the
+	// document, an unknown one is said to be unknown.
+	for _, p := range []string{"default", "000000000000000000000000"} {
+		stdout, stderr, code = runCLI(t, "document", "get", key, "--project", p, "--addr", addr)
+		var view docview.DocumentView
+		if code != 0 || json.Unmarshal([]byte(stdout), &view) != nil || view.ID != a.DocID {
+			t.Errorf("--project %s: exit %d, stdout %q, stderr %q; want the document %s", p, code, stdout, stderr, a.DocID)
+		}
+	}
+	stdout, stderr, code = runCLI(t, "document", "get", key, "--project", "no-such-project", "--addr", addr)
+	if code != 1 || stdout != "" || !strings.Contains(stderr, `no project "no-such-project"`) {
+		t.Errorf("unknown project: exit %d, stdout %q, stderr %q; want 1 and a message naming the project", code, stdout, stderr)
+	}
+
 	s.Kill()
 	stdout, stderr, code = runCLI(t, "document", "get", key, "--addr", addr)
 	if code != 1 || stdout != "" || !strings.Contains(stderr, "cannot reach the server at "+addr) {

@@ -21,8 +21,14 @@ import (
 	"github.com/yorkie-affinity/yorkie/server/document"
 )
 
-// DocumentsPath is the prefix of the document view: GET DocumentsPath + key.
+// DocumentsPath is the prefix of the document view: GET DocumentsPath + key,
+// with an optional ProjectParam.
 const DocumentsPath = "/admin/documents/"
+
+// ProjectParam is the query parameter naming the document's project, by ID
+// or by the name one of the admin user's projects has; without it the view
+// reads the default project.
+const ProjectParam = "project"
 
 // DefaultPageSize is how many stored changes one read fetches while a view is
 // rebuilt, which bounds the memory of a rebuild whatever the log's length.
@@ -41,6 +47,8 @@ var (
 	ErrInvalidDocumentKey = errors.New("invalid document key")
 	// ErrUnreadable: the stored snapshot or changes do not rebuild a document.
 	ErrUnreadable = errors.New("stored document does not rebuild")
+	// ErrProjectNotFound: the project parameter names no project.
+	ErrProjectNotFound = errors.New("project not found")
 )
 
 // Config is what a Handler needs.
@@ -55,6 +63,10 @@ type Config struct {
 	PageSize int
 	// Timeout is DefaultTimeout when not positive.
 	Timeout time.Duration
+	// AdminUser is the account whose projects ProjectParam may name by
+	// name (the server's default admin account, owner of the default
+	// project); others' projects are named by ID.
+	AdminUser string
 }
 
 // Handler serves the document view.
@@ -63,6 +75,7 @@ type Handler struct {
 	log      *slog.Logger
 	pageSize int64
 	timeout  time.Duration
+	admin    string
 	// views counts document views by outcome: ok or the error code.
 	views *prometheus.CounterVec
 }
@@ -73,7 +86,7 @@ func New(cfg Config) (*Handler, error) {
 		return nil, errors.New("docview: a database is required")
 	}
 	h := &Handler{
-		db: cfg.DB, log: cfg.Logger, pageSize: int64(cfg.PageSize), timeout: cfg.Timeout,
+		db: cfg.DB, log: cfg.Logger, pageSize: int64(cfg.PageSize), timeout: cfg.Timeout, admin: cfg.AdminUser,
 		views: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "yorkie_admin_document_views_total",
 			Help: "Document views served on the profiling port, by outcome (ok or the error code).",
@@ -121,8 +134,9 @@ type SnapshotInfo struct {
 
 // DocumentView is what operators see of a document.
 type DocumentView struct {
-	Key string `json:"key"`
-	ID  string `json:"id"`
+	Key       string `json:"key"`
+	ID        string `json:"id"`
+	ProjectID string `json:"project_id"`
 	// ServerSeq is the last stored change the view includes.
 	ServerSeq int64 `json:"server_seq"`
 	Removed   bool  `json:"removed"`
@@ -136,15 +150,16 @@ type DocumentView struct {
 	Root json.RawMessage `json:"root"`
 }
 
-// Document rebuilds the view of the document with the key: the live one, or
-// the newest removed one when none is live. It wraps ErrInvalidDocumentKey,
-// database.ErrDocumentNotFound, database.ErrUnavailable or ErrUnreadable.
-func (h *Handler) Document(ctx context.Context, key string) (*DocumentView, error) {
+// Document rebuilds the view of the project's document with the key: the
+// live one, or the newest removed one when none is live. It wraps
+// ErrInvalidDocumentKey, database.ErrDocumentNotFound, database.ErrUnavailable
+// or ErrUnreadable.
+func (h *Handler) Document(ctx context.Context, projectID, key string) (*DocumentView, error) {
 	if err := validateKey(key); err != nil {
 		return nil, err
 	}
 	// The database's error names the key already.
-	info, err := h.db.FindDocumentByKey(ctx, key)
+	info, err := h.db.FindDocumentByKey(ctx, projectID, key)
 	if err != nil {
 		return nil, err
 	}
@@ -195,6 +210,7 @@ func (h *Handler) Document(ctx context.Context, key string) (*DocumentView, erro
 	return &DocumentView{
 		Key:        info.Key,
 		ID:         info.ID,
+		ProjectID:  info.ProjectID,
 		ServerSeq:  head,
 		Removed:    !info.RemovedAt.IsZero(),
 		Size:       Size{Live: DataSize(size.Live), GC: DataSize(size.GC)},
@@ -207,8 +223,8 @@ func (h *Handler) Document(ctx context.Context, key string) (*DocumentView, erro
 // errorBody is the JSON of a refused request.
 type errorBody struct {
 	Error string `json:"error"`
-	// Code is what a program tests: invalid_key, document_not_found,
-	// unavailable, document_unreadable or internal.
+	// Code is what a program tests: invalid_key, project_not_found,
+	// document_not_found, unavailable, document_unreadable or internal.
 	Code string `json:"code"`
 }
 
@@ -216,12 +232,18 @@ func (h *Handler) serveDocument(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), h.timeout)
 	defer cancel()
 	key := r.PathValue("key")
-	view, err := h.Document(ctx, key)
+	projectID, err := h.projectID(ctx, r.URL.Query().Get(ProjectParam))
+	var view *DocumentView
+	if err == nil {
+		view, err = h.Document(ctx, projectID, key)
+	}
 	if err != nil {
 		status, code := http.StatusInternalServerError, "internal"
 		switch {
 		case errors.Is(err, ErrInvalidDocumentKey):
 			status, code = http.StatusBadRequest, "invalid_key"
+		case errors.Is(err, ErrProjectNotFound):
+			status, code = http.StatusNotFound, "project_not_found"
 		case errors.Is(err, database.ErrDocumentNotFound):
 			status, code = http.StatusNotFound, "document_not_found"
 		case errors.Is(err, database.ErrUnavailable):
@@ -238,6 +260,28 @@ func (h *Handler) serveDocument(w http.ResponseWriter, r *http.Request) {
 	}
 	h.views.WithLabelValues("ok").Inc()
 	writeJSON(w, http.StatusOK, view)
+}
+
+// projectID resolves the project parameter: empty is the default project,
+// then an ID, then a name among the admin user's projects.
+func (h *Handler) projectID(ctx context.Context, param string) (string, error) {
+	if param == "" {
+		return database.DefaultProjectID, nil
+	}
+	p, err := h.db.FindProjectByID(ctx, param)
+	if errors.Is(err, database.ErrProjectNotFound) && h.admin != "" {
+		var u *database.UserInfo
+		if u, err = h.db.FindUserByName(ctx, h.admin); err == nil {
+			p, err = h.db.FindProjectByName(ctx, u.ID, param)
+		}
+	}
+	switch {
+	case errors.Is(err, database.ErrProjectNotFound), errors.Is(err, database.ErrUserNotFound):
+		return "", fmt.Errorf("%w: %q", ErrProjectNotFound, truncate(param))
+	case err != nil:
+		return "", fmt.Errorf("project %q: %w", truncate(param), err)
+	}
+	return p.ID, nil
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

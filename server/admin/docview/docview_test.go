@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"connectrpc.com/connect"
+
 	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
 	"github.com/yorkie-affinity/yorkie/server"
 	"github.com/yorkie-affinity/yorkie/server/admin/docview"
@@ -151,7 +153,7 @@ func testDocumentViewStartsFromSnapshot(t *testing.T, db database.Database, srv 
 	wire.Must(t, doc.ApplyChanges([]*api.Change{mark}), "apply the mark")
 	data, err := doc.Snapshot()
 	wire.Must(t, err, "encode snapshot")
-	info, err := db.FindDocument(ctx, r.DocID)
+	info, err := db.FindDocument(ctx, database.DefaultProjectID, r.DocID)
 	wire.Must(t, err, "find document")
 	vv := doc.VersionVector()
 	// The stored time is the database's clock at the save, so it lies
@@ -230,4 +232,44 @@ func viewCounts(t *testing.T, srv *server.Server) map[string]float64 {
 		}
 	}
 	return out
+}
+
+func TestDocumentViewProjects(t *testing.T) { forEachDatabase(t, testDocumentViewProjects) }
+
+func testDocumentViewProjects(t *testing.T, db database.Database, srv *server.Server) {
+	ctx := wire.Context(t)
+	admin, err := db.FindUserByName(ctx, "admin")
+	wire.Must(t, err, "find the admin user")
+	app, err := db.CreateProject(ctx, admin.ID, "app")
+	wire.Must(t, err, "create project")
+	withKey := connect.WithInterceptors(connect.UnaryInterceptorFunc(func(next connect.UnaryFunc) connect.UnaryFunc {
+		return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
+			req.Header().Set("x-api-key", app.PublicKey)
+			return next(ctx, req)
+		}
+	}))
+	key := wire.UniqueKey(t, "doc")
+	inApp := wire.NewReplica(t, servertest.Client(t, srv, servertest.ConnectJSON, withKey))
+	inApp.MustAttach(key)
+	edit(inApp, 3)
+	inApp.MustPushPull()
+	inDefault := wire.NewReplica(t, servertest.Client(t, srv, servertest.ConnectJSON))
+	inDefault.MustAttach(key)
+
+	for _, tc := range []struct {
+		query, id, project string
+	}{
+		{"", inDefault.DocID, database.DefaultProjectID},
+		{"?project=app", inApp.DocID, app.ID},
+		{"?project=" + app.ID, inApp.DocID, app.ID},
+	} {
+		var view docview.DocumentView
+		if status := getView(t, srv, key+tc.query, &view); status != http.StatusOK || view.ID != tc.id || view.ProjectID != tc.project {
+			t.Errorf("%q: status %d, document %s of project %s; want %s of %s", tc.query, status, view.ID, view.ProjectID, tc.id, tc.project)
+		}
+	}
+	var body struct{ Code string }
+	if status := getView(t, srv, key+"?project=no-such-project", &body); status != http.StatusNotFound || body.Code != "project_not_found" {
+		t.Errorf("unknown project: status %d, code %q; want 404 project_not_found", status, body.Code)
+	}
 }

@@ -58,8 +58,12 @@ const (
 
 // ClientInfo is a client as the database keeps it.
 type ClientInfo struct {
-	// ID is the client's actor ID: 24 lowercase hex characters.
-	ID        string
+	// ID is the client's actor ID: 24 lowercase hex characters, unique
+	// among every project's clients.
+	ID string
+	// ProjectID is the project the client was activated in; the client is
+	// found through no other.
+	ProjectID string
 	Key       string
 	Metadata  map[string]string
 	Status    ClientStatus
@@ -73,9 +77,13 @@ type ClientInfo struct {
 // about the head: ServerSeq is the highest server_seq the database has seen
 // appended, recomputed from the log by ClaimDocument.
 type DocInfo struct {
-	// ID is opaque to clients: 24 lowercase hex characters.
-	ID  string
-	Key string
+	// ID is opaque to clients: 24 lowercase hex characters, unique among
+	// every project's documents.
+	ID string
+	// ProjectID is the project the document belongs to; its key is unique
+	// among that project's live documents only.
+	ProjectID string
+	Key       string
 	// ServerSeq is the server_seq of the last change in the log (0 if empty).
 	ServerSeq int64
 	// Epoch is the highest owner epoch that claimed the document (0: never).
@@ -127,15 +135,23 @@ type Change struct {
 }
 
 // Database stores everything a Yorkie server persists.
+//
+// Clients and documents belong to projects. The calls that find them by key
+// or by ID take the project and treat a client or document of another
+// project as absent, so one project can never reach another's data, even
+// with its IDs. Attachments, changes and snapshots are reached through a
+// document's (and client's) ID once the caller found it in its project.
+// Records stored before projects existed belong to DefaultProjectID.
 type Database interface {
-	// ActivateClient creates a new activated client with the key. Every call
-	// creates one, even for a key used before, with an ID (see ClientIDs)
-	// greater than the IDs handed out before it.
-	ActivateClient(ctx context.Context, key string, metadata map[string]string) (*ClientInfo, error)
-	// DeactivateClient marks the client deactivated. ErrClientNotFound if absent.
-	DeactivateClient(ctx context.Context, clientID string) (*ClientInfo, error)
-	// FindClient returns the client or ErrClientNotFound.
-	FindClient(ctx context.Context, clientID string) (*ClientInfo, error)
+	// ActivateClient creates a new activated client of the project with the
+	// key. Every call creates one, even for a key used before, with an ID
+	// (see ClientIDs) greater than the IDs handed out before it.
+	ActivateClient(ctx context.Context, projectID, key string, metadata map[string]string) (*ClientInfo, error)
+	// DeactivateClient marks the project's client deactivated.
+	// ErrClientNotFound if the project has no such client.
+	DeactivateClient(ctx context.Context, projectID, clientID string) (*ClientInfo, error)
+	// FindClient returns the project's client or ErrClientNotFound.
+	FindClient(ctx context.Context, projectID, clientID string) (*ClientInfo, error)
 	// TouchClients records at as the last activity (UpdatedAt) of those of
 	// the clients that are activated and have an earlier one recorded;
 	// unknown IDs are skipped. A touch lost to a race only makes a client
@@ -146,15 +162,17 @@ type Database interface {
 	// before before: the candidates for deactivation by housekeeping.
 	FindInactiveClients(ctx context.Context, before time.Time, afterID string, limit int) ([]*ClientInfo, error)
 
-	// FindOrCreateDocument returns the live document with the key, creating it
-	// if there is none (a removed document's key starts a new document).
-	FindOrCreateDocument(ctx context.Context, key string) (*DocInfo, error)
-	// FindDocument returns the document or ErrDocumentNotFound.
-	FindDocument(ctx context.Context, docID string) (*DocInfo, error)
-	// FindDocumentByKey returns the live document with the key or, when none
-	// is live, the newest removed one; ErrDocumentNotFound if the key never
-	// named a document. It creates nothing: operators read documents with it.
-	FindDocumentByKey(ctx context.Context, key string) (*DocInfo, error)
+	// FindOrCreateDocument returns the project's live document with the
+	// key, creating it if there is none (a removed document's key starts a
+	// new document).
+	FindOrCreateDocument(ctx context.Context, projectID, key string) (*DocInfo, error)
+	// FindDocument returns the project's document or ErrDocumentNotFound.
+	FindDocument(ctx context.Context, projectID, docID string) (*DocInfo, error)
+	// FindDocumentByKey returns the project's live document with the key
+	// or, when none is live, the newest removed one; ErrDocumentNotFound if
+	// the key never named a document of the project. It creates nothing:
+	// operators read documents with it.
+	FindDocumentByKey(ctx context.Context, projectID, key string) (*DocInfo, error)
 	// ClaimDocument records epoch as the document's owner epoch unless a higher
 	// one is recorded (then ErrFenced), and returns the document with ServerSeq
 	// recomputed from the change log. An owner calls it before serving a

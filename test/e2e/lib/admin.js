@@ -6,7 +6,8 @@ const assert = require('node:assert/strict');
 
 /** The view of `key` from the profiling port at `base` (http://host:port); throws on a non-200 answer. */
 async function documentView(base, key, { timeoutMs = 10000 } = {}) {
-  const url = `${base}/admin/documents/${encodeURIComponent(key)}`;
+  const [name, query] = key.split('?');
+  const url = `${base}/admin/documents/${encodeURIComponent(name)}${query ? `?${query}` : ''}`;
   const res = await fetch(url, { signal: AbortSignal.timeout(timeoutMs) });
   const text = await res.text();
   if (res.status !== 200) {
@@ -47,4 +48,34 @@ function assertRootIs(view, doc, what) {
   assert.equal(JSON.stringify(view.root), sortedRoot(doc), `${what}: the admin view's root is the SDK's toSortedJSON`);
 }
 
-module.exports = { documentView, sortedRoot, assertRootIs };
+/** One AdminService call in Connect JSON; throws on a non-200 answer. */
+async function adminCall(rpcAddr, method, body, token) {
+  const headers = { 'Content-Type': 'application/json', 'Connect-Protocol-Version': '1' };
+  if (token) headers.authorization = `Bearer ${token}`;
+  const res = await fetch(`${rpcAddr}/yorkie.v1.AdminService/${method}`, {
+    method: 'POST',
+    headers,
+    body: JSON.stringify(body),
+    signal: AbortSignal.timeout(10000),
+  });
+  const json = await res.json();
+  if (res.status !== 200) throw new Error(`AdminService/${method}: ${res.status} ${JSON.stringify(json)}`);
+  return json;
+}
+
+/** Logs in to the admin API (the server's default admin/admin unless told) and returns the token. */
+async function logIn(rpcAddr, { username = 'admin', password = 'admin' } = {}) {
+  return (await adminCall(rpcAddr, 'LogIn', { username, password })).token;
+}
+
+/** Creates a project through the admin API and returns it ({ id, name, publicKey, secretKey, ... }). */
+async function createProject(rpcAddr, token, name) {
+  return (await adminCall(rpcAddr, 'CreateProject', { name }, token)).project;
+}
+
+/** The view of `key` in a project (name or ID) from the profiling port at `base`. */
+async function projectDocumentView(base, project, key, opts) {
+  return documentView(base, `${key}?project=${encodeURIComponent(project)}`, opts);
+}
+
+module.exports = { documentView, projectDocumentView, sortedRoot, assertRootIs, adminCall, logIn, createProject };

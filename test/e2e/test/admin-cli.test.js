@@ -20,10 +20,6 @@ const { ProjectAdmin } = require('../lib/project-admin');
 const skip = externalAddrs().length ? 'starts its own server' : singleServerSkipReason();
 const STOP_GRACE_MS = 10000;
 
-// The x-api-key header picks the project, but documents are scoped by
-// project only once the database scoping is merged. Until then the test
-// that needs it is skipped; set this to false to enable it.
-const NEEDS_PROJECT_SCOPING = 'documents are not scoped by project yet: enable once project scoping is merged';
 
 /** Runs the yorkie command with its own config directory; resolves with stdout, rejects with stderr. */
 function yorkieCLI(configDir, args) {
@@ -114,7 +110,7 @@ describe('the yorkie command against a running server, and the SDK with the proj
     }
   });
 
-  test('a client with an unknown API key is refused, unauthenticated', async () => {
+  test('a client with an unknown API key is refused, not found', async () => {
     const server = await startServer({ logLevel: 'info' });
     const target = singleTarget(server.rpcAddr, { describe: () => `--- server log ---\n${server.logTail(3000)}` });
     try {
@@ -124,7 +120,7 @@ describe('the yorkie command against a running server, and the SDK with the proj
           () => assert.fail('a client with an unknown key was activated'),
           (e) => e,
         );
-        assert.equal(err.code, 16 /* unauthenticated */, `code of ${err}`);
+        assert.equal(err.code, 5 /* not_found */, `code of ${err}`);
         assert.ok(!unknown.isActive(), 'the client stays inactive');
       });
     } finally {
@@ -132,7 +128,7 @@ describe('the yorkie command against a running server, and the SDK with the proj
     }
   });
 
-  test("a project's documents are its own: the same key without the project's key is another document", { skip: NEEDS_PROJECT_SCOPING }, async () => {
+  test("a project's documents are its own: the same key without the project's key is another document", async () => {
     const server = await startServer({ logLevel: 'info' });
     const target = singleTarget(server.rpcAddr, { describe: () => `--- server log ---\n${server.logTail(3000)}` });
     try {

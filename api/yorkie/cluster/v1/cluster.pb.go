@@ -32,7 +32,10 @@ type DetachClientDocumentRequest struct {
 	ClientId   string                 `protobuf:"bytes,1,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
 	DocumentId string                 `protobuf:"bytes,2,opt,name=document_id,json=documentId,proto3" json:"document_id,omitempty"`
 	// document_key lets the owner check that it owns the document without a lookup.
-	DocumentKey   string `protobuf:"bytes,3,opt,name=document_key,json=documentKey,proto3" json:"document_key,omitempty"`
+	DocumentKey string `protobuf:"bytes,3,opt,name=document_key,json=documentKey,proto3" json:"document_key,omitempty"`
+	// project_id is the project of the client and the document; empty means
+	// the default project (a node from before projects).
+	ProjectId     string `protobuf:"bytes,4,opt,name=project_id,json=projectId,proto3" json:"project_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -88,6 +91,13 @@ func (x *DetachClientDocumentRequest) GetDocumentKey() string {
 	return ""
 }
 
+func (x *DetachClientDocumentRequest) GetProjectId() string {
+	if x != nil {
+		return x.ProjectId
+	}
+	return ""
+}
+
 type DetachClientDocumentResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -128,12 +138,14 @@ var File_yorkie_cluster_v1_cluster_proto protoreflect.FileDescriptor
 
 const file_yorkie_cluster_v1_cluster_proto_rawDesc = "" +
 	"\n" +
-	"\x1fyorkie/cluster/v1/cluster.proto\x12\x11yorkie.cluster.v1\"~\n" +
+	"\x1fyorkie/cluster/v1/cluster.proto\x12\x11yorkie.cluster.v1\"\x9d\x01\n" +
 	"\x1bDetachClientDocumentRequest\x12\x1b\n" +
 	"\tclient_id\x18\x01 \x01(\tR\bclientId\x12\x1f\n" +
 	"\vdocument_id\x18\x02 \x01(\tR\n" +
 	"documentId\x12!\n" +
-	"\fdocument_key\x18\x03 \x01(\tR\vdocumentKey\"\x1e\n" +
+	"\fdocument_key\x18\x03 \x01(\tR\vdocumentKey\x12\x1d\n" +
+	"\n" +
+	"project_id\x18\x04 \x01(\tR\tprojectId\"\x1e\n" +
 	"\x1cDetachClientDocumentResponse2\x8b\x01\n" +
 	"\x0eClusterService\x12y\n" +
 	"\x14DetachClientDocument\x12..yorkie.cluster.v1.DetachClientDocumentRequest\x1a/.yorkie.cluster.v1.DetachClientDocumentResponse\"\x00BCZAgithub.com/yorkie-affinity/yorkie/api/yorkie/cluster/v1;clusterv1b\x06proto3"

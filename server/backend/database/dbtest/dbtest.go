@@ -49,6 +49,7 @@ func Run(t *testing.T, newDB NewDB) {
 	t.Run("Fencing", func(t *testing.T) { testFencing(t, newDB) })
 	t.Run("Contexts", func(t *testing.T) { testContexts(t, newDB) })
 	t.Run("Snapshots", func(t *testing.T) { testSnapshots(t, newDB) })
+	t.Run("ProjectScope", func(t *testing.T) { testProjectScope(t, newDB) })
 	RunShared(t, pair)
 }
 
@@ -109,7 +110,7 @@ func wantErr(t *testing.T, err, target error, what string) {
 // newDoc creates a document with a fresh key.
 func newDoc(t *testing.T, ctx context.Context, db database.Database) *database.DocInfo {
 	t.Helper()
-	return must(db.FindOrCreateDocument(ctx, "doc-"+unknownID())).get(t)
+	return must(db.FindOrCreateDocument(ctx, database.DefaultProjectID, "doc-"+unknownID())).get(t)
 }
 
 // body builds a change body that exercises most of the encoding: operations,
@@ -180,7 +181,7 @@ func testClients(t *testing.T, newDB NewDB) {
 	t.Run("ActivateMakesANewClientEachTime", func(t *testing.T) {
 		ctx, db := testCtx(t), newDB(t)
 		md := map[string]string{"name": "alice", "dotted.key": "$v"}
-		a := must(db.ActivateClient(ctx, "client-a", md)).get(t)
+		a := must(db.ActivateClient(ctx, database.DefaultProjectID, "client-a", md)).get(t)
 		if !idPattern.MatchString(a.ID) {
 			t.Fatalf("client ID %q is not 24 lowercase hex characters", a.ID)
 		}
@@ -191,21 +192,21 @@ func testClients(t *testing.T, newDB NewDB) {
 			t.Fatalf("metadata = %v, want %v", a.Metadata, md)
 		}
 		// Knowing a key must not give anyone the client made with it.
-		again := must(db.ActivateClient(ctx, "client-a", nil)).get(t)
+		again := must(db.ActivateClient(ctx, database.DefaultProjectID, "client-a", nil)).get(t)
 		if again.ID == a.ID {
 			t.Fatalf("a second activation of the key gave the first client's ID %s", a.ID)
 		}
 		if again.Key != "client-a" || again.Status != database.ClientActivated || len(again.Metadata) != 0 {
 			t.Fatalf("second activation = %+v", again)
 		}
-		found := must(db.FindClient(ctx, a.ID)).get(t)
+		found := must(db.FindClient(ctx, database.DefaultProjectID, a.ID)).get(t)
 		if found.ID != a.ID || found.Key != "client-a" || found.Status != database.ClientActivated {
 			t.Fatalf("FindClient = %+v", found)
 		}
 		if fmt.Sprint(found.Metadata) != fmt.Sprint(md) {
 			t.Fatalf("metadata of the first client after a second activation = %v, want %v", found.Metadata, md)
 		}
-		if got := must(db.FindClient(ctx, again.ID)).get(t); got.ID != again.ID || got.Key != "client-a" {
+		if got := must(db.FindClient(ctx, database.DefaultProjectID, again.ID)).get(t); got.ID != again.ID || got.Key != "client-a" {
 			t.Fatalf("FindClient of the second client = %+v", got)
 		}
 	})
@@ -215,7 +216,7 @@ func testClients(t *testing.T, newDB NewDB) {
 		prev := ""
 		for i := range 300 {
 			// Keys repeat: a key used before gets a new, greater ID too.
-			c := must(db.ActivateClient(ctx, fmt.Sprintf("ordered-%d", i%7), nil)).get(t)
+			c := must(db.ActivateClient(ctx, database.DefaultProjectID, fmt.Sprintf("ordered-%d", i%7), nil)).get(t)
 			if !idPattern.MatchString(c.ID) {
 				t.Fatalf("client ID %q is not 24 lowercase hex characters", c.ID)
 			}
@@ -234,7 +235,7 @@ func testClients(t *testing.T, newDB NewDB) {
 		var wg sync.WaitGroup
 		for i := range n {
 			wg.Go(func() {
-				c, err := db.ActivateClient(ctx, "racing-client", nil)
+				c, err := db.ActivateClient(ctx, database.DefaultProjectID, "racing-client", nil)
 				if err == nil {
 					ids[i] = c.ID
 				}
@@ -256,19 +257,19 @@ func testClients(t *testing.T, newDB NewDB) {
 
 	t.Run("Deactivate", func(t *testing.T) {
 		ctx, db := testCtx(t), newDB(t)
-		a := must(db.ActivateClient(ctx, "client-d", nil)).get(t)
-		d := must(db.DeactivateClient(ctx, a.ID)).get(t)
+		a := must(db.ActivateClient(ctx, database.DefaultProjectID, "client-d", nil)).get(t)
+		d := must(db.DeactivateClient(ctx, database.DefaultProjectID, a.ID)).get(t)
 		if d.ID != a.ID || d.Status != database.ClientDeactivated {
 			t.Fatalf("DeactivateClient = %+v", d)
 		}
-		if got := must(db.FindClient(ctx, a.ID)).get(t); got.Status != database.ClientDeactivated {
+		if got := must(db.FindClient(ctx, database.DefaultProjectID, a.ID)).get(t); got.Status != database.ClientDeactivated {
 			t.Fatalf("status after deactivation = %s", got.Status)
 		}
-		re := must(db.ActivateClient(ctx, "client-d", nil)).get(t)
+		re := must(db.ActivateClient(ctx, database.DefaultProjectID, "client-d", nil)).get(t)
 		if re.ID == a.ID || re.Status != database.ClientActivated {
 			t.Fatalf("activation after deactivation = %+v, want a new activated client, not %s", re, a.ID)
 		}
-		if got := must(db.FindClient(ctx, a.ID)).get(t); got.Status != database.ClientDeactivated {
+		if got := must(db.FindClient(ctx, database.DefaultProjectID, a.ID)).get(t); got.Status != database.ClientDeactivated {
 			t.Fatalf("the deactivated client came back as %s", got.Status)
 		}
 	})
@@ -276,9 +277,9 @@ func testClients(t *testing.T, newDB NewDB) {
 	t.Run("Unknown", func(t *testing.T) {
 		ctx, db := testCtx(t), newDB(t)
 		for _, id := range []string{unknownID(), "not-a-client-id", ""} {
-			_, err := db.FindClient(ctx, id)
+			_, err := db.FindClient(ctx, database.DefaultProjectID, id)
 			wantErr(t, err, database.ErrClientNotFound, fmt.Sprintf("FindClient(%q)", id))
-			_, err = db.DeactivateClient(ctx, id)
+			_, err = db.DeactivateClient(ctx, database.DefaultProjectID, id)
 			wantErr(t, err, database.ErrClientNotFound, fmt.Sprintf("DeactivateClient(%q)", id))
 		}
 	})
@@ -287,20 +288,20 @@ func testClients(t *testing.T, newDB NewDB) {
 func testDocuments(t *testing.T, newDB NewDB) {
 	t.Run("FindOrCreate", func(t *testing.T) {
 		ctx, db := testCtx(t), newDB(t)
-		d := must(db.FindOrCreateDocument(ctx, "doc-1")).get(t)
+		d := must(db.FindOrCreateDocument(ctx, database.DefaultProjectID, "doc-1")).get(t)
 		if !idPattern.MatchString(d.ID) {
 			t.Fatalf("document ID %q is not 24 lowercase hex characters", d.ID)
 		}
 		if d.Key != "doc-1" || d.ServerSeq != 0 || d.Epoch != 0 || !d.RemovedAt.IsZero() || d.CreatedAt.IsZero() {
 			t.Fatalf("new document = %+v", d)
 		}
-		if again := must(db.FindOrCreateDocument(ctx, "doc-1")).get(t); again.ID != d.ID {
+		if again := must(db.FindOrCreateDocument(ctx, database.DefaultProjectID, "doc-1")).get(t); again.ID != d.ID {
 			t.Fatalf("same key got documents %s and %s", d.ID, again.ID)
 		}
-		if other := must(db.FindOrCreateDocument(ctx, "doc-2")).get(t); other.ID == d.ID {
+		if other := must(db.FindOrCreateDocument(ctx, database.DefaultProjectID, "doc-2")).get(t); other.ID == d.ID {
 			t.Fatalf("different keys share document %s", d.ID)
 		}
-		found := must(db.FindDocument(ctx, d.ID)).get(t)
+		found := must(db.FindDocument(ctx, database.DefaultProjectID, d.ID)).get(t)
 		if found.ID != d.ID || found.Key != "doc-1" || !found.RemovedAt.IsZero() {
 			t.Fatalf("FindDocument = %+v", found)
 		}
@@ -309,7 +310,7 @@ func testDocuments(t *testing.T, newDB NewDB) {
 	t.Run("FindOrCreateConcurrently", func(t *testing.T) {
 		ctx, db := testCtx(t), newDB(t)
 		raceForOneID(t, "creations", func() (string, error) {
-			d, err := db.FindOrCreateDocument(ctx, "racing-doc")
+			d, err := db.FindOrCreateDocument(ctx, database.DefaultProjectID, "racing-doc")
 			if err != nil {
 				return "", err
 			}
@@ -320,7 +321,7 @@ func testDocuments(t *testing.T, newDB NewDB) {
 	t.Run("Unknown", func(t *testing.T) {
 		ctx, db := testCtx(t), newDB(t)
 		for _, id := range []string{unknownID(), "not-a-doc-id"} {
-			_, err := db.FindDocument(ctx, id)
+			_, err := db.FindDocument(ctx, database.DefaultProjectID, id)
 			wantErr(t, err, database.ErrDocumentNotFound, fmt.Sprintf("FindDocument(%q)", id))
 			_, err = db.ClaimDocument(ctx, id, 1)
 			wantErr(t, err, database.ErrDocumentNotFound, fmt.Sprintf("ClaimDocument(%q)", id))
@@ -331,18 +332,18 @@ func testDocuments(t *testing.T, newDB NewDB) {
 
 	t.Run("RemoveStartsNewDocument", func(t *testing.T) {
 		ctx, db := testCtx(t), newDB(t)
-		d := must(db.FindOrCreateDocument(ctx, "doc-r")).get(t)
+		d := must(db.FindOrCreateDocument(ctx, database.DefaultProjectID, "doc-r")).get(t)
 		if err := db.AppendChanges(ctx, d.ID, 0, batch(unknownID(), 1, 1, 2, "old")); err != nil {
 			t.Fatal(err)
 		}
 		if err := db.RemoveDocument(ctx, d.ID, 0); err != nil {
 			t.Fatal(err)
 		}
-		removed := must(db.FindDocument(ctx, d.ID)).get(t)
+		removed := must(db.FindDocument(ctx, database.DefaultProjectID, d.ID)).get(t)
 		if removed.RemovedAt.IsZero() {
 			t.Fatalf("removed document has no RemovedAt: %+v", removed)
 		}
-		fresh := must(db.FindOrCreateDocument(ctx, "doc-r")).get(t)
+		fresh := must(db.FindOrCreateDocument(ctx, database.DefaultProjectID, "doc-r")).get(t)
 		if fresh.ID == d.ID {
 			t.Fatalf("the key of a removed document still finds it (%s)", d.ID)
 		}
@@ -352,14 +353,14 @@ func testDocuments(t *testing.T, newDB NewDB) {
 		if log := allChanges(t, ctx, db, fresh.ID); len(log) != 0 {
 			t.Fatalf("new document of a reused key has %d changes of the old one", len(log))
 		}
-		if again := must(db.FindOrCreateDocument(ctx, "doc-r")).get(t); again.ID != fresh.ID {
+		if again := must(db.FindOrCreateDocument(ctx, database.DefaultProjectID, "doc-r")).get(t); again.ID != fresh.ID {
 			t.Fatalf("reused key got documents %s and %s", fresh.ID, again.ID)
 		}
 		// Removing the old document again must not release the new one's key.
 		if err := db.RemoveDocument(ctx, d.ID, 0); err != nil {
 			t.Fatalf("removing a removed document: %v", err)
 		}
-		if again := must(db.FindOrCreateDocument(ctx, "doc-r")).get(t); again.ID != fresh.ID {
+		if again := must(db.FindOrCreateDocument(ctx, database.DefaultProjectID, "doc-r")).get(t); again.ID != fresh.ID {
 			t.Fatalf("removing the old document again moved the key from %s to %s", fresh.ID, again.ID)
 		}
 	})
@@ -368,7 +369,7 @@ func testDocuments(t *testing.T, newDB NewDB) {
 func testAttachments(t *testing.T, newDB NewDB) {
 	t.Run("UpsertAndFind", func(t *testing.T) {
 		ctx, db := testCtx(t), newDB(t)
-		c := must(db.ActivateClient(ctx, "client", nil)).get(t)
+		c := must(db.ActivateClient(ctx, database.DefaultProjectID, "client", nil)).get(t)
 		d := newDoc(t, ctx, db)
 		_, err := db.FindAttachment(ctx, c.ID, d.ID)
 		wantErr(t, err, database.ErrAttachmentNotFound, "FindAttachment before any update")
@@ -403,7 +404,7 @@ func testAttachments(t *testing.T, newDB NewDB) {
 		d1, d2, d3 := newDoc(t, ctx, db), newDoc(t, ctx, db), newDoc(t, ctx, db)
 		var clients []string
 		for i := range 4 {
-			clients = append(clients, must(db.ActivateClient(ctx, fmt.Sprintf("c%d", i), nil)).get(t).ID)
+			clients = append(clients, must(db.ActivateClient(ctx, database.DefaultProjectID, fmt.Sprintf("c%d", i), nil)).get(t).ID)
 		}
 		put := func(client, doc string, st database.AttachmentStatus) {
 			t.Helper()
@@ -609,7 +610,7 @@ func messages(log []*database.Change) []string {
 func testFencing(t *testing.T, newDB NewDB) {
 	ctx, db := testCtx(t), newDB(t)
 	d := newDoc(t, ctx, db)
-	c := must(db.ActivateClient(ctx, "fenced-client", nil)).get(t)
+	c := must(db.ActivateClient(ctx, database.DefaultProjectID, "fenced-client", nil)).get(t)
 	actor := unknownID()
 
 	if info := must(db.ClaimDocument(ctx, d.ID, 1)).get(t); info.Epoch != 1 || info.ServerSeq != 0 {
@@ -622,7 +623,7 @@ func testFencing(t *testing.T, newDB NewDB) {
 	if info.Epoch != 2 || info.ServerSeq != 3 {
 		t.Fatalf("claim with epoch 2 after 3 changes = Epoch %d ServerSeq %d, want 2 and 3", info.Epoch, info.ServerSeq)
 	}
-	if got := must(db.FindDocument(ctx, d.ID)).get(t); got.Epoch != 2 {
+	if got := must(db.FindDocument(ctx, database.DefaultProjectID, d.ID)).get(t); got.Epoch != 2 {
 		t.Fatalf("FindDocument after claim 2: Epoch = %d", got.Epoch)
 	}
 	if info := must(db.ClaimDocument(ctx, d.ID, 2)).get(t); info.Epoch != 2 {
@@ -650,10 +651,10 @@ func testFencing(t *testing.T, newDB NewDB) {
 		t.Fatalf("fenced appends left changes: %v", messages(log))
 	}
 	assertAttachment(t, must(db.FindAttachment(ctx, c.ID, d.ID)).get(t), att)
-	if got := must(db.FindDocument(ctx, d.ID)).get(t); !got.RemovedAt.IsZero() || got.Epoch != 2 {
+	if got := must(db.FindDocument(ctx, database.DefaultProjectID, d.ID)).get(t); !got.RemovedAt.IsZero() || got.Epoch != 2 {
 		t.Fatalf("document after fenced writes = %+v", got)
 	}
-	if again := must(db.FindOrCreateDocument(ctx, d.Key)).get(t); again.ID != d.ID {
+	if again := must(db.FindOrCreateDocument(ctx, database.DefaultProjectID, d.Key)).get(t); again.ID != d.ID {
 		t.Fatalf("a fenced RemoveDocument released the key: %s now names %s", d.Key, again.ID)
 	}
 
@@ -668,7 +669,7 @@ func testFencing(t *testing.T, newDB NewDB) {
 
 func testContexts(t *testing.T, newDB NewDB) {
 	ctx, db := testCtx(t), newDB(t)
-	c := must(db.ActivateClient(ctx, "ctx-client", nil)).get(t)
+	c := must(db.ActivateClient(ctx, database.DefaultProjectID, "ctx-client", nil)).get(t)
 	d := newDoc(t, ctx, db)
 
 	expired, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
@@ -679,15 +680,15 @@ func testContexts(t *testing.T, newDB NewDB) {
 			t.Errorf("%s with an expired context: got %v, want DeadlineExceeded or ErrUnavailable", name, err)
 		}
 	}
-	_, err := db.ActivateClient(expired, "ctx-other", nil)
+	_, err := db.ActivateClient(expired, database.DefaultProjectID, "ctx-other", nil)
 	check("ActivateClient", err)
-	_, err = db.DeactivateClient(expired, c.ID)
+	_, err = db.DeactivateClient(expired, database.DefaultProjectID, c.ID)
 	check("DeactivateClient", err)
-	_, err = db.FindClient(expired, c.ID)
+	_, err = db.FindClient(expired, database.DefaultProjectID, c.ID)
 	check("FindClient", err)
-	_, err = db.FindOrCreateDocument(expired, "ctx-doc")
+	_, err = db.FindOrCreateDocument(expired, database.DefaultProjectID, "ctx-doc")
 	check("FindOrCreateDocument", err)
-	_, err = db.FindDocument(expired, d.ID)
+	_, err = db.FindDocument(expired, database.DefaultProjectID, d.ID)
 	check("FindDocument", err)
 	_, err = db.ClaimDocument(expired, d.ID, 1)
 	check("ClaimDocument", err)
@@ -706,10 +707,10 @@ func testContexts(t *testing.T, newDB NewDB) {
 	check("LastClientSeq", err)
 
 	// Nothing of the refused calls happened.
-	if got := must(db.FindClient(ctx, c.ID)).get(t); got.Status != database.ClientActivated {
+	if got := must(db.FindClient(ctx, database.DefaultProjectID, c.ID)).get(t); got.Status != database.ClientActivated {
 		t.Errorf("client status after an expired DeactivateClient = %s", got.Status)
 	}
-	if got := must(db.FindDocument(ctx, d.ID)).get(t); !got.RemovedAt.IsZero() || got.Epoch != 0 {
+	if got := must(db.FindDocument(ctx, database.DefaultProjectID, d.ID)).get(t); !got.RemovedAt.IsZero() || got.Epoch != 0 {
 		t.Errorf("document after expired RemoveDocument/ClaimDocument = %+v", got)
 	}
 	if log := allChanges(t, ctx, db, d.ID); len(log) != 0 {
@@ -720,18 +721,18 @@ func testContexts(t *testing.T, newDB NewDB) {
 func testVisibility(t *testing.T, newPair NewPair) {
 	a, b := newPair(t)
 	ctx := testCtx(t)
-	c := must(a.ActivateClient(ctx, "seen-client", nil)).get(t)
+	c := must(a.ActivateClient(ctx, database.DefaultProjectID, "seen-client", nil)).get(t)
 	// Two nodes (or a node before and after a restart) hand out IDs in
 	// activation order too.
-	later := must(b.ActivateClient(ctx, "seen-client", nil)).get(t)
+	later := must(b.ActivateClient(ctx, database.DefaultProjectID, "seen-client", nil)).get(t)
 	if later.ID <= c.ID {
 		t.Fatalf("the second handle activated a client as %s, not above the first handle's %s", later.ID, c.ID)
 	}
-	if got := must(a.FindClient(ctx, later.ID)).get(t); got.Key != "seen-client" {
+	if got := must(a.FindClient(ctx, database.DefaultProjectID, later.ID)).get(t); got.Key != "seen-client" {
 		t.Fatalf("the first handle finds the second's client as %+v", got)
 	}
-	d := must(a.FindOrCreateDocument(ctx, "seen-doc")).get(t)
-	if got := must(b.FindOrCreateDocument(ctx, "seen-doc")).get(t); got.ID != d.ID {
+	d := must(a.FindOrCreateDocument(ctx, database.DefaultProjectID, "seen-doc")).get(t)
+	if got := must(b.FindOrCreateDocument(ctx, database.DefaultProjectID, "seen-doc")).get(t); got.ID != d.ID {
 		t.Fatalf("the second handle found document %s, the first created %s", got.ID, d.ID)
 	}
 	if err := a.AppendChanges(ctx, d.ID, 0, batch(c.ID, 1, 1, 2, "from-a")); err != nil {
@@ -837,7 +838,7 @@ func checkLog(t *testing.T, log []*database.Change, attempts []attempt) {
 func testConcurrentAppends(t *testing.T, newPair NewPair) {
 	a, b := newPair(t)
 	ctx := testCtx(t)
-	d := must(a.FindOrCreateDocument(ctx, "racing-log")).get(t)
+	d := must(a.FindOrCreateDocument(ctx, database.DefaultProjectID, "racing-log")).get(t)
 	const writers, wins = 8, 6
 
 	var mu sync.Mutex
@@ -932,7 +933,7 @@ func testConcurrentAppends(t *testing.T, newPair NewPair) {
 func testRacingRounds(t *testing.T, newPair NewPair) {
 	a, b := newPair(t)
 	ctx := testCtx(t)
-	d := must(a.FindOrCreateDocument(ctx, "racing-rounds")).get(t)
+	d := must(a.FindOrCreateDocument(ctx, database.DefaultProjectID, "racing-rounds")).get(t)
 	const writers, rounds = 6, 8
 	var attempts []attempt
 	for round := range rounds {
@@ -990,7 +991,7 @@ func testRacingClaims(t *testing.T, newPair NewPair) {
 	ctx := testCtx(t)
 	const n = 12
 	for round := range 3 {
-		d := must(a.FindOrCreateDocument(ctx, fmt.Sprintf("racing-claims-%d", round))).get(t)
+		d := must(a.FindOrCreateDocument(ctx, database.DefaultProjectID, fmt.Sprintf("racing-claims-%d", round))).get(t)
 		errs := make([]error, n+1)
 		start := make(chan struct{})
 		var wg sync.WaitGroup
@@ -1015,7 +1016,7 @@ func testRacingClaims(t *testing.T, newPair NewPair) {
 			t.Fatalf("the highest claim (epoch %d) failed: %v", n, errs[n])
 		}
 		for _, db := range []database.Database{a, b} {
-			if got := must(db.FindDocument(ctx, d.ID)).get(t); got.Epoch != n {
+			if got := must(db.FindDocument(ctx, database.DefaultProjectID, d.ID)).get(t); got.Epoch != n {
 				t.Fatalf("epoch after racing claims 1..%d = %d", n, got.Epoch)
 			}
 		}
@@ -1092,7 +1093,7 @@ func (o *owner) reloadHead(ctx context.Context, docID string) (int64, error) {
 func testTwoOwners(t *testing.T, newPair NewPair) {
 	a, b := newPair(t)
 	ctx := testCtx(t)
-	d := must(a.FindOrCreateDocument(ctx, "owned-doc")).get(t)
+	d := must(a.FindOrCreateDocument(ctx, database.DefaultProjectID, "owned-doc")).get(t)
 	old := &owner{name: "old", db: a, epoch: 1, actor: unknownID()}
 	next := &owner{name: "new", db: b, epoch: 2, actor: unknownID()}
 	if _, err := a.ClaimDocument(ctx, d.ID, old.epoch); err != nil {
@@ -1210,7 +1211,7 @@ func testTwoOwners(t *testing.T, newPair NewPair) {
 // by FindChanges of it, the core of a push-pull. It reports changes/s.
 func BenchAppendFind(b *testing.B, db database.Database, size int) {
 	ctx := context.Background()
-	d, err := db.FindOrCreateDocument(ctx, "bench-"+unknownID())
+	d, err := db.FindOrCreateDocument(ctx, database.DefaultProjectID, "bench-"+unknownID())
 	if err != nil {
 		b.Fatal(err)
 	}

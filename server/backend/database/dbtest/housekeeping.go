@@ -24,7 +24,7 @@ func testInactiveClients(t *testing.T, newDB NewDB) {
 	ctx, db := testCtx(t), newDB(t)
 	var all []string
 	for _, key := range []string{"idle-a", "idle-b", "idle-c", "idle-d"} {
-		all = append(all, must(db.ActivateClient(ctx, key, nil)).get(t).ID)
+		all = append(all, must(db.ActivateClient(ctx, database.DefaultProjectID, key, nil)).get(t).ID)
 	}
 	slices.Sort(all)
 	// Times are whole milliseconds, which every implementation keeps exactly.
@@ -39,21 +39,21 @@ func testInactiveClients(t *testing.T, newDB NewDB) {
 	}
 
 	touched, deactivated := all[1], all[2]
-	must(db.DeactivateClient(ctx, deactivated)).get(t)
+	must(db.DeactivateClient(ctx, database.DefaultProjectID, deactivated)).get(t)
 	if err := db.TouchClients(ctx, []string{touched, deactivated, unknownID(), "not-an-id"}, future); err != nil {
 		t.Fatalf("TouchClients: %v", err)
 	}
-	if got := must(db.FindClient(ctx, touched)).get(t).UpdatedAt; !got.Equal(future) {
+	if got := must(db.FindClient(ctx, database.DefaultProjectID, touched)).get(t).UpdatedAt; !got.Equal(future) {
 		t.Fatalf("UpdatedAt after TouchClients = %v, want %v", got, future)
 	}
 	// A touch never moves activity back.
 	if err := db.TouchClients(ctx, []string{touched}, future.Add(-time.Minute)); err != nil {
 		t.Fatalf("TouchClients earlier: %v", err)
 	}
-	if got := must(db.FindClient(ctx, touched)).get(t).UpdatedAt; !got.Equal(future) {
+	if got := must(db.FindClient(ctx, database.DefaultProjectID, touched)).get(t).UpdatedAt; !got.Equal(future) {
 		t.Fatalf("UpdatedAt after an earlier touch = %v, want %v kept", got, future)
 	}
-	if got := must(db.FindClient(ctx, deactivated)).get(t); got.Status != database.ClientDeactivated || got.UpdatedAt.Equal(future) {
+	if got := must(db.FindClient(ctx, database.DefaultProjectID, deactivated)).get(t); got.Status != database.ClientDeactivated || got.UpdatedAt.Equal(future) {
 		t.Fatalf("deactivated client after TouchClients = %+v, want it untouched", got)
 	}
 

@@ -434,7 +434,7 @@ func BenchSnapshot(b *testing.B, db database.Database, size int) {
 
 // benchDoc creates a document whose log holds n changes.
 func benchDoc(b *testing.B, ctx context.Context, db database.Database, n int) *database.DocInfo {
-	d, err := db.FindOrCreateDocument(ctx, "bench-"+unknownID())
+	d, err := db.FindOrCreateDocument(ctx, database.DefaultProjectID, "bench-"+unknownID())
 	if err != nil {
 		b.Fatal(err)
 	}

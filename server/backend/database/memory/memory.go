@@ -34,7 +34,7 @@ type DB struct {
 	mu         sync.RWMutex
 	clients    map[string]*database.ClientInfo // by client ID
 	docs       map[string]*doc                 // by document ID
-	liveByKey  map[string]string               // key -> ID of the live document
+	liveByKey  map[docName]string              // project and key -> ID of the live document
 	clientDocs map[string]map[string]struct{}  // client ID -> IDs of documents it ever attached
 
 	snaps    snapshotStore // see snapshots.go; its zero value is ready
@@ -57,7 +57,7 @@ func New() *DB {
 		clientIDs:  database.NewClientIDs(nil),
 		clients:    make(map[string]*database.ClientInfo),
 		docs:       make(map[string]*doc),
-		liveByKey:  make(map[string]string),
+		liveByKey:  make(map[docName]string),
 		clientDocs: make(map[string]map[string]struct{}),
 	}
 }
@@ -74,6 +74,9 @@ func (db *DB) check(ctx context.Context, op string) error {
 	}
 	return nil
 }
+
+// docName is a document's key within its project.
+type docName struct{ project, key string }
 
 // newID returns 24 lowercase hex characters from crypto/rand, for documents.
 func newID() string {
@@ -95,7 +98,7 @@ func cloneAttachment(a *database.Attachment) *database.Attachment {
 }
 
 // ActivateClient creates a new activated client with the key.
-func (db *DB) ActivateClient(ctx context.Context, key string, metadata map[string]string) (*database.ClientInfo, error) {
+func (db *DB) ActivateClient(ctx context.Context, projectID, key string, metadata map[string]string) (*database.ClientInfo, error) {
 	if err := db.check(ctx, "activate client"); err != nil {
 		return nil, err
 	}
@@ -106,6 +109,7 @@ func (db *DB) ActivateClient(ctx context.Context, key string, metadata map[strin
 	// order of the IDs.
 	c := &database.ClientInfo{
 		ID:        db.clientIDs.Next(),
+		ProjectID: projectID,
 		Key:       key,
 		Metadata:  maps.Clone(metadata),
 		Status:    database.ClientActivated,
@@ -117,14 +121,14 @@ func (db *DB) ActivateClient(ctx context.Context, key string, metadata map[strin
 }
 
 // DeactivateClient marks the client deactivated.
-func (db *DB) DeactivateClient(ctx context.Context, clientID string) (*database.ClientInfo, error) {
+func (db *DB) DeactivateClient(ctx context.Context, projectID, clientID string) (*database.ClientInfo, error) {
 	if err := db.check(ctx, "deactivate client"); err != nil {
 		return nil, err
 	}
 	db.mu.Lock()
 	defer db.mu.Unlock()
 	c, ok := db.clients[clientID]
-	if !ok {
+	if !ok || c.ProjectID != projectID {
 		return nil, fmt.Errorf("deactivate client %q: %w", clientID, database.ErrClientNotFound)
 	}
 	c.Status = database.ClientDeactivated
@@ -133,14 +137,14 @@ func (db *DB) DeactivateClient(ctx context.Context, clientID string) (*database.
 }
 
 // FindClient returns the client or ErrClientNotFound.
-func (db *DB) FindClient(ctx context.Context, clientID string) (*database.ClientInfo, error) {
+func (db *DB) FindClient(ctx context.Context, projectID, clientID string) (*database.ClientInfo, error) {
 	if err := db.check(ctx, "find client"); err != nil {
 		return nil, err
 	}
 	db.mu.RLock()
 	defer db.mu.RUnlock()
 	c, ok := db.clients[clientID]
-	if !ok {
+	if !ok || c.ProjectID != projectID {
 		return nil, fmt.Errorf("find client %q: %w", clientID, database.ErrClientNotFound)
 	}
 	return cloneClient(c), nil
@@ -148,12 +152,13 @@ func (db *DB) FindClient(ctx context.Context, clientID string) (*database.Client
 
 // FindOrCreateDocument returns the live document with the key, creating it if
 // there is none.
-func (db *DB) FindOrCreateDocument(ctx context.Context, key string) (*database.DocInfo, error) {
+func (db *DB) FindOrCreateDocument(ctx context.Context, projectID, key string) (*database.DocInfo, error) {
 	if err := db.check(ctx, "find or create document"); err != nil {
 		return nil, err
 	}
+	name := docName{projectID, key}
 	db.mu.RLock()
-	if id, ok := db.liveByKey[key]; ok {
+	if id, ok := db.liveByKey[name]; ok {
 		d := db.docs[id]
 		db.mu.RUnlock()
 		return d.snapshot(), nil
@@ -162,7 +167,7 @@ func (db *DB) FindOrCreateDocument(ctx context.Context, key string) (*database.D
 
 	db.mu.Lock()
 	defer db.mu.Unlock()
-	if id, ok := db.liveByKey[key]; ok { // created meanwhile
+	if id, ok := db.liveByKey[name]; ok { // created meanwhile
 		return db.docs[id].snapshot(), nil
 	}
 	id := newID()
@@ -170,11 +175,11 @@ func (db *DB) FindOrCreateDocument(ctx context.Context, key string) (*database.D
 		id = newID()
 	}
 	d := &doc{
-		info:        database.DocInfo{ID: id, Key: key, CreatedAt: time.Now()},
+		info:        database.DocInfo{ID: id, ProjectID: projectID, Key: key, CreatedAt: time.Now()},
 		attachments: make(map[string]*database.Attachment),
 	}
 	db.docs[id] = d
-	db.liveByKey[key] = id
+	db.liveByKey[name] = id
 	return d.snapshot(), nil
 }
 
@@ -208,7 +213,7 @@ func (d *doc) fenced(epoch int64) error {
 }
 
 // FindDocument returns the document (live or removed) or ErrDocumentNotFound.
-func (db *DB) FindDocument(ctx context.Context, docID string) (*database.DocInfo, error) {
+func (db *DB) FindDocument(ctx context.Context, projectID, docID string) (*database.DocInfo, error) {
 	if err := db.check(ctx, "find document"); err != nil {
 		return nil, err
 	}
@@ -216,7 +221,10 @@ func (db *DB) FindDocument(ctx context.Context, docID string) (*database.DocInfo
 	if err != nil {
 		return nil, fmt.Errorf("find document: %w", err)
 	}
-	return d.snapshot(), nil
+	if info := d.snapshot(); info.ProjectID == projectID {
+		return info, nil
+	}
+	return nil, fmt.Errorf("find document %q of project %s: %w", docID, projectID, database.ErrDocumentNotFound)
 }
 
 // ClaimDocument records epoch as the owner epoch unless a higher one is
@@ -262,8 +270,8 @@ func (db *DB) RemoveDocument(ctx context.Context, docID string, epoch int64) err
 	if d.info.RemovedAt.IsZero() {
 		d.info.RemovedAt = time.Now()
 	}
-	if db.liveByKey[d.info.Key] == docID {
-		delete(db.liveByKey, d.info.Key)
+	if name := (docName{d.info.ProjectID, d.info.Key}); db.liveByKey[name] == docID {
+		delete(db.liveByKey, name)
 	}
 	return nil
 }

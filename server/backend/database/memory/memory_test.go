@@ -26,7 +26,7 @@ func change(seq int64, actor string, clientSeq uint32) *database.Change {
 func TestClientsAreCloned(t *testing.T) {
 	ctx := context.Background()
 	db := memory.New()
-	c1, err := db.ActivateClient(ctx, "alice", map[string]string{"k": "v"})
+	c1, err := db.ActivateClient(ctx, database.DefaultProjectID, "alice", map[string]string{"k": "v"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,14 +34,14 @@ func TestClientsAreCloned(t *testing.T) {
 		t.Fatalf("client ID %q is not 24 lowercase hex chars", c1.ID)
 	}
 	c1.Metadata["k"] = "mutated"
-	c2, err := db.FindClient(ctx, c1.ID)
+	c2, err := db.FindClient(ctx, database.DefaultProjectID, c1.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c2.Metadata["k"] != "v" {
 		t.Fatalf("stored metadata was changed through a returned copy: %v", c2.Metadata)
 	}
-	if _, err := db.FindClient(ctx, "000000000000000000000000"); !errors.Is(err, database.ErrClientNotFound) {
+	if _, err := db.FindClient(ctx, database.DefaultProjectID, "000000000000000000000000"); !errors.Is(err, database.ErrClientNotFound) {
 		t.Fatalf("FindClient of unknown ID: %v", err)
 	}
 }
@@ -49,22 +49,22 @@ func TestClientsAreCloned(t *testing.T) {
 func TestRemovedKeyStartsNewDocument(t *testing.T) {
 	ctx := context.Background()
 	db := memory.New()
-	d1, err := db.FindOrCreateDocument(ctx, "doc")
+	d1, err := db.FindOrCreateDocument(ctx, database.DefaultProjectID, "doc")
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, _ := db.FindOrCreateDocument(ctx, "doc")
+	again, _ := db.FindOrCreateDocument(ctx, database.DefaultProjectID, "doc")
 	if again.ID != d1.ID {
 		t.Fatalf("same key gave documents %s and %s", d1.ID, again.ID)
 	}
 	if err := db.RemoveDocument(ctx, d1.ID, 0); err != nil {
 		t.Fatal(err)
 	}
-	d2, _ := db.FindOrCreateDocument(ctx, "doc")
+	d2, _ := db.FindOrCreateDocument(ctx, database.DefaultProjectID, "doc")
 	if d2.ID == d1.ID {
 		t.Fatal("removed document's key returned the removed document")
 	}
-	old, err := db.FindDocument(ctx, d1.ID)
+	old, err := db.FindDocument(ctx, database.DefaultProjectID, d1.ID)
 	if err != nil || old.RemovedAt.IsZero() {
 		t.Fatalf("removed document: %+v, %v", old, err)
 	}
@@ -73,7 +73,7 @@ func TestRemovedKeyStartsNewDocument(t *testing.T) {
 func TestAppendChangesIsAllOrNothing(t *testing.T) {
 	ctx := context.Background()
 	db := memory.New()
-	d, _ := db.FindOrCreateDocument(ctx, "doc")
+	d, _ := db.FindOrCreateDocument(ctx, database.DefaultProjectID, "doc")
 	if err := db.AppendChanges(ctx, d.ID, 0, []*database.Change{change(1, "a", 1), change(2, "a", 2)}); err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +102,7 @@ func TestAppendChangesIsAllOrNothing(t *testing.T) {
 func TestEpochFencing(t *testing.T) {
 	ctx := context.Background()
 	db := memory.New()
-	d, _ := db.FindOrCreateDocument(ctx, "doc")
+	d, _ := db.FindOrCreateDocument(ctx, database.DefaultProjectID, "doc")
 	if _, err := db.ClaimDocument(ctx, d.ID, 5); err != nil {
 		t.Fatal(err)
 	}
@@ -134,8 +134,8 @@ func TestEpochFencing(t *testing.T) {
 func TestAttachmentsAreClonedAndListed(t *testing.T) {
 	ctx := context.Background()
 	db := memory.New()
-	d1, _ := db.FindOrCreateDocument(ctx, "d1")
-	d2, _ := db.FindOrCreateDocument(ctx, "d2")
+	d1, _ := db.FindOrCreateDocument(ctx, database.DefaultProjectID, "d1")
+	d2, _ := db.FindOrCreateDocument(ctx, database.DefaultProjectID, "d2")
 	vv := map[string]int64{"x": 1}
 	a := &database.Attachment{ClientID: "c", DocID: d1.ID, Status: database.Attached, VersionVector: vv}
 	if err := db.UpdateAttachment(ctx, a, 0); err != nil {
@@ -166,7 +166,7 @@ func TestAttachmentsAreClonedAndListed(t *testing.T) {
 func TestLastClientSeq(t *testing.T) {
 	ctx := context.Background()
 	db := memory.New()
-	d, _ := db.FindOrCreateDocument(ctx, "doc")
+	d, _ := db.FindOrCreateDocument(ctx, database.DefaultProjectID, "doc")
 	batch := []*database.Change{change(1, "a", 1), change(2, "b", 1), change(3, "a", 2), change(4, "a", 1)}
 	if err := db.AppendChanges(ctx, d.ID, 0, batch); err != nil {
 		t.Fatal(err)
@@ -186,7 +186,7 @@ func TestLastClientSeq(t *testing.T) {
 func TestConcurrentAppendersNeverInterleave(t *testing.T) {
 	ctx := context.Background()
 	db := memory.New()
-	d, _ := db.FindOrCreateDocument(ctx, "doc")
+	d, _ := db.FindOrCreateDocument(ctx, database.DefaultProjectID, "doc")
 	var wg sync.WaitGroup
 	for w := range 8 {
 		wg.Add(1)
@@ -231,12 +231,12 @@ func TestClosedDatabaseIsUnavailable(t *testing.T) {
 	ctx := context.Background()
 	db := memory.New()
 	_ = db.Close(ctx)
-	if _, err := db.ActivateClient(ctx, "k", nil); !errors.Is(err, database.ErrUnavailable) {
+	if _, err := db.ActivateClient(ctx, database.DefaultProjectID, "k", nil); !errors.Is(err, database.ErrUnavailable) {
 		t.Fatalf("call after Close: %v", err)
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
-	if _, err := memory.New().FindOrCreateDocument(cctx, "d"); !errors.Is(err, context.Canceled) {
+	if _, err := memory.New().FindOrCreateDocument(cctx, database.DefaultProjectID, "d"); !errors.Is(err, context.Canceled) {
 		t.Fatalf("call with cancelled context: %v", err)
 	}
 }

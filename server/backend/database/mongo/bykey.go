@@ -13,12 +13,12 @@ import (
 )
 
 // FindDocumentByKey returns the live document with the key (through its
-// doc_keys record) or, when none is live, the newest removed one. The
-// documents collection has no index on key, so the second case scans it: the
-// call serves operators, not clients.
-func (db *DB) FindDocumentByKey(ctx context.Context, key string) (*database.DocInfo, error) {
+// doc_keys record) or, when none is live, the newest removed one of the
+// project, through the project_key index on MongoDB (FerretDB scans: the call
+// serves operators, not clients).
+func (db *DB) FindDocumentByKey(ctx context.Context, projectID, key string) (*database.DocInfo, error) {
 	var kr keyRecord
-	err := db.docKeys.FindOne(ctx, bson.D{{Key: "_id", Value: key}}).Decode(&kr)
+	err := db.docKeys.FindOne(ctx, bson.D{{Key: "_id", Value: keyRecordID(projectID, key)}}).Decode(&kr)
 	switch {
 	case err == nil:
 		rec, err := db.loadDoc(ctx, kr.DocID)
@@ -33,7 +33,7 @@ func (db *DB) FindDocumentByKey(ctx context.Context, key string) (*database.DocI
 	}
 	// Object IDs grow with creation time: the highest is the newest.
 	var rec docRecord
-	err = db.documents.FindOne(ctx, bson.D{{Key: "key", Value: key}},
+	err = db.documents.FindOne(ctx, bson.D{{Key: "project_id", Value: projectID}, {Key: "key", Value: key}},
 		options.FindOne().SetSort(bson.D{{Key: "_id", Value: -1}})).Decode(&rec)
 	if errors.Is(err, mongo.ErrNoDocuments) {
 		return nil, fmt.Errorf("find document by key %q: %w", key, database.ErrDocumentNotFound)

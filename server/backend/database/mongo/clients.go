@@ -16,17 +16,21 @@ import (
 
 // clientRecord is a client in the clients collection.
 type clientRecord struct {
-	ID        primitive.ObjectID `bson:"_id"`
-	Key       string             `bson:"key"`
-	Metadata  []pair             `bson:"metadata,omitempty"`
-	Status    string             `bson:"status"`
-	CreatedAt time.Time          `bson:"created_at"`
-	UpdatedAt time.Time          `bson:"updated_at"`
+	ID primitive.ObjectID `bson:"_id"`
+	// ProjectID is absent from records stored before projects existed;
+	// migrate sets it to the default project.
+	ProjectID string    `bson:"project_id"`
+	Key       string    `bson:"key"`
+	Metadata  []pair    `bson:"metadata,omitempty"`
+	Status    string    `bson:"status"`
+	CreatedAt time.Time `bson:"created_at"`
+	UpdatedAt time.Time `bson:"updated_at"`
 }
 
 func (r *clientRecord) info() *database.ClientInfo {
 	return &database.ClientInfo{
 		ID:        r.ID.Hex(),
+		ProjectID: projectOf(r.ProjectID),
 		Key:       r.Key,
 		Metadata:  fromList(r.Metadata),
 		Status:    database.ClientStatus(r.Status),
@@ -42,7 +46,7 @@ const maxInsertRaces = 8
 // ActivateClient creates a new activated client with the key. Its ID comes
 // from the handle's generator; should another node's ID collide with it, the
 // unique _id refuses the insert and a new ID is taken.
-func (db *DB) ActivateClient(ctx context.Context, key string, metadata map[string]string) (*database.ClientInfo, error) {
+func (db *DB) ActivateClient(ctx context.Context, projectID, key string, metadata map[string]string) (*database.ClientInfo, error) {
 	for range maxInsertRaces {
 		id, err := primitive.ObjectIDFromHex(db.clientIDs.Next())
 		if err != nil {
@@ -51,6 +55,7 @@ func (db *DB) ActivateClient(ctx context.Context, key string, metadata map[strin
 		t := now()
 		rec := clientRecord{
 			ID:        id,
+			ProjectID: projectID,
 			Key:       key,
 			Metadata:  toList(metadata, newPair),
 			Status:    string(database.ClientActivated),
@@ -69,7 +74,7 @@ func (db *DB) ActivateClient(ctx context.Context, key string, metadata map[strin
 }
 
 // DeactivateClient marks the client deactivated.
-func (db *DB) DeactivateClient(ctx context.Context, clientID string) (*database.ClientInfo, error) {
+func (db *DB) DeactivateClient(ctx context.Context, projectID, clientID string) (*database.ClientInfo, error) {
 	id, err := primitive.ObjectIDFromHex(clientID)
 	if err != nil {
 		return nil, fmt.Errorf("deactivate client %q: %w", clientID, database.ErrClientNotFound)
@@ -79,7 +84,8 @@ func (db *DB) DeactivateClient(ctx context.Context, clientID string) (*database.
 		{Key: "updated_at", Value: now()},
 	}
 	var rec clientRecord
-	err = db.clients.FindOneAndUpdate(ctx, bson.D{{Key: "_id", Value: id}}, bson.D{{Key: "$set", Value: set}},
+	filter := bson.D{{Key: "_id", Value: id}, {Key: "project_id", Value: projectID}}
+	err = db.clients.FindOneAndUpdate(ctx, filter, bson.D{{Key: "$set", Value: set}},
 		options.FindOneAndUpdate().SetReturnDocument(options.After)).Decode(&rec)
 	if errors.Is(err, mongo.ErrNoDocuments) {
 		return nil, fmt.Errorf("deactivate client %q: %w", clientID, database.ErrClientNotFound)
@@ -91,7 +97,7 @@ func (db *DB) DeactivateClient(ctx context.Context, clientID string) (*database.
 }
 
 // FindClient returns the client or ErrClientNotFound.
-func (db *DB) FindClient(ctx context.Context, clientID string) (*database.ClientInfo, error) {
+func (db *DB) FindClient(ctx context.Context, projectID, clientID string) (*database.ClientInfo, error) {
 	id, err := primitive.ObjectIDFromHex(clientID)
 	if err != nil {
 		return nil, fmt.Errorf("find client %q: %w", clientID, database.ErrClientNotFound)
@@ -104,5 +110,10 @@ func (db *DB) FindClient(ctx context.Context, clientID string) (*database.Client
 	if err != nil {
 		return nil, wrapErr("find client", err)
 	}
-	return rec.info(), nil
+	// Found by _id alone (the fast lookup), the project is checked here.
+	info := rec.info()
+	if info.ProjectID != projectID {
+		return nil, fmt.Errorf("find client %q of project %s: %w", clientID, projectID, database.ErrClientNotFound)
+	}
+	return info, nil
 }

@@ -17,16 +17,20 @@ import (
 // docRecord is a document in the documents collection. Its head and owner
 // epoch are not stored here: they are read from changes and claims.
 type docRecord struct {
-	ID        primitive.ObjectID `bson:"_id"`
-	Key       string             `bson:"key"`
-	CreatedAt time.Time          `bson:"created_at"`
-	RemovedAt *time.Time         `bson:"removed_at,omitempty"`
+	ID primitive.ObjectID `bson:"_id"`
+	// ProjectID is absent from records stored before projects existed;
+	// migrate sets it to the default project.
+	ProjectID string     `bson:"project_id"`
+	Key       string     `bson:"key"`
+	CreatedAt time.Time  `bson:"created_at"`
+	RemovedAt *time.Time `bson:"removed_at,omitempty"`
 	// HeadHint is the end of a stored batch of the log, at most the head:
 	// where head lookups start. See raiseHeadHint.
 	HeadHint int64 `bson:"head_hint"`
 }
 
-// keyRecord names the live document of a key; its _id is the key.
+// keyRecord names the live document of a key in a project; its _id is
+// keyRecordID of the two.
 type keyRecord struct {
 	Key   string             `bson:"_id"`
 	DocID primitive.ObjectID `bson:"doc_id"`
@@ -39,9 +43,31 @@ type claimRecord struct {
 	ClaimedAt time.Time `bson:"claimed_at"`
 }
 
+// keyRecordID is the _id of the key record of a project's key: the key
+// itself in the default project, so the records stored before projects
+// existed stay valid as they are and old and new nodes agree on them, and
+// "<project ID>/<key>" in the others (a key never holds a "/"). The unique
+// _id keeps a key to one live document per project.
+func keyRecordID(projectID, key string) string {
+	if projectID == database.DefaultProjectID {
+		return key
+	}
+	return projectID + "/" + key
+}
+
+// projectOf is the project of a record: the default one for a record stored
+// before projects existed and not migrated yet.
+func projectOf(stored string) string {
+	if stored == "" {
+		return database.DefaultProjectID
+	}
+	return stored
+}
+
 func (r *docRecord) info(serverSeq, epoch int64) *database.DocInfo {
 	info := &database.DocInfo{
 		ID:        r.ID.Hex(),
+		ProjectID: projectOf(r.ProjectID),
 		Key:       r.Key,
 		ServerSeq: serverSeq,
 		Epoch:     epoch,
@@ -56,10 +82,11 @@ func (r *docRecord) info(serverSeq, epoch int64) *database.DocInfo {
 // FindOrCreateDocument returns the live document with the key, creating it if
 // there is none. Racing creators agree through the doc_keys record: the loser
 // deletes the document record it made and returns the winner's.
-func (db *DB) FindOrCreateDocument(ctx context.Context, key string) (*database.DocInfo, error) {
+func (db *DB) FindOrCreateDocument(ctx context.Context, projectID, key string) (*database.DocInfo, error) {
+	keyID := keyRecordID(projectID, key)
 	for range maxInsertRaces {
 		var kr keyRecord
-		err := db.docKeys.FindOne(ctx, bson.D{{Key: "_id", Value: key}}).Decode(&kr)
+		err := db.docKeys.FindOne(ctx, bson.D{{Key: "_id", Value: keyID}}).Decode(&kr)
 		switch {
 		case err == nil:
 			rec, err := db.loadDoc(ctx, kr.DocID)
@@ -71,7 +98,7 @@ func (db *DB) FindOrCreateDocument(ctx context.Context, key string) (*database.D
 			}
 			// The key still names a removed document (its remover stopped
 			// between the two steps of RemoveDocument): finish the removal.
-			if _, err := db.docKeys.DeleteOne(ctx, bson.D{{Key: "_id", Value: key}, {Key: "doc_id", Value: kr.DocID}}); err != nil {
+			if _, err := db.docKeys.DeleteOne(ctx, bson.D{{Key: "_id", Value: keyID}, {Key: "doc_id", Value: kr.DocID}}); err != nil {
 				return nil, wrapErr("find or create document: release key of removed document", err)
 			}
 			continue
@@ -79,11 +106,11 @@ func (db *DB) FindOrCreateDocument(ctx context.Context, key string) (*database.D
 			return nil, wrapErr("find or create document", err)
 		}
 
-		rec := &docRecord{ID: primitive.NewObjectID(), Key: key, CreatedAt: now()}
+		rec := &docRecord{ID: primitive.NewObjectID(), ProjectID: projectID, Key: key, CreatedAt: now()}
 		if _, err := db.documents.InsertOne(ctx, rec); err != nil {
 			return nil, wrapErr("find or create document: insert document", err)
 		}
-		_, err = db.docKeys.InsertOne(ctx, &keyRecord{Key: key, DocID: rec.ID})
+		_, err = db.docKeys.InsertOne(ctx, &keyRecord{Key: keyID, DocID: rec.ID})
 		if err == nil {
 			return rec.info(0, 0), nil
 		}
@@ -136,10 +163,13 @@ func (db *DB) docInfo(ctx context.Context, rec *docRecord) (*database.DocInfo, e
 }
 
 // FindDocument returns the document (live or removed) or ErrDocumentNotFound.
-func (db *DB) FindDocument(ctx context.Context, docID string) (*database.DocInfo, error) {
+func (db *DB) FindDocument(ctx context.Context, projectID, docID string) (*database.DocInfo, error) {
 	rec, err := db.loadDocHex(ctx, docID)
 	if err != nil {
 		return nil, fmt.Errorf("find document: %w", err)
+	}
+	if projectOf(rec.ProjectID) != projectID {
+		return nil, fmt.Errorf("find document %q of project %s: %w", docID, projectID, database.ErrDocumentNotFound)
 	}
 	info, err := db.docInfo(ctx, rec)
 	if err != nil {
@@ -221,7 +251,8 @@ func (db *DB) RemoveDocument(ctx context.Context, docID string, epoch int64) err
 	}
 	// Only the key record naming this document is deleted: a newer document
 	// of the same key keeps its own.
-	if _, err := db.docKeys.DeleteOne(ctx, bson.D{{Key: "_id", Value: rec.Key}, {Key: "doc_id", Value: rec.ID}}); err != nil {
+	keyID := keyRecordID(projectOf(rec.ProjectID), rec.Key)
+	if _, err := db.docKeys.DeleteOne(ctx, bson.D{{Key: "_id", Value: keyID}, {Key: "doc_id", Value: rec.ID}}); err != nil {
 		return wrapErr("remove document: release key", err)
 	}
 	return nil

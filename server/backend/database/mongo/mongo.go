@@ -22,9 +22,10 @@
 //     A write that began before a newer claim returned may still land after
 //     it: a batch then takes the server_seq the new owner would have used,
 //     which the new owner learns as ErrConflict, so nothing is overwritten.
-//   - The live document of a key is named by a record of doc_keys whose _id
-//     is the key: creating a document inserts it, so racing creators agree on
-//     one document; removing the document deletes it.
+//   - The live document of a key in a project is named by a record of
+//     doc_keys whose _id is made of the two (keyRecordID): creating a
+//     document inserts it, so racing creators agree on one document;
+//     removing the document deletes it.
 //
 // A document's ServerSeq and Epoch are therefore never stored as counters:
 // they are read from the change log and the claims when a document is loaded.
@@ -157,6 +158,10 @@ func Dial(ctx context.Context, cfg Config) (*DB, error) {
 		_ = client.Disconnect(context.Background())
 		return nil, err
 	}
+	if err := db.migrateProjects(ctx); err != nil {
+		_ = client.Disconnect(context.Background())
+		return nil, err
+	}
 	log.Info("connected")
 	return db, nil
 }
@@ -174,6 +179,9 @@ func (db *DB) ensureIndexes(ctx context.Context) error {
 	}{
 		{db.clients, []mongo.IndexModel{
 			{Keys: bson.D{{Key: "status", Value: 1}, {Key: "updated_at", Value: 1}}, Options: named("status_updated")},
+		}},
+		{db.documents, []mongo.IndexModel{
+			{Keys: bson.D{{Key: "project_id", Value: 1}, {Key: "key", Value: 1}}, Options: named("project_key")},
 		}},
 		{db.claims, []mongo.IndexModel{
 			{Keys: bson.D{{Key: "doc_id", Value: 1}, {Key: "epoch", Value: 1}}, Options: unique("doc_epoch_unique")},
@@ -213,6 +221,27 @@ func (db *DB) ensureIndexes(ctx context.Context) error {
 				// (Another node starting at the same time may have made it.)
 				return wrapErr(fmt.Sprintf("mongo: create index %s of %s", name, s.col.Name()), err)
 			}
+		}
+	}
+	return nil
+}
+
+// migrateProjects gives the clients and documents stored before projects
+// existed, which have no project_id, to the default project. Their doc_keys
+// records need nothing: the default project's key records are the bare keys
+// (keyRecordID). The update only sets a missing field, so nodes starting at
+// the same time may all run it.
+func (db *DB) migrateProjects(ctx context.Context) error {
+	missing := bson.D{{Key: "project_id", Value: bson.D{{Key: "$exists", Value: false}}}}
+	set := bson.D{{Key: "$set", Value: bson.D{{Key: "project_id", Value: database.DefaultProjectID}}}}
+	for _, col := range []*mongo.Collection{db.clients, db.documents} {
+		res, err := col.UpdateMany(ctx, missing, set)
+		if err != nil {
+			return wrapErr(fmt.Sprintf("mongo: give the %s stored before projects to the default project", col.Name()), err)
+		}
+		if res.ModifiedCount > 0 {
+			db.log.Info("records stored before projects moved to the default project",
+				"collection", col.Name(), "records", res.ModifiedCount)
 		}
 	}
 	return nil

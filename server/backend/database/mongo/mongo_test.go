@@ -84,7 +84,7 @@ func TestOutageAndRecovery(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = db.Close(context.Background()) })
 
-	d, err := db.FindOrCreateDocument(ctx, "outage")
+	d, err := db.FindOrCreateDocument(ctx, database.DefaultProjectID, "outage")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,13 +94,16 @@ func TestOutageAndRecovery(t *testing.T) {
 
 	m.Stop()
 	calls := map[string]func(context.Context) error{
-		"FindDocument": func(ctx context.Context) error { _, err := db.FindDocument(ctx, d.ID); return err },
+		"FindDocument": func(ctx context.Context) error {
+			_, err := db.FindDocument(ctx, database.DefaultProjectID, d.ID)
+			return err
+		},
 		"AppendChanges": func(ctx context.Context) error {
 			return db.AppendChanges(ctx, d.ID, 0, []*database.Change{change(3)})
 		},
 		"FindChanges": func(ctx context.Context) error { _, err := db.FindChanges(ctx, d.ID, 1, 10); return err },
 		"ActivateClient": func(ctx context.Context) error {
-			_, err := db.ActivateClient(ctx, "during-outage", nil)
+			_, err := db.ActivateClient(ctx, database.DefaultProjectID, "during-outage", nil)
 			return err
 		},
 	}
@@ -118,7 +121,7 @@ func TestOutageAndRecovery(t *testing.T) {
 	}
 	// Without a deadline the connect timeout bounds the wait.
 	start := time.Now()
-	if _, err := db.FindClient(context.Background(), d.ID); !errors.Is(err, database.ErrUnavailable) {
+	if _, err := db.FindClient(context.Background(), database.DefaultProjectID, d.ID); !errors.Is(err, database.ErrUnavailable) {
 		t.Fatalf("FindClient without deadline while the server is down: got %v, want ErrUnavailable", err)
 	}
 	t.Logf("FindClient without deadline gave up after %s (connect timeout 2s)", time.Since(start).Round(time.Millisecond))
@@ -127,7 +130,7 @@ func TestOutageAndRecovery(t *testing.T) {
 	restarted := time.Now()
 	for {
 		callCtx, cancel := context.WithTimeout(ctx, time.Second)
-		_, err := db.FindDocument(callCtx, d.ID)
+		_, err := db.FindDocument(callCtx, database.DefaultProjectID, d.ID)
 		cancel()
 		if err == nil {
 			break
@@ -158,11 +161,11 @@ func TestOutageAndRecovery(t *testing.T) {
 // without claims reproduces the interleaving deterministically.
 func TestAttachmentKeepsNewerEpoch(t *testing.T) {
 	ctx, _, db := mongoTest(t, 30*time.Second)
-	c, err := db.ActivateClient(ctx, "client", nil)
+	c, err := db.ActivateClient(ctx, database.DefaultProjectID, "client", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := db.FindOrCreateDocument(ctx, "doc")
+	d, err := db.FindOrCreateDocument(ctx, database.DefaultProjectID, "doc")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,7 +194,7 @@ func TestAttachmentKeepsNewerEpoch(t *testing.T) {
 // releasing its key must not pin the key to the removed document.
 func TestFindOrCreateAfterInterruptedRemoval(t *testing.T) {
 	ctx, m, db := mongoTest(t, 30*time.Second)
-	d, err := db.FindOrCreateDocument(ctx, "half-removed")
+	d, err := db.FindOrCreateDocument(ctx, database.DefaultProjectID, "half-removed")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,14 +214,14 @@ func TestFindOrCreateAfterInterruptedRemoval(t *testing.T) {
 		t.Fatalf("mark the document removed behind the backend's back: %v (matched %d)", err, res.MatchedCount)
 	}
 
-	fresh, err := db.FindOrCreateDocument(ctx, "half-removed")
+	fresh, err := db.FindOrCreateDocument(ctx, database.DefaultProjectID, "half-removed")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if fresh.ID == d.ID || !fresh.RemovedAt.IsZero() {
 		t.Fatalf("key of a half-removed document gave %+v, want a new live document", fresh)
 	}
-	if again, err := db.FindOrCreateDocument(ctx, "half-removed"); err != nil || again.ID != fresh.ID {
+	if again, err := db.FindOrCreateDocument(ctx, database.DefaultProjectID, "half-removed"); err != nil || again.ID != fresh.ID {
 		t.Fatalf("the key then gave %v, %v; want %s", again, err, fresh.ID)
 	}
 }
@@ -247,12 +250,75 @@ func TestDialDropsUniqueClientKeys(t *testing.T) {
 	}
 
 	db := dbtest.DialMongo(t, m, name)
-	a, err := db.ActivateClient(ctx, "old-key", nil)
+	a, err := db.ActivateClient(ctx, database.DefaultProjectID, "old-key", nil)
 	if err != nil {
 		t.Fatalf("activation of a key stored under the unique index: %v", err)
 	}
-	b, err := db.ActivateClient(ctx, "old-key", nil)
+	b, err := db.ActivateClient(ctx, database.DefaultProjectID, "old-key", nil)
 	if err != nil || b.ID == a.ID {
 		t.Fatalf("second activation: %+v, %v", b, err)
+	}
+}
+
+// TestDialMigratesRecordsBeforeProjects writes a client, a document and its
+// key record as they were stored before projects existed (no project_id)
+// and checks that, once dialled, they belong to the default project and to
+// no other, and that the document's key still names it.
+func TestDialMigratesRecordsBeforeProjects(t *testing.T) {
+	m := testenv.MongoURI(t)
+	name := m.NewDatabase()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := mongodrv.Connect(ctx, options.Client().ApplyURI(m.URI))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = c.Disconnect(context.Background()) }()
+	old := c.Database(name)
+	clientID, docID := primitive.NewObjectID(), primitive.NewObjectID()
+	at := time.Now().UTC().Truncate(time.Millisecond)
+	if _, err := old.Collection("clients").InsertOne(ctx, bson.D{
+		{Key: "_id", Value: clientID}, {Key: "key", Value: "old-client"}, {Key: "status", Value: "activated"},
+		{Key: "created_at", Value: at}, {Key: "updated_at", Value: at},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := old.Collection("documents").InsertOne(ctx, bson.D{
+		{Key: "_id", Value: docID}, {Key: "key", Value: "old-doc"}, {Key: "created_at", Value: at}, {Key: "head_hint", Value: int64(0)},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := old.Collection("doc_keys").InsertOne(ctx, bson.D{{Key: "_id", Value: "old-doc"}, {Key: "doc_id", Value: docID}}); err != nil {
+		t.Fatal(err)
+	}
+
+	db := dbtest.DialMongo(t, m, name)
+	other := "0123456789abcdef01234567"
+	got, err := db.FindClient(ctx, database.DefaultProjectID, clientID.Hex())
+	if err != nil || got.ProjectID != database.DefaultProjectID || got.Key != "old-client" {
+		t.Fatalf("old client in the default project: %+v, %v", got, err)
+	}
+	if _, err := db.FindClient(ctx, other, clientID.Hex()); !errors.Is(err, database.ErrClientNotFound) {
+		t.Fatalf("old client in another project: %v, want ErrClientNotFound", err)
+	}
+	doc, err := db.FindOrCreateDocument(ctx, database.DefaultProjectID, "old-doc")
+	if err != nil || doc.ID != docID.Hex() || doc.ProjectID != database.DefaultProjectID {
+		t.Fatalf("old document's key in the default project: %+v, %v; want %s", doc, err, docID.Hex())
+	}
+	if byKey, err := db.FindDocumentByKey(ctx, database.DefaultProjectID, "old-doc"); err != nil || byKey.ID != docID.Hex() {
+		t.Fatalf("FindDocumentByKey of the old document: %+v, %v", byKey, err)
+	}
+	if _, err := db.FindDocument(ctx, other, docID.Hex()); !errors.Is(err, database.ErrDocumentNotFound) {
+		t.Fatalf("old document in another project: %v, want ErrDocumentNotFound", err)
+	}
+	if fresh, err := db.FindOrCreateDocument(ctx, other, "old-doc"); err != nil || fresh.ID == docID.Hex() {
+		t.Fatalf("the key in another project: %+v, %v; want a document of its own", fresh, err)
+	}
+	// The records themselves were rewritten, so queries by project find them.
+	for _, col := range []string{"clients", "documents"} {
+		n, err := old.Collection(col).CountDocuments(ctx, bson.D{{Key: "project_id", Value: bson.D{{Key: "$exists", Value: false}}}})
+		if err != nil || n != 0 {
+			t.Fatalf("%s without project_id after dialling: %d, %v", col, n, err)
+		}
 	}
 }

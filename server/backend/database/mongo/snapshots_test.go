@@ -85,7 +85,7 @@ func appendLog(t *testing.T, ctx context.Context, db *mongo.DB, docID string, n 
 func TestSnapshotParts(t *testing.T) {
 	ctx, m, db := mongoTest(t, 60*time.Second)
 	raw := openRaw(t, ctx, m, m.Database)
-	d, err := db.FindOrCreateDocument(ctx, "parts")
+	d, err := db.FindOrCreateDocument(ctx, database.DefaultProjectID, "parts")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +136,7 @@ func TestSnapshotParts(t *testing.T) {
 func TestSnapshotLeftoversCollected(t *testing.T) {
 	ctx, m, db := mongoTest(t, 60*time.Second)
 	raw := openRaw(t, ctx, m, m.Database)
-	d, err := db.FindOrCreateDocument(ctx, "leftovers")
+	d, err := db.FindOrCreateDocument(ctx, database.DefaultProjectID, "leftovers")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,7 +212,7 @@ func TestSnapshotLeftoversCollected(t *testing.T) {
 func TestSnapshotMissingPart(t *testing.T) {
 	ctx, m, db := mongoTest(t, 60*time.Second)
 	raw := openRaw(t, ctx, m, m.Database)
-	d, err := db.FindOrCreateDocument(ctx, "missing-part")
+	d, err := db.FindOrCreateDocument(ctx, database.DefaultProjectID, "missing-part")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,7 +257,7 @@ func TestSnapshotMissingPart(t *testing.T) {
 func TestSnapshotCancelledMidway(t *testing.T) {
 	ctx, m, db := mongoTest(t, 60*time.Second)
 	raw := openRaw(t, ctx, m, m.Database)
-	d, err := db.FindOrCreateDocument(ctx, "cancelled")
+	d, err := db.FindOrCreateDocument(ctx, database.DefaultProjectID, "cancelled")
 	if err != nil {
 		t.Fatal(err)
 	}
