@@ -443,27 +443,33 @@ func (t *transcoder) field(f *fieldSchema) bool {
 		if t.next() != '[' {
 			return false
 		}
-		t.pos++
-		if t.next() == ']' {
-			t.pos++
-			return true
-		}
-		for {
-			if !t.value(f) {
-				return false
-			}
-			switch t.next() {
-			case ',':
-				t.pos++
-			case ']':
-				t.pos++
-				return true
-			default:
-				return false
-			}
-		}
+		return t.elements(func() bool { return t.value(f) })
 	default:
 		return t.value(f)
+	}
+}
+
+// elements reads a JSON array whose '[' is next, each element with elem,
+// through its ']'.
+func (t *transcoder) elements(elem func() bool) bool {
+	t.pos++
+	if t.next() == ']' {
+		t.pos++
+		return true
+	}
+	for {
+		if !elem() {
+			return false
+		}
+		switch t.next() {
+		case ',':
+			t.pos++
+		case ']':
+			t.pos++
+			return true
+		default:
+			return false
+		}
 	}
 }
 
@@ -938,25 +944,7 @@ func (t *transcoder) skip(depth int) bool {
 			}
 		}
 	case '[':
-		t.pos++
-		if t.next() == ']' {
-			t.pos++
-			return true
-		}
-		for {
-			if !t.skip(depth + 1) {
-				return false
-			}
-			switch t.next() {
-			case ',':
-				t.pos++
-			case ']':
-				t.pos++
-				return true
-			default:
-				return false
-			}
-		}
+		return t.elements(func() bool { return t.skip(depth + 1) })
 	default:
 		_, ok := t.integer()
 		return ok
