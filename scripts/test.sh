@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 
-step() { printf '\n== %s\n' "$*"; }
+step() { printf '\n== %s (at %ss)\n' "$*" "$SECONDS"; }
 
 step "system packages"
 need=()
@@ -76,3 +76,5 @@ step "JavaScript SDK end-to-end on the MongoDB backend"
 
 step "JavaScript SDK against multi-process clusters (etcd and Redis stores, haproxy, failover)"
 (cd test/e2e && npm run test:cluster)
+
+step "done"
