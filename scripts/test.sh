@@ -39,6 +39,8 @@ go build -ldflags "-X main.version=$(git describe --tags --always --dirty 2>/dev
 go vet ./...
 
 step "static checks"
+unformatted=$(gofmt -l $(git ls-files '*.go'))
+[ -z "$unformatted" ] || { printf 'not gofmt-formatted:\n%s\n' "$unformatted" >&2; exit 1; }
 go tool -modfile=tools/go.mod staticcheck ./...
 unreachable=$(go tool -modfile=tools/go.mod deadcode -test ./...)
 [ -z "$unreachable" ] || { printf 'dead code:\n%s\n' "$unreachable" >&2; exit 1; }
