@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 
-step() { printf '\n== %s\n' "$*"; }
+step() { printf '\n== %s (at %ss)\n' "$*" "$SECONDS"; }
 
 step "system packages"
 need=()
@@ -39,6 +39,8 @@ go build -ldflags "-X main.version=$(git describe --tags --always --dirty 2>/dev
 go vet ./...
 
 step "static checks"
+unformatted=$(gofmt -l $(git ls-files '*.go'))
+[ -z "$unformatted" ] || { printf 'not gofmt-formatted:\n%s\n' "$unformatted" >&2; exit 1; }
 go tool -modfile=tools/go.mod staticcheck ./...
 unreachable=$(go tool -modfile=tools/go.mod deadcode -test ./...)
 [ -z "$unreachable" ] || { printf 'dead code:\n%s\n' "$unreachable" >&2; exit 1; }
@@ -76,3 +78,5 @@ step "JavaScript SDK end-to-end on the MongoDB backend"
 
 step "JavaScript SDK against multi-process clusters (etcd and Redis stores, haproxy, failover)"
 (cd test/e2e && npm run test:cluster)
+
+step "done"

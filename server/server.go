@@ -448,7 +448,6 @@ func (s *Server) newHousekeeper(router rpc.Router) error {
 	h, err := housekeeping.New(housekeeping.Config{
 		Interval:            s.cfg.HousekeepingInterval,
 		DeactivateThreshold: s.cfg.ClientDeactivateThreshold,
-		Threshold:           s.backend.ClientDeactivateThreshold,
 		CandidatesLimit:     s.cfg.HousekeepingCandidatesLimit,
 		DB:                  s.db,
 		Tracker:             s.tracker,

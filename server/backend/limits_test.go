@@ -163,14 +163,6 @@ func TestProjectSettingsReachTheBackend(t *testing.T) {
 	if got, _ := b.DocumentSizeLimit(ctx); got != 700 {
 		t.Fatalf("size limit %d after ProjectUpdated, want 700", got)
 	}
-	if got, err := b.ClientDeactivateThreshold(ctx, time.Hour); err != nil || got != time.Hour {
-		t.Fatalf("threshold %v, %v; want the fallback", got, err)
-	}
-	p.ClientDeactivateThreshold = "90s"
-	b.ProjectUpdated(p)
-	if got, err := b.ClientDeactivateThreshold(ctx, time.Hour); err != nil || got != 90*time.Second {
-		t.Fatalf("threshold %v, %v; want the project's 90s", got, err)
-	}
 }
 
 // TestRemoveOnDetach: with the project's setting, the last client to

@@ -111,25 +111,3 @@ func (b *Backend) sizeLimit(p *database.ProjectInfo) int {
 	}
 	return b.maxDocSize
 }
-
-// ClientDeactivateThreshold returns how long a client of the call's project
-// may stay silent before housekeeping deactivates it: the project's setting
-// when it has a valid one, else fallback.
-func (b *Backend) ClientDeactivateThreshold(ctx context.Context, fallback time.Duration) (time.Duration, error) {
-	p, err := b.project(ctx)
-	if err != nil {
-		return 0, err
-	}
-	if p.ClientDeactivateThreshold == "" {
-		return fallback, nil
-	}
-	d, err := time.ParseDuration(p.ClientDeactivateThreshold)
-	if err != nil || d <= 0 {
-		// The admin API refuses such a value; one written otherwise
-		// must not make housekeeping deactivate everyone.
-		b.logger.Warn("project has an invalid client deactivate threshold; using the server's",
-			"project", p.ID, "threshold", p.ClientDeactivateThreshold)
-		return fallback, nil
-	}
-	return d, nil
-}

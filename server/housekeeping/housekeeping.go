@@ -10,6 +10,12 @@
 // clients and deactivates them through the same path as a client's own
 // DeactivateClient: each document is detached by its owner.
 //
+// Each client is judged by its own project's threshold. A run reads the
+// thresholds the projects set once, lists the clients silent for longer
+// than the shortest threshold in force, and deactivates those of them whose
+// own project's threshold has passed too; the others are looked at again
+// on later runs.
+//
 // One node at a time holds the role (it lives with that node's lease). A
 // node that loses its lease in the middle of a run may finish the client in
 // hand while another node starts; deactivating a client twice is harmless.
@@ -42,6 +48,7 @@ const RoleName = "housekeeping"
 type Clients interface {
 	TouchClients(ctx context.Context, clientIDs []string, at time.Time) error
 	FindInactiveClients(ctx context.Context, before time.Time, afterID string, limit int) ([]*database.ClientInfo, error)
+	ClientDeactivateThresholds(ctx context.Context) (map[string]string, error)
 }
 
 // Role elects the node that scans. A cluster layer implements it with the
@@ -59,19 +66,18 @@ type Config struct {
 	// the database at most one interval late.
 	Interval time.Duration
 	// DeactivateThreshold is how long a client may stay silent
-	// (DefaultDeactivateThreshold when zero). A client is deactivated once
-	// its recorded activity is older than the threshold plus one interval,
+	// (DefaultDeactivateThreshold when zero) when its project sets no
+	// threshold of its own (or an invalid one). A client is deactivated once
+	// its recorded activity is older than its threshold plus one interval,
 	// the most the record can lag.
 	DeactivateThreshold time.Duration
-	// Threshold, when set, returns the threshold each run uses instead of
-	// DeactivateThreshold, which it is given: the project's setting, which
-	// an operator may change while the server runs. A failure skips the
-	// run's scan.
-	Threshold func(ctx context.Context, fallback time.Duration) (time.Duration, error)
-	// CandidatesLimit bounds the clients deactivated by one run
-	// (DefaultCandidatesLimit when zero); the next run goes on from there.
+	// CandidatesLimit bounds the clients one run examines, and so
+	// deactivates (DefaultCandidatesLimit when zero); the next run goes on
+	// from there.
 	CandidatesLimit int
-	// DB finds inactive clients and records activity. Required.
+	// DB finds inactive clients, records activity and lists the projects'
+	// thresholds, which are read again on every run, so an operator's change
+	// applies without a restart. Required.
 	DB Clients
 	// Tracker collects this node's activity. Required: the RPC layer feeds
 	// the same one.
@@ -98,8 +104,12 @@ type Report struct {
 	Touched int
 	// Led reports whether this node held the role and scanned.
 	Led bool
-	// Candidates are the IDs of the inactive clients found.
+	// Candidates are the IDs of the clients found silent for longer than
+	// their own project's threshold.
 	Candidates []string
+	// Spared counts the clients the scan found past the shortest threshold
+	// but not past their own project's; later runs look at them again.
+	Spared int
 	// Deactivated counts the candidates deactivated.
 	Deactivated int
 	// Err joins what failed; the run went on past single clients.
@@ -259,29 +269,43 @@ func (h *Housekeeper) run(ctx context.Context) Report {
 		}
 	}
 	r.Led = true
-	threshold := h.cfg.DeactivateThreshold
-	if h.cfg.Threshold != nil {
-		if threshold, err = h.cfg.Threshold(ctx, h.cfg.DeactivateThreshold); err != nil {
-			errs = append(errs, fmt.Errorf("housekeeping: deactivate threshold: %w", err))
-			r.Err = errors.Join(errs...)
-			return r
-		}
+	// A failure to read the thresholds skips the scan rather than guessing:
+	// the server's flag may be far shorter than a project's.
+	thresholds, err := h.thresholds(ctx)
+	if err != nil {
+		errs = append(errs, err)
+		r.Err = errors.Join(errs...)
+		return r
 	}
-	before := h.cfg.Now().Add(-threshold - h.cfg.Interval)
-	candidates, err := h.cfg.DB.FindInactiveClients(ctx, before, h.cursor, h.cfg.CandidatesLimit)
+	now := h.cfg.Now()
+	silentSince := func(threshold time.Duration) time.Time { return now.Add(-threshold - h.cfg.Interval) }
+	shortest := h.cfg.DeactivateThreshold
+	for _, d := range thresholds {
+		shortest = min(shortest, d)
+	}
+	found, err := h.cfg.DB.FindInactiveClients(ctx, silentSince(shortest), h.cursor, h.cfg.CandidatesLimit)
 	if err != nil {
 		errs = append(errs, fmt.Errorf("housekeeping: find inactive clients: %w", err))
 		r.Err = errors.Join(errs...)
 		return r
 	}
 	// A short batch reached the end: the next run starts from the first ID
-	// again, so clients that failed here are tried again then.
-	if len(candidates) < h.cfg.CandidatesLimit {
+	// again, so clients that failed or were spared here are looked at again
+	// then.
+	if len(found) < h.cfg.CandidatesLimit {
 		h.cursor = ""
 	} else {
-		h.cursor = candidates[len(candidates)-1].ID
+		h.cursor = found[len(found)-1].ID
 	}
-	for _, c := range candidates {
+	for _, c := range found {
+		threshold, ok := thresholds[c.ProjectID]
+		if !ok {
+			threshold = h.cfg.DeactivateThreshold
+		}
+		if !c.UpdatedAt.Before(silentSince(threshold)) {
+			r.Spared++
+			continue
+		}
 		r.Candidates = append(r.Candidates, c.ID)
 		if err := h.cfg.Deactivate(ctx, c); err != nil {
 			errs = append(errs, fmt.Errorf("housekeeping: deactivate %s: %w", c.ID, err))
@@ -295,6 +319,28 @@ func (h *Housekeeper) run(ctx context.Context) Report {
 	}
 	r.Err = errors.Join(errs...)
 	return r
+}
+
+// thresholds returns the valid thresholds the projects set, by project ID.
+func (h *Housekeeper) thresholds(ctx context.Context) (map[string]time.Duration, error) {
+	set, err := h.cfg.DB.ClientDeactivateThresholds(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("housekeeping: client deactivate thresholds: %w", err)
+	}
+	out := make(map[string]time.Duration, len(set))
+	for id, v := range set {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			// The admin API refuses such a value; one written otherwise
+			// must not make housekeeping deactivate the project's clients
+			// at once.
+			h.log.Warn("project has an invalid client deactivate threshold; using the server's",
+				"project", id, "threshold", v)
+			continue
+		}
+		out[id] = d
+	}
+	return out, nil
 }
 
 // flush writes the activity collected since the last flush.

@@ -442,6 +442,11 @@ type Accounts interface {
 	// UpdatedAt. ErrProjectNotFound if the owner has no project with the ID,
 	// ErrProjectAlreadyExists if the new name is another project's.
 	UpdateProject(ctx context.Context, owner, id string, u *ProjectUpdate) (*ProjectInfo, error)
+	// ClientDeactivateThresholds returns the ClientDeactivateThreshold of
+	// every project that sets one, by project ID, as stored (unparsed).
+	// Housekeeping reads it once per run, so it reads nothing else of the
+	// projects.
+	ClientDeactivateThresholds(ctx context.Context) (map[string]string, error)
 
 	// EnsureSecret returns the secret stored under name, storing candidate
 	// first if there is none: the first node to start picks the value and

@@ -1,6 +1,7 @@
 package dbtest
 
 import (
+	"maps"
 	"slices"
 	"sync"
 	"testing"
@@ -124,6 +125,30 @@ func testAccounts(t *testing.T, newPair NewPair) {
 		wantErr(t, err, database.ErrProjectNotFound, "update of an unknown project")
 		if got := must(db.FindProjectByID(ctx, p.ID)).get(t); got.Name != name {
 			t.Fatalf("a refused update changed the project: %+v", got)
+		}
+	})
+
+	t.Run("ClientDeactivateThresholds", func(t *testing.T) {
+		db, other := newPair(t)
+		ctx := testCtx(t)
+		owner := unknownID()
+		if got := must(other.ClientDeactivateThresholds(ctx)).get(t); len(got) != 0 {
+			t.Fatalf("thresholds of an empty database = %v, want none", got)
+		}
+		a := must(db.CreateProject(ctx, owner, "a")).get(t)
+		b := must(db.CreateProject(ctx, unknownID(), "b")).get(t)
+		must(db.CreateProject(ctx, owner, "unset")).get(t)
+		hour, short, empty := "1h", "90s", ""
+		must(db.UpdateProject(ctx, owner, a.ID, &database.ProjectUpdate{ClientDeactivateThreshold: &hour})).get(t)
+		must(db.UpdateProject(ctx, b.Owner, b.ID, &database.ProjectUpdate{ClientDeactivateThreshold: &short})).get(t)
+		want := map[string]string{a.ID: hour, b.ID: short}
+		if got := must(other.ClientDeactivateThresholds(ctx)).get(t); !maps.Equal(got, want) {
+			t.Fatalf("thresholds = %v, want %v: every owner's projects that set one", got, want)
+		}
+		// Clearing the setting hands the project back to the server's flag.
+		must(db.UpdateProject(ctx, owner, a.ID, &database.ProjectUpdate{ClientDeactivateThreshold: &empty})).get(t)
+		if got := must(other.ClientDeactivateThresholds(ctx)).get(t); !maps.Equal(got, map[string]string{b.ID: short}) {
+			t.Fatalf("thresholds after clearing a's = %v, want only b's", got)
 		}
 	})
 

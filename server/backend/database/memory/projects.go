@@ -211,6 +211,23 @@ func (db *DB) UpdateProject(ctx context.Context, owner, id string, u *database.P
 	return cloneProject(p), nil
 }
 
+// ClientDeactivateThresholds implements database.Accounts.
+func (db *DB) ClientDeactivateThresholds(ctx context.Context) (map[string]string, error) {
+	if err := db.check(ctx, "list client deactivate thresholds"); err != nil {
+		return nil, err
+	}
+	s := &db.accounts
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]string)
+	for id, p := range s.projects {
+		if p.ClientDeactivateThreshold != "" {
+			out[id] = p.ClientDeactivateThreshold
+		}
+	}
+	return out, nil
+}
+
 // EnsureSecret implements database.Accounts.
 func (db *DB) EnsureSecret(ctx context.Context, name, candidate string) (string, error) {
 	if err := db.check(ctx, "ensure secret"); err != nil {

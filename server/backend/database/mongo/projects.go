@@ -306,6 +306,33 @@ func (db *DB) nameTaken(ctx context.Context, owner, name, id string) bool {
 	return err == nil && p.ID != id
 }
 
+// ClientDeactivateThresholds implements database.Accounts. Only the
+// projects that set a threshold are read, and of them only the ID and the
+// threshold: a string field is $gt "" exactly when it is set, and records
+// stored before the field existed lack it.
+func (db *DB) ClientDeactivateThresholds(ctx context.Context) (map[string]string, error) {
+	cur, err := db.db.Collection(colProjects).Find(ctx,
+		bson.M{"client_deactivate_threshold": bson.M{"$gt": ""}},
+		options.Find().SetProjection(bson.M{"client_deactivate_threshold": 1}))
+	if err != nil {
+		return nil, wrapErr("mongo: list client deactivate thresholds", err)
+	}
+	var rs []struct {
+		ID        primitive.ObjectID `bson:"_id"`
+		Threshold string             `bson:"client_deactivate_threshold"`
+	}
+	if err := cur.All(ctx, &rs); err != nil {
+		return nil, wrapErr("mongo: list client deactivate thresholds", err)
+	}
+	out := make(map[string]string, len(rs))
+	for _, r := range rs {
+		if r.Threshold != "" {
+			out[r.ID.Hex()] = r.Threshold
+		}
+	}
+	return out, nil
+}
+
 // EnsureSecret implements database.Accounts: the first insert of the name
 // wins, and everyone reads what it stored.
 func (db *DB) EnsureSecret(ctx context.Context, name, candidate string) (string, error) {

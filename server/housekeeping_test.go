@@ -1,0 +1,92 @@
+package server_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/yorkie-affinity/yorkie/server"
+	"github.com/yorkie-affinity/yorkie/server/backend/database"
+	"github.com/yorkie-affinity/yorkie/server/backend/database/dbtest"
+	"github.com/yorkie-affinity/yorkie/server/backend/database/memory"
+	"github.com/yorkie-affinity/yorkie/server/servertest"
+	"github.com/yorkie-affinity/yorkie/server/servertest/testclock"
+	"github.com/yorkie-affinity/yorkie/test/testenv"
+)
+
+// TestHousekeepingHonoursProjectThresholds runs a server's housekeeping on a
+// hand-moved clock over silent clients of four projects: A (1h), B (3h), one
+// without a setting and the default project, under the server's 24h. Past
+// 1h only A's client is deactivated, past 3h B's too, and the other two
+// only past the server's threshold.
+func TestHousekeepingHonoursProjectThresholds(t *testing.T) {
+	t.Run("memory", func(t *testing.T) { testProjectThresholds(t, memory.New()) })
+	t.Run("mongo", func(t *testing.T) {
+		m := testenv.MongoURI(t)
+		testProjectThresholds(t, dbtest.DialMongo(t, m, m.NewDatabase()))
+	})
+}
+
+func testProjectThresholds(t *testing.T, db database.Database) {
+	clock := &testclock.Clock{}
+	srv := servertest.Start(t, func(cfg *server.Config) {
+		cfg.DB = db
+		cfg.ClientDeactivateThreshold = 24 * time.Hour
+		cfg.HousekeepingInterval = time.Hour // runs only when the test says
+		cfg.Clock = clock.Now
+	})
+	ctx := t.Context()
+	silent := map[string]string{} // project name -> its client's ID
+	projects := map[string]string{database.DefaultProjectName: database.DefaultProjectID}
+	for name, threshold := range map[string]string{"a": "1h", "b": "3h", "unset": ""} {
+		p, err := db.CreateProject(ctx, "owner", name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.UpdateProject(ctx, "owner", p.ID, &database.ProjectUpdate{ClientDeactivateThreshold: &threshold}); err != nil {
+			t.Fatal(err)
+		}
+		projects[name] = p.ID
+	}
+	for name, id := range projects {
+		c, err := db.ActivateClient(ctx, id, "silent", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		silent[name] = c.ID
+	}
+
+	// after moves the clock past d plus the interval (the most activity can
+	// lag), runs housekeeping and checks which projects lost their client.
+	var at time.Duration
+	after := func(d time.Duration, gone ...string) {
+		t.Helper()
+		d += time.Hour + time.Minute
+		clock.Advance(d - at)
+		at = d
+		r := srv.Housekeeper().RunOnce(ctx)
+		if r.Err != nil {
+			t.Fatalf("run past %v: %v", d, r.Err)
+		}
+		deactivated := map[string]bool{}
+		for _, name := range gone {
+			deactivated[name] = true
+		}
+		for name, id := range silent {
+			c, err := db.FindClient(ctx, projects[name], id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := database.ClientActivated
+			if deactivated[name] {
+				want = database.ClientDeactivated
+			}
+			if c.Status != want {
+				t.Fatalf("run past %v: the client of project %q is %s, want %s (report %+v)", d, name, c.Status, want, r)
+			}
+		}
+	}
+	after(time.Hour, "a")
+	after(3*time.Hour, "a", "b")
+	after(23*time.Hour, "a", "b")
+	after(24*time.Hour, "a", "b", "unset", database.DefaultProjectName)
+}
