@@ -252,8 +252,9 @@ func (b *Backend) encodeJob(ctx context.Context, job snapshotJob, base *document
 }
 
 // encodeState brings base (at baseSeq; nil to read the newest stored
-// snapshot) to the job's state, checks it is the one the owner held,
-// collects the garbage job.minSynced covers, and encodes it. It returns the
+// snapshot) to the job's state, collecting garbage on the way where the
+// live document did (job.collections), checks it is the state the owner
+// held, collects the garbage job.minSynced covers, and encodes it. It returns the
 // document it encoded. hook, when a test set one, runs just before encoding.
 func (b *Backend) encodeState(ctx context.Context, job snapshotJob, base *document.Document, baseSeq int64, hook func(docID string, seq int64)) ([]byte, *document.Document, error) {
 	if base == nil || baseSeq > job.seq {
