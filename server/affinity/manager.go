@@ -501,7 +501,11 @@ func (m *Manager) leaseLost(ctx context.Context) {
 		return
 	}
 	for delay := 100 * time.Millisecond; ; delay = min(2*delay, m.cfg.TTL) {
-		lease, err := m.store.Register(ctx, m.cfg.AdvertiseAddr, m.cfg.TTL)
+		// Bounded: this runs on the manager's goroutine, and a store that
+		// hangs must not stop it from following membership meanwhile.
+		rctx, cancel := context.WithTimeout(ctx, m.cfg.TTL)
+		lease, err := m.store.Register(rctx, m.cfg.AdvertiseAddr, m.cfg.TTL)
+		cancel()
 		if err == nil {
 			m.mu.Lock()
 			m.lease, m.self = lease, lease.Member()

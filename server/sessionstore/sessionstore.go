@@ -102,7 +102,8 @@ type MemberEvent struct {
 // Store is the session store.
 type Store interface {
 	// Register makes addr a live member under a lease with the given TTL and
-	// keeps the lease alive in the background.
+	// keeps the lease alive in the background. ctx bounds the registration
+	// only: the lease outlives it.
 	Register(ctx context.Context, addr string, ttl time.Duration) (Lease, error)
 	// Members lists the live members.
 	Members(ctx context.Context) ([]Member, error)

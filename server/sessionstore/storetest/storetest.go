@@ -452,6 +452,15 @@ func (s *suite) testRenewedLeaseOutlivesTTL(t *testing.T) {
 	c1, c2, ns, a, b := s.twoNodes(t)
 	key := ns + "/doc"
 	x := mustBind(t, c1, key, a.Member())
+	// Register's context bounds the registration only: a lease registered
+	// under one that ends at once lives on.
+	rctx, cancel := context.WithCancel(t.Context())
+	short, err := c1.Register(rctx, ns+"-short:1", s.cfg.TTL)
+	cancel()
+	if err != nil {
+		t.Fatalf("Register: %v", err)
+	}
+	t.Cleanup(func() { _ = short.Revoke(context.Background()) })
 
 	start := time.Now()
 	for _, at := range []time.Duration{s.cfg.TTL / 2, s.cfg.TTL, 2 * s.cfg.TTL, 3 * s.cfg.TTL} {
@@ -460,6 +469,9 @@ func (s *suite) testRenewedLeaseOutlivesTTL(t *testing.T) {
 		time.Sleep(time.Until(start.Add(at)))
 		if isClosed(a.Done()) {
 			t.Fatalf("renewed lease ended after %v", at)
+		}
+		if isClosed(short.Done()) {
+			t.Fatalf("the lease whose Register context ended was not renewed: ended after %v", at)
 		}
 		wantResolve(t, c2, key, x)
 		if got := mustBind(t, c2, key, b.Member()); got != x {
