@@ -632,6 +632,10 @@ func registerBackendMetrics(reg prometheus.Registerer, m *backend.Metrics) error
 			Namespace: "yorkie", Subsystem: "backend", Name: "snapshot_lock_seconds_total",
 			Help: "Time documents' locks were held to hand snapshots over to be taken off the lock.",
 		}, func() float64 { return float64(m.SnapshotLockNanos.Load()) / 1e9 }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Namespace: "yorkie", Subsystem: "backend", Name: "snapshot_answer_lock_seconds_total",
+			Help: "Time documents' locks were held to prepare snapshot answers, which are encoded after the lock is released.",
+		}, func() float64 { return float64(m.AnswerLockNanos.Load()) / 1e9 }),
 		counter("garbage_collected_total", "Tombstones purged from the documents held in memory.", m.GarbageCollected.Load),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Namespace: "yorkie", Subsystem: "backend", Name: "document_cache_bytes",

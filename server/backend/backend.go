@@ -170,6 +170,9 @@ type Metrics struct {
 	// SnapshotLockNanos is how long documents' locks were held to hand
 	// snapshots over (or, in the baseline mode, to encode them).
 	SnapshotLockNanos atomic.Int64
+	// AnswerLockNanos is how long documents' locks were held to prepare
+	// snapshot answers (encoding excluded, but in the baseline mode).
+	AnswerLockNanos atomic.Int64
 }
 
 // Event is one document event delivered to a subscriber.
@@ -210,6 +213,13 @@ type Backend struct {
 	// beforeEncode, when set by a test, runs in a snapshot run before it
 	// encodes, so a test can hold a run there.
 	beforeEncode func(docID string, seq int64)
+	// answerUnderLock makes snapshot answers be encoded under the
+	// document's lock, from the live document: the baseline their
+	// benchmark measures.
+	answerUnderLock bool
+	// beforeAnswer, when set by a test, runs before a snapshot answer is
+	// encoded off the lock, so a test can hold it there.
+	beforeAnswer func(docID string, seq int64)
 
 	// clients caches the IDs of clients known to be activated, with their
 	// project, so PushPull does not read the client record on every call.

@@ -46,7 +46,7 @@ func newDocCache(limit int64, gauge *atomic.Int64) *docCache {
 // bound. A document whose lock is held elsewhere is in use and stays.
 func (c *docCache) touch(ds *docState) {
 	base := ds.snap.baseBytes.Load()
-	bytes := int64(len(ds.answer)) + ds.heapBytes() + base
+	bytes := ds.snap.answerBytes.Load() + ds.heapBytes() + base
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e := ds.cached
@@ -65,7 +65,7 @@ func (c *docCache) touch(ds *docState) {
 		if victim != ds {
 			select {
 			case victim.lock <- struct{}{}:
-				victim.doc, victim.answer = nil, nil
+				victim.doc = nil
 				victim.snap.dropBase()
 				c.removeLocked(victim)
 				victim.unlock()
@@ -104,7 +104,7 @@ func (c *docCache) removeLocked(ds *docState) {
 // write whose outcome is unsure); the next use rebuilds it from the database.
 // The caller holds the lock.
 func (b *Backend) dropDoc(ds *docState) {
-	ds.doc, ds.answer, ds.gcWith = nil, nil, nil
+	ds.doc, ds.gcWith, ds.collections = nil, nil, nil
 	ds.snap.dropBase()
 	b.cache.remove(ds)
 }
@@ -148,7 +148,6 @@ func (b *Backend) useDoc(ctx context.Context, ds *docState) (*document.Document,
 			return nil, err
 		}
 		ds.docSeq = ds.head
-		ds.answer = nil
 	}
 	b.cache.touch(ds)
 	return ds.doc, nil
@@ -185,7 +184,7 @@ func (b *Backend) buildDoc(ctx context.Context, ds *docState) error {
 		return err
 	}
 	b.metrics.DocumentsBuilt.Add(1)
-	ds.doc, ds.docSeq, ds.answer, ds.gcWith = doc, ds.head, nil, nil
+	ds.doc, ds.docSeq, ds.gcWith, ds.collections = doc, ds.head, nil, nil
 	return nil
 }
 

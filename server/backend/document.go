@@ -48,13 +48,18 @@ type docState struct {
 	// snapSeq is the server_seq of the newest snapshot stored or being
 	// stored; the next one is due an interval after it.
 	snapSeq int64
-	// answer caches the encoded snapshot of doc at answerSeq, shared by the
-	// late joiners of one head.
-	answer    []byte
-	answerSeq int64
+	// answerJob is the snapshot answer the call holding the lock leaves
+	// to encode once it has released it (see settle).
+	answerJob *snapshotJob
 	// gcWith is the minimum synced vector garbage was last collected with;
 	// collection runs again only when the minimum is a new one.
 	gcWith map[string]int64
+	// collected counts the collections that purged something, which a
+	// kept snapshot answer must not predate.
+	collected uint64
+	// collections are the last collections that purged something, for
+	// snapshot answers rebuilt off the lock to repeat.
+	collections []collection
 	// pending is a snapshot encoded under the lock, to store after it
 	// (only when Backend.encodeUnderLock).
 	pending *pendingSnapshot
@@ -101,7 +106,7 @@ func (b *Backend) lockDoc(ctx context.Context, epoch int64, docID string) (*docS
 		if ds == nil {
 			b.mu.Lock()
 			if ds = b.docs[docID]; ds == nil {
-				ds = &docState{lock: make(chan struct{}, 1), id: docID, snap: &docSnapshots{}}
+				ds = &docState{lock: make(chan struct{}, 1), id: docID, snap: newDocSnapshots()}
 				b.docs[docID] = ds
 			}
 			b.mu.Unlock()

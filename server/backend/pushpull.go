@@ -30,7 +30,7 @@ const attachmentFlush = time.Second
 // AttachDocument creates the document if needed, attaches the client (a fresh
 // attachment: client_seq from 0, starting at the current head) and runs the
 // pack like PushPull.
-func (b *Backend) AttachDocument(ctx context.Context, epoch int64, clientID, docKey string, pack *api.ChangePack) (string, *api.ChangePack, error) {
+func (b *Backend) AttachDocument(ctx context.Context, epoch int64, clientID, docKey string, pack *api.ChangePack) (_ string, resp *api.ChangePack, err error) {
 	if err := b.checkOpen(); err != nil {
 		return "", nil, err
 	}
@@ -40,9 +40,9 @@ func (b *Backend) AttachDocument(ctx context.Context, epoch int64, clientID, doc
 	if err := b.ensureActivated(ctx, clientID); err != nil {
 		return "", nil, fmt.Errorf("attach document %q: %w", docKey, err)
 	}
-	p, err := b.project(ctx)
-	if err != nil {
-		return "", nil, fmt.Errorf("attach document %q: %w", docKey, err)
+	p, perr := b.project(ctx)
+	if perr != nil {
+		return "", nil, fmt.Errorf("attach document %q: %w", docKey, perr)
 	}
 	// A document removed between finding it and locking it leaves its key
 	// to a new document: look again once.
@@ -66,7 +66,7 @@ func (b *Backend) AttachDocument(ctx context.Context, epoch int64, clientID, doc
 			return "", nil, fmt.Errorf("attach document %q (%s): %w", docKey, info.ID, ErrDocumentRemoved)
 		}
 	}
-	defer b.release(ctx, ds)
+	defer func() { err = b.settle(ctx, ds, resp, err) }()
 	// Counted under the document's lock at its owner, which serves every
 	// attach of it, so racing attaches through any node never pass it.
 	if limit := p.MaxAttachmentsPerDocument; limit > 0 {
@@ -107,7 +107,7 @@ func (b *Backend) AttachDocument(ctx context.Context, epoch int64, clientID, doc
 		return "", nil, fmt.Errorf("attach document %q: %w", docKey, err)
 	}
 	ds.addAttachment(clientID, e)
-	resp, err := b.exchange(ctx, ds, clientID, e, pack, false, b.maxPack)
+	resp, err = b.exchange(ctx, ds, clientID, e, pack, false, b.maxPack)
 	if err != nil {
 		return "", nil, fmt.Errorf("attach document %q: %w", docKey, err)
 	}
@@ -120,7 +120,7 @@ func (b *Backend) DetachDocument(ctx context.Context, epoch int64, clientID, doc
 	return fresh(ctx, b, docID, func() (*api.ChangePack, error) { return b.detachDocument(ctx, epoch, clientID, docID, pack) })
 }
 
-func (b *Backend) detachDocument(ctx context.Context, epoch int64, clientID, docID string, pack *api.ChangePack) (*api.ChangePack, error) {
+func (b *Backend) detachDocument(ctx context.Context, epoch int64, clientID, docID string, pack *api.ChangePack) (resp *api.ChangePack, err error) {
 	p, err := b.project(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("detach document %s: %w", docID, err)
@@ -129,9 +129,9 @@ func (b *Backend) detachDocument(ctx context.Context, epoch int64, clientID, doc
 	if err != nil {
 		return nil, fmt.Errorf("detach document: %w", err)
 	}
-	defer b.release(ctx, ds)
+	defer func() { err = b.settle(ctx, ds, resp, err) }()
 	// No bound: the attachment ends here, so nothing may be left behind.
-	resp, err := b.exchange(ctx, ds, clientID, e, pack, false, 0)
+	resp, err = b.exchange(ctx, ds, clientID, e, pack, false, 0)
 	if err != nil {
 		return nil, fmt.Errorf("detach document: %w", err)
 	}
@@ -177,13 +177,13 @@ func (b *Backend) RemoveDocument(ctx context.Context, epoch int64, clientID, doc
 	return fresh(ctx, b, docID, func() (*api.ChangePack, error) { return b.removeDocument(ctx, epoch, clientID, docID, pack) })
 }
 
-func (b *Backend) removeDocument(ctx context.Context, epoch int64, clientID, docID string, pack *api.ChangePack) (*api.ChangePack, error) {
+func (b *Backend) removeDocument(ctx context.Context, epoch int64, clientID, docID string, pack *api.ChangePack) (resp *api.ChangePack, err error) {
 	ds, e, err := b.begin(ctx, epoch, clientID, docID, pack)
 	if err != nil {
 		return nil, fmt.Errorf("remove document: %w", err)
 	}
-	defer b.release(ctx, ds)
-	resp, err := b.exchange(ctx, ds, clientID, e, pack, false, 0)
+	defer func() { err = b.settle(ctx, ds, resp, err) }()
+	resp, err = b.exchange(ctx, ds, clientID, e, pack, false, 0)
 	if err != nil {
 		return nil, fmt.Errorf("remove document: %w", err)
 	}
@@ -209,13 +209,13 @@ func (b *Backend) PushPull(ctx context.Context, epoch int64, clientID, docID str
 	return fresh(ctx, b, docID, func() (*api.ChangePack, error) { return b.pushPull(ctx, epoch, clientID, docID, pack, pushOnly) })
 }
 
-func (b *Backend) pushPull(ctx context.Context, epoch int64, clientID, docID string, pack *api.ChangePack, pushOnly bool) (*api.ChangePack, error) {
+func (b *Backend) pushPull(ctx context.Context, epoch int64, clientID, docID string, pack *api.ChangePack, pushOnly bool) (resp *api.ChangePack, err error) {
 	ds, e, err := b.begin(ctx, epoch, clientID, docID, pack)
 	if err != nil {
 		return nil, fmt.Errorf("push pull: %w", err)
 	}
-	defer b.release(ctx, ds)
-	resp, err := b.exchange(ctx, ds, clientID, e, pack, pushOnly, b.maxPack)
+	defer func() { err = b.settle(ctx, ds, resp, err) }()
+	resp, err = b.exchange(ctx, ds, clientID, e, pack, pushOnly, b.maxPack)
 	if err != nil {
 		return nil, fmt.Errorf("push pull: %w", err)
 	}
@@ -384,7 +384,8 @@ func (b *Backend) exchange(ctx context.Context, ds *docState, clientID string, e
 		// Far behind: the document as it is now costs its size, the
 		// changes its history. It holds the requester's pushed changes
 		// and presence, as the SDK expects of a snapshot.
-		if snapshot, docVV, err = b.snapshotAnswer(ctx, ds); err != nil {
+		// Encoded after the lock is released, unless already at hand.
+		if snapshot, ds.answerJob, docVV, err = b.snapshotAnswer(ctx, ds, minSynced); err != nil {
 			return nil, err
 		}
 		b.metrics.SnapshotsSent.Add(1)
@@ -409,7 +410,7 @@ func (b *Backend) exchange(ctx context.Context, ds *docState, clientID string, e
 	}
 	e.att = next
 	vv := &api.VersionVector{Vector: minSynced}
-	if snapshot != nil {
+	if docVV != nil {
 		// After a snapshot the SDK takes the vector as its own clocks, so it
 		// is the document's, not the minimum.
 		vv = docVV

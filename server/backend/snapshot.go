@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"slices"
 	"time"
 
 	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
@@ -11,6 +12,10 @@ import (
 	"github.com/yorkie-affinity/yorkie/server/document"
 	"github.com/yorkie-affinity/yorkie/server/document/crdt"
 )
+
+// maxCollections bounds the live document's collections a snapshot answer
+// repeats (see snapshotJob.collections); older ones predate its base.
+const maxCollections = 16
 
 // snapshotSaveTimeout bounds storing one snapshot after its call has been
 // answered or abandoned.
@@ -71,7 +76,6 @@ func (b *Backend) applyPushed(ctx context.Context, ds *docState, changes []*api.
 			return fmt.Errorf("size %d > %d: %w", size, limit, ErrDocumentSizeExceedsLimit)
 		}
 	}
-	ds.answer = nil
 	return nil
 }
 
@@ -103,7 +107,11 @@ func (b *Backend) collect(ds *docState, minSynced map[string]int64) {
 	}
 	if n := doc.GarbageCollect(vv); n > 0 {
 		b.metrics.GarbageCollected.Add(int64(n))
-		ds.answer = nil
+		ds.collected++
+		if len(ds.collections) == maxCollections {
+			ds.collections = slices.Delete(ds.collections, 0, 1)
+		}
+		ds.collections = append(ds.collections, collection{seq: ds.head, vv: minSynced})
 	}
 }
 
@@ -150,7 +158,7 @@ func (b *Backend) maybeSnapshot(ctx context.Context, ds *docState, minSynced map
 // for release to store: how snapshots were taken before the snapshotter,
 // kept as the baseline its benchmark compares with.
 func (b *Backend) snapshotUnderLock(ds *docState) {
-	data, err := b.answerSnapshot(ds)
+	data, err := ds.doc.Snapshot()
 	if err != nil {
 		b.metrics.SnapshotFailures.Add(1)
 		b.logger.Warn("encode snapshot", "document", ds.id, "error", err)
@@ -170,31 +178,61 @@ func (b *Backend) snapshotUnderLock(ds *docState) {
 	}
 }
 
-// answerSnapshot returns the built document's snapshot at the head, encoding
-// it once per head. The caller holds the lock and has built the document.
-func (b *Backend) answerSnapshot(ds *docState) ([]byte, error) {
-	if ds.answer != nil && ds.answerSeq == ds.head {
-		return ds.answer, nil
-	}
-	data, err := ds.doc.Snapshot()
-	if err != nil {
-		return nil, fmt.Errorf("document %s: %w", ds.id, err)
-	}
-	ds.answer, ds.answerSeq = data, ds.head
-	return data, nil
-}
-
-// snapshotAnswer returns the built document's snapshot at the head and its
-// version vector, for an answer to a client far behind.
-func (b *Backend) snapshotAnswer(ctx context.Context, ds *docState) ([]byte, *api.VersionVector, error) {
+// snapshotAnswer prepares the answer to a client far behind: the document
+// at the head, as a snapshot, with its version vector. Only the vector and
+// what identifies the state are taken here, under the lock; the snapshot is
+// the kept one when it is of the head, and otherwise the returned job, for
+// the call to encode once it has released the lock (encodeAnswer). The
+// caller holds the lock and has collected garbage with minSynced.
+func (b *Backend) snapshotAnswer(ctx context.Context, ds *docState, minSynced map[string]int64) ([]byte, *snapshotJob, *api.VersionVector, error) {
+	start := time.Now()
+	defer func() { b.metrics.AnswerLockNanos.Add(int64(time.Since(start))) }()
 	doc, err := b.useDoc(ctx, ds)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	data, err := b.answerSnapshot(ds)
+	vv := doc.VersionVector()
+	pb := document.VersionVectorToPB(vv)
+	if data := ds.snap.cachedAnswer(ds.head, ds.collected); data != nil {
+		return data, nil, pb, nil
+	}
+	if b.answerUnderLock {
+		data, err := doc.Snapshot()
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("document %s: %w", ds.id, err)
+		}
+		ds.snap.mu.Lock()
+		ds.snap.keepAnswerLocked(ds.head, ds.collected, data)
+		ds.snap.mu.Unlock()
+		return data, nil, pb, nil
+	}
+	return nil, &snapshotJob{
+		ctx:         ctx,
+		docID:       ds.id,
+		epoch:       ds.epoch,
+		seq:         ds.head,
+		vv:          vv,
+		minSynced:   minSynced,
+		collected:   ds.collected,
+		collections: slices.Clone(ds.collections),
+	}, pb, nil
+}
+
+// settle releases the document, then completes the answer the call left
+// for after the lock (its snapshot, to encode), so that other calls on the
+// document do not wait for the encoding. Every call answering with a pack
+// defers it on its named results once it holds the lock.
+func (b *Backend) settle(ctx context.Context, ds *docState, resp *api.ChangePack, err error) error {
+	job := ds.answerJob
+	ds.answerJob = nil
+	b.release(ctx, ds)
+	if err != nil || job == nil {
+		return err
+	}
+	data, err := b.encodeAnswer(ctx, ds.snap, *job)
 	if err != nil {
-		return nil, nil, err
+		return fmt.Errorf("snapshot answer: %w", err)
 	}
-	b.cache.touch(ds)
-	return data, document.VersionVectorToPB(doc.VersionVector()), nil
+	resp.Snapshot = data
+	return nil
 }
