@@ -99,7 +99,7 @@ func (s *Service) authorize(ctx context.Context, procedure string, header http.H
 	}
 	p, err := s.auth.Project(ctx)
 	if err != nil {
-		return s.fail(ctx, procedure, fmt.Errorf("authorize: %w", err))
+		return toConnectError(fmt.Errorf("authorize: %w", err))
 	}
 	if p == nil {
 		return nil
@@ -112,7 +112,7 @@ func (s *Service) authorize(ctx context.Context, procedure string, header http.H
 	settings.Policy = s.auth.Policy(p)
 	list, err := attrs(ctx)
 	if err != nil {
-		return s.fail(ctx, procedure, err)
+		return toConnectError(err)
 	}
 	err = s.auth.Client.Check(ctx, settings, authwebhook.Request{
 		Project:    p.ID,
@@ -126,5 +126,5 @@ func (s *Service) authorize(ctx context.Context, procedure string, header http.H
 	if cerr, ok := authwebhook.ConnectError(err); ok {
 		return cerr
 	}
-	return s.fail(ctx, procedure, fmt.Errorf("authorize %s: %w", method, err))
+	return toConnectError(fmt.Errorf("authorize %s: %w", method, err))
 }

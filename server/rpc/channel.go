@@ -64,7 +64,7 @@ func (s *Service) Broadcast(ctx context.Context, req *connect.Request[api.Broadc
 	// arrives rather than carried to the owner.
 	if n, limit := len(req.Msg.GetPayload()), s.channels.MaxPayloadBytes(); n > limit {
 		err := fmt.Errorf("broadcast on %q: payload of %d bytes, at most %d: %w", truncate(req.Msg.GetChannelKey()), n, limit, channel.ErrPayloadTooLarge)
-		return nil, s.fail(ctx, req.Spec().Procedure, err)
+		return nil, toConnectError(err)
 	}
 	return channelCall(ctx, s, req, routing.CallChannel, req.Msg.GetClientId(), req.Msg.GetChannelKey(),
 		func(o v1connect.YorkieServiceClient) relayFunc[api.BroadcastRequest, api.BroadcastResponse] {
@@ -89,12 +89,12 @@ func channelCall[Req, Res any](ctx context.Context, s *Service, req *connect.Req
 		return nil, invalidArgument(err)
 	}
 	if err := channel.ValidateKey(key); err != nil {
-		return nil, s.fail(ctx, procedure, err)
+		return nil, toConnectError(err)
 	}
 	call := routing.DocumentCall{Kind: kind, ClientID: clientID, DocumentKey: channel.RoutingKey(key), Header: req.Header()}
 	rt, err := s.route(ctx, call)
 	if err != nil {
-		return nil, s.fail(ctx, procedure, err)
+		return nil, toConnectError(err)
 	}
 	verb := authwebhook.ReadWrite
 	if methodOf(procedure) == "Broadcast" {
@@ -127,7 +127,7 @@ func (s *Service) WatchChannel(ctx context.Context, req *connect.Request[api.Wat
 		return invalidArgument(err)
 	}
 	if err := channel.ValidateKey(key); err != nil {
-		return s.fail(ctx, procedure, err)
+		return toConnectError(err)
 	}
 	closeStream, err := s.streams.open(clientID, s.limits.MaxWatchStreamsPerClient)
 	if err != nil {

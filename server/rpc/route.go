@@ -76,7 +76,7 @@ func (s *Service) stamp(h http.Header, rt routing.Route) {
 
 // failRouted maps err like fail and adds the owner's session key.
 func (s *Service) failRouted(ctx context.Context, procedure string, rt routing.Route, err error) error {
-	out := s.fail(ctx, procedure, err)
+	out := toConnectError(err)
 	var ce *connect.Error
 	if errors.As(out, &ce) {
 		s.stamp(ce.Meta(), rt)

@@ -174,12 +174,6 @@ func (s *Service) CloseStreams() {
 	s.closeOnce.Do(func() { close(s.closing) })
 }
 
-// fail maps err for the client of procedure. The failure logger logs it,
-// once, when the call returns.
-func (s *Service) fail(ctx context.Context, procedure string, err error) error {
-	return toConnectError(err)
-}
-
 // ActivateClient registers the client key and returns its client ID.
 func (s *Service) ActivateClient(ctx context.Context, req *connect.Request[api.ActivateClientRequest]) (*connect.Response[api.ActivateClientResponse], error) {
 	key := req.Msg.GetClientKey()
@@ -197,7 +191,7 @@ func (s *Service) ActivateClient(ctx context.Context, req *connect.Request[api.A
 	}
 	info, err := s.backend.ActivateClient(ctx, key, req.Msg.GetMetadata())
 	if err != nil {
-		return nil, s.fail(ctx, req.Spec().Procedure, err)
+		return nil, toConnectError(err)
 	}
 	return connect.NewResponse(&api.ActivateClientResponse{ClientId: info.ID}), nil
 }
@@ -215,11 +209,11 @@ func (s *Service) DeactivateClient(ctx context.Context, req *connect.Request[api
 	if s.router != nil {
 		var err error
 		if epochs, err = s.router.DetachRemote(ctx, clientID); err != nil {
-			return nil, s.fail(ctx, req.Spec().Procedure, err)
+			return nil, toConnectError(err)
 		}
 	}
 	if err := s.backend.DeactivateClient(ctx, clientID, epochs); err != nil {
-		return nil, s.fail(ctx, req.Spec().Procedure, err)
+		return nil, toConnectError(err)
 	}
 	// The SDK sends no DetachChannel before deactivating. Sessions on
 	// channels other nodes own expire with their TTL.
@@ -243,12 +237,12 @@ func (s *Service) AttachDocument(ctx context.Context, req *connect.Request[api.A
 	}
 	procedure := req.Spec().Procedure
 	if err := s.checkAttachments(ctx, clientID); err != nil {
-		return nil, s.fail(ctx, procedure, err)
+		return nil, toConnectError(err)
 	}
 	call := routing.DocumentCall{Kind: routing.CallAttach, ClientID: clientID, DocumentKey: key, Header: req.Header()}
 	rt, err := s.route(ctx, call)
 	if err != nil {
-		return nil, s.fail(ctx, procedure, err)
+		return nil, toConnectError(err)
 	}
 	if err := s.authorize(ctx, procedure, req.Header(), oneKey(key, packVerb(pack))); err != nil {
 		return nil, s.failRouted(ctx, procedure, rt, err)
@@ -259,7 +253,7 @@ func (s *Service) AttachDocument(ctx context.Context, req *connect.Request[api.A
 	docID, resp, err := s.backend.AttachDocument(ctx, rt.Epoch, clientID, key, pack)
 	if errors.Is(err, backend.ErrStaleRoute) {
 		if rt, err = s.route(ctx, call); err != nil {
-			return nil, s.fail(ctx, procedure, err)
+			return nil, toConnectError(err)
 		}
 		if rt.Owner != nil {
 			return relay(ctx, s, procedure, call, rt, rt.Owner.AttachDocument, req.Msg)
@@ -336,7 +330,7 @@ func documentCall[Req, Res any](ctx context.Context, s *Service, req *connect.Re
 	call := routing.DocumentCall{Kind: kind, ClientID: clientID, DocumentID: docID, Header: req.Header()}
 	rt, err := s.route(ctx, call)
 	if err != nil {
-		return nil, s.fail(ctx, procedure, err)
+		return nil, toConnectError(err)
 	}
 	if err := s.authorize(ctx, procedure, req.Header(), s.documentByID(docID, packVerb(pack))); err != nil {
 		return nil, s.failRouted(ctx, procedure, rt, err)
@@ -350,7 +344,7 @@ func documentCall[Req, Res any](ctx context.Context, s *Service, req *connect.Re
 		// owner changed while the binding stood) and has been dropped: route
 		// once more, so a failback costs the client no error.
 		if rt, err = s.route(ctx, call); err != nil {
-			return nil, s.fail(ctx, procedure, err)
+			return nil, toConnectError(err)
 		}
 		if rt.Owner != nil {
 			return relay(ctx, s, procedure, call, rt, method(rt.Owner), req.Msg)
@@ -532,7 +526,7 @@ func (s *Service) routeWatch(ctx context.Context, procedure string, call routing
 	}
 	rt, err := s.route(ctx, call)
 	if err != nil {
-		err = s.fail(ctx, procedure, err)
+		err = toConnectError(err)
 		var ce *connect.Error
 		if errors.As(err, &ce) && s.router != nil {
 			if key := ce.Meta().Get(s.router.SessionKeyHeader()); key != "" {

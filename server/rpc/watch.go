@@ -121,7 +121,7 @@ func (s *Service) watchCall(ctx context.Context, procedure, clientID string, res
 	if ch := res.GetChannel(); ch != nil {
 		key := ch.GetChannelKey()
 		if err := channel.ValidateKey(key); err != nil {
-			return routing.DocumentCall{}, s.fail(ctx, procedure, err)
+			return routing.DocumentCall{}, toConnectError(err)
 		}
 		return routing.DocumentCall{Kind: routing.CallWatchChannel, ClientID: clientID, DocumentKey: channel.RoutingKey(key), Header: header}, nil
 	}
