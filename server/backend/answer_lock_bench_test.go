@@ -3,8 +3,6 @@ package backend_test
 import (
 	"context"
 	"fmt"
-	"slices"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -32,34 +30,13 @@ func BenchmarkPushPullWhileLateJoinersAttach(b *testing.B) {
 }
 
 func benchLateJoiners(b *testing.B, underLock bool) {
-	const (
-		keys    = 10000
-		clients = 4
-	)
 	ctx := context.Background()
 	be, err := backend.New(backend.Config{DB: memory.New(), SnapshotInterval: 200, SnapshotThreshold: 100})
 	if err != nil {
 		b.Fatal(err)
 	}
 	backend.SetAnswerUnderLock(be, underLock)
-	ws := make([]*writer, clients)
-	for i := range ws {
-		ws[i] = newWriter(b, be, fmt.Sprint("w", i))
-		ws[i].attach("doc")
-	}
-	for lo := 0; lo < keys; lo += 100 {
-		ws[0].mustPush(ws[0].change(func(at *api.TimeTicket) []*api.Operation {
-			ops := make([]*api.Operation, 0, 100)
-			for k := lo; k < lo+100; k++ {
-				t := &api.TimeTicket{Lamport: at.Lamport, Delimiter: uint32(k - lo + 1), ActorId: at.ActorId}
-				ops = append(ops, setOp(rootTicket(), fmt.Sprint("k", k), "initial value", t))
-			}
-			return ops
-		}))
-	}
-	for _, w := range ws {
-		w.mustPush()
-	}
+	ws := attachWriters(b, be)
 	m := be.Metrics()
 	heldBefore, sentBefore := m.AnswerLockNanos.Load(), m.SnapshotsSent.Load()
 
@@ -79,26 +56,7 @@ func benchLateJoiners(b *testing.B, underLock bool) {
 		joiners <- err
 	}()
 
-	lat := make([][]time.Duration, clients)
-	var wg sync.WaitGroup
-	b.ReportAllocs()
-	b.ResetTimer()
-	for c := range clients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			w := ws[c]
-			for i := c; i < b.N; i += clients {
-				start := time.Now()
-				if _, err := w.push(w.set(fmt.Sprint("k", i*7919%keys), fmt.Sprint(i))); err != nil {
-					b.Error(err)
-					return
-				}
-				lat[c] = append(lat[c], time.Since(start))
-			}
-		}()
-	}
-	wg.Wait()
+	lat := runWriters(b, ws)
 	b.StopTimer()
 	stop.Store(true)
 	if err := <-joiners; err != nil {
@@ -107,12 +65,7 @@ func benchLateJoiners(b *testing.B, underLock bool) {
 	if err := be.Close(ctx); err != nil {
 		b.Fatal(err)
 	}
-	all := slices.Concat(lat...)
-	slices.Sort(all)
-	if len(all) > 0 {
-		b.ReportMetric(float64(all[len(all)*99/100].Microseconds()), "p99-us")
-		b.ReportMetric(float64(all[len(all)-1].Microseconds()), "max-us")
-	}
+	reportLatency(b, lat)
 	if sent := m.SnapshotsSent.Load() - sentBefore; sent > 0 {
 		held := time.Duration(m.AnswerLockNanos.Load() - heldBefore)
 		b.ReportMetric(float64(held.Microseconds())/float64(sent), "lock-us/answer")
