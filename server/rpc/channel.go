@@ -122,47 +122,34 @@ func channelCall[Req, Res any](ctx context.Context, s *Service, req *connect.Req
 // WatchChannel is the deprecated single-channel form of Watch.
 func (s *Service) WatchChannel(ctx context.Context, req *connect.Request[api.WatchChannelRequest], stream *connect.ServerStream[api.WatchChannelResponse]) error {
 	clientID, key := req.Msg.GetClientId(), req.Msg.GetChannelKey()
-	procedure := req.Spec().Procedure
 	if err := validateClientID(clientID); err != nil {
 		return invalidArgument(err)
 	}
 	if err := channel.ValidateKey(key); err != nil {
 		return toConnectError(err)
 	}
-	closeStream, err := s.streams.open(clientID, s.limits.MaxWatchStreamsPerClient)
-	if err != nil {
-		return err
-	}
-	defer closeStream()
 	call := routing.DocumentCall{Kind: routing.CallWatchChannel, ClientID: clientID, DocumentKey: channel.RoutingKey(key), Header: req.Header()}
-	rt, err := s.routeWatch(ctx, procedure, call, stream.ResponseHeader())
-	if err != nil {
-		return err
-	}
-	if err := s.authorize(ctx, procedure, req.Header(), noAttributes); err != nil {
-		return s.failRouted(ctx, procedure, rt, err)
-	}
-	if rt.Owner != nil {
-		return relayStream(ctx, s, procedure, call, rt, func(ctx context.Context) (*connect.ServerStreamForClient[api.WatchChannelResponse], error) {
-			return rt.Owner.WatchChannel(ctx, relayRequest(req.Msg, call))
-		}, stream.ResponseHeader(), stream.Send)
-	}
-	s.stamp(stream.ResponseHeader(), rt)
-	w, err := s.openChannelWatch(ctx, clientID, key)
-	if err != nil {
-		return s.failRouted(ctx, procedure, rt, err)
-	}
-	defer w.Close()
-	c, _ := w.LatestCount()
-	if err := stream.Send(&api.WatchChannelResponse{Body: &api.WatchChannelResponse_Initialized{
-		Initialized: &api.WatchChannelInitialized{SessionCount: c.Sessions, Seq: c.Seq},
-	}}); err != nil {
-		return s.streamEnded(ctx, procedure, err)
-	}
-	err = s.pumpChannel(ctx, procedure, w, func(ev *api.ChannelEvent) error {
-		return stream.Send(&api.WatchChannelResponse{Body: &api.WatchChannelResponse_Event{Event: ev}})
+	return serveWatchStream(ctx, s, req, stream, call, func(owner v1connect.YorkieServiceClient) ownerStream[api.WatchChannelResponse] {
+		return func(ctx context.Context) (*connect.ServerStreamForClient[api.WatchChannelResponse], error) {
+			return owner.WatchChannel(ctx, relayRequest(req.Msg, call))
+		}
+	}, func(procedure string, rt routing.Route) error {
+		w, err := s.openChannelWatch(ctx, clientID, key)
+		if err != nil {
+			return s.failRouted(ctx, procedure, rt, err)
+		}
+		defer w.Close()
+		c, _ := w.LatestCount()
+		if err := stream.Send(&api.WatchChannelResponse{Body: &api.WatchChannelResponse_Initialized{
+			Initialized: &api.WatchChannelInitialized{SessionCount: c.Sessions, Seq: c.Seq},
+		}}); err != nil {
+			return s.streamEnded(ctx, procedure, err)
+		}
+		err = s.pumpChannel(ctx, procedure, w, func(ev *api.ChannelEvent) error {
+			return stream.Send(&api.WatchChannelResponse{Body: &api.WatchChannelResponse_Event{Event: ev}})
+		})
+		return s.endWatch(ctx, procedure, err)
 	})
-	return s.endWatch(ctx, procedure, err)
 }
 
 // openChannelWatch subscribes an active client to a channel served here.

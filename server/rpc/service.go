@@ -396,44 +396,31 @@ func (s *Service) Watch(ctx context.Context, req *connect.Request[api.WatchReque
 	if err := validateDocumentID(docID); err != nil {
 		return invalidArgument(err)
 	}
-	closeStream, err := s.streams.open(clientID, s.limits.MaxWatchStreamsPerClient)
-	if err != nil {
-		return err
-	}
-	defer closeStream()
-	procedure := req.Spec().Procedure
 	call := routing.DocumentCall{Kind: routing.CallWatch, ClientID: clientID, DocumentID: docID, Header: req.Header()}
-	rt, err := s.routeWatch(ctx, procedure, call, stream.ResponseHeader())
-	if err != nil {
-		return err
-	}
-	if err := s.authorize(ctx, procedure, req.Header(), noAttributes); err != nil {
-		return s.failRouted(ctx, procedure, rt, err)
-	}
-	if rt.Owner != nil {
-		return relayStream(ctx, s, procedure, call, rt, func(ctx context.Context) (*connect.ServerStreamForClient[api.WatchResponse], error) {
-			return rt.Owner.Watch(ctx, relayRequest(req.Msg, call))
-		}, stream.ResponseHeader(), stream.Send)
-	}
-	s.stamp(stream.ResponseHeader(), rt)
-	return s.watch(ctx, procedure, rt, clientID, docID,
-		func(watchers []string) error {
-			return stream.Send(&api.WatchResponse{Body: &api.WatchResponse_Initialization{
-				Initialization: &api.WatchInitialization{ResourceInits: []*api.ResourceInit{{
-					Init: &api.ResourceInit_DocumentInit{DocumentInit: &api.DocumentInit{
-						DocumentId: docID,
-						ClientIds:  watchers,
+	return serveWatchStream(ctx, s, req, stream, call, func(owner v1connect.YorkieServiceClient) ownerStream[api.WatchResponse] {
+		return func(ctx context.Context) (*connect.ServerStreamForClient[api.WatchResponse], error) {
+			return owner.Watch(ctx, relayRequest(req.Msg, call))
+		}
+	}, func(procedure string, rt routing.Route) error {
+		return s.watch(ctx, procedure, rt, clientID, docID,
+			func(watchers []string) error {
+				return stream.Send(&api.WatchResponse{Body: &api.WatchResponse_Initialization{
+					Initialization: &api.WatchInitialization{ResourceInits: []*api.ResourceInit{{
+						Init: &api.ResourceInit_DocumentInit{DocumentInit: &api.DocumentInit{
+							DocumentId: docID,
+							ClientIds:  watchers,
+						}},
+					}}},
+				}})
+			},
+			func(ev *api.DocEvent) error {
+				return stream.Send(&api.WatchResponse{Body: &api.WatchResponse_Event{
+					Event: &api.WatchEvent{Event: &api.WatchEvent_DocEvent{
+						DocEvent: &api.DocWatchEvent{DocumentId: docID, Event: ev},
 					}},
-				}}},
-			}})
-		},
-		func(ev *api.DocEvent) error {
-			return stream.Send(&api.WatchResponse{Body: &api.WatchResponse_Event{
-				Event: &api.WatchEvent{Event: &api.WatchEvent_DocEvent{
-					DocEvent: &api.DocWatchEvent{DocumentId: docID, Event: ev},
-				}},
-			}})
-		})
+				}})
+			})
+	})
 }
 
 // WatchDocument is the deprecated single-document form of Watch.
@@ -446,13 +433,41 @@ func (s *Service) WatchDocument(ctx context.Context, req *connect.Request[api.Wa
 	if err := validateDocumentID(docID); err != nil {
 		return invalidArgument(err)
 	}
-	closeStream, err := s.streams.open(clientID, s.limits.MaxWatchStreamsPerClient)
+	call := routing.DocumentCall{Kind: routing.CallWatch, ClientID: clientID, DocumentID: docID, Header: req.Header()}
+	return serveWatchStream(ctx, s, req, stream, call, func(owner v1connect.YorkieServiceClient) ownerStream[api.WatchDocumentResponse] {
+		return func(ctx context.Context) (*connect.ServerStreamForClient[api.WatchDocumentResponse], error) {
+			return owner.WatchDocument(ctx, relayRequest(req.Msg, call))
+		}
+	}, func(procedure string, rt routing.Route) error {
+		return s.watch(ctx, procedure, rt, clientID, docID,
+			func(watchers []string) error {
+				return stream.Send(&api.WatchDocumentResponse{Body: &api.WatchDocumentResponse_Initialization_{
+					Initialization: &api.WatchDocumentResponse_Initialization{ClientIds: watchers},
+				}})
+			},
+			func(ev *api.DocEvent) error {
+				return stream.Send(&api.WatchDocumentResponse{Body: &api.WatchDocumentResponse_Event{Event: ev}})
+			})
+	})
+}
+
+// ownerStream opens the relayed stream on the owner of a watched resource.
+type ownerStream[Res any] func(context.Context) (*connect.ServerStreamForClient[Res], error)
+
+// serveWatchStream is what every watch stream does before it watches: it
+// counts the stream against the client's limit for as long as it lasts,
+// routes and authorizes the call, then relays it to the resource's owner
+// (opened by relay) or, when this node owns it, stamps the session key and
+// runs local.
+func serveWatchStream[Req, Res any](ctx context.Context, s *Service, req *connect.Request[Req], stream *connect.ServerStream[Res], call routing.DocumentCall,
+	relay func(owner v1connect.YorkieServiceClient) ownerStream[Res], local func(procedure string, rt routing.Route) error,
+) error {
+	closeStream, err := s.streams.open(call.ClientID, s.limits.MaxWatchStreamsPerClient)
 	if err != nil {
 		return err
 	}
 	defer closeStream()
 	procedure := req.Spec().Procedure
-	call := routing.DocumentCall{Kind: routing.CallWatch, ClientID: clientID, DocumentID: docID, Header: req.Header()}
 	rt, err := s.routeWatch(ctx, procedure, call, stream.ResponseHeader())
 	if err != nil {
 		return err
@@ -461,20 +476,10 @@ func (s *Service) WatchDocument(ctx context.Context, req *connect.Request[api.Wa
 		return s.failRouted(ctx, procedure, rt, err)
 	}
 	if rt.Owner != nil {
-		return relayStream(ctx, s, procedure, call, rt, func(ctx context.Context) (*connect.ServerStreamForClient[api.WatchDocumentResponse], error) {
-			return rt.Owner.WatchDocument(ctx, relayRequest(req.Msg, call))
-		}, stream.ResponseHeader(), stream.Send)
+		return relayStream(ctx, s, procedure, call, rt, relay(rt.Owner), stream.ResponseHeader(), stream.Send)
 	}
 	s.stamp(stream.ResponseHeader(), rt)
-	return s.watch(ctx, procedure, rt, clientID, docID,
-		func(watchers []string) error {
-			return stream.Send(&api.WatchDocumentResponse{Body: &api.WatchDocumentResponse_Initialization_{
-				Initialization: &api.WatchDocumentResponse_Initialization{ClientIds: watchers},
-			}})
-		},
-		func(ev *api.DocEvent) error {
-			return stream.Send(&api.WatchDocumentResponse{Body: &api.WatchDocumentResponse_Event{Event: ev}})
-		})
+	return local(procedure, rt)
 }
 
 // watch runs a document event stream for both Watch forms: it subscribes,
