@@ -241,14 +241,20 @@ func (m *Manager) Attach(clientID, key string) (sessionID string, count int64, e
 	return id, int64(m.nodes[key].total), nil
 }
 
+// validateSession checks the scoped key and session ID a Detach or Refresh
+// names.
+func validateSession(key, sessionID string) error {
+	if err := validateScoped(key); err != nil {
+		return err
+	}
+	return validateSessionID(sessionID)
+}
+
 // Detach ends the client's session on the channel and returns the count
 // after it. An unknown session is not an error: it may have expired or been
 // lost with another node, and the client wants it gone either way.
 func (m *Manager) Detach(clientID, key, sessionID string) (int64, error) {
-	if err := validateScoped(key); err != nil {
-		return 0, err
-	}
-	if err := validateSessionID(sessionID); err != nil {
+	if err := validateSession(key, sessionID); err != nil {
 		return 0, err
 	}
 	m.mu.Lock()
@@ -264,10 +270,7 @@ func (m *Manager) Detach(clientID, key, sessionID string) (int64, error) {
 // died) is created again under the same ID, so a heartbeat is all a client
 // needs to be counted again.
 func (m *Manager) Refresh(clientID, key, sessionID string) (int64, error) {
-	if err := validateScoped(key); err != nil {
-		return 0, err
-	}
-	if err := validateSessionID(sessionID); err != nil {
+	if err := validateSession(key, sessionID); err != nil {
 		return 0, err
 	}
 	m.mu.Lock()

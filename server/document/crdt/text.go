@@ -218,31 +218,34 @@ func (t *Text) Style(from, to TextPos, attrs []TextAttr, remove []string, edited
 	if _, err := t.rga.resolveRange(from, to); err != nil {
 		return nil, diff, err
 	}
-	var pairs []GCPair
-	if len(remove) > 0 {
+	// Each pass resolves and splits the range afresh, the removal's and the
+	// setting's alike, so both see the nodes as the SDK does.
+	eachTarget := func(apply func(v *TextValue)) error {
 		nodes, d, err := t.styleTargets(from, to, editedAt, vv)
 		if err != nil {
-			return nil, diff, err
+			return err
 		}
 		diff.Add(d)
 		for _, n := range nodes {
-			v := n.value
+			apply(n.value)
+		}
+		return nil
+	}
+	var pairs []GCPair
+	if len(remove) > 0 {
+		if err := eachTarget(func(v *TextValue) {
 			for _, key := range remove {
 				for _, gc := range v.rht().Remove(key, editedAt) {
 					pairs = append(pairs, GCPair{Parent: v, Child: gc})
 					diff.Add(gc.DataSize())
 				}
 			}
+		}); err != nil {
+			return nil, diff, err
 		}
 	}
 	if len(attrs) > 0 {
-		nodes, d, err := t.styleTargets(from, to, editedAt, vv)
-		if err != nil {
-			return nil, diff, err
-		}
-		diff.Add(d)
-		for _, n := range nodes {
-			v := n.value
+		if err := eachTarget(func(v *TextValue) {
 			for _, a := range attrs {
 				prev, _ := v.SetAttr(a.Key, a.Value, editedAt)
 				if prev != nil {
@@ -253,6 +256,8 @@ func (t *Text) Style(from, to TextPos, attrs []TextAttr, remove []string, edited
 					diff.Add(cur.DataSize())
 				}
 			}
+		}); err != nil {
+			return nil, diff, err
 		}
 	}
 	return pairs, diff, nil

@@ -296,6 +296,24 @@ type jsParser struct {
 // jsMaxDepth bounds nesting, as the JS engine's stack does.
 const jsMaxDepth = 1000
 
+// next steps over what follows an element of a container: a comma (more is
+// true) or the container's closing byte. ok is false for anything else.
+func (p *jsParser) next(closing byte) (more, ok bool) {
+	p.ws()
+	if p.i >= len(p.s) {
+		return false, false
+	}
+	switch p.s[p.i] {
+	case ',':
+		p.i++
+		return true, true
+	case closing:
+		p.i++
+		return false, true
+	}
+	return false, false
+}
+
 func (p *jsParser) ws() {
 	for p.i < len(p.s) {
 		switch p.s[p.i] {
@@ -344,19 +362,13 @@ func (p *jsParser) value(depth int) (*jsValue, bool) {
 				return nil, false
 			}
 			v.arr = append(v.arr, e)
-			p.ws()
-			if p.i >= len(p.s) {
+			more, ok := p.next(']')
+			if !ok {
 				return nil, false
 			}
-			if p.s[p.i] == ',' {
-				p.i++
-				continue
-			}
-			if p.s[p.i] == ']' {
-				p.i++
+			if !more {
 				return v, true
 			}
-			return nil, false
 		}
 	case c == '{':
 		p.i++
@@ -386,19 +398,13 @@ func (p *jsParser) value(depth int) (*jsValue, bool) {
 				return nil, false
 			}
 			v.setKey(k, e)
-			p.ws()
-			if p.i >= len(p.s) {
+			more, ok := p.next('}')
+			if !ok {
 				return nil, false
 			}
-			if p.s[p.i] == ',' {
-				p.i++
-				continue
-			}
-			if p.s[p.i] == '}' {
-				p.i++
+			if !more {
 				return v, true
 			}
-			return nil, false
 		}
 	case c == '-' || (c >= '0' && c <= '9'):
 		return p.number()
