@@ -322,6 +322,20 @@ func (t *transcoder) next() byte {
 	return 0
 }
 
+// after steps over what follows an element of an array or object: a comma
+// (more is true) or its closing byte (ok is true). Anything else is neither.
+func (t *transcoder) after(closing byte) (more, ok bool) {
+	switch t.next() {
+	case ',':
+		t.pos++
+		return true, true
+	case closing:
+		t.pos++
+		return false, true
+	}
+	return false, false
+}
+
 // isNotDelim reports whether c may continue a literal or number, so that
 // protojson would not see the token end before it.
 func isNotDelim(c byte) bool {
@@ -461,14 +475,8 @@ func (t *transcoder) elements(elem func() bool) bool {
 		if !elem() {
 			return false
 		}
-		switch t.next() {
-		case ',':
-			t.pos++
-		case ']':
-			t.pos++
-			return true
-		default:
-			return false
+		if more, ok := t.after(']'); !more {
+			return ok
 		}
 	}
 }
@@ -540,14 +548,8 @@ func (t *transcoder) mapField(f *fieldSchema) bool {
 			return false
 		}
 		t.endLen(start)
-		switch t.next() {
-		case ',':
-			t.pos++
-		case '}':
-			t.pos++
-			return true
-		default:
-			return false
+		if more, ok := t.after('}'); !more {
+			return ok
 		}
 	}
 }
