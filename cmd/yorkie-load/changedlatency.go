@@ -58,17 +58,13 @@ type changedResult struct {
 	ServerCores          float64 `json:"server_cores_busy"`
 }
 
-func changedLatencyFlags(fs *flag.FlagSet) func(context.Context, common, *slog.Logger) (result, error) {
-	var cfg changedConfig
+func changedLatencyFlags(fs *flag.FlagSet, cfg *changedConfig) {
 	fs.IntVar(&cfg.watchers, "w", 10, "watchers per document besides the pushers (which watch too)")
 	fs.IntVar(&cfg.pushers, "p", 1, "pushers per document")
 	fs.IntVar(&cfg.docs, "docs", 1, "documents")
 	fs.IntVar(&cfg.pushes, "n", 200, "pushes per pusher")
 	fs.Float64Var(&cfg.rate, "rate", 20, "pushes per second per pusher")
 	fs.DurationVar(&cfg.drain, "drain", 3*time.Second, "how long to wait for late CHANGED events after the last push")
-	return func(ctx context.Context, c common, logger *slog.Logger) (result, error) {
-		return runChangedLatency(ctx, c, cfg, logger)
-	}
 }
 
 // push is one measured push.

@@ -103,6 +103,18 @@ type result interface {
 	rows() [][2]string
 }
 
+// scenarioOf makes a scenario of a flag set's registration into a config of
+// type C and the run that takes it.
+func scenarioOf[C any, R result](name string, register func(*flag.FlagSet, *C), run func(context.Context, common, C, *slog.Logger) (R, error)) scenario {
+	return scenario{name: name, flags: func(fs *flag.FlagSet) func(context.Context, common, *slog.Logger) (result, error) {
+		var cfg C
+		register(fs, &cfg)
+		return func(ctx context.Context, c common, logger *slog.Logger) (result, error) {
+			return run(ctx, c, cfg, logger)
+		}
+	}}
+}
+
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		fmt.Fprint(stderr, usage)
@@ -112,9 +124,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	scenarios := []scenario{
-		{"watch-idle", watchIdleFlags},
-		{"changed-latency", changedLatencyFlags},
-		{"pushpull", pushPullFlags},
+		scenarioOf("watch-idle", watchIdleFlags, runWatchIdle),
+		scenarioOf("changed-latency", changedLatencyFlags, runChangedLatency),
+		scenarioOf("pushpull", pushPullFlags, runPushPull),
 	}
 	var sc *scenario
 	for i := range scenarios {

@@ -45,15 +45,11 @@ type pushPullResult struct {
 	ClientCores float64 `json:"client_cores_busy"`
 }
 
-func pushPullFlags(fs *flag.FlagSet) func(context.Context, common, *slog.Logger) (result, error) {
-	var cfg pushPullConfig
+func pushPullFlags(fs *flag.FlagSet, cfg *pushPullConfig) {
 	fs.IntVar(&cfg.clients, "clients", 10, "clients pushing in a closed loop")
 	fs.IntVar(&cfg.docs, "docs", 1, "documents the clients are spread over")
 	fs.DurationVar(&cfg.duration, "duration", 10*time.Second, "length of the loop")
 	fs.IntVar(&cfg.ops, "n", 0, "PushPulls per client at most (0: until -duration)")
-	return func(ctx context.Context, c common, logger *slog.Logger) (result, error) {
-		return runPushPull(ctx, c, cfg, logger)
-	}
 }
 
 func runPushPull(ctx context.Context, c common, cfg pushPullConfig, logger *slog.Logger) (*pushPullResult, error) {

@@ -50,15 +50,11 @@ type watchIdleResult struct {
 	GoroutinesPerStream float64 `json:"goroutines_per_stream"`
 }
 
-func watchIdleFlags(fs *flag.FlagSet) func(context.Context, common, *slog.Logger) (result, error) {
-	var cfg watchIdleConfig
+func watchIdleFlags(fs *flag.FlagSet, cfg *watchIdleConfig) {
 	fs.IntVar(&cfg.streams, "n", 1000, "clients, each with one Watch stream")
 	fs.IntVar(&cfg.docs, "docs", 100, "documents the clients are spread over")
 	fs.DurationVar(&cfg.settle, "settle", 3*time.Second, "idle time after the last stream opened, before measuring")
 	fs.DurationVar(&cfg.hold, "hold", 0, "keep the streams open this long after measuring (for profiling)")
-	return func(ctx context.Context, c common, logger *slog.Logger) (result, error) {
-		return runWatchIdle(ctx, c, cfg, logger)
-	}
 }
 
 func runWatchIdle(ctx context.Context, c common, cfg watchIdleConfig, logger *slog.Logger) (*watchIdleResult, error) {
