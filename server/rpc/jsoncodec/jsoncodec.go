@@ -322,6 +322,20 @@ func (t *transcoder) next() byte {
 	return 0
 }
 
+// member reads an object member's name, which must come next, and the ':'
+// after it.
+func (t *transcoder) member() ([]byte, bool) {
+	if t.next() != '"' {
+		return nil, false
+	}
+	name, ok := t.str()
+	if !ok || t.next() != ':' {
+		return nil, false
+	}
+	t.pos++
+	return name, true
+}
+
 // after steps over what follows an element of an array or object: a comma
 // (more is true) or its closing byte (ok is true). Anything else is neither.
 func (t *transcoder) after(closing byte) (more, ok bool) {
@@ -391,14 +405,10 @@ func (t *transcoder) message(s *msgSchema) bool {
 		return true
 	}
 	for {
-		if t.next() != '"' {
+		name, ok := t.member()
+		if !ok {
 			return false
 		}
-		name, ok := t.str()
-		if !ok || t.next() != ':' {
-			return false
-		}
-		t.pos++
 		f := s.byName[string(name)]
 		if f == nil {
 			// protojson resolves [name] as an extension.
@@ -509,14 +519,10 @@ func (t *transcoder) mapField(f *fieldSchema) bool {
 	var keys [][]byte
 	var keySet map[string]struct{}
 	for {
-		if t.next() != '"' {
+		key, ok := t.member()
+		if !ok {
 			return false
 		}
-		key, ok := t.str()
-		if !ok || t.next() != ':' {
-			return false
-		}
-		t.pos++
 		// Duplicate keys are an error in protojson.
 		if keySet != nil {
 			if _, dup := keySet[string(key)]; dup {
