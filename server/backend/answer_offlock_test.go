@@ -8,7 +8,6 @@ import (
 
 	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
 	"github.com/yorkie-affinity/yorkie/server/backend"
-	"github.com/yorkie-affinity/yorkie/server/backend/database/memory"
 )
 
 // TestPushPullDoesNotWaitForAnAnswer: while the snapshot answering a late
@@ -17,17 +16,9 @@ import (
 // it was answered at, with that head's version vector, as if it had been
 // encoded under the lock.
 func TestPushPullDoesNotWaitForAnAnswer(t *testing.T) {
-	db := memory.New()
-	b, err := backend.New(backend.Config{DB: db, SnapshotInterval: -1, SnapshotThreshold: 5})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, db := configuredBackend(t, backend.Config{SnapshotInterval: -1, SnapshotThreshold: 5})
 	t.Cleanup(func() { _ = b.Close(context.Background()) })
-	entered, resume := make(chan int64, 1), make(chan struct{})
-	backend.SetBeforeAnswer(b, func(_ string, seq int64) {
-		entered <- seq
-		<-resume
-	})
+	entered, resume := holdHook(b, backend.SetBeforeAnswer, 1)
 	a := newWriter(t, b, "a")
 	a.attach("doc")
 	for i := range 10 {

@@ -232,11 +232,7 @@ func TestChangeThatDoesNotApplyIsRefused(t *testing.T) {
 // vector (the initial actor included) and no changes, and edits on from
 // there; one closer than the threshold gets changes.
 func TestLateJoinerGetsTheDocumentAsASnapshot(t *testing.T) {
-	db := memory.New()
-	b, err := backend.New(backend.Config{DB: db, SnapshotThreshold: 20, SnapshotInterval: 7})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, db := configuredBackend(t, backend.Config{SnapshotThreshold: 20, SnapshotInterval: 7})
 	a := newWriter(t, b, "a")
 	a.attach("doc")
 	for i := range 30 {
@@ -278,18 +274,14 @@ func TestLateJoinerGetsTheDocumentAsASnapshot(t *testing.T) {
 // TestOversizedPushIsRefused: a push that would take the document past the
 // size limit is refused and nothing of it stored; smaller edits go on.
 func TestOversizedPushIsRefused(t *testing.T) {
-	db := memory.New()
-	limited, err := backend.New(backend.Config{DB: db, MaxSizePerDocument: 1000})
-	if err != nil {
-		t.Fatal(err)
-	}
+	limited, db := configuredBackend(t, backend.Config{MaxSizePerDocument: 1000})
 	if got := limited.MaxSizePerDocument(); got != 1000 {
 		t.Fatalf("MaxSizePerDocument = %d", got)
 	}
 	a := newWriter(t, limited, "a")
 	a.attach("doc")
 	a.mustPush(a.set("small", "x"))
-	_, err = a.push(a.set("big", strings.Repeat("y", 1000)))
+	_, err := a.push(a.set("big", strings.Repeat("y", 1000)))
 	if !errors.Is(err, backend.ErrDocumentSizeExceedsLimit) {
 		t.Fatalf("push = %v, want ErrDocumentSizeExceedsLimit", err)
 	}
@@ -381,11 +373,7 @@ func TestSnapshotsAreStoredEveryInterval(t *testing.T) {
 // in the server's document until every attached client reported a vector
 // covering the removal, and is gone from the snapshot after that.
 func TestTombstonesAreCollectedOnceEveryoneSawTheRemoval(t *testing.T) {
-	db := memory.New()
-	b, err := backend.New(backend.Config{DB: db, SnapshotThreshold: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, _ := configuredBackend(t, backend.Config{SnapshotThreshold: 1})
 	a, c := newWriter(t, b, "a"), newWriter(t, b, "c")
 	a.attach("doc")
 	c.attach("doc")
@@ -438,11 +426,7 @@ func BenchmarkHotDocumentMemory(b *testing.B) {
 		runtime.ReadMemStats(&m)
 		return m.HeapAlloc
 	}
-	db := memory.New()
-	bk, err := backend.New(backend.Config{DB: db})
-	if err != nil {
-		b.Fatal(err)
-	}
+	bk, db := configuredBackend(b, backend.Config{})
 	ws := make([]*writer, b.N)
 	start := heap()
 	for i := range ws {
@@ -477,11 +461,7 @@ func BenchmarkHotDocumentMemory(b *testing.B) {
 // each call on one evicts the other, which the next call rebuilds from the
 // database, and both end as their logs make them.
 func TestEvictedDocumentsAreRebuilt(t *testing.T) {
-	db := memory.New()
-	b, err := backend.New(backend.Config{DB: db, DocumentCacheBytes: 1, SnapshotInterval: 4, SnapshotThreshold: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, db := configuredBackend(t, backend.Config{DocumentCacheBytes: 1, SnapshotInterval: 4, SnapshotThreshold: 1})
 	x, y := newWriter(t, b, "x"), newWriter(t, b, "y")
 	x.attach("doc-x")
 	y.attach("doc-y")
@@ -509,16 +489,8 @@ func TestEvictedDocumentsAreRebuilt(t *testing.T) {
 // snapshot stored afterwards is the state after its change, with its vector.
 func TestPushPullDoesNotWaitForASnapshot(t *testing.T) {
 	ctx := context.Background()
-	db := memory.New()
-	b, err := backend.New(backend.Config{DB: db, SnapshotInterval: 10, SnapshotThreshold: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	entered, resume := make(chan int64, 4), make(chan struct{})
-	backend.SetBeforeEncode(b, func(_ string, seq int64) {
-		entered <- seq
-		<-resume
-	})
+	b, db := configuredBackend(t, backend.Config{SnapshotInterval: 10, SnapshotThreshold: -1})
+	entered, resume := holdHook(b, backend.SetBeforeEncode, 4)
 	a := newWriter(t, b, "a")
 	a.attach("doc")
 	for i := range 10 {
@@ -570,11 +542,7 @@ func TestCrashWhileEncodingLosesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	entered, never := make(chan int64, 1), make(chan struct{})
-	backend.SetBeforeEncode(b, func(_ string, seq int64) {
-		entered <- seq
-		<-never
-	})
+	entered, never := holdHook(b, backend.SetBeforeEncode, 1)
 	t.Cleanup(func() { close(never) })
 	a := newWriter(t, b, "a")
 	a.attach("doc")
@@ -621,11 +589,7 @@ func replayVector(tb testing.TB, db database.Database, docID string, upTo int64)
 // heap estimate (followed between walks in proportion to its size), several
 // times the SDK's byte count of it.
 func TestCacheCountsTheHeap(t *testing.T) {
-	db := memory.New()
-	b, err := backend.New(backend.Config{DB: db, SnapshotInterval: -1, SnapshotThreshold: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, db := configuredBackend(t, backend.Config{SnapshotInterval: -1, SnapshotThreshold: -1})
 	t.Cleanup(func() { _ = b.Close(context.Background()) })
 	a := newWriter(t, b, "a")
 	a.attach("doc")
@@ -655,11 +619,7 @@ func TestCacheCountsTheHeap(t *testing.T) {
 // has not seen yet stays in the snapshot at 20.
 func TestStoredSnapshotCarriesOnlyUnsyncedTombstones(t *testing.T) {
 	ctx := context.Background()
-	db := memory.New()
-	b, err := backend.New(backend.Config{DB: db, SnapshotInterval: 20, SnapshotThreshold: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, db := configuredBackend(t, backend.Config{SnapshotInterval: 20, SnapshotThreshold: -1})
 	a, c := newWriter(t, b, "a"), newWriter(t, b, "c")
 	a.attach("doc")
 	c.attach("doc")

@@ -14,18 +14,40 @@ import (
 	"github.com/yorkie-affinity/yorkie/server/servertest/sdksim"
 )
 
-// newBackend returns a backend over db (a fresh memory database if nil).
+// newBackend returns a backend over db (a fresh memory database if nil),
+// closed when the test ends.
 func newBackend(tb testing.TB, db database.Database) (*backend.Backend, database.Database) {
 	tb.Helper()
-	if db == nil {
-		db = memory.New()
+	b, db := configuredBackend(tb, backend.Config{DB: db})
+	tb.Cleanup(func() { _ = b.Close(context.Background()) })
+	return b, db
+}
+
+// configuredBackend returns a backend with cfg, over a fresh memory database
+// unless cfg names one, and its database. Closing it is the test's: some
+// close it to wait for snapshots, some never do.
+func configuredBackend(tb testing.TB, cfg backend.Config) (*backend.Backend, database.Database) {
+	tb.Helper()
+	if cfg.DB == nil {
+		cfg.DB = memory.New()
 	}
-	b, err := backend.New(backend.Config{DB: db})
+	b, err := backend.New(cfg)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	tb.Cleanup(func() { _ = b.Close(context.Background()) })
-	return b, db
+	return b, cfg.DB
+}
+
+// holdHook installs, with set, a hook that sends the seq of each run it
+// enters on entered (buffered for runs) and then blocks until resume is
+// closed, so a test can act while the backend is held there.
+func holdHook(b *backend.Backend, set func(*backend.Backend, func(docID string, seq int64)), runs int) (entered chan int64, resume chan struct{}) {
+	entered, resume = make(chan int64, runs), make(chan struct{})
+	set(b, func(_ string, seq int64) {
+		entered <- seq
+		<-resume
+	})
+	return entered, resume
 }
 
 func activate(tb testing.TB, b *backend.Backend, key string) string {
