@@ -126,21 +126,10 @@ func sameButAttributeOrder(a, b string) bool {
 
 func checkTreeState(t *testing.T, d *Document, want sdkTreeState) {
 	t.Helper()
-	if got := d.JSON(); got != want.JSON {
-		// Attribute maps on the wire (an undo's contents, a multi-key style) reach Go without
-		// their entry order, which the SDK's objects keep: only that order may differ.
-		if sameButAttributeOrder(got, want.JSON) {
-			t.Logf("JSON differs only in the order of attributes")
-		} else {
-			t.Errorf("JSON:\n got  %s\n want %s", got, want.JSON)
-		}
-	}
-	if got := d.GarbageLen(); got != want.GarbageLen {
-		t.Errorf("garbage len %d, want %d", got, want.GarbageLen)
-	}
-	if got := d.Size(); got != want.Size.of() {
-		t.Errorf("doc size %+v, want %+v", got, want.Size.of())
-	}
+	// Attribute maps on the wire (an undo's contents, a multi-key style) reach Go without
+	// their entry order, which the SDK's objects keep: only that order may differ.
+	checkTreeJSON(t, "JSON", d.JSON(), want.JSON)
+	checkGarbageAndSize(t, "", d, want.GarbageLen, want.Size.of())
 	snap, err := d.Snapshot()
 	if err != nil {
 		t.Fatal(err)
@@ -168,20 +157,35 @@ func checkTreeState(t *testing.T, d *Document, want sdkTreeState) {
 	if err != nil {
 		t.Fatalf("read our snapshot: %v", err)
 	}
-	if got := back.JSON(); got != want.ReadBack {
-		if sameButAttributeOrder(got, want.ReadBack) {
-			t.Logf("snapshot read back differs only in the order of attributes")
-		} else {
-			t.Errorf("snapshot read back:\n got  %s\n want %s", got, want.ReadBack)
-		}
-	}
+	checkTreeJSON(t, "snapshot read back", back.JSON(), want.ReadBack)
 	// Like the SDK, a replica loading a snapshot collects only the attributes of live
 	// elements, not the tombstoned nodes.
-	if got := back.GarbageLen(); got != want.LoadedGarbageLen {
-		t.Errorf("garbage len after loading %d, want %d", got, want.LoadedGarbageLen)
+	checkGarbageAndSize(t, " after loading", back, want.LoadedGarbageLen, want.LoadedSize.of())
+}
+
+// checkTreeJSON fails the test unless got is want, or differs from it only in
+// the order of attributes (which it logs).
+func checkTreeJSON(t *testing.T, what, got, want string) {
+	t.Helper()
+	if got == want {
+		return
 	}
-	if got := back.Size(); got != want.LoadedSize.of() {
-		t.Errorf("doc size after loading %+v, want %+v", got, want.LoadedSize.of())
+	if sameButAttributeOrder(got, want) {
+		t.Logf("%s differs only in the order of attributes", what)
+	} else {
+		t.Errorf("%s:\n got  %s\n want %s", what, got, want)
+	}
+}
+
+// checkGarbageAndSize compares d's garbage count and size with the SDK's;
+// when says at which point they were taken.
+func checkGarbageAndSize(t *testing.T, when string, d *Document, garbage int, size crdt.DocSize) {
+	t.Helper()
+	if got := d.GarbageLen(); got != garbage {
+		t.Errorf("garbage len%s %d, want %d", when, got, garbage)
+	}
+	if got := d.Size(); got != size {
+		t.Errorf("doc size%s %+v, want %+v", when, got, size)
 	}
 }
 
