@@ -1,10 +1,7 @@
 package integration_test
 
 import (
-	"context"
-	"log/slog"
 	"testing"
-	"time"
 
 	"connectrpc.com/connect"
 
@@ -88,21 +85,7 @@ func TestRestartedNodeServesTheSameDocument(t *testing.T) {
 	m := testenv.MongoURI(t)
 	start := func() *server.Server {
 		t.Helper()
-		srv, err := server.New(server.Config{
-			Host:              "127.0.0.1",
-			DB:                dbtest.DialMongo(t, m, m.Database),
-			SnapshotInterval:  50,
-			SnapshotThreshold: 20,
-			Logger:            slog.New(slog.DiscardHandler),
-		})
-		wire.Must(t, err, "new server")
-		wire.Must(t, srv.Start(context.Background()), "start server")
-		return srv
-	}
-	stop := func(srv *server.Server) {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		wire.Must(t, srv.Shutdown(ctx), "shut down")
+		return startNode(t, server.Config{DB: dbtest.DialMongo(t, m, m.Database), SnapshotInterval: 50, SnapshotThreshold: 20})
 	}
 
 	first := start()
@@ -113,10 +96,10 @@ func TestRestartedNodeServesTheSameDocument(t *testing.T) {
 		writer.Edit(10)
 		writer.MustPushPull()
 	}
-	stop(first)
+	stopNode(t, first)
 
 	second := start()
-	defer stop(second)
+	defer stopNode(t, second)
 	late := newReplica(t, servertest.Client(t, second, servertest.ConnectJSON))
 	resp, err := late.Attach(wire.Context(t), key)
 	wire.Must(t, err, "late attach")

@@ -1,8 +1,11 @@
 package integration_test
 
 import (
+	"context"
 	"errors"
+	"log/slog"
 	"testing"
+	"time"
 
 	"connectrpc.com/connect"
 
@@ -93,4 +96,23 @@ func wantEvent(t testing.TB, ev *api.DocEvent, typ api.DocEventType, publisher s
 	if ev.GetType() != typ || ev.GetPublisher() != publisher {
 		t.Fatalf("got event %s from %s, want %s from %s", ev.GetType(), ev.GetPublisher(), typ, publisher)
 	}
+}
+
+// startNode starts a node with cfg on a loopback port, logging nothing.
+func startNode(t testing.TB, cfg server.Config) *server.Server {
+	t.Helper()
+	cfg.Host = "127.0.0.1"
+	cfg.Logger = slog.New(slog.DiscardHandler)
+	srv, err := server.New(cfg)
+	wire.Must(t, err, "new server")
+	wire.Must(t, srv.Start(context.Background()), "start server")
+	return srv
+}
+
+// stopNode shuts srv down as a node stopping for a restart does.
+func stopNode(t testing.TB, srv *server.Server) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	wire.Must(t, srv.Shutdown(ctx), "shut down")
 }

@@ -2,7 +2,6 @@ package integration_test
 
 import (
 	"context"
-	"log/slog"
 	"testing"
 	"time"
 
@@ -28,15 +27,7 @@ func TestDataFromBeforeProjectsBelongsToTheDefaultProject(t *testing.T) {
 	start := func() *server.Server {
 		t.Helper()
 		db = dbtest.DialMongo(t, m, m.Database)
-		srv, err := server.New(server.Config{Host: "127.0.0.1", DB: db, Logger: slog.New(slog.DiscardHandler)})
-		wire.Must(t, err, "new server")
-		wire.Must(t, srv.Start(context.Background()), "start server")
-		return srv
-	}
-	stop := func(srv *server.Server) {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		wire.Must(t, srv.Shutdown(ctx), "shut down")
+		return startNode(t, server.Config{DB: db})
 	}
 
 	first := start()
@@ -45,7 +36,7 @@ func TestDataFromBeforeProjectsBelongsToTheDefaultProject(t *testing.T) {
 	writer.MustAttach(key)
 	writer.Edit(5)
 	writer.MustPushPull()
-	stop(first)
+	stopNode(t, first)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
