@@ -11,8 +11,8 @@ import (
 
 	"github.com/yorkie-affinity/yorkie/server/affinity"
 	"github.com/yorkie-affinity/yorkie/server/servertest/poll"
-	"github.com/yorkie-affinity/yorkie/server/sessionstore"
 	"github.com/yorkie-affinity/yorkie/server/sessionstore/memory"
+	"github.com/yorkie-affinity/yorkie/server/sessionstore/storetest"
 )
 
 // waitTimeout bounds every wait for the managers to notice a change; it only
@@ -158,7 +158,7 @@ func TestCrashedOwnerIsTakenOverWithLargerEpoch(t *testing.T) {
 		t.Fatalf("b sees owner %s, want %s", o.Addr, a.Addr())
 	}
 	// a is partitioned away: its lease ends without renewal.
-	st.ExpireLease(sessionstore.Member{Addr: a.Addr(), Incarnation: memberIncarnation(t, st, a.Addr())})
+	st.ExpireLease(storetest.LiveMember(t, st, a.Addr()))
 	select {
 	case keys := <-lost:
 		if len(keys) != 1 || keys[0] != key {
@@ -210,21 +210,6 @@ func TestStopReleasesBindingsAtOnce(t *testing.T) {
 	}
 }
 
-func memberIncarnation(t *testing.T, st *memory.Store, addr string) int64 {
-	t.Helper()
-	ms, err := st.Members(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, m := range ms {
-		if m.Addr == addr {
-			return m.Incarnation
-		}
-	}
-	t.Fatalf("%s is not a member", addr)
-	return 0
-}
-
 func TestTakeoverOfACrashedOwnersDocumentIsCounted(t *testing.T) {
 	st := memory.New(memory.Config{})
 	a := node(t, st, "127.0.0.1:9301", nil)
@@ -250,9 +235,9 @@ func TestTakeoverOfACrashedOwnersDocumentIsCounted(t *testing.T) {
 		t.Fatalf("b sees owner %+v (%v), want %s", o, err, a.Addr())
 	}
 	// a crashes: nothing is released, and its lease runs out.
-	incarnation := memberIncarnation(t, st, a.Addr())
+	member := storetest.LiveMember(t, st, a.Addr())
 	a.Abandon()
-	st.ExpireLease(sessionstore.Member{Addr: a.Addr(), Incarnation: incarnation})
+	st.ExpireLease(member)
 	poll.UntilTrue(t, waitTimeout, "b to see a leave", func() bool { return len(b.Members()) == 1 })
 	if o, err := b.Owner(ctx, key); err != nil || !o.Self {
 		t.Fatalf("after a crashed, owner is %+v (%v), want b", o, err)
@@ -339,7 +324,7 @@ func TestGoneClosesWhenTheMemberLeaves(t *testing.T) {
 	default:
 		t.Fatal("Gone of a non-member is not closed")
 	}
-	st.ExpireLease(sessionstore.Member{Addr: b.Addr(), Incarnation: memberIncarnation(t, st, b.Addr())})
+	st.ExpireLease(storetest.LiveMember(t, st, b.Addr()))
 	select {
 	case <-gone:
 	case <-time.After(5 * time.Second):

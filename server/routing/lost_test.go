@@ -14,8 +14,8 @@ import (
 	"github.com/yorkie-affinity/yorkie/server/backend/database/memory"
 	"github.com/yorkie-affinity/yorkie/server/channel"
 	"github.com/yorkie-affinity/yorkie/server/routing"
-	"github.com/yorkie-affinity/yorkie/server/sessionstore"
 	sessmemory "github.com/yorkie-affinity/yorkie/server/sessionstore/memory"
+	"github.com/yorkie-affinity/yorkie/server/sessionstore/storetest"
 )
 
 // waitTimeout ends a test whose awaited event never comes; it is no
@@ -98,7 +98,7 @@ func TestStuckDocumentDoesNotStallTheManager(t *testing.T) {
 		t.Fatal("the attach never claimed the document")
 	}
 
-	st.ExpireLease(sessionstore.Member{Addr: addr, Incarnation: incarnation(t, st, addr)})
+	st.ExpireLease(storetest.LiveMember(t, st, addr))
 	select {
 	case keys := <-released:
 		if len(keys) != 1 || keys[0] != key {
@@ -131,20 +131,4 @@ func TestStuckDocumentDoesNotStallTheManager(t *testing.T) {
 	if err := b.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// incarnation returns the live incarnation of the member at addr.
-func incarnation(t *testing.T, st *sessmemory.Store, addr string) int64 {
-	t.Helper()
-	ms, err := st.Members(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, m := range ms {
-		if m.Addr == addr {
-			return m.Incarnation
-		}
-	}
-	t.Fatalf("%s is not a member", addr)
-	return 0
 }

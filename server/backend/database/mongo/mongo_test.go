@@ -37,6 +37,18 @@ func mongoTest(t *testing.T, timeout time.Duration) (context.Context, *testenv.M
 	return ctx, m, db
 }
 
+// olderDatabase makes a fresh database on m and returns the driver's own
+// handle on it, for a test to store records as an older server did before
+// the backend dials the database (by name).
+func olderDatabase(t *testing.T) (context.Context, *testenv.Mongo, string, *mongodrv.Database) {
+	t.Helper()
+	m := testenv.MongoURI(t)
+	name := m.NewDatabase()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx, m, name, rawDatabase(t, ctx, m, name)
+}
+
 func TestConformance(t *testing.T) {
 	m := testenv.MongoURI(t)
 	dbtest.Run(t, func(t *testing.T) database.Database {
@@ -199,16 +211,12 @@ func TestFindOrCreateAfterInterruptedRemoval(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	raw, err := mongodrv.Connect(ctx, options.Client().ApplyURI(m.URI))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = raw.Disconnect(ctx) }()
+	raw := rawDatabase(t, ctx, m, m.Database)
 	id, err := primitive.ObjectIDFromHex(d.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := raw.Database(m.Database).Collection("documents").UpdateOne(ctx,
+	res, err := raw.Collection("documents").UpdateOne(ctx,
 		bson.D{{Key: "_id", Value: id}}, bson.D{{Key: "$set", Value: bson.D{{Key: "removed_at", Value: time.Now()}}}})
 	if err != nil || res.MatchedCount != 1 {
 		t.Fatalf("mark the document removed behind the backend's back: %v (matched %d)", err, res.MatchedCount)
@@ -230,16 +238,8 @@ func TestFindOrCreateAfterInterruptedRemoval(t *testing.T) {
 // were unique (one client per key) takes a second activation of a key once
 // dialled again.
 func TestDialDropsUniqueClientKeys(t *testing.T) {
-	m := testenv.MongoURI(t)
-	name := m.NewDatabase()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	c, err := mongodrv.Connect(ctx, options.Client().ApplyURI(m.URI))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = c.Disconnect(context.Background()) }()
-	clients := c.Database(name).Collection("clients")
+	ctx, m, name, old := olderDatabase(t)
+	clients := old.Collection("clients")
 	if _, err := clients.Indexes().CreateOne(ctx, mongodrv.IndexModel{
 		Keys: bson.D{{Key: "key", Value: 1}}, Options: options.Index().SetName("key_unique").SetUnique(true),
 	}); err != nil {
@@ -265,16 +265,7 @@ func TestDialDropsUniqueClientKeys(t *testing.T) {
 // and checks that, once dialled, they belong to the default project and to
 // no other, and that the document's key still names it.
 func TestDialMigratesRecordsBeforeProjects(t *testing.T) {
-	m := testenv.MongoURI(t)
-	name := m.NewDatabase()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	c, err := mongodrv.Connect(ctx, options.Client().ApplyURI(m.URI))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = c.Disconnect(context.Background()) }()
-	old := c.Database(name)
+	ctx, m, name, old := olderDatabase(t)
 	clientID, docID := primitive.NewObjectID(), primitive.NewObjectID()
 	at := time.Now().UTC().Truncate(time.Millisecond)
 	if _, err := old.Collection("clients").InsertOne(ctx, bson.D{

@@ -35,13 +35,20 @@ type rawDB struct {
 
 func openRaw(t *testing.T, ctx context.Context, m *testenv.Mongo, name string) rawDB {
 	t.Helper()
+	d := rawDatabase(t, ctx, m, name)
+	return rawDB{d.Collection("snapshot_parts"), d.Collection("snapshots"), d.Collection("snapshot_pending")}
+}
+
+// rawDatabase connects to the database name on m with the driver alone,
+// around the backend, until the test ends.
+func rawDatabase(t *testing.T, ctx context.Context, m *testenv.Mongo, name string) *mongodrv.Database {
+	t.Helper()
 	c, err := mongodrv.Connect(ctx, options.Client().ApplyURI(m.URI))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Disconnect(context.Background()) })
-	d := c.Database(name)
-	return rawDB{d.Collection("snapshot_parts"), d.Collection("snapshots"), d.Collection("snapshot_pending")}
+	return c.Database(name)
 }
 
 // ofDoc matches the records of the document's snapshots by _id.
