@@ -445,15 +445,11 @@ func (t *transcoder) message(s *msgSchema) bool {
 				}
 			}
 		}
-		switch t.next() {
-		case ',':
-			t.pos++
-		case '}':
-			t.pos++
-			t.depth--
-			return true
-		default:
-			return false
+		if more, ok := t.after('}'); !more {
+			if ok {
+				t.depth--
+			}
+			return ok
 		}
 	}
 }
@@ -931,24 +927,11 @@ func (t *transcoder) skip(depth int) bool {
 			return true
 		}
 		for {
-			if t.next() != '"' {
+			if _, ok := t.member(); !ok || !t.skip(depth+1) {
 				return false
 			}
-			if _, ok := t.str(); !ok || t.next() != ':' {
-				return false
-			}
-			t.pos++
-			if !t.skip(depth + 1) {
-				return false
-			}
-			switch t.next() {
-			case ',':
-				t.pos++
-			case '}':
-				t.pos++
-				return true
-			default:
-				return false
+			if more, ok := t.after('}'); !more {
+				return ok
 			}
 		}
 	case '[':
