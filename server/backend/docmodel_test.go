@@ -153,8 +153,9 @@ func (w *writer) mustPush(changes ...*api.Change) *api.ChangePack {
 	return resp
 }
 
-// replayJSON is the document the log makes, built from scratch.
-func replayJSON(tb testing.TB, db database.Database, docID string, upTo int64) string {
+// replay builds, from scratch, the document that the stored log up to upTo
+// makes.
+func replay(tb testing.TB, db database.Database, docID string, upTo int64) *document.Document {
 	tb.Helper()
 	doc := document.New()
 	var bodies []*api.Change
@@ -166,6 +167,13 @@ func replayJSON(tb testing.TB, db database.Database, docID string, upTo int64) s
 	if err := doc.ApplyChanges(bodies); err != nil {
 		tb.Fatalf("stored log does not apply: %v", err)
 	}
+	return doc
+}
+
+// replayJSON is the document the log makes, built from scratch.
+func replayJSON(tb testing.TB, db database.Database, docID string, upTo int64) string {
+	tb.Helper()
+	doc := replay(tb, db, docID, upTo)
 	return doc.JSON()
 }
 
@@ -572,16 +580,7 @@ func TestCrashWhileEncodingLosesNothing(t *testing.T) {
 // replayVector is the version vector the log up to upTo makes, in wire form.
 func replayVector(tb testing.TB, db database.Database, docID string, upTo int64) map[string]int64 {
 	tb.Helper()
-	doc := document.New()
-	var bodies []*api.Change
-	for _, c := range storedLog(tb, db, docID) {
-		if c.ServerSeq <= upTo {
-			bodies = append(bodies, c.Body)
-		}
-	}
-	if err := doc.ApplyChanges(bodies); err != nil {
-		tb.Fatalf("stored log does not apply: %v", err)
-	}
+	doc := replay(tb, db, docID, upTo)
 	return document.VersionVectorToPB(doc.VersionVector()).GetVector()
 }
 
