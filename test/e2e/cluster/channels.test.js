@@ -17,6 +17,7 @@ const { Session } = require('../lib/session');
 const { waitFor, waitForEvent, withTimeout } = require('../lib/wait');
 const { skipUnlessPresent } = require('./lib/processes');
 const { startEtcdCluster } = require('./lib/yorkie-cluster');
+const { explainFailure, runCleanups } = require('./lib/failure');
 const { startBalancer } = require('./lib/balancer');
 const { startRoutingHAProxy } = require('./lib-redirect/haproxy');
 const { installSessionKeyFetch } = require('../../../clients/js/session-key');
@@ -119,14 +120,10 @@ test(
       // The dead node's client cannot deactivate; do not wait for it.
       clients[ownerIndex].deactivate().catch(() => {});
     } catch (err) {
-      const parts = [err.message];
-      if (session) parts.push(`--- SDK wire ---\n${session.report()}`);
-      if (cluster) parts.push(cluster.describe(2500));
-      err.message = parts.join('\n');
-      throw err;
+      throw explainFailure(err, { session, cluster });
     } finally {
       if (session) await session.close();
-      for (const c of cleanups.reverse()) await c().catch(() => {});
+      await runCleanups(cleanups);
     }
   },
 );
@@ -182,14 +179,10 @@ test(
       const byNode = await cluster.metricByNode('yorkie_channel_sessions');
       assert.deepEqual(Object.values(byNode).sort(), [0, 0, 5], `one node holds the five sessions: ${JSON.stringify(byNode)}`);
     } catch (err) {
-      const parts = [err.message];
-      if (session) parts.push(`--- SDK wire ---\n${session.report()}`);
-      if (cluster) parts.push(cluster.describe(2500));
-      err.message = parts.join('\n');
-      throw err;
+      throw explainFailure(err, { session, cluster });
     } finally {
       if (session) await session.close();
-      for (const c of cleanups.reverse()) await c().catch(() => {});
+      await runCleanups(cleanups);
     }
   },
 );

@@ -20,6 +20,7 @@ const { waitConverged, waitPresences, waitPushed } = require('../lib/replicas');
 const { waitFor } = require('../lib/wait');
 const { skipUnlessPresent, startFerretDB, startSessionStore } = require('./lib/processes');
 const { YorkieCluster } = require('./lib/yorkie-cluster');
+const { explainFailure, runCleanups } = require('./lib/failure');
 const { EditLoop } = require('./lib/edit-loop');
 const { startBalancer, probePlacement } = require('./lib/balancer');
 const wireLog = require('./lib/wire-log').install();
@@ -101,18 +102,13 @@ function summary(values) {
 async function forwardScenario(t, storeKind, ferret) {
   const cleanups = [];
   const cleanup = async () => {
-    for (const fn of cleanups.reverse()) await fn().catch(() => {});
+    await runCleanups(cleanups);
   };
   let cluster;
   let lb;
   let session;
   const fail = (err) => {
-    const parts = [err.message];
-    if (session) parts.push(`--- wire (SDK view) ---\n${session.report()}`);
-    if (cluster) parts.push(cluster.describe(2500));
-    if (lb) parts.push(`--- haproxy ---\n${lb.logTail(1500)}`);
-    err.message = parts.join('\n');
-    throw err;
+    throw explainFailure(err, { session, cluster, lb });
   };
 
   try {

@@ -22,6 +22,7 @@ const { waitFor } = require('../lib/wait');
 const { documentView, assertRootIs } = require('../lib/admin');
 const { skipUnlessPresent } = require('./lib/processes');
 const { startEtcdCluster } = require('./lib/yorkie-cluster');
+const { explainFailure, runCleanups } = require('./lib/failure');
 const { EditLoop } = require('./lib/edit-loop');
 const { startBalancer } = require('./lib/balancer');
 const wireLog = require('./lib/wire-log').install();
@@ -267,14 +268,9 @@ test(
           `kill-to-sync p50 ${percentile(rec, 50)} ms, max ${rec.length ? Math.max(...rec) : NaN} ms (n=${rec.length})`,
       );
     } catch (err) {
-      const parts = [err.message];
-      if (session) parts.push(`--- wire (SDK view) ---\n${session.report()}`);
-      if (cluster) parts.push(cluster.describe(2500));
-      if (lb) parts.push(`--- haproxy ---\n${lb.logTail(1500)}`);
-      err.message = parts.join('\n');
-      throw err;
+      throw explainFailure(err, { session, cluster, lb });
     } finally {
-      for (const fn of cleanups.reverse()) await fn().catch(() => {});
+      await runCleanups(cleanups);
     }
   },
 );

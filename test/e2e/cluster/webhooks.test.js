@@ -16,6 +16,7 @@ const { waitConverged } = require('../lib/replicas');
 const { withTimeout } = require('../lib/wait');
 const { skipUnlessPresent, startFerretDB, startSessionStore } = require('./lib/processes');
 const { YorkieCluster } = require('./lib/yorkie-cluster');
+const { explainFailure, runCleanups } = require('./lib/failure');
 const { startRoutingHAProxy } = require('./lib-redirect/haproxy');
 const { installSessionKeyFetch } = require('../../../clients/js/session-key');
 const { updateDefaultProject, startAuthHook } = require('../lib/webhooks');
@@ -100,14 +101,10 @@ async function runCluster(t, mode) {
     t.diagnostic(`${mode}: ${calls.length} calls, ${refused} refused or failed, ${hook.requests.length} webhook requests`);
     assert.ok(hook.requests.every((r) => /^user-\d$/.test(r.token)), 'every request carried its client token');
   } catch (err) {
-    const parts = [err.message];
-    if (session) parts.push(`--- SDK wire ---\n${session.report()}`);
-    if (cluster) parts.push(cluster.describe(2500));
-    err.message = parts.join('\n');
-    throw err;
+    throw explainFailure(err, { session, cluster });
   } finally {
     if (session) await session.close();
-    for (const c of cleanups.reverse()) await c().catch(() => {});
+    await runCleanups(cleanups);
   }
 }
 

@@ -9,8 +9,9 @@ const { startServer } = require('../lib/server');
 const { singleServerSkipReason, externalAddrs } = require('../lib/suite');
 const { withTimeout, waitFor } = require('../lib/wait');
 const { runInSession, singleTarget, newDocKey, yorkie } = require('../lib/session');
-const { waitConverged, waitPushed } = require('../lib/replicas');
+const { waitConverged } = require('../lib/replicas');
 const { counter, refusedWatches } = require('../lib/metrics');
+const { deactivateSilentClient, checkWatcherKept } = require('../lib/housekeeping');
 
 const skip = externalAddrs().length ? 'starts servers with its own flags' : singleServerSkipReason();
 const STOP_GRACE_MS = 10000;
@@ -71,30 +72,9 @@ describe('per-client bounds and housekeeping with the JS SDK', { skip }, () => {
   test('housekeeping deactivates a client that went silent; it learns so on its next call, a watching one stays', async () => {
     const args = ['--client-deactivate-threshold', '1s', '--housekeeping-interval', '200ms'];
     await withServer(args, async (session, server) => {
-      const [silent, watcher] = await session.activateClients(2);
-      const key = newDocKey('housekeeping');
-      const silentDoc = new yorkie.Document(key);
-      // Manual mode: no Watch stream and no call until the test syncs.
-      await withTimeout(silent.attach(silentDoc, { syncMode: yorkie.SyncMode.Manual }), 15000, 'manual attach');
-      const watcherDoc = await session.attach(watcher, key);
-
-      await waitFor(async () => (await counter(server, 'yorkie_housekeeping_clients_deactivated_total')) >= 1, {
-        what: 'housekeeping to deactivate the silent client',
-        timeoutMs: 20000,
-      });
-      const err = await silent.sync().then(
-        () => assert.fail('the deactivated client synced'),
-        (e) => e,
-      );
-      assert.match(String(err), /not activated|deactivated/i, `error of the deactivated client's sync: ${err}`);
+      const { silent, watcher, watcherDoc } = await deactivateSilentClient(session, server, 'housekeeping');
       await waitFor(() => !silent.isActive(), { what: 'the SDK to deactivate the silent client itself' });
-
-      // The watching client was kept: it still edits and syncs.
-      watcherDoc.update((root) => {
-        root.after = 'housekeeping';
-      });
-      await waitPushed(watcherDoc);
-      assert.ok(watcher.isActive(), 'the watching client is still active');
+      await checkWatcherKept(watcher, watcherDoc);
       assert.equal(await counter(server, 'yorkie_housekeeping_clients_deactivated_total'), 1, 'only the silent client was deactivated');
     });
   });

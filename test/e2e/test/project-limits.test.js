@@ -11,7 +11,8 @@ const { withTimeout, waitFor } = require('../lib/wait');
 const { runInSession, singleTarget, newDocKey, yorkie } = require('../lib/session');
 const { waitConverged, waitPushed, recordEvents, waitRecorded } = require('../lib/replicas');
 const { ProjectAdmin } = require('../lib/project-admin');
-const { counter, refusedWatches } = require('../lib/metrics');
+const { refusedWatches } = require('../lib/metrics');
+const { deactivateSilentClient, checkWatcherKept } = require('../lib/housekeeping');
 const diagnostics = require('../lib/diagnostics');
 
 const skip = externalAddrs().length ? 'starts servers with its own flags' : singleServerSkipReason();
@@ -212,24 +213,8 @@ describe("a project's limits with the JS SDK", { skip }, () => {
     await withLimits(
       { clientDeactivateThreshold: '1s' },
       async (session, server) => {
-        const [silent, watcher] = await session.activateClients(2);
-        const key = newDocKey('threshold');
-        await withTimeout(silent.attach(new yorkie.Document(key), { syncMode: yorkie.SyncMode.Manual }), 15000, 'manual attach');
-        const watcherDoc = await session.attach(watcher, key);
-        await waitFor(async () => (await counter(server, 'yorkie_housekeeping_clients_deactivated_total')) >= 1, {
-          what: 'housekeeping to deactivate the silent client',
-          timeoutMs: 20000,
-        });
-        const err = await silent.sync().then(
-          () => assert.fail('the deactivated client synced'),
-          (e) => e,
-        );
-        assert.match(String(err), /not activated|deactivated/i, `error of the deactivated client's sync: ${err}`);
-        watcherDoc.update((root) => {
-          root.after = 'housekeeping';
-        });
-        await waitPushed(watcherDoc);
-        assert.ok(watcher.isActive(), 'the watching client is still active');
+        const { watcher, watcherDoc } = await deactivateSilentClient(session, server, 'threshold');
+        await checkWatcherKept(watcher, watcherDoc);
       },
       args,
     );
