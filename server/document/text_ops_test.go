@@ -69,14 +69,7 @@ func TestTextEditStyleAndSnapshot(t *testing.T) {
 	if got := d.GarbageLen(); got != 1 {
 		t.Fatalf("garbage %d, want the removed \"b\"", got)
 	}
-	snap, err := d.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	loaded, err := FromSnapshot(snap)
-	if err != nil {
-		t.Fatal(err)
-	}
+	loaded := reloaded(t, d)
 	// (The size of a loaded document follows the SDK's count on loading, which subtracts
 	// removed text nodes twice; TestTextMatchesSDK compares it.)
 	if loaded.JSON() != want || loaded.GarbageLen() != 1 {
@@ -288,14 +281,7 @@ func TestTextSnapshotKeepsSplitLinks(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	snap, err := d.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	loaded, err := FromSnapshot(snap)
-	if err != nil {
-		t.Fatal(err)
-	}
+	loaded := reloaded(t, d)
 	// (ins, 2) with no relative offset names the start of "cd", which belongs to "ab".
 	boundary := textPos(ins, 2, 0)
 	edit := change(actorB, 1, 4, editOpPB(text, boundary, boundary, "Y", nil, tk(4, 1, actorB)))
@@ -362,4 +348,18 @@ func FuzzTextSnapshot(f *testing.F) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// reloaded is d read back from its own snapshot, as a late joiner gets it.
+func reloaded(t *testing.T, d *Document) *Document {
+	t.Helper()
+	snap, err := d.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	loaded, err := FromSnapshot(snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return loaded
 }
