@@ -17,26 +17,6 @@ import (
 	"github.com/yorkie-affinity/yorkie/test/testenv"
 )
 
-// kindsKnownToPass are the kinds (kinds/*.js) whose sessions agree with the SDK. A kind
-// left out diverges in a way the document package still has to fix (README.md lists the
-// cases); its sessions run only with YORKIE_SDKDIFF_ALL=1, so that main stays green while
-// the fix is routed. Add a kind back once its sessions pass.
-var kindsKnownToPass = map[string]bool{
-	"object":    true,
-	"array":     true,
-	"counter":   true,
-	"primitive": true,
-	// Text and tree pass with two differences from what the SDK reports left out of the
-	// comparison (canonicalAttrs, newReplayer): tree attribute order
-	// (testdata/tree-attrs-min.jsonl), garbage of a text restored from an SDK snapshot
-	// (testdata/text-seed1.jsonl).
-	"text": true,
-	"tree": true,
-}
-
-// allEnv runs every kind, known to pass or not.
-const allEnv = "YORKIE_SDKDIFF_ALL"
-
 // recordEnv names a directory where every session's lines (with our snapshot answers in
 // effect) are written as <kind or mixed>-seed<n>.jsonl, to keep one in testdata.
 const recordEnv = "YORKIE_SDKDIFF_RECORD"
@@ -66,8 +46,7 @@ var sessions = []sessionSet{
 	{"primitive", []string{"primitive"}, []int{1, 2}, 200, nil},
 	{"text", []string{"text"}, []int{1, 2, 3}, 250, nil},
 	{"tree", []string{"tree"}, []int{1, 2, 3}, 250, nil},
-	// Sessions of every kind together: with YORKIE_SDKDIFF_ALL=1 all of them, else the
-	// kinds known to pass.
+	// Sessions of every kind together.
 	{"mixed", nil, []int{11, 12, 13, 14, 15}, 400, nil},
 	// Many late joiners while arrays move: each loads our snapshot of a document whose
 	// moved elements often still have their emptied first positions
@@ -158,25 +137,15 @@ func (g generator) replay(ctx context.Context, kinds []string, seed, steps int, 
 
 func TestSDKSessions(t *testing.T) {
 	g := findGenerator(t)
-	all := os.Getenv(allEnv) != ""
 	sets, err := withExtraSeeds(sessions, os.Getenv(seedsEnv), os.Getenv(setsEnv))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, set := range sets {
 		if set.kinds == nil {
-			for _, k := range allKinds {
-				if kindsKnownToPass[k] || all {
-					set.kinds = append(set.kinds, k)
-				}
-			}
+			set.kinds = allKinds
 		}
 		t.Run(set.name, func(t *testing.T) {
-			for _, k := range set.kinds {
-				if !kindsKnownToPass[k] && !all {
-					t.Skipf("kind %s is not in kindsKnownToPass (set %s=1 to run it)", k, allEnv)
-				}
-			}
 			t.Parallel()
 			for _, seed := range set.seeds {
 				t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
@@ -228,29 +197,18 @@ func runSession(t *testing.T, g generator, kinds []string, seed, steps int, extr
 		filepath.Join(filepath.Dir(g.script), "dump.js"))
 }
 
-// corpusKnownToFail are recorded sessions that still diverge, with the reason; they run
-// only with YORKIE_SDKDIFF_ALL=1.
-var corpusKnownToFail = map[string]string{}
-
 // TestSDKCorpus replays recorded sessions (testdata/*.jsonl, written by gen.js) without
-// Node: cases worth keeping, such as past divergences. A file whose name starts with a kind
-// not known to pass is skipped, as in TestSDKSessions.
+// Node: cases worth keeping, such as past divergences. Every one must pass: a recorded
+// divergence is fixed, not set aside.
 func TestSDKCorpus(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "*.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	all := os.Getenv(allEnv) != ""
 	for _, f := range files {
 		name := strings.TrimSuffix(filepath.Base(f), ".jsonl")
 		t.Run(name, func(t *testing.T) {
 			kind, _, _ := strings.Cut(name, "-")
-			if !kindsKnownToPass[kind] && kind != "mixed" && !all {
-				t.Skipf("kind %s is not in kindsKnownToPass (set %s=1 to run it)", kind, allEnv)
-			}
-			if why, ok := corpusKnownToFail[name]; ok && !all {
-				t.Skipf("known to diverge: %s (set %s=1 to run it)", why, allEnv)
-			}
 			r, err := os.Open(f)
 			if err != nil {
 				t.Fatal(err)
