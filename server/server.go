@@ -280,8 +280,7 @@ func New(cfg Config) (*Server, error) {
 		SnapshotThreshold:  cfg.SnapshotThreshold,
 		MaxSizePerDocument: cfg.MaxSizePerDocument,
 		DocumentCacheBytes: cfg.DocumentCacheBytes,
-		ProjectCacheTTL:    cfg.ProjectCacheTTL,
-		Now:                cfg.Clock,
+		Projects:           s.projects,
 	}
 	if s.clustered() {
 		if err := s.checkCluster(); err != nil {
@@ -317,7 +316,6 @@ func New(cfg Config) (*Server, error) {
 		Settings: cfg.Admin, DB: s.db, Logger: logger, Registerer: s.registry,
 		OnProjectUpdated: func(p *database.ProjectInfo) {
 			s.projects.Updated(p)
-			b.ProjectUpdated(p)
 		},
 	}); err != nil {
 		s.channels.Close()

@@ -17,7 +17,6 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
@@ -127,13 +126,10 @@ type Config struct {
 	// context of the call that stored them. It must not block: the event
 	// webhook debounces and posts on its own.
 	OnRootChanged func(ctx context.Context, docKey string)
-	// ProjectCacheTTL is how long the default project's settings (its
-	// limits) are kept before being read again (default
-	// DefaultProjectCacheTTL; negative: read for every call). Calls whose
-	// context carries a project use that one as it is.
-	ProjectCacheTTL time.Duration
-	// Now is the clock of that cache (nil: time.Now).
-	Now func() time.Time
+	// Projects gives the default project's settings (its limits) to calls
+	// whose context carries no project; the others use theirs as it is. Nil:
+	// a resolver of its own over DB, with project.DefaultCacheTTL.
+	Projects *project.Resolver
 }
 
 // Metrics counts the backend's work with atomic counters. It needs no global
@@ -199,7 +195,7 @@ type Backend struct {
 	maxDocSize    int
 	cache         *docCache
 	ps            *pubsub.PubSub
-	defaults      *defaultProject
+	projects      *project.Resolver
 	closing       atomic.Bool
 
 	// snapRuns counts the snapshot runs under way; once snapClosed (under
@@ -266,11 +262,12 @@ func New(cfg Config) (*Backend, error) {
 	if cfg.DocumentCacheBytes <= 0 {
 		cfg.DocumentCacheBytes = DefaultDocumentCacheBytes
 	}
-	if cfg.ProjectCacheTTL == 0 {
-		cfg.ProjectCacheTTL = DefaultProjectCacheTTL
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
+	if cfg.Projects == nil {
+		r, err := project.NewResolver(project.ResolverConfig{DB: cfg.DB})
+		if err != nil {
+			return nil, fmt.Errorf("backend: %w", err)
+		}
+		cfg.Projects = r
 	}
 	return &Backend{
 		db:            cfg.DB,
@@ -287,7 +284,7 @@ func New(cfg Config) (*Backend, error) {
 			QueueSize: cfg.WatchQueueSize,
 			Live:      &cfg.Metrics.Subscriptions,
 		}),
-		defaults: &defaultProject{db: cfg.DB, ttl: max(cfg.ProjectCacheTTL, 0), now: cfg.Now},
+		projects: cfg.Projects,
 		docs:     make(map[string]*docState),
 		names:    make(map[string]DocName),
 	}, nil

@@ -15,8 +15,9 @@ import (
 )
 
 // projectBackend is a backend over a database whose default project has
-// the limits u sets, with the cache of the project's settings on clock.
-func projectBackend(t *testing.T, u *database.ProjectUpdate, clock *testclock.Clock) (*backend.Backend, database.Database) {
+// the limits u sets, with the resolver that caches the project's settings
+// on clock.
+func projectBackend(t *testing.T, u *database.ProjectUpdate, clock *testclock.Clock) (*backend.Backend, database.Database, *project.Resolver) {
 	t.Helper()
 	db := memory.New()
 	ctx := context.Background()
@@ -27,16 +28,20 @@ func projectBackend(t *testing.T, u *database.ProjectUpdate, clock *testclock.Cl
 	if _, err := db.UpdateProject(ctx, p.Owner, p.ID, u); err != nil {
 		t.Fatal(err)
 	}
-	cfg := backend.Config{DB: db, ProjectCacheTTL: time.Minute}
+	rcfg := project.ResolverConfig{DB: db, CacheTTL: time.Minute}
 	if clock != nil {
-		cfg.Now = clock.Now
+		rcfg.Now = clock.Now
 	}
-	b, err := backend.New(cfg)
+	projects, err := project.NewResolver(rcfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := backend.New(backend.Config{DB: db, Projects: projects})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = b.Close(context.Background()) })
-	return b, db
+	return b, db, projects
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -45,7 +50,7 @@ func ptr[T any](v T) *T { return &v }
 // attached to a document; one leaving makes room, and attaching again
 // counts once.
 func TestAttachmentsPerDocument(t *testing.T) {
-	b, _ := projectBackend(t, &database.ProjectUpdate{MaxAttachmentsPerDocument: ptr(2)}, nil)
+	b, _, _ := projectBackend(t, &database.ProjectUpdate{MaxAttachmentsPerDocument: ptr(2)}, nil)
 	ctx := context.Background()
 	a, c, docID := attachTwo(t, b)
 	// Attaching again replaces the client's attachment: still two.
@@ -72,7 +77,7 @@ func TestAttachmentsPerDocument(t *testing.T) {
 // TestSubscribersPerDocument: the project's bound counts the clients
 // watching a document, not their streams; one stopping makes room.
 func TestSubscribersPerDocument(t *testing.T) {
-	b, _ := projectBackend(t, &database.ProjectUpdate{MaxSubscribersPerDocument: ptr(1)}, nil)
+	b, _, _ := projectBackend(t, &database.ProjectUpdate{MaxSubscribersPerDocument: ptr(1)}, nil)
 	ctx := context.Background()
 	a, c, docID := attachTwo(t, b)
 	first, _, err := b.Watch(ctx, 0, a, docID)
@@ -103,7 +108,7 @@ func TestSubscribersPerDocument(t *testing.T) {
 // TestProjectOfTheCallWins: a project in the call's context is used as it
 // is, whatever the default project says.
 func TestProjectOfTheCallWins(t *testing.T) {
-	b, _ := projectBackend(t, &database.ProjectUpdate{MaxAttachmentsPerDocument: ptr(5), MaxSizePerDocument: ptr(300)}, nil)
+	b, _, _ := projectBackend(t, &database.ProjectUpdate{MaxAttachmentsPerDocument: ptr(5), MaxSizePerDocument: ptr(300)}, nil)
 	ctx := project.NewContext(context.Background(), &database.ProjectInfo{ID: "0123456789abcdef01234567", MaxAttachmentsPerDocument: 1})
 	// The clients are the project's: another project's could not attach.
 	var a, c string
@@ -130,7 +135,7 @@ func TestProjectOfTheCallWins(t *testing.T) {
 
 // TestProjectSizeLimit: the project's size bound replaces the server's.
 func TestProjectSizeLimit(t *testing.T) {
-	b, _ := projectBackend(t, &database.ProjectUpdate{MaxSizePerDocument: ptr(1000)}, nil)
+	b, _, _ := projectBackend(t, &database.ProjectUpdate{MaxSizePerDocument: ptr(1000)}, nil)
 	w := newWriter(t, b, "a")
 	w.attach("doc")
 	w.mustPush(w.set("small", "x"))
@@ -143,7 +148,7 @@ func TestProjectSizeLimit(t *testing.T) {
 // API applies at once; one made elsewhere once the cached copy expires.
 func TestProjectSettingsReachTheBackend(t *testing.T) {
 	clock := &testclock.Clock{}
-	b, db := projectBackend(t, &database.ProjectUpdate{}, clock)
+	b, db, projects := projectBackend(t, &database.ProjectUpdate{}, clock)
 	ctx := context.Background()
 	if got, _ := b.DocumentSizeLimit(ctx); got != backend.DefaultMaxSizePerDocument {
 		t.Fatalf("size limit %d, want the server's", got)
@@ -159,9 +164,9 @@ func TestProjectSettingsReachTheBackend(t *testing.T) {
 	}
 	// This node's update.
 	p.MaxSizePerDocument = 700
-	b.ProjectUpdated(p)
+	projects.Updated(p)
 	if got, _ := b.DocumentSizeLimit(ctx); got != 700 {
-		t.Fatalf("size limit %d after ProjectUpdated, want 700", got)
+		t.Fatalf("size limit %d after Updated, want 700", got)
 	}
 }
 
@@ -169,7 +174,7 @@ func TestProjectSettingsReachTheBackend(t *testing.T) {
 // detach (explicitly or by deactivating) removes the document; a detach
 // that leaves others attached does not.
 func TestRemoveOnDetach(t *testing.T) {
-	b, db := projectBackend(t, &database.ProjectUpdate{RemoveOnDetach: ptr(true)}, nil)
+	b, db, _ := projectBackend(t, &database.ProjectUpdate{RemoveOnDetach: ptr(true)}, nil)
 	ctx := context.Background()
 	a, c, docID := attachTwo(t, b)
 	resp, err := b.DetachDocument(ctx, 0, a, docID, pack(0, 0))

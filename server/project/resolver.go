@@ -86,24 +86,8 @@ func (r *Resolver) Resolve(ctx context.Context, apiKey string) (*database.Projec
 	if apiKey == "" && !r.cfg.UseDefaultProject {
 		return nil, ErrAPIKeyRequired
 	}
-	now := r.cfg.Now()
-	r.mu.RLock()
-	e, ok := r.entries[apiKey]
-	r.mu.RUnlock()
-	if ok && now.Before(e.expires) {
-		return e.p, nil
-	}
-	var (
-		p   *database.ProjectInfo
-		err error
-	)
-	if apiKey == "" {
-		p, err = r.cfg.DB.FindProjectByID(ctx, database.DefaultProjectID)
-	} else {
-		p, err = r.cfg.DB.FindProjectByPublicKey(ctx, apiKey)
-	}
+	p, _, err := r.lookup(ctx, apiKey)
 	if errors.Is(err, database.ErrProjectNotFound) {
-		// Unknown keys are not cached: a client cannot fill the cache.
 		if apiKey == "" {
 			return nil, fmt.Errorf("default project: %w", err)
 		}
@@ -111,6 +95,50 @@ func (r *Resolver) Resolve(ctx context.Context, apiKey string) (*database.Projec
 	}
 	if err != nil {
 		return nil, fmt.Errorf("find project by api key: %w", err)
+	}
+	return p, nil
+}
+
+// Default returns the default project's settings, whether or not calls
+// without a key may use it: a call whose context names no project (an
+// internal one) takes them. A database without a default project (the admin
+// service never set one up) gives one with no limits, and a failed read the
+// previous copy when there is one.
+func (r *Resolver) Default(ctx context.Context) (*database.ProjectInfo, error) {
+	p, old, err := r.lookup(ctx, "")
+	switch {
+	case errors.Is(err, database.ErrProjectNotFound):
+		return &database.ProjectInfo{ID: database.DefaultProjectID, Name: database.DefaultProjectName}, nil
+	case err != nil && old != nil:
+		return old, nil
+	case err != nil:
+		return nil, fmt.Errorf("load the default project: %w", err)
+	}
+	return p, nil
+}
+
+// lookup returns the project of apiKey ("" for the default project) from
+// the cache or, once its entry expired, from the database; old is the
+// expired copy, if any.
+func (r *Resolver) lookup(ctx context.Context, apiKey string) (p, old *database.ProjectInfo, err error) {
+	now := r.cfg.Now()
+	r.mu.RLock()
+	e, ok := r.entries[apiKey]
+	r.mu.RUnlock()
+	if ok && now.Before(e.expires) {
+		return e.p, nil, nil
+	}
+	if ok {
+		old = e.p
+	}
+	if apiKey == "" {
+		p, err = r.cfg.DB.FindProjectByID(ctx, database.DefaultProjectID)
+	} else {
+		p, err = r.cfg.DB.FindProjectByPublicKey(ctx, apiKey)
+	}
+	if err != nil {
+		// Unknown keys are not cached: a client cannot fill the cache.
+		return nil, old, err
 	}
 	if r.cfg.CacheTTL > 0 {
 		r.mu.Lock()
@@ -120,7 +148,7 @@ func (r *Resolver) Resolve(ctx context.Context, apiKey string) (*database.Projec
 		r.entries[apiKey] = cacheEntry{p: p, expires: now.Add(r.cfg.CacheTTL)}
 		r.mu.Unlock()
 	}
-	return p, nil
+	return p, nil, nil
 }
 
 // evictLocked makes room: expired entries go, and if none had expired, all
