@@ -229,6 +229,8 @@ type Database interface {
 
 	// Accounts: the admin API's users and projects.
 	Accounts
+	// Revisions: documents' named copies of their content.
+	Revisions
 }
 
 // ErrSnapshotNotFound: the document has no stored snapshot at or before the
