@@ -23,6 +23,12 @@ const (
 	CallAttachChannel
 	CallChannel
 	CallWatchChannel
+	// CallRevision is a client's revision call on a document (create,
+	// list, get, restore); CallSystemRevision one the server makes for an
+	// operator (an admin restore), which even redirect mode hands to the
+	// owner: no client is there to follow a redirect.
+	CallRevision
+	CallSystemRevision
 )
 
 // String returns the call kind's RPC-like name, for logs.
@@ -44,6 +50,10 @@ func (k CallKind) String() string {
 		return "channel"
 	case CallWatchChannel:
 		return "watch-channel"
+	case CallRevision:
+		return "revision"
+	case CallSystemRevision:
+		return "system-revision"
 	}
 	return fmt.Sprintf("CallKind(%d)", int(k))
 }
@@ -81,3 +91,7 @@ type Route struct {
 // IsAttach reports whether the call creates an attachment: such a call must
 // succeed wherever it lands, so even redirect mode hands it to the owner.
 func (k CallKind) IsAttach() bool { return k == CallAttach || k == CallAttachChannel }
+
+// alwaysForwarded reports whether redirect mode hands the call to the owner
+// too: an attach, and a call no client made.
+func (k CallKind) alwaysForwarded() bool { return k.IsAttach() || k == CallSystemRevision }
