@@ -31,10 +31,10 @@ type DB struct {
 
 	clientIDs *database.ClientIDs
 
-	mu         sync.RWMutex
-	clients    map[string]*database.ClientInfo // by client ID
-	docs       map[string]*doc                 // by document ID
-	liveByKey  map[docName]string              // project and key -> ID of the live document
+	mu        sync.RWMutex
+	clients   map[string]*database.ClientInfo // by client ID
+	docs      map[string]*doc                 // by document ID
+	liveByKey map[docName]string              // project and key -> ID of the live document
 
 	// attached indexes the documents each client has attached now, so the
 	// per-client limit and deactivation cost what the client holds, not
@@ -59,11 +59,11 @@ type doc struct {
 // New returns an empty in-memory database.
 func New() *DB {
 	return &DB{
-		clientIDs:  database.NewClientIDs(nil),
-		clients:    make(map[string]*database.ClientInfo),
-		docs:       make(map[string]*doc),
-		liveByKey:  make(map[docName]string),
-		attached:   make(map[string]map[string]struct{}),
+		clientIDs: database.NewClientIDs(nil),
+		clients:   make(map[string]*database.ClientInfo),
+		docs:      make(map[string]*doc),
+		liveByKey: make(map[docName]string),
+		attached:  make(map[string]map[string]struct{}),
 	}
 }
 
