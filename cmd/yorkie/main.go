@@ -126,6 +126,8 @@ func runServer(args []string, stderr io.Writer) int {
 	channelPayload := fs.Int("channel-max-payload-bytes", channel.DefaultMaxPayloadBytes, "largest broadcast payload a channel relays")
 	useDefaultProject := fs.Bool("backend-use-default-project", true, "serve calls without an x-api-key in the default project (false: refuse them, unauthenticated)")
 	projectCacheTTL := fs.Duration("project-cache-ttl", project.DefaultCacheTTL, "how long a node reuses a project looked up by API key; an UpdateProject reaches every node within it")
+	var tlsMetrics tlsMetricsFlags
+	tlsMetrics.register(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -193,6 +195,10 @@ func runServer(args []string, stderr io.Writer) int {
 		DisableDefaultProject:       !*useDefaultProject,
 		ProjectCacheTTL:             *projectCacheTTL,
 		Webhooks:                    webhooks,
+	}
+	if err := tlsMetrics.apply(&cfg); err != nil {
+		fmt.Fprintf(stderr, "yorkie server: %v\n", err)
+		return 2
 	}
 	store, err := openSessionStore(ctx, *storeKind, *etcdEndpoints, *redisAddr, !*redisCloseOnReadOnly, logger)
 	if err != nil {
