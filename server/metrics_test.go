@@ -121,7 +121,7 @@ func TestUpstreamMetrics(t *testing.T) {
 	a.MustAttach(key)
 	b.MustAttach(key)
 	watch := b.Watch(t)
-	watch.Next(t) // initialization
+	watch.Next(t)        // initialization
 	aWatch := a.Watch(t) // b hears that a watches
 	aWatch.Next(t)
 	a.Edit(2)
