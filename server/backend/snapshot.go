@@ -64,7 +64,7 @@ func (b *Backend) applyPushed(ctx context.Context, ds *docState, changes []*api.
 	if err != nil {
 		return err
 	}
-	if err := doc.ApplyChanges(changes); err != nil {
+	if err := doc.ApplyPushed(changes); err != nil {
 		b.dropDoc(ds)
 		b.metrics.ChangesRefused.Add(int64(len(changes)))
 		return fmt.Errorf("%w: %w", ErrInvalidChange, err)
