@@ -197,10 +197,12 @@ func (b *Backend) snapshotAnswer(ctx context.Context, ds *docState, minSynced ma
 		return data, nil, pb, nil
 	}
 	if b.answerUnderLock {
+		encStart := time.Now()
 		data, err := doc.Snapshot()
 		if err != nil {
 			return nil, nil, nil, fmt.Errorf("document %s: %w", ds.id, err)
 		}
+		observeSince(b.metrics.AnswerSnapshotSeconds, encStart)
 		ds.snap.mu.Lock()
 		ds.snap.keepAnswerLocked(ds.head, ds.collected, data)
 		ds.snap.mu.Unlock()
