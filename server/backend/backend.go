@@ -173,6 +173,11 @@ type Metrics struct {
 	// RevisionsRestored the restores applied.
 	RevisionsStored   atomic.Int64
 	RevisionsRestored atomic.Int64
+	// AnswerSnapshotSeconds, when set, observes the time to build the
+	// snapshot of each answer to a client far behind.
+	AnswerSnapshotSeconds Observer
+	// SnapshotRuns, when set, counts the goroutines taking snapshots.
+	SnapshotRuns Gauge
 }
 
 // Event is one document event delivered to a subscriber.
