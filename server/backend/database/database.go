@@ -229,6 +229,10 @@ type Database interface {
 
 	// Accounts: the admin API's users and projects.
 	Accounts
+	// AccountChanges: password changes, account removal, key rotation.
+	AccountChanges
+	// Members: project memberships and invites.
+	Members
 }
 
 // ErrSnapshotNotFound: the document has no stored snapshot at or before the
