@@ -236,6 +236,8 @@ type Database interface {
 	AccountChanges
 	// Members: project memberships and invites.
 	Members
+	// Stats: what the admin API reports of a project's use.
+	Stats
 }
 
 // ErrSnapshotNotFound: the document has no stored snapshot at or before the
