@@ -250,7 +250,8 @@ func (s *Service) AttachDocument(ctx context.Context, req *connect.Request[api.A
 	if rt.Owner != nil {
 		return relay(ctx, s, procedure, call, rt, rt.Owner.AttachDocument, req.Msg)
 	}
-	docID, resp, err := s.backend.AttachDocument(ctx, rt.Epoch, clientID, key, pack)
+	schemaKey := req.Msg.GetSchemaKey()
+	docID, resp, rules, err := s.backend.AttachDocumentWithSchema(ctx, rt.Epoch, clientID, key, schemaKey, pack)
 	if errors.Is(err, backend.ErrStaleRoute) {
 		if rt, err = s.route(ctx, call); err != nil {
 			return nil, toConnectError(err)
@@ -258,7 +259,7 @@ func (s *Service) AttachDocument(ctx context.Context, req *connect.Request[api.A
 		if rt.Owner != nil {
 			return relay(ctx, s, procedure, call, rt, rt.Owner.AttachDocument, req.Msg)
 		}
-		docID, resp, err = s.backend.AttachDocument(ctx, rt.Epoch, clientID, key, pack)
+		docID, resp, rules, err = s.backend.AttachDocumentWithSchema(ctx, rt.Epoch, clientID, key, schemaKey, pack)
 	}
 	if err != nil {
 		return nil, s.failRouted(ctx, procedure, rt, err)
@@ -271,6 +272,7 @@ func (s *Service) AttachDocument(ctx context.Context, req *connect.Request[api.A
 		DocumentId:         docID,
 		ChangePack:         resp,
 		MaxSizePerDocument: int32(min(maxSize, math.MaxInt32)),
+		SchemaRules:        toPBRules(rules),
 	})
 	s.stamp(out.Header(), rt)
 	return out, nil
