@@ -82,7 +82,7 @@ func (b *Backend) bindSchema(ctx context.Context, ds *docState, key string, othe
 func checkSchema(doc *document.Document, rules []database.Rule, changes []*api.Change) error {
 	for i, c := range changes {
 		if len(c.GetOperations()) == 0 {
-			if err := doc.ApplyChanges(changes[i : i+1]); err != nil {
+			if err := doc.ApplyPushed(changes[i : i+1]); err != nil {
 				return fmt.Errorf("%w: %w", ErrInvalidChange, err)
 			}
 			continue
@@ -91,7 +91,7 @@ func checkSchema(doc *document.Document, rules []database.Rule, changes []*api.C
 		if vv, err := document.VersionVectorFromPB(c.GetId().GetVersionVector()); err == nil {
 			full = doc.Covers(vv)
 		}
-		if err := doc.ApplyChanges(changes[i : i+1]); err != nil {
+		if err := doc.ApplyPushed(changes[i : i+1]); err != nil {
 			return fmt.Errorf("%w: %w", ErrInvalidChange, err)
 		}
 		if vs := schema.Check(doc.RootObject(), rules, full); len(vs) > 0 {

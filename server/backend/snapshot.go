@@ -65,7 +65,7 @@ func (b *Backend) applyPushed(ctx context.Context, ds *docState, changes []*api.
 		return err
 	}
 	apply := func() error {
-		if err := doc.ApplyChanges(changes); err != nil {
+		if err := doc.ApplyPushed(changes); err != nil {
 			return fmt.Errorf("%w: %w", ErrInvalidChange, err)
 		}
 		return nil
@@ -206,10 +206,12 @@ func (b *Backend) snapshotAnswer(ctx context.Context, ds *docState, minSynced ma
 		return data, nil, pb, nil
 	}
 	if b.answerUnderLock {
+		encStart := time.Now()
 		data, err := doc.Snapshot()
 		if err != nil {
 			return nil, nil, nil, fmt.Errorf("document %s: %w", ds.id, err)
 		}
+		observeSince(b.metrics.AnswerSnapshotSeconds, encStart)
 		ds.snap.mu.Lock()
 		ds.snap.keepAnswerLocked(ds.head, ds.collected, data)
 		ds.snap.mu.Unlock()
