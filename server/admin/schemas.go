@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -25,44 +24,15 @@ const (
 // reservedSchemaNames are names upstream refuses for schemas.
 var reservedSchemaNames = map[string]bool{"new": true}
 
-// schemaProject returns the project a schema call acts on. A project's
-// secret key names it ("authorization: API-Key <secret key>", as upstream's
-// dashboard sends it); an admin token acts on the project of the caller
-// named by the x-api-key header (its public key), or on the default project
-// when the caller owns it.
+// schemaProject returns the project a schema call acts on: the one whose
+// secret key the call carries ("authorization: API-Key <secret key>", as
+// upstream's dashboard sends schema calls).
 func (s *Service) schemaProject(ctx context.Context, h http.Header) (*database.ProjectInfo, error) {
-	scheme, param, _ := strings.Cut(strings.TrimSpace(h.Get("Authorization")), " ")
-	if strings.EqualFold(scheme, "API-Key") {
-		secret := strings.TrimSpace(param)
-		if secret == "" {
-			return nil, unauthenticated(errors.New("no secret key: send authorization: API-Key <secret key>"))
-		}
-		p, err := s.db.FindProjectBySecretKey(ctx, secret)
-		if errors.Is(err, database.ErrProjectNotFound) {
-			return nil, unauthenticated(errors.New("no project has this secret key"))
-		}
-		if err != nil {
-			return nil, s.toConnect(ctx, err)
-		}
-		return p, nil
-	}
-	user, err := s.authenticate(ctx, h)
+	c, err := s.Authorize(ctx, h, NeedProjectKey())
 	if err != nil {
 		return nil, err
 	}
-	var p *database.ProjectInfo
-	if key := strings.TrimSpace(h.Get("x-api-key")); key != "" {
-		p, err = s.db.FindProjectByPublicKey(ctx, key)
-	} else {
-		p, err = s.db.FindProjectByID(ctx, database.DefaultProjectID)
-	}
-	if err != nil {
-		return nil, s.toConnect(ctx, err)
-	}
-	if p.Owner != user.ID {
-		return nil, s.toConnect(ctx, fmt.Errorf("project %s of another user: %w", p.ID, database.ErrProjectNotFound))
-	}
-	return p, nil
+	return c.Project, nil
 }
 
 func validateSchemaName(name string) error {

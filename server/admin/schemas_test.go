@@ -16,14 +16,6 @@ import (
 	"github.com/yorkie-affinity/yorkie/server/servertest/wire"
 )
 
-// withKey wraps a message in a request authorised by a project's secret
-// key, as upstream's dashboard sends schema calls.
-func withKey[T any](msg *T, secret string) *connect.Request[T] {
-	req := connect.NewRequest(msg)
-	req.Header().Set("Authorization", "API-Key "+secret)
-	return req
-}
-
 // attachWithSchema attaches the replica's document naming a schema key, as
 // the SDK's attach with the schema option does.
 func attachWithSchema(t *testing.T, r *wire.Replica, docKey, schemaKey string) (*api.AttachDocumentResponse, error) {
@@ -69,10 +61,15 @@ func TestSchemas(t *testing.T) {
 
 			_, err = c.CreateSchema(ctx, withKey(&api.CreateSchemaRequest{SchemaName: "note", SchemaVersion: 1, SchemaBody: "x"}, secret))
 			wantCode(t, err, connect.CodeAlreadyExists, "ErrSchemaAlreadyExists")
-			// An admin token acts on the default project it owns.
+			// Schema calls name no project: an admin token alone does not
+			// say which, as upstream.
 			_, err = c.CreateSchema(ctx, authed(&api.CreateSchemaRequest{
 				SchemaName: "note", SchemaVersion: 2, SchemaBody: "type Document = {};",
 			}, token))
+			wantCode(t, err, connect.CodeUnauthenticated, "ErrUnauthenticated")
+			_, err = c.CreateSchema(ctx, withKey(&api.CreateSchemaRequest{
+				SchemaName: "note", SchemaVersion: 2, SchemaBody: "type Document = {};",
+			}, secret))
 			require.NoError(t, err)
 
 			got, err := c.GetSchema(ctx, withKey(&api.GetSchemaRequest{SchemaName: "note", Version: 1}, secret))
@@ -83,7 +80,7 @@ func TestSchemas(t *testing.T) {
 			require.NoError(t, err)
 			require.Len(t, versions.Msg.Schemas, 2)
 			assert.EqualValues(t, 2, versions.Msg.Schemas[0].Version)
-			list, err := c.ListSchemas(ctx, authed(&api.ListSchemasRequest{}, token))
+			list, err := c.ListSchemas(ctx, withKey(&api.ListSchemasRequest{}, secret))
 			require.NoError(t, err)
 			require.Len(t, list.Msg.Schemas, 1)
 			assert.EqualValues(t, 2, list.Msg.Schemas[0].Version, "the newest version of each name")
@@ -137,9 +134,7 @@ func TestSchemas(t *testing.T) {
 			require.NoError(t, err)
 			_, err = c.GetSchema(ctx, withKey(&api.GetSchemaRequest{SchemaName: "note", Version: 1}, other.Msg.Project.SecretKey))
 			wantCode(t, err, connect.CodeNotFound, "ErrSchemaNotFound")
-			req := authed(&api.ListSchemasRequest{}, token)
-			req.Header().Set("x-api-key", other.Msg.Project.PublicKey)
-			list, err := c.ListSchemas(ctx, req)
+			list, err := c.ListSchemas(ctx, withKey(&api.ListSchemasRequest{}, other.Msg.Project.SecretKey))
 			require.NoError(t, err)
 			assert.Empty(t, list.Msg.Schemas)
 		})
