@@ -91,6 +91,9 @@ type DocInfo struct {
 	// RemovedAt is zero while the document is live.
 	RemovedAt time.Time
 	CreatedAt time.Time
+	// Schema is the key ("<name>@<version>") of the schema the document is
+	// bound to, "" for none.
+	Schema string
 }
 
 // AttachmentStatus is the state of one client's attachment to one document.
@@ -234,6 +237,8 @@ type Database interface {
 	Accounts
 	// Revisions: documents' named copies of their content.
 	Revisions
+	// Schemas: the projects' document schemas.
+	Schemas
 	// AccountChanges: password changes, account removal, key rotation.
 	AccountChanges
 	// Members: project memberships and invites.
