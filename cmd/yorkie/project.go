@@ -27,11 +27,11 @@ var (
 // cliProject is a project as upstream's CLI prints it: upstream's JSON
 // names, Go field names where upstream has no tag; YAML lower-cases them.
 type cliProject struct {
-	ID                          string    `json:"id"`
-	Name                        string    `json:"name"`
-	Owner                       string    `json:"owner"`
-	AuthWebhookURL              string    `json:"auth_webhook_url"`
-	AuthWebhookMethods          []string  `json:"auth_webhook_methods"`
+	ID                          string   `json:"id"`
+	Name                        string   `json:"name"`
+	Owner                       string   `json:"owner"`
+	AuthWebhookURL              string   `json:"auth_webhook_url"`
+	AuthWebhookMethods          []string `json:"auth_webhook_methods"`
 	AuthWebhookMaxRetries       uint64
 	AuthWebhookMinWaitInterval  string
 	AuthWebhookMaxWaitInterval  string
