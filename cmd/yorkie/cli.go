@@ -56,6 +56,14 @@ func newRootCommand(stdout, stderr io.Writer, stdin io.Reader) *cobra.Command {
 				return codeError(runServer(args, stderr))
 			},
 		},
+		&cobra.Command{
+			Use:                "migrate upstream [flags]",
+			Short:              "Import an upstream Yorkie database (see yorkie migrate upstream -h)",
+			DisableFlagParsing: true,
+			RunE: func(cmd *cobra.Command, args []string) error {
+				return codeError(runMigrate(args, stdout, stderr))
+			},
+		},
 		c.loginCommand(), c.logoutCommand(), c.signupCommand(), c.passwdCommand(), c.deleteAccountCommand(),
 		c.contextCommand(), c.projectCommand(), c.documentCommand(), c.historyCommand(), c.versionCommand(),
 	)

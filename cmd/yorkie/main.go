@@ -1,7 +1,7 @@
 // Command yorkie runs a Yorkie-compatible collaboration server, and is the
 // admin CLI of upstream Yorkie's command tree: login, logout, signup,
 // passwd, delete-account, context, project, document, history, version and
-// completion (see "yorkie --help").
+// completion, and "yorkie migrate upstream" (see "yorkie --help").
 package main
 
 import (
@@ -89,6 +89,8 @@ func runServer(args []string, stderr io.Writer) int {
 	projectCacheTTL := durationFlag(fs, []string{"project-cache-ttl", "mongo-project-cache-ttl"}, project.DefaultCacheTTL, "how long a node reuses a project looked up by API key; an UpdateProject reaches every node within it")
 	registerIgnoredUpstreamFlags(fs)
 	registerRefusedFlags(fs)
+	var tlsMetrics tlsMetricsFlags
+	tlsMetrics.register(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -178,6 +180,10 @@ func runServer(args []string, stderr io.Writer) int {
 		DisableDefaultProject:       !*useDefaultProject,
 		ProjectCacheTTL:             *projectCacheTTL,
 		Webhooks:                    webhooks,
+	}
+	if err := tlsMetrics.apply(&cfg); err != nil {
+		fmt.Fprintf(stderr, "yorkie server: %v\n", err)
+		return 2
 	}
 	store, err := openSessionStore(ctx, *storeKind, *etcdEndpoints, *redisAddr, !*redisCloseOnReadOnly, logger)
 	if err != nil {
