@@ -232,6 +232,8 @@ type Database interface {
 
 	// Accounts: the admin API's users and projects.
 	Accounts
+	// DocumentListing: the admin API's document lists.
+	DocumentListing
 }
 
 // ErrSnapshotNotFound: the document has no stored snapshot at or before the
