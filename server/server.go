@@ -317,6 +317,7 @@ func New(cfg Config) (*Server, error) {
 		OnProjectUpdated: func(p *database.ProjectInfo) {
 			s.projects.Updated(p)
 		},
+		Owners: adminOwners{s},
 	}); err != nil {
 		s.channels.Close()
 		return nil, fmt.Errorf("server: %w", err)
@@ -372,6 +373,7 @@ func (s *Server) newRPC(router rpc.Router) error {
 	if s.router != nil {
 		csvc, err := rpc.NewCluster(rpc.ClusterConfig{
 			Backend: s.backend, Router: s.router, Authentic: s.router.Authentic, Logger: logger, FindProject: s.db.FindProjectByID,
+			Service: svc,
 		})
 		if err != nil {
 			return fmt.Errorf("server: create cluster service: %w", err)
