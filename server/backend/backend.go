@@ -169,6 +169,11 @@ type Metrics struct {
 	// AnswerLockNanos is how long documents' locks were held to prepare
 	// snapshot answers (encoding excluded, but in the baseline mode).
 	AnswerLockNanos atomic.Int64
+	// AnswerSnapshotSeconds, when set, observes the time to build the
+	// snapshot of each answer to a client far behind.
+	AnswerSnapshotSeconds Observer
+	// SnapshotRuns, when set, counts the goroutines taking snapshots.
+	SnapshotRuns Gauge
 }
 
 // Event is one document event delivered to a subscriber.
