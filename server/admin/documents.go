@@ -87,21 +87,14 @@ func short(s string) string {
 	return s
 }
 
-// keyProject returns the project whose secret key the call carries.
+// keyProject returns the project whose secret key the call carries, through
+// the shared authorization step.
 func (s *Service) keyProject(ctx context.Context, h http.Header) (*database.ProjectInfo, error) {
-	scheme, secret, _ := strings.Cut(strings.TrimSpace(h.Get("Authorization")), " ")
-	secret = strings.TrimSpace(secret)
-	if !strings.EqualFold(scheme, "API-Key") || secret == "" {
-		return nil, unauthenticated(errors.New("this call needs the project's secret key: authorization: API-Key <secret key>"))
-	}
-	p, err := s.db.FindProjectBySecretKey(ctx, secret)
-	if errors.Is(err, database.ErrProjectNotFound) {
-		return nil, unauthenticated(errors.New("unknown project secret key"))
-	}
+	c, err := s.Authorize(ctx, h, NeedProjectKey())
 	if err != nil {
-		return nil, s.toConnect(ctx, err)
+		return nil, err
 	}
-	return p, nil
+	return c.Project, nil
 }
 
 // owners returns the owner side, or unavailable before the node serves.
