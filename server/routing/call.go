@@ -23,12 +23,13 @@ const (
 	CallAttachChannel
 	CallChannel
 	CallWatchChannel
+	// CallAdmin is an AdminService call on a document (a compaction),
+	// served by the owner and handed on to it even in redirect mode: its
+	// callers follow no redirect.
+	CallAdmin
 	// CallRevision is a client's revision call on a document (create,
-	// list, get, restore); CallSystemRevision one the server makes for an
-	// operator (an admin restore), which even redirect mode hands to the
-	// owner: no client is there to follow a redirect.
+	// list, get, restore).
 	CallRevision
-	CallSystemRevision
 )
 
 // String returns the call kind's RPC-like name, for logs.
@@ -50,10 +51,10 @@ func (k CallKind) String() string {
 		return "channel"
 	case CallWatchChannel:
 		return "watch-channel"
+	case CallAdmin:
+		return "admin"
 	case CallRevision:
 		return "revision"
-	case CallSystemRevision:
-		return "system-revision"
 	}
 	return fmt.Sprintf("CallKind(%d)", int(k))
 }
@@ -82,6 +83,8 @@ type Route struct {
 	// Owner, when set, is the owner's service: this node relays the call
 	// there. Nil serves the call here.
 	Owner v1connect.YorkieServiceClient
+	// Addr is the owner's address when this node relays the call there.
+	Addr string
 	// OwnerGone is closed when the owner leaves the cluster; a relay to it
 	// then ends with unavailable instead of waiting on a node that froze.
 	OwnerGone <-chan struct{}
@@ -95,6 +98,5 @@ type Route struct {
 // succeed wherever it lands, so even redirect mode hands it to the owner.
 func (k CallKind) IsAttach() bool { return k == CallAttach || k == CallAttachChannel }
 
-// alwaysForwarded reports whether redirect mode hands the call to the owner
-// too: an attach, and a call no client made.
-func (k CallKind) alwaysForwarded() bool { return k.IsAttach() || k == CallSystemRevision }
+// handedOn reports whether the call goes to the owner even in redirect mode.
+func (k CallKind) handedOn() bool { return k.IsAttach() || k == CallAdmin }

@@ -51,7 +51,7 @@ func revisionCall[Req, Res any](ctx context.Context, s *Service, req *connect.Re
 	if clientID == "" && s.router != nil && req.Header().Get(routing.HeaderForwardedBy) != "" {
 		// An operator's call another node relayed (RestoreRevisionAsOperator):
 		// routing refuses the mark without the cluster secret.
-		kind = routing.CallSystemRevision
+		kind = routing.CallAdmin
 	} else if err := validateClientID(clientID); err != nil {
 		return nil, invalidArgument(err)
 	}
@@ -162,7 +162,7 @@ func (s *Service) RestoreRevisionAsOperator(ctx context.Context, p *database.Pro
 	ctx = project.NewContext(ctx, p)
 	h := http.Header{}
 	h.Set(HeaderAPIKey, p.PublicKey)
-	call := routing.DocumentCall{Kind: routing.CallSystemRevision, DocumentID: docID, DocumentKey: key, Header: h}
+	call := routing.DocumentCall{Kind: routing.CallAdmin, DocumentID: docID, DocumentKey: key, Header: h}
 	msg := &api.RestoreRevisionRequest{DocumentId: docID, RevisionId: revisionID}
 	for attempt := 0; ; attempt++ {
 		rt, err := s.route(ctx, call)

@@ -375,7 +375,7 @@ func routedCall[Req, Res any](ctx context.Context, s *Service, req *connect.Requ
 	}
 	// An operator's call relayed by a node asks no webhook: the operator
 	// was authorised where the call began.
-	if call.Kind != routing.CallSystemRevision {
+	if call.Kind != routing.CallAdmin {
 		if err := s.authorize(ctx, procedure, req.Header(), attrs); err != nil {
 			return nil, s.failRouted(ctx, procedure, rt, err)
 		}
