@@ -232,6 +232,12 @@ type Database interface {
 
 	// Accounts: the admin API's users and projects.
 	Accounts
+	// AccountChanges: password changes, account removal, key rotation.
+	AccountChanges
+	// Members: project memberships and invites.
+	Members
+	// Stats: what the admin API reports of a project's use.
+	Stats
 }
 
 // ErrSnapshotNotFound: the document has no stored snapshot at or before the
