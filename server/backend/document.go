@@ -29,6 +29,8 @@ type docState struct {
 	removed bool
 	// atts holds the attachments with status Attached, by client ID.
 	atts map[string]*attState
+	// schema is the schema the document is bound to (see schemas.go).
+	schema docSchema
 
 	// synced is the minimum synced version vector over atts.
 	synced minVector
@@ -167,7 +169,12 @@ func (b *Backend) load(ctx context.Context, epoch int64, ds *docState) error {
 			known[k] = struct{}{}
 		}
 	}
+	sch, err := b.loadSchema(ctx, info.ProjectID, info.Schema)
+	if err != nil {
+		return fmt.Errorf("document %s: %w", ds.id, err)
+	}
 	ds.project, ds.key, ds.epoch, ds.head = info.ProjectID, info.Key, epoch, info.ServerSeq
+	ds.schema = sch
 	ds.removed = !info.RemovedAt.IsZero()
 	ds.atts = atts
 	ds.known = known

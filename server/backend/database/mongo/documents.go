@@ -27,6 +27,8 @@ type docRecord struct {
 	// HeadHint is the end of a stored batch of the log, at most the head:
 	// where head lookups start. See raiseHeadHint.
 	HeadHint int64 `bson:"head_hint"`
+	// Schema is the key of the schema the document is bound to.
+	Schema string `bson:"schema,omitempty"`
 }
 
 // keyRecord names the live document of a key in a project; its _id is
@@ -72,6 +74,7 @@ func (r *docRecord) info(serverSeq, epoch int64) *database.DocInfo {
 		ServerSeq: serverSeq,
 		Epoch:     epoch,
 		CreatedAt: r.CreatedAt.UTC(),
+		Schema:    r.Schema,
 	}
 	if r.RemovedAt != nil {
 		info.RemovedAt = r.RemovedAt.UTC()
