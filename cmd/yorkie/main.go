@@ -222,7 +222,7 @@ func runServer(args []string, stderr io.Writer) int {
 		HousekeepingCandidatesLimit: *candidatesLimit,
 		ChannelSessionTTL:           *channelTTL,
 		ChannelMaxPayloadBytes:      *channelPayload,
-		Admin:                       admin.settings(),
+		Admin:                       admin.settings(fs),
 		DisableDefaultProject:       !*useDefaultProject,
 		ProjectCacheTTL:             *projectCacheTTL,
 		Webhooks:                    webhooks,
