@@ -1,12 +1,7 @@
-// Command yorkie runs a Yorkie-compatible collaboration server.
-//
-//	yorkie server [flags]          run a server until SIGINT or SIGTERM
-//	yorkie login                   log in to a server's admin API
-//	yorkie logout                  forget a server's admin token
-//	yorkie project ...             create, list and update projects
-//	yorkie document get KEY [...]  print a running server's view of a document
-//	yorkie migrate upstream ...    import an upstream Yorkie database
-//	yorkie version                 print the version, and the server's
+// Command yorkie runs a Yorkie-compatible collaboration server, and is the
+// admin CLI of upstream Yorkie's command tree: login, logout, signup,
+// passwd, delete-account, context, project, document, history, version and
+// completion, and "yorkie migrate upstream" (see "yorkie --help").
 package main
 
 import (
@@ -42,49 +37,8 @@ var version = "dev"
 // shutdownTimeout bounds how long in-flight calls may run after a signal.
 const shutdownTimeout = 30 * time.Second
 
-const usage = `usage: yorkie <command> [flags]
-
-commands:
-  server    run a Yorkie server (see "yorkie server -h")
-  login     log in to a server: yorkie login --username U --password P [--rpc-addr host:port]
-  logout    forget the token of a server
-  project   create, ls, update projects (see "yorkie project help")
-  document  show a document of a running server (see "yorkie document -h")
-  migrate   import an upstream Yorkie database: yorkie migrate upstream --from-mongo-connection-uri URI ...
-  version   print the version, and the server's when logged in (--client: this command's only)
-`
-
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
-}
-
-// run dispatches a subcommand and returns the process exit code.
-func run(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
-		return 2
-	}
-	switch args[0] {
-	case "server":
-		return runServer(args[1:], stderr)
-	case "document":
-		return runDocument(args[1:], stdout, stderr)
-	case "version":
-		return runVersion(args[1:], stdout, stderr)
-	case "login":
-		return runLogin(args[1:], stdout, stderr)
-	case "logout":
-		return runLogout(args[1:], stdout, stderr)
-	case "project":
-		return runProject(args[1:], stdout, stderr)
-	case "migrate":
-		return runMigrate(args[1:], stdout, stderr)
-	case "help", "-h", "--help":
-		fmt.Fprint(stdout, usage)
-		return 0
-	}
-	fmt.Fprintf(stderr, "yorkie: unknown command %q\n\n%s", args[0], usage)
-	return 2
 }
 
 // runServer parses the server flags, runs the server until a signal arrives,
@@ -99,6 +53,7 @@ func runServer(args []string, stderr io.Writer) int {
 	profilingAddr := fs.String("profiling-addr", "", "address the profiling port listens on (default: --rpc-addr's)")
 	pprofEnabled := fs.Bool("pprof-enabled", false, "serve /debug/pprof/ on the profiling port (unauthenticated: it shows the command line)")
 	readHeaderTimeout := fs.Duration("rpc-read-header-timeout", server.DefaultReadHeaderTimeout, "time a client has to send a request head")
+	idleTimeout := fs.Duration("rpc-idle-timeout", server.DefaultIdleTimeout, "time a keep-alive connection of the RPC port may wait for its next request; keep it above a load balancer's idle timeout")
 	readBodyTimeout := fs.Duration("rpc-read-body-timeout", server.DefaultReadBodyTimeout, "time a client has to send a request body once its head is in")
 	logLevel := stringFlag(fs, []string{"log-level", "l"}, "info", "log level: debug, info, warn, error, panic or fatal")
 	fastHTTP1 := fs.Bool("rpc-fast-http1", true, "answer unary calls over HTTP/1.1 on the server's own loop; false: net/http serves every request")
@@ -187,6 +142,9 @@ func runServer(args []string, stderr io.Writer) int {
 	for _, w := range configWarnings {
 		logger.Warn("config file: " + w)
 	}
+	for _, f := range ignoredFlagsGiven(fs) {
+		logger.Info("upstream flag accepted with no effect", "flag", f[0], "why", f[1])
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -199,6 +157,7 @@ func runServer(args []string, stderr io.Writer) int {
 		MaxRequestBytes:    *maxRequestBytes,
 		ReadHeaderTimeout:  *readHeaderTimeout,
 		ReadBodyTimeout:    *readBodyTimeout,
+		IdleTimeout:        *idleTimeout,
 		DisableFastHTTP1:   !*fastHTTP1,
 		DisableFastJSON:    !*fastJSON,
 		MaxChangesPerPack:  *maxChanges,
@@ -223,14 +182,13 @@ func runServer(args []string, stderr io.Writer) int {
 		ChannelSessionTTL:           *channelTTL,
 		ChannelMaxPayloadBytes:      *channelPayload,
 		Admin:                       admin.settings(fs),
+		AdminAllowedOrigins:         admin.origins(),
+		DashboardDir:                admin.dashboardDir,
 		DisableDefaultProject:       !*useDefaultProject,
 		ProjectCacheTTL:             *projectCacheTTL,
 		Webhooks:                    webhooks,
 	}
-	if err := tlsMetrics.apply(&cfg); err != nil {
-		fmt.Fprintf(stderr, "yorkie server: %v\n", err)
-		return 2
-	}
+	tlsMetrics.apply(&cfg)
 	store, err := openSessionStore(ctx, *storeKind, *etcdEndpoints, *redisAddr, !*redisCloseOnReadOnly, logger)
 	if err != nil {
 		logger.Error("cannot use the session store", "error", err)

@@ -350,11 +350,6 @@ func TestAdminService(t *testing.T) {
 			}
 		})
 
-		t.Run("Unimplemented", func(t *testing.T) {
-			_, err := c.ListDocuments(ctx, authed(&api.ListDocumentsRequest{}, token))
-			wantCode(t, err, connect.CodeUnimplemented, "")
-		})
-
 		t.Run("Metrics", func(t *testing.T) {
 			families, err := srv.Registry().Gather()
 			if err != nil {

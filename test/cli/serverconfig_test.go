@@ -1,7 +1,10 @@
 package cli_test
 
 import (
+	"bufio"
 	"context"
+	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -36,7 +39,7 @@ func TestServerWithOurSampleConfig(t *testing.T) {
 	bin := yorkieBinary(t)
 	addr := startServer(t, bin, "--config", filepath.Join("..", "..", "server", "config.sample.yml"))
 	c := &cli{t: t, bin: bin, config: t.TempDir()}
-	c.ok("login", "--username", "admin", "--password", "admin", "--rpc-addr", addr)
+	c.ok("login", "--username", "admin", "--password", "admin", "--rpc-addr", addr, "--insecure")
 }
 
 // upstreamLayoutConfig is a file with every section and key of upstream
@@ -123,7 +126,7 @@ func TestServerWithUpstreamConfigFile(t *testing.T) {
 
 	addr := startServer(t, bin, "-c", path)
 	c := &cli{t: t, bin: bin, config: t.TempDir()}
-	c.ok("login", "--username", "ops", "--password", "upstream-pw", "--rpc-addr", addr)
+	c.ok("login", "--username", "ops", "--password", "upstream-pw", "--rpc-addr", addr, "--insecure")
 	c.ok("project", "create", "from-upstream-config")
 	assert.Contains(t, c.ok("project", "ls"), "from-upstream-config")
 }
@@ -168,7 +171,7 @@ func TestServerWithHelmChartArgs(t *testing.T) {
 
 	// The data is in the chart's database.
 	c := &cli{t: t, bin: bin, config: t.TempDir()}
-	c.ok("login", "--username", "admin", "--password", "admin", "--rpc-addr", addr)
+	c.ok("login", "--username", "admin", "--password", "admin", "--rpc-addr", addr, "--insecure")
 	c.ok("project", "create", "helm")
 }
 
@@ -184,4 +187,31 @@ func TestServerRPCAddr(t *testing.T) {
 	require.NoError(t, err)
 	_ = res.Body.Close()
 	assert.Equal(t, http.StatusOK, res.StatusCode)
+}
+
+// --rpc-idle-timeout closes a keep-alive connection that sends nothing
+// more, on the fast HTTP/1.1 loop and on net/http alike.
+func TestServerRPCIdleTimeout(t *testing.T) {
+	bin := yorkieBinary(t)
+	for _, fast := range []string{"true", "false"} {
+		port := testenv.FreePort(t)
+		addr := "127.0.0.1:" + strconv.Itoa(port)
+		startYorkie(t, bin, addr, "server", "--rpc-port", strconv.Itoa(port), "--profiling-port", "-1",
+			"--rpc-idle-timeout", "100ms", "--rpc-fast-http1="+fast)
+		conn, err := net.Dial("tcp", addr)
+		require.NoError(t, err)
+		defer conn.Close()
+		_, err = io.WriteString(conn, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+		require.NoError(t, err)
+		res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		require.NoError(t, err)
+		_, _ = io.Copy(io.Discard, res.Body)
+		_ = res.Body.Close()
+		assert.Equal(t, http.StatusOK, res.StatusCode)
+		// The server closes the idle connection (the deadline only bounds a
+		// broken server).
+		require.NoError(t, conn.SetReadDeadline(time.Now().Add(time.Minute)))
+		_, err = conn.Read(make([]byte, 1))
+		assert.ErrorIs(t, err, io.EOF, "fast HTTP/1.1 loop %s", fast)
+	}
 }
