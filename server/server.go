@@ -317,6 +317,7 @@ func New(cfg Config) (*Server, error) {
 		OnProjectUpdated: func(p *database.ProjectInfo) {
 			s.projects.Updated(p)
 		},
+		Compactor: compactor{s},
 	}); err != nil {
 		s.channels.Close()
 		return nil, fmt.Errorf("server: %w", err)
@@ -635,6 +636,7 @@ func registerBackendMetrics(reg prometheus.Registerer, m *backend.Metrics) error
 			Help: "Time documents' locks were held to prepare snapshot answers, which are encoded after the lock is released.",
 		}, func() float64 { return float64(m.AnswerLockNanos.Load()) / 1e9 }),
 		counter("garbage_collected_total", "Tombstones purged from the documents held in memory.", m.GarbageCollected.Load),
+		counter("compactions_total", "Documents whose history was compacted into one change.", m.Compactions.Load),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Namespace: "yorkie", Subsystem: "backend", Name: "document_cache_bytes",
 			Help: "Estimated heap bytes of the documents held built in memory, with the states their snapshots were taken of.",

@@ -74,6 +74,8 @@ type Config struct {
 	// stored, so this node applies the new settings without waiting for its
 	// caches to expire.
 	OnProjectUpdated func(*database.ProjectInfo)
+	// Compactor serves CompactDocumentByAdmin (nil: unimplemented).
+	Compactor Compactor
 }
 
 // Service implements the AdminService; the calls it does not serve yet

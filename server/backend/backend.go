@@ -169,6 +169,8 @@ type Metrics struct {
 	// AnswerLockNanos is how long documents' locks were held to prepare
 	// snapshot answers (encoding excluded, but in the baseline mode).
 	AnswerLockNanos atomic.Int64
+	// Compactions counts documents whose history was compacted.
+	Compactions atomic.Int64
 }
 
 // Event is one document event delivered to a subscriber.

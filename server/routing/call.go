@@ -23,6 +23,10 @@ const (
 	CallAttachChannel
 	CallChannel
 	CallWatchChannel
+	// CallAdmin is an AdminService call on a document (a compaction),
+	// served by the owner and handed on to it even in redirect mode: its
+	// callers follow no redirect.
+	CallAdmin
 )
 
 // String returns the call kind's RPC-like name, for logs.
@@ -44,6 +48,8 @@ func (k CallKind) String() string {
 		return "channel"
 	case CallWatchChannel:
 		return "watch-channel"
+	case CallAdmin:
+		return "admin"
 	}
 	return fmt.Sprintf("CallKind(%d)", int(k))
 }
@@ -69,6 +75,8 @@ type Route struct {
 	// Owner, when set, is the owner's service: this node relays the call
 	// there. Nil serves the call here.
 	Owner v1connect.YorkieServiceClient
+	// Addr is the owner's address when this node relays the call there.
+	Addr string
 	// OwnerGone is closed when the owner leaves the cluster; a relay to it
 	// then ends with unavailable instead of waiting on a node that froze.
 	OwnerGone <-chan struct{}
@@ -81,3 +89,6 @@ type Route struct {
 // IsAttach reports whether the call creates an attachment: such a call must
 // succeed wherever it lands, so even redirect mode hands it to the owner.
 func (k CallKind) IsAttach() bool { return k == CallAttach || k == CallAttachChannel }
+
+// handedOn reports whether the call goes to the owner even in redirect mode.
+func (k CallKind) handedOn() bool { return k.IsAttach() || k == CallAdmin }

@@ -162,13 +162,14 @@ func (r *Router) Route(ctx context.Context, call DocumentCall) (Route, error) {
 	// views of the owner must not pass a call back and forth. An attach is
 	// handed to the owner even in redirect mode: it must succeed wherever it
 	// lands, and its answer tells the client the owner's session key.
-	if forwarded || (r.cfg.Mode == Redirect && !call.Kind.IsAttach()) {
+	if forwarded || (r.cfg.Mode == Redirect && !call.Kind.handedOn()) {
 		r.redirects.Inc()
 		return Route{}, &WrongNodeError{Header: r.cfg.Header, SessionKey: owner.SessionKey,
 			Err: fmt.Errorf("document %q is owned by another node", call.DocumentKey)}
 	}
 	r.forwards.Inc()
 	rt.Owner = r.cfg.Peers.Yorkie(owner.Addr)
+	rt.Addr = owner.Addr
 	rt.OwnerGone = r.cfg.Owners.Gone(owner.Addr)
 	return rt, nil
 }
