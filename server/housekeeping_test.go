@@ -4,12 +4,17 @@ import (
 	"testing"
 	"time"
 
+	"connectrpc.com/connect"
+	"github.com/stretchr/testify/require"
+
+	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
 	"github.com/yorkie-affinity/yorkie/server"
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
 	"github.com/yorkie-affinity/yorkie/server/backend/database/dbtest"
 	"github.com/yorkie-affinity/yorkie/server/backend/database/memory"
 	"github.com/yorkie-affinity/yorkie/server/servertest"
 	"github.com/yorkie-affinity/yorkie/server/servertest/testclock"
+	"github.com/yorkie-affinity/yorkie/server/servertest/wire"
 	"github.com/yorkie-affinity/yorkie/test/testenv"
 )
 
@@ -89,4 +94,36 @@ func testProjectThresholds(t *testing.T, db database.Database) {
 	after(3*time.Hour, "a", "b")
 	after(23*time.Hour, "a", "b")
 	after(24*time.Hour, "a", "b", "unset", database.DefaultProjectName)
+}
+
+// TestHousekeepingEndsChannelSessions has housekeeping deactivate a silent
+// client that holds a channel session: the session leaves the channel's count
+// at once, as when the client deactivates itself, not after its TTL.
+func TestHousekeepingEndsChannelSessions(t *testing.T) {
+	clock := &testclock.Clock{}
+	srv := servertest.Start(t, func(cfg *server.Config) {
+		cfg.ClientDeactivateThreshold = time.Hour
+		cfg.HousekeepingInterval = time.Hour // runs only when the test says
+		cfg.ChannelSessionTTL = 24 * time.Hour
+		cfg.Clock = clock.Now
+	})
+	c := servertest.Client(t, srv, servertest.ConnectJSON)
+	ctx := wire.Context(t)
+	attach := func() int64 {
+		t.Helper()
+		r := wire.NewReplica(t, c)
+		resp, err := c.AttachChannel(ctx, connect.NewRequest(&api.AttachChannelRequest{ClientId: r.ID, ChannelKey: "room.1"}))
+		require.NoError(t, err)
+		return resp.Msg.GetSessionCount()
+	}
+	require.EqualValues(t, 1, attach(), "the silent client's session")
+
+	// The first run records the client's calls; past the threshold and the
+	// interval the next one finds it silent.
+	require.NoError(t, srv.Housekeeper().RunOnce(ctx).Err)
+	clock.Advance(3 * time.Hour)
+	r := srv.Housekeeper().RunOnce(ctx)
+	require.NoError(t, r.Err)
+	require.EqualValues(t, 1, r.Deactivated)
+	require.EqualValues(t, 1, attach(), "a new client counts itself only: the deactivated client's session is gone")
 }

@@ -356,7 +356,7 @@ func (s *Server) newRPC(router rpc.Router) error {
 		return fmt.Errorf("server: create rpc service: %w", err)
 	}
 	s.service = svc
-	if err := s.newHousekeeper(router); err != nil {
+	if err := s.newHousekeeper(svc); err != nil {
 		return err
 	}
 
@@ -439,7 +439,7 @@ func adminUser(a admin.Settings) string {
 // newHousekeeper builds the node's housekeeping: it deactivates clients as
 // DeactivateClient does, detaching at the owners first, and in a cluster
 // scans only while this node holds the housekeeping role.
-func (s *Server) newHousekeeper(router rpc.Router) error {
+func (s *Server) newHousekeeper(svc *rpc.Service) error {
 	var role housekeeping.Role
 	if s.mgr != nil {
 		role = s.mgr
@@ -457,14 +457,7 @@ func (s *Server) newHousekeeper(router rpc.Router) error {
 			if err != nil {
 				return fmt.Errorf("project %s of client %s: %w", c.ProjectID, c.ID, err)
 			}
-			ctx = project.NewContext(ctx, p)
-			var epochs map[string]int64
-			if router != nil {
-				if epochs, err = router.DetachRemote(ctx, c.ID); err != nil {
-					return err
-				}
-			}
-			return s.backend.DeactivateClient(ctx, c.ID, epochs)
+			return svc.Deactivate(project.NewContext(ctx, p), c.ID)
 		},
 		Role:       role,
 		Now:        s.cfg.Clock,

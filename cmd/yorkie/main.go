@@ -88,13 +88,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 func runServer(args []string, stderr io.Writer) int {
 	fs := flag.NewFlagSet("yorkie server", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	configFile := stringFlag(fs, []string{"config", "c"}, "", "YAML file of settings, laid out like upstream's config.sample.yml (flags given override it)")
 	rpcPort := fs.Int("rpc-port", 8080, "port of the RPC server (Connect, gRPC, gRPC-web and /healthz)")
+	rpcAddr := fs.String("rpc-addr", "", "address the RPC port listens on, and the profiling port unless --profiling-addr (default: every interface)")
 	profilingPort := fs.Int("profiling-port", 8081, "port of /metrics and, with --pprof-enabled, /debug/pprof/ (negative disables)")
-	profilingAddr := fs.String("profiling-addr", "", "address the profiling port listens on (default: every interface)")
+	profilingAddr := fs.String("profiling-addr", "", "address the profiling port listens on (default: --rpc-addr's)")
 	pprofEnabled := fs.Bool("pprof-enabled", false, "serve /debug/pprof/ on the profiling port (unauthenticated: it shows the command line)")
 	readHeaderTimeout := fs.Duration("rpc-read-header-timeout", server.DefaultReadHeaderTimeout, "time a client has to send a request head")
 	readBodyTimeout := fs.Duration("rpc-read-body-timeout", server.DefaultReadBodyTimeout, "time a client has to send a request body once its head is in")
-	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
+	logLevel := stringFlag(fs, []string{"log-level", "l"}, "info", "log level: debug, info, warn, error, panic or fatal")
 	fastHTTP1 := fs.Bool("rpc-fast-http1", true, "answer unary calls over HTTP/1.1 on the server's own loop; false: net/http serves every request")
 	fastJSON := fs.Bool("rpc-fast-json", true, "read and write Connect JSON with the server's own codec; false: protojson, connect's default")
 	maxRequestBytes := fs.Int("rpc-max-request-bytes", server.DefaultMaxRequestBytes, "largest request message accepted, in bytes")
@@ -104,12 +106,13 @@ func runServer(args []string, stderr io.Writer) int {
 	maxDocSize := fs.Int("max-size-per-document", backend.DefaultMaxSizePerDocument, "largest document size in bytes, as the SDK counts it; negative: no bound")
 	docCacheBytes := fs.Int64("document-cache-bytes", backend.DefaultDocumentCacheBytes, "bound on the estimated Go heap of the documents kept built in memory")
 	mongoURI := fs.String("mongo-connection-uri", "", "MongoDB connection URI; empty keeps everything in memory")
-	mongoDatabase := fs.String("mongo-database", mongo.DefaultDatabase, "MongoDB database name")
+	mongoDatabase := stringFlag(fs, []string{"mongo-database", "mongo-yorkie-database"}, mongo.DefaultDatabase, "MongoDB database name")
+	mongoTimeout := fs.Duration("mongo-connection-timeout", mongo.DefaultConnectTimeout, "time to connect to MongoDB at start, and the most a call waits for a reachable MongoDB server")
 	storeKind := fs.String("session-store", "memory", "where document owners are recorded: memory (one process), etcd or redis")
 	etcdEndpoints := fs.String("etcd-endpoints", "http://127.0.0.1:2379", "comma-separated etcd client URLs (with --session-store etcd)")
 	redisAddr := fs.String("redis-addr", "127.0.0.1:6379", "Redis address (with --session-store redis)")
 	redisCloseOnReadOnly := fs.Bool("redis-close-conn-on-readonly", true, "drop a Redis connection that answers READONLY, so a failover behind one address is followed")
-	advertiseAddr := fs.String("advertise-addr", "", "host:port other nodes and proxies reach this node at (default 127.0.0.1:<rpc-port>)")
+	advertiseAddr := stringFlag(fs, []string{"advertise-addr", "backend-rpc-addr"}, "", "host:port other nodes and proxies reach this node at (default 127.0.0.1:<rpc-port>)")
 	affinityMode := fs.String("affinity-mode", string(routing.Forward), "a call for a document another node owns is forwarded to it (forward) or refused naming it (redirect)")
 	sessionKeyHeader := fs.String("session-key-header", routing.DefaultSessionKeyHeader, "response header carrying the owner's session key")
 	nodeTTL := fs.Duration("node-ttl", 0, fmt.Sprintf("lease TTL of this node in the session store (default %v with etcd or redis, a minute with memory)", affinity.DefaultTTL))
@@ -125,11 +128,31 @@ func runServer(args []string, stderr io.Writer) int {
 	channelTTL := fs.Duration("channel-session-ttl", channel.DefaultSessionTTL, "a channel session not refreshed (the SDK's heartbeat, every 30s) for longer is removed from its counts")
 	channelPayload := fs.Int("channel-max-payload-bytes", channel.DefaultMaxPayloadBytes, "largest broadcast payload a channel relays")
 	useDefaultProject := fs.Bool("backend-use-default-project", true, "serve calls without an x-api-key in the default project (false: refuse them, unauthenticated)")
-	projectCacheTTL := fs.Duration("project-cache-ttl", project.DefaultCacheTTL, "how long a node reuses a project looked up by API key; an UpdateProject reaches every node within it")
+	projectCacheTTL := durationFlag(fs, []string{"project-cache-ttl", "mongo-project-cache-ttl"}, project.DefaultCacheTTL, "how long a node reuses a project looked up by API key; an UpdateProject reaches every node within it")
+	registerIgnoredUpstreamFlags(fs)
+	registerRefusedFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
+		return 2
+	}
+	if err := checkRefusedFlags(fs); err != nil {
+		fmt.Fprintf(stderr, "yorkie server: %v\n", err)
+		return 2
+	}
+	var configWarnings []string
+	if *configFile != "" {
+		w, err := applyConfigFile(fs, *configFile)
+		if err != nil {
+			fmt.Fprintf(stderr, "yorkie server: %v\n", err)
+			return 2
+		}
+		configWarnings = w
+	}
+	host, err := rpcHost(*rpcAddr)
+	if err != nil {
+		fmt.Fprintf(stderr, "yorkie server: %v\n", err)
 		return 2
 	}
 	if *deactivateThreshold <= 0 || *housekeepingInterval <= 0 || *candidatesLimit <= 0 {
@@ -149,16 +172,20 @@ func runServer(args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "yorkie server: unexpected arguments %q\n", fs.Args())
 		return 2
 	}
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
-		fmt.Fprintf(stderr, "yorkie server: --log-level %q: want debug, info, warn or error\n", *logLevel)
+	level, err := parseLogLevel(*logLevel)
+	if err != nil {
+		fmt.Fprintf(stderr, "yorkie server: %v\n", err)
 		return 2
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	for _, w := range configWarnings {
+		logger.Warn("config file: " + w)
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	cfg := server.Config{
+		Host:               host,
 		RPCPort:            *rpcPort,
 		ProfilingPort:      *profilingPort,
 		ProfilingHost:      *profilingAddr,
@@ -204,7 +231,7 @@ func runServer(args []string, stderr io.Writer) int {
 		cfg.SessionStore = store
 	}
 	if *mongoURI != "" {
-		db, err := mongo.Dial(ctx, mongo.Config{URI: *mongoURI, Database: *mongoDatabase, Logger: logger})
+		db, err := mongo.Dial(ctx, mongo.Config{URI: *mongoURI, Database: *mongoDatabase, ConnectTimeout: *mongoTimeout, Logger: logger})
 		if err != nil {
 			logger.Error("cannot use the database", "error", err)
 			return 1

@@ -420,6 +420,15 @@ func (b *Backend) AttachedDocuments(ctx context.Context, clientID string) ([]str
 	return ids, nil
 }
 
+// CountAttachedDocuments returns how many documents the client has attached;
+// an unknown client, or another project's, has none.
+func (b *Backend) CountAttachedDocuments(ctx context.Context, clientID string) (int, error) {
+	if ok, err := b.inProject(ctx, clientID); err != nil || !ok {
+		return 0, err
+	}
+	return b.db.CountClientAttachments(ctx, clientID)
+}
+
 // DetachClient detaches a deactivating client from one document on the
 // server's initiative, as DeactivateClient does for each: a presence-clear
 // change is stored for it, its streams on this node end and the other

@@ -23,8 +23,12 @@ import (
 const (
 	// DefaultSessionTTL is upstream Yorkie's: twice the SDK's 30 s heartbeat.
 	DefaultSessionTTL = 60 * time.Second
-	// DefaultMaxPayloadBytes bounds one broadcast payload.
+	// DefaultMaxPayloadBytes bounds one broadcast: its payload and topic
+	// together.
 	DefaultMaxPayloadBytes = 64 << 10
+	// MaxTopicBytes bounds a broadcast's topic: topics name kinds of
+	// messages, and every queued broadcast keeps one.
+	MaxTopicBytes = 1024
 	// DefaultWatcherBuffer is how many broadcasts a watcher may lag behind
 	// before its stream is ended.
 	DefaultWatcherBuffer = 256
@@ -39,7 +43,8 @@ const Separator = "."
 var (
 	// ErrInvalidKey: a channel key the SDK itself would refuse.
 	ErrInvalidKey = errors.New("invalid channel key")
-	// ErrPayloadTooLarge: a broadcast payload over Config.MaxPayloadBytes.
+	// ErrPayloadTooLarge: a broadcast whose payload and topic together are
+	// over Config.MaxPayloadBytes, or whose topic is over MaxTopicBytes.
 	ErrPayloadTooLarge = errors.New("broadcast payload too large")
 	// ErrInvalidSession: a session ID this package could not have issued.
 	ErrInvalidSession = errors.New("invalid channel session ID")
@@ -354,8 +359,8 @@ func (m *Manager) Broadcast(senderID, key, topic string, payload []byte) error {
 	if err := validateScoped(key); err != nil {
 		return err
 	}
-	if len(payload) > m.maxPayload {
-		return fmt.Errorf("payload of %d bytes, at most %d: %w", len(payload), m.maxPayload, ErrPayloadTooLarge)
+	if err := CheckBroadcastSize(topic, payload, m.maxPayload); err != nil {
+		return err
 	}
 	msg := Message{Publisher: senderID, Topic: topic, Payload: payload}
 	m.mu.Lock()
@@ -376,6 +381,20 @@ func (m *Manager) Broadcast(senderID, key, topic string, payload []byte) error {
 		}
 	}
 	m.metrics.broadcast(delivered)
+	return nil
+}
+
+// CheckBroadcastSize refuses a broadcast whose topic is over MaxTopicBytes
+// or whose topic and payload together are over maxBytes: the topic is
+// queued and fanned out like the payload, so it counts against the same
+// bound.
+func CheckBroadcastSize(topic string, payload []byte, maxBytes int) error {
+	if len(topic) > MaxTopicBytes {
+		return fmt.Errorf("topic of %d bytes, at most %d: %w", len(topic), MaxTopicBytes, ErrPayloadTooLarge)
+	}
+	if n := len(topic) + len(payload); n > maxBytes {
+		return fmt.Errorf("topic and payload of %d bytes, at most %d: %w", n, maxBytes, ErrPayloadTooLarge)
+	}
 	return nil
 }
 

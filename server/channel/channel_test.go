@@ -2,6 +2,7 @@ package channel
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 )
@@ -98,8 +99,23 @@ func TestBroadcastPayloadLimit(t *testing.T) {
 	if err := m.Broadcast("aa", "room", "t", []byte("123456789")); !errors.Is(err, ErrPayloadTooLarge) {
 		t.Fatalf("over-limit broadcast: %v, want ErrPayloadTooLarge", err)
 	}
-	if err := m.Broadcast("aa", "room", "t", []byte("12345678")); err != nil {
-		t.Fatalf("broadcast at the limit: %v", err)
+	if err := m.Broadcast("aa", "room", "t", []byte("1234567")); err != nil {
+		t.Fatalf("broadcast at the limit, topic included: %v", err)
+	}
+	if err := m.Broadcast("aa", "room", "topic", []byte("1234")); !errors.Is(err, ErrPayloadTooLarge) {
+		t.Fatalf("broadcast whose topic takes it over the limit: %v, want ErrPayloadTooLarge", err)
+	}
+}
+
+// TestBroadcastTopicLimit: a topic is bounded on its own, whatever the
+// payload limit, so a topic cannot carry what the payload bound refuses.
+func TestBroadcastTopicLimit(t *testing.T) {
+	m := newTestManager(t, Config{MaxPayloadBytes: 1 << 20})
+	if err := m.Broadcast("aa", "room", strings.Repeat("t", MaxTopicBytes+1), nil); !errors.Is(err, ErrPayloadTooLarge) {
+		t.Fatalf("broadcast with a %d-byte topic: %v, want ErrPayloadTooLarge", MaxTopicBytes+1, err)
+	}
+	if err := m.Broadcast("aa", "room", strings.Repeat("t", MaxTopicBytes), nil); err != nil {
+		t.Fatalf("broadcast with a topic at the limit: %v", err)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
+	"github.com/stretchr/testify/require"
 
 	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
 	"github.com/yorkie-affinity/yorkie/api/yorkie/v1/v1connect"
@@ -218,5 +219,33 @@ func TestWatchResourcesOwnedElsewhere(t *testing.T) {
 		if ch := ev.GetChannelEvent(); ch.GetChannelKey() == room && ch.GetEvent().GetSessionCount() == 2 {
 			sawCount = true
 		}
+	}
+}
+
+// TestPeekChannelAcrossNodes: a peek on any node answers the owner's count,
+// and in redirect mode a non-owner names the owner.
+func TestPeekChannelAcrossNodes(t *testing.T) {
+	for _, mode := range []routing.Mode{routing.Forward, routing.Redirect} {
+		t.Run(string(mode), func(t *testing.T) {
+			c := clustertest.Start(t, 3, clustertest.WithMode(mode))
+			key := wire.UniqueKey(t, "room")
+			for i := range 3 {
+				cc := &channelClient{r: wire.NewReplica(t, c.Node(i).ConnectJSON()), key: fmt.Sprintf("%s.%d", key, i)}
+				cc.attach(t)
+			}
+			owner := ownerOf(t, c, channel.RoutingKey(key))
+			for i := range 3 {
+				resp, err := c.Node(i).ConnectJSON().PeekChannel(wire.Context(t), connect.NewRequest(&api.PeekChannelRequest{ChannelKey: key}))
+				if mode == routing.Redirect && c.Node(i) != owner.Node {
+					var ce *connect.Error
+					require.Equal(t, connect.CodeUnavailable, connect.CodeOf(err))
+					require.ErrorAs(t, err, &ce)
+					require.Equal(t, owner.Node.SessionKey(), ce.Meta().Get(sessionKeyHeader))
+					continue
+				}
+				require.NoError(t, err, "peek on node %d", i)
+				require.EqualValues(t, 3, resp.Msg.GetSessionCount(), "peek on node %d", i)
+			}
+		})
 	}
 }

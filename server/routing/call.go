@@ -69,6 +69,9 @@ type DocumentCall struct {
 
 // Route says where a document call is served.
 type Route struct {
+	// Binding is the session store key of the document's binding (its
+	// project and key): what RelayFailed forgets.
+	Binding string
 	// SessionKey names the owner; responses carry it in the router's
 	// session key header. Empty when the router names no owner.
 	SessionKey string

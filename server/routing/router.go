@@ -149,11 +149,12 @@ func (r *Router) Route(ctx context.Context, call DocumentCall) (Route, error) {
 	if forwarded && !r.Authentic(call.Header) {
 		return Route{}, ErrForgedForward
 	}
-	owner, err := r.cfg.Owners.Owner(ctx, bindingKey(ctx, call.DocumentKey))
+	binding := bindingKey(ctx, call.DocumentKey)
+	owner, err := r.cfg.Owners.Owner(ctx, binding)
 	if err != nil {
 		return Route{}, fmt.Errorf("find owner: %w", err)
 	}
-	rt := Route{SessionKey: owner.SessionKey}
+	rt := Route{Binding: binding, SessionKey: owner.SessionKey}
 	if owner.Self {
 		rt.Epoch = owner.Epoch
 		return rt, nil
@@ -174,11 +175,11 @@ func (r *Router) Route(ctx context.Context, call DocumentCall) (Route, error) {
 	return rt, nil
 }
 
-// RelayFailed forgets an owner that could not be reached or no longer owns
-// the document, so the next call asks the store.
-func (r *Router) RelayFailed(ctx context.Context, call DocumentCall, err error) {
+// RelayFailed forgets the owner of rt, which could not be reached or no
+// longer owns the document, so the next call asks the store.
+func (r *Router) RelayFailed(_ context.Context, rt Route, err error) {
 	if code := connect.CodeOf(err); code == connect.CodeUnavailable || code == connect.CodeUnknown {
-		r.cfg.Owners.Forget(bindingKey(ctx, call.DocumentKey))
+		r.cfg.Owners.Forget(rt.Binding)
 	}
 }
 

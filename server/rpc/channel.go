@@ -62,9 +62,8 @@ func (s *Service) RefreshChannel(ctx context.Context, req *connect.Request[api.R
 func (s *Service) Broadcast(ctx context.Context, req *connect.Request[api.BroadcastRequest]) (*connect.Response[api.BroadcastResponse], error) {
 	// Checked before routing: an oversized payload is refused where it
 	// arrives rather than carried to the owner.
-	if n, limit := len(req.Msg.GetPayload()), s.channels.MaxPayloadBytes(); n > limit {
-		err := fmt.Errorf("broadcast on %q: payload of %d bytes, at most %d: %w", truncate(req.Msg.GetChannelKey()), n, limit, channel.ErrPayloadTooLarge)
-		return nil, toConnectError(err)
+	if err := channel.CheckBroadcastSize(req.Msg.GetTopic(), req.Msg.GetPayload(), s.channels.MaxPayloadBytes()); err != nil {
+		return nil, toConnectError(fmt.Errorf("broadcast on %q: %w", truncate(req.Msg.GetChannelKey()), err))
 	}
 	return channelCall(ctx, s, req, routing.CallChannel, req.Msg.GetClientId(), req.Msg.GetChannelKey(),
 		func(o v1connect.YorkieServiceClient) relayFunc[api.BroadcastRequest, api.BroadcastResponse] {

@@ -78,12 +78,12 @@ func (s *Service) checkAttachments(ctx context.Context, clientID string) error {
 	if limit < 0 {
 		return nil
 	}
-	docs, err := s.backend.AttachedDocuments(ctx, clientID)
+	n, err := s.backend.CountAttachedDocuments(ctx, clientID)
 	if err != nil {
 		return err
 	}
-	if len(docs) >= limit {
-		return newError(connect.CodeResourceExhausted, CodeTooManyAttachments, fmt.Errorf("client %s already has %d documents attached", clientID, len(docs)))
+	if n >= limit {
+		return newError(connect.CodeResourceExhausted, CodeTooManyAttachments, fmt.Errorf("client %s already has %d documents attached", clientID, n))
 	}
 	return nil
 }

@@ -18,9 +18,9 @@ type Router interface {
 	// Route returns where call is served, or an error for the client; a
 	// redirect is such an error (code unavailable naming the owner).
 	Route(ctx context.Context, call routing.DocumentCall) (routing.Route, error)
-	// RelayFailed tells the router that relaying call to route's owner
+	// RelayFailed tells the router that relaying a call to rt's owner
 	// failed with err, so it can stop believing in that owner.
-	RelayFailed(ctx context.Context, call routing.DocumentCall, err error)
+	RelayFailed(ctx context.Context, rt routing.Route, err error)
 	// DetachRemote detaches the client from the documents other nodes own,
 	// at their owners, and returns the owner epochs of the documents it has
 	// attached here. DeactivateClient calls it before deactivating here.
@@ -87,7 +87,7 @@ func (s *Service) failRouted(ctx context.Context, procedure string, rt routing.R
 // relayFailed hands the owner's answer back to the client. An error the
 // owner returned keeps its code and details; a failure to reach the owner is
 // unavailable, which clients retry.
-func (s *Service) relayFailed(ctx context.Context, procedure string, call routing.DocumentCall, rt routing.Route, err error) error {
+func (s *Service) relayFailed(ctx context.Context, procedure string, rt routing.Route, err error) error {
 	var ce *connect.Error
 	if !errors.As(err, &ce) || errorName(ce) == "" {
 		// Every error the owner itself returns names a Yorkie code; one
@@ -95,7 +95,7 @@ func (s *Service) relayFailed(ctx context.Context, procedure string, call routin
 		// refused connection), which the client must retry, not give up on.
 		ce = newError(connect.CodeUnavailable, CodeUnavailable, fmt.Errorf("relay to owner: %w", err))
 	}
-	s.router.RelayFailed(ctx, call, ce)
+	s.router.RelayFailed(ctx, rt, ce)
 	if ce.Code() == connect.CodeUnavailable || ce.Code() == connect.CodeUnknown {
 		s.logger.DebugContext(ctx, "relay to owner failed", "procedure", procedure, "error", err)
 	}
@@ -112,7 +112,7 @@ func relay[Req, Res any](ctx context.Context, s *Service, procedure string, call
 	defer stop()
 	resp, err := send(ctx, relayRequest(msg, call))
 	if err != nil {
-		return nil, s.relayFailed(ctx, procedure, call, rt, err)
+		return nil, s.relayFailed(ctx, procedure, rt, err)
 	}
 	out := connect.NewResponse(resp.Msg)
 	s.stamp(out.Header(), rt)
@@ -137,7 +137,7 @@ func relayStream[Res any](ctx context.Context, s *Service, procedure string, cal
 	}()
 	up, err := open(ctx)
 	if err != nil {
-		return s.relayFailed(ctx, procedure, call, rt, err)
+		return s.relayFailed(ctx, procedure, rt, err)
 	}
 	defer up.Close()
 	s.stamp(header, rt)
@@ -155,7 +155,7 @@ func relayStream[Res any](ctx context.Context, s *Service, procedure string, cal
 		if ctx.Err() != nil && !ownerGone(rt) {
 			return nil // the client left
 		}
-		return s.relayFailed(ctx, procedure, call, rt, err)
+		return s.relayFailed(ctx, procedure, rt, err)
 	}
 	return nil
 }

@@ -205,20 +205,32 @@ func (s *Service) DeactivateClient(ctx context.Context, req *connect.Request[api
 	if err := s.authorize(ctx, req.Spec().Procedure, req.Header(), noAttributes); err != nil {
 		return nil, err
 	}
+	if err := s.Deactivate(ctx, clientID); err != nil {
+		return nil, toConnectError(err)
+	}
+	return connect.NewResponse(&api.DeactivateClientResponse{}), nil
+}
+
+// Deactivate is the one way a client is deactivated, by its own
+// DeactivateClient and by housekeeping alike: it is detached from the
+// documents other nodes own at their owners, then from those here, and its
+// channel sessions on this node end. The context carries the client's
+// project.
+func (s *Service) Deactivate(ctx context.Context, clientID string) error {
 	var epochs map[string]int64
 	if s.router != nil {
 		var err error
 		if epochs, err = s.router.DetachRemote(ctx, clientID); err != nil {
-			return nil, toConnectError(err)
+			return err
 		}
 	}
 	if err := s.backend.DeactivateClient(ctx, clientID, epochs); err != nil {
-		return nil, toConnectError(err)
+		return err
 	}
 	// The SDK sends no DetachChannel before deactivating. Sessions on
 	// channels other nodes own expire with their TTL.
 	s.channels.DetachClient(clientID)
-	return connect.NewResponse(&api.DeactivateClientResponse{}), nil
+	return nil
 }
 
 // AttachDocument attaches the client to the document named by the pack's key.

@@ -204,7 +204,7 @@ func (s *Service) remoteSource(ctx context.Context, procedure, clientID string, 
 	up, err := rt.Owner.Watch(ctx, relayRequest(&api.WatchRequest{ClientId: clientID, Resources: []*api.ResourceDescriptor{res}}, call))
 	if err != nil {
 		stop()
-		return nil, s.relayFailed(ctx, procedure, call, rt, err)
+		return nil, s.relayFailed(ctx, procedure, rt, err)
 	}
 	closeUp := func() {
 		_ = up.Close()
@@ -216,12 +216,12 @@ func (s *Service) remoteSource(ctx context.Context, procedure, clientID string, 
 		if err == nil {
 			err = errors.New("the owner ended the stream before its initialization")
 		}
-		return nil, s.relayFailed(ctx, procedure, call, rt, err)
+		return nil, s.relayFailed(ctx, procedure, rt, err)
 	}
 	inits := up.Msg().GetInitialization().GetResourceInits()
 	if len(inits) != 1 {
 		closeUp()
-		return nil, s.relayFailed(ctx, procedure, call, rt, fmt.Errorf("the owner's first message has %d resource inits, want 1", len(inits)))
+		return nil, s.relayFailed(ctx, procedure, rt, fmt.Errorf("the owner's first message has %d resource inits, want 1", len(inits)))
 	}
 	return &watchSource{
 		init: inits[0],
@@ -240,7 +240,7 @@ func (s *Service) remoteSource(ctx context.Context, procedure, clientID string, 
 				return nil
 			}
 			if err := up.Err(); err != nil {
-				return s.relayFailed(ctx, procedure, call, rt, err)
+				return s.relayFailed(ctx, procedure, rt, err)
 			}
 			return nil
 		},

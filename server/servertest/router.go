@@ -18,7 +18,7 @@ func (r OwnerRouter) Route(context.Context, routing.DocumentCall) (routing.Route
 }
 
 // RelayFailed does nothing: nothing is relayed.
-func (OwnerRouter) RelayFailed(context.Context, routing.DocumentCall, error) {}
+func (OwnerRouter) RelayFailed(context.Context, routing.Route, error) {}
 
 // DetachRemote detaches nothing elsewhere; the documents served here are
 // detached with the epoch 0.

@@ -123,6 +123,8 @@ func TestChannelErrors(t *testing.T) {
 
 		_, err := c.Broadcast(ctx, connect.NewRequest(&api.BroadcastRequest{ClientId: a.ID, ChannelKey: "room", Topic: "t", Payload: []byte(strings.Repeat("x", limit+1))}))
 		wantError(t, err, connect.CodeInvalidArgument, rpc.CodePayloadTooLarge)
+		_, err = c.Broadcast(ctx, connect.NewRequest(&api.BroadcastRequest{ClientId: a.ID, ChannelKey: "room", Topic: strings.Repeat("t", limit+1)}))
+		wantError(t, err, connect.CodeInvalidArgument, rpc.CodePayloadTooLarge)
 
 		_, err = c.AttachChannel(ctx, connect.NewRequest(&api.AttachChannelRequest{ClientId: a.ID, ChannelKey: ".room"}))
 		wantError(t, err, connect.CodeInvalidArgument, rpc.CodeInvalidChannelKey)

@@ -149,7 +149,7 @@ func (f funcRouter) Route(ctx context.Context, call routing.DocumentCall) (routi
 	return routing.Route{}, f(ctx, call)
 }
 
-func (funcRouter) RelayFailed(context.Context, routing.DocumentCall, error) {}
+func (funcRouter) RelayFailed(context.Context, routing.Route, error) {}
 
 func (funcRouter) DetachRemote(context.Context, string) (map[string]int64, error) { return nil, nil }
 

@@ -200,6 +200,9 @@ type Database interface {
 	ListDocumentClients(ctx context.Context, docID string) ([]string, error)
 	// ListClientAttachments returns the attachments of a client with status Attached.
 	ListClientAttachments(ctx context.Context, clientID string) ([]*Attachment, error)
+	// CountClientAttachments returns how many documents the client has
+	// attached; its cost follows that number, not the client's history.
+	CountClientAttachments(ctx context.Context, clientID string) (int, error)
 	// UpdateAttachment creates or replaces the attachment keyed by
 	// (ClientID, DocID). ErrFenced as ClaimDocument.
 	UpdateAttachment(ctx context.Context, a *Attachment, epoch int64) error

@@ -281,7 +281,7 @@ func (r blockingRouter) Route(context.Context, routing.DocumentCall) (routing.Ro
 	return routing.Route{}, nil
 }
 
-func (blockingRouter) RelayFailed(context.Context, routing.DocumentCall, error) {}
+func (blockingRouter) RelayFailed(context.Context, routing.Route, error) {}
 
 func (blockingRouter) DetachRemote(context.Context, string) (map[string]int64, error) {
 	return nil, nil

@@ -83,6 +83,9 @@ const (
 	// YorkieServiceRefreshChannelProcedure is the fully-qualified name of the YorkieService's
 	// RefreshChannel RPC.
 	YorkieServiceRefreshChannelProcedure = "/yorkie.v1.YorkieService/RefreshChannel"
+	// YorkieServicePeekChannelProcedure is the fully-qualified name of the YorkieService's PeekChannel
+	// RPC.
+	YorkieServicePeekChannelProcedure = "/yorkie.v1.YorkieService/PeekChannel"
 	// YorkieServiceBroadcastProcedure is the fully-qualified name of the YorkieService's Broadcast RPC.
 	YorkieServiceBroadcastProcedure = "/yorkie.v1.YorkieService/Broadcast"
 )
@@ -105,6 +108,7 @@ type YorkieServiceClient interface {
 	AttachChannel(context.Context, *connect.Request[v1.AttachChannelRequest]) (*connect.Response[v1.AttachChannelResponse], error)
 	DetachChannel(context.Context, *connect.Request[v1.DetachChannelRequest]) (*connect.Response[v1.DetachChannelResponse], error)
 	RefreshChannel(context.Context, *connect.Request[v1.RefreshChannelRequest]) (*connect.Response[v1.RefreshChannelResponse], error)
+	PeekChannel(context.Context, *connect.Request[v1.PeekChannelRequest]) (*connect.Response[v1.PeekChannelResponse], error)
 	Broadcast(context.Context, *connect.Request[v1.BroadcastRequest]) (*connect.Response[v1.BroadcastResponse], error)
 }
 
@@ -215,6 +219,12 @@ func NewYorkieServiceClient(httpClient connect.HTTPClient, baseURL string, opts 
 			connect.WithSchema(yorkieServiceMethods.ByName("RefreshChannel")),
 			connect.WithClientOptions(opts...),
 		),
+		peekChannel: connect.NewClient[v1.PeekChannelRequest, v1.PeekChannelResponse](
+			httpClient,
+			baseURL+YorkieServicePeekChannelProcedure,
+			connect.WithSchema(yorkieServiceMethods.ByName("PeekChannel")),
+			connect.WithClientOptions(opts...),
+		),
 		broadcast: connect.NewClient[v1.BroadcastRequest, v1.BroadcastResponse](
 			httpClient,
 			baseURL+YorkieServiceBroadcastProcedure,
@@ -242,6 +252,7 @@ type yorkieServiceClient struct {
 	attachChannel    *connect.Client[v1.AttachChannelRequest, v1.AttachChannelResponse]
 	detachChannel    *connect.Client[v1.DetachChannelRequest, v1.DetachChannelResponse]
 	refreshChannel   *connect.Client[v1.RefreshChannelRequest, v1.RefreshChannelResponse]
+	peekChannel      *connect.Client[v1.PeekChannelRequest, v1.PeekChannelResponse]
 	broadcast        *connect.Client[v1.BroadcastRequest, v1.BroadcastResponse]
 }
 
@@ -325,6 +336,11 @@ func (c *yorkieServiceClient) RefreshChannel(ctx context.Context, req *connect.R
 	return c.refreshChannel.CallUnary(ctx, req)
 }
 
+// PeekChannel calls yorkie.v1.YorkieService.PeekChannel.
+func (c *yorkieServiceClient) PeekChannel(ctx context.Context, req *connect.Request[v1.PeekChannelRequest]) (*connect.Response[v1.PeekChannelResponse], error) {
+	return c.peekChannel.CallUnary(ctx, req)
+}
+
 // Broadcast calls yorkie.v1.YorkieService.Broadcast.
 func (c *yorkieServiceClient) Broadcast(ctx context.Context, req *connect.Request[v1.BroadcastRequest]) (*connect.Response[v1.BroadcastResponse], error) {
 	return c.broadcast.CallUnary(ctx, req)
@@ -348,6 +364,7 @@ type YorkieServiceHandler interface {
 	AttachChannel(context.Context, *connect.Request[v1.AttachChannelRequest]) (*connect.Response[v1.AttachChannelResponse], error)
 	DetachChannel(context.Context, *connect.Request[v1.DetachChannelRequest]) (*connect.Response[v1.DetachChannelResponse], error)
 	RefreshChannel(context.Context, *connect.Request[v1.RefreshChannelRequest]) (*connect.Response[v1.RefreshChannelResponse], error)
+	PeekChannel(context.Context, *connect.Request[v1.PeekChannelRequest]) (*connect.Response[v1.PeekChannelResponse], error)
 	Broadcast(context.Context, *connect.Request[v1.BroadcastRequest]) (*connect.Response[v1.BroadcastResponse], error)
 }
 
@@ -454,6 +471,12 @@ func NewYorkieServiceHandler(svc YorkieServiceHandler, opts ...connect.HandlerOp
 		connect.WithSchema(yorkieServiceMethods.ByName("RefreshChannel")),
 		connect.WithHandlerOptions(opts...),
 	)
+	yorkieServicePeekChannelHandler := connect.NewUnaryHandler(
+		YorkieServicePeekChannelProcedure,
+		svc.PeekChannel,
+		connect.WithSchema(yorkieServiceMethods.ByName("PeekChannel")),
+		connect.WithHandlerOptions(opts...),
+	)
 	yorkieServiceBroadcastHandler := connect.NewUnaryHandler(
 		YorkieServiceBroadcastProcedure,
 		svc.Broadcast,
@@ -494,6 +517,8 @@ func NewYorkieServiceHandler(svc YorkieServiceHandler, opts ...connect.HandlerOp
 			yorkieServiceDetachChannelHandler.ServeHTTP(w, r)
 		case YorkieServiceRefreshChannelProcedure:
 			yorkieServiceRefreshChannelHandler.ServeHTTP(w, r)
+		case YorkieServicePeekChannelProcedure:
+			yorkieServicePeekChannelHandler.ServeHTTP(w, r)
 		case YorkieServiceBroadcastProcedure:
 			yorkieServiceBroadcastHandler.ServeHTTP(w, r)
 		default:
@@ -567,6 +592,10 @@ func (UnimplementedYorkieServiceHandler) DetachChannel(context.Context, *connect
 
 func (UnimplementedYorkieServiceHandler) RefreshChannel(context.Context, *connect.Request[v1.RefreshChannelRequest]) (*connect.Response[v1.RefreshChannelResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("yorkie.v1.YorkieService.RefreshChannel is not implemented"))
+}
+
+func (UnimplementedYorkieServiceHandler) PeekChannel(context.Context, *connect.Request[v1.PeekChannelRequest]) (*connect.Response[v1.PeekChannelResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("yorkie.v1.YorkieService.PeekChannel is not implemented"))
 }
 
 func (UnimplementedYorkieServiceHandler) Broadcast(context.Context, *connect.Request[v1.BroadcastRequest]) (*connect.Response[v1.BroadcastResponse], error) {

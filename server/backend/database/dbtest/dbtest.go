@@ -463,6 +463,21 @@ func testAttachments(t *testing.T, newDB NewDB) {
 		eq("clients that ever attached d1", ever(d1.ID), clients...)
 		eq("clients that ever attached d2", ever(d2.ID), clients[0], clients[1])
 		eq("clients that ever attached d3", ever(d3.ID))
+
+		count := func(client string) int { return must(db.CountClientAttachments(ctx, client)).get(t) }
+		if got := []int{count(clients[0]), count(clients[1]), count(clients[2]), count(clients[3])}; fmt.Sprint(got) != "[2 1 0 0]" {
+			t.Fatalf("attached counts of c0..c3 = %v, want [2 1 0 0]", got)
+		}
+		// Detaching and attaching again moves the count both ways, and a
+		// history of detached documents does not count.
+		put(clients[0], d1.ID, database.Detached)
+		put(clients[0], d3.ID, database.Attached)
+		put(clients[0], d3.ID, database.Attached)
+		put(clients[1], d1.ID, database.Removed)
+		eq("attached documents of c0 after moves", byClient(clients[0]), d2.ID, d3.ID)
+		if got := []int{count(clients[0]), count(clients[1])}; fmt.Sprint(got) != "[2 0]" {
+			t.Fatalf("attached counts of c0, c1 after moves = %v, want [2 0]", got)
+		}
 	})
 }
 

@@ -31,11 +31,16 @@ type DB struct {
 
 	clientIDs *database.ClientIDs
 
-	mu         sync.RWMutex
-	clients    map[string]*database.ClientInfo // by client ID
-	docs       map[string]*doc                 // by document ID
-	liveByKey  map[docName]string              // project and key -> ID of the live document
-	clientDocs map[string]map[string]struct{}  // client ID -> IDs of documents it ever attached
+	mu        sync.RWMutex
+	clients   map[string]*database.ClientInfo // by client ID
+	docs      map[string]*doc                 // by document ID
+	liveByKey map[docName]string              // project and key -> ID of the live document
+
+	// attached indexes the documents each client has attached now, so the
+	// per-client limit and deactivation cost what the client holds, not
+	// everything it ever attached. Lock order: doc.mu before attachedMu.
+	attachedMu sync.Mutex
+	attached   map[string]map[string]struct{} // client ID -> IDs of documents attached
 
 	snaps    snapshotStore // see snapshots.go; its zero value is ready
 	accounts accountStore  // see projects.go; its zero value is ready
@@ -56,11 +61,11 @@ type doc struct {
 // New returns an empty in-memory database.
 func New() *DB {
 	return &DB{
-		clientIDs:  database.NewClientIDs(nil),
-		clients:    make(map[string]*database.ClientInfo),
-		docs:       make(map[string]*doc),
-		liveByKey:  make(map[docName]string),
-		clientDocs: make(map[string]map[string]struct{}),
+		clientIDs: database.NewClientIDs(nil),
+		clients:   make(map[string]*database.ClientInfo),
+		docs:      make(map[string]*doc),
+		liveByKey: make(map[docName]string),
+		attached:  make(map[string]map[string]struct{}),
 	}
 }
 
@@ -341,10 +346,18 @@ func (db *DB) ListClientAttachments(ctx context.Context, clientID string) ([]*da
 	if err := db.check(ctx, "list client attachments"); err != nil {
 		return nil, err
 	}
+	db.attachedMu.Lock()
+	ids := make([]string, 0, len(db.attached[clientID]))
+	for id := range db.attached[clientID] {
+		ids = append(ids, id)
+	}
+	db.attachedMu.Unlock()
 	db.mu.RLock()
-	docs := make([]*doc, 0, len(db.clientDocs[clientID]))
-	for id := range db.clientDocs[clientID] {
-		docs = append(docs, db.docs[id])
+	docs := make([]*doc, 0, len(ids))
+	for _, id := range ids {
+		if d, ok := db.docs[id]; ok {
+			docs = append(docs, d)
+		}
 	}
 	db.mu.RUnlock()
 	var out []*database.Attachment
@@ -356,6 +369,16 @@ func (db *DB) ListClientAttachments(ctx context.Context, clientID string) ([]*da
 		d.mu.RUnlock()
 	}
 	return out, nil
+}
+
+// CountClientAttachments returns how many documents the client has attached.
+func (db *DB) CountClientAttachments(ctx context.Context, clientID string) (int, error) {
+	if err := db.check(ctx, "count client attachments"); err != nil {
+		return 0, err
+	}
+	db.attachedMu.Lock()
+	defer db.attachedMu.Unlock()
+	return len(db.attached[clientID]), nil
 }
 
 // UpdateAttachment creates or replaces the attachment keyed by (ClientID,
@@ -371,21 +394,6 @@ func (db *DB) UpdateAttachment(ctx context.Context, a *database.Attachment, epoc
 	if err != nil {
 		return fmt.Errorf("update attachment: %w", err)
 	}
-	db.mu.RLock()
-	_, indexed := db.clientDocs[a.ClientID][a.DocID]
-	db.mu.RUnlock()
-	if !indexed {
-		// Indexing first is harmless if the update below is fenced: the
-		// index only names candidates, the status filter decides.
-		db.mu.Lock()
-		set := db.clientDocs[a.ClientID]
-		if set == nil {
-			set = make(map[string]struct{})
-			db.clientDocs[a.ClientID] = set
-		}
-		set[a.DocID] = struct{}{}
-		db.mu.Unlock()
-	}
 	stored := cloneAttachment(a)
 	if stored.UpdatedAt.IsZero() {
 		stored.UpdatedAt = time.Now()
@@ -396,7 +404,29 @@ func (db *DB) UpdateAttachment(ctx context.Context, a *database.Attachment, epoc
 		return fmt.Errorf("update attachment: %w", err)
 	}
 	d.attachments[a.ClientID] = stored
+	db.indexAttachment(stored)
 	return nil
+}
+
+// indexAttachment records whether the client has the document attached. The
+// caller holds the document's lock, so updates of one attachment are indexed
+// in the order they were stored.
+func (db *DB) indexAttachment(a *database.Attachment) {
+	db.attachedMu.Lock()
+	defer db.attachedMu.Unlock()
+	set := db.attached[a.ClientID]
+	if a.Status != database.Attached {
+		delete(set, a.DocID)
+		if len(set) == 0 {
+			delete(db.attached, a.ClientID)
+		}
+		return
+	}
+	if set == nil {
+		set = make(map[string]struct{})
+		db.attached[a.ClientID] = set
+	}
+	set[a.DocID] = struct{}{}
 }
 
 // AppendChanges stores the batch after the current head, all or nothing.

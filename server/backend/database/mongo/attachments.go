@@ -110,6 +110,19 @@ func (db *DB) ListClientAttachments(ctx context.Context, clientID string) ([]*da
 	return out, nil
 }
 
+// CountClientAttachments returns how many documents the client has attached,
+// through the client_status index.
+func (db *DB) CountClientAttachments(ctx context.Context, clientID string) (int, error) {
+	n, err := db.attachments.CountDocuments(ctx, bson.D{
+		{Key: "client_id", Value: clientID},
+		{Key: "status", Value: string(database.Attached)},
+	})
+	if err != nil {
+		return 0, wrapErr(fmt.Sprintf("count attachments of client %q", clientID), err)
+	}
+	return int(n), nil
+}
+
 // ListDocumentClients returns the IDs of every client that ever attached
 // the document.
 func (db *DB) ListDocumentClients(ctx context.Context, docID string) ([]string, error) {

@@ -189,6 +189,7 @@ func (db *DB) ensureIndexes(ctx context.Context) error {
 		{db.attachments, []mongo.IndexModel{
 			{Keys: bson.D{{Key: "client_id", Value: 1}, {Key: "doc_id", Value: 1}}, Options: unique("client_doc_unique")},
 			{Keys: bson.D{{Key: "doc_id", Value: 1}, {Key: "status", Value: 1}}, Options: named("doc_status")},
+			{Keys: bson.D{{Key: "client_id", Value: 1}, {Key: "status", Value: 1}}, Options: named("client_status")},
 		}},
 		{db.changes, []mongo.IndexModel{
 			{Keys: bson.D{{Key: "doc_id", Value: 1}, {Key: "server_seq", Value: 1}}, Options: unique("doc_seq_unique")},
