@@ -31,6 +31,7 @@ import (
 	"github.com/yorkie-affinity/yorkie/server/backend/database/memory"
 	"github.com/yorkie-affinity/yorkie/server/channel"
 	"github.com/yorkie-affinity/yorkie/server/housekeeping"
+	"github.com/yorkie-affinity/yorkie/server/metrics"
 	"github.com/yorkie-affinity/yorkie/server/project"
 	"github.com/yorkie-affinity/yorkie/server/routing"
 	"github.com/yorkie-affinity/yorkie/server/rpc"
@@ -171,6 +172,10 @@ type Config struct {
 	// channel.DefaultMaxPayloadBytes).
 	ChannelMaxPayloadBytes int
 
+	// Hostname is the hostname label of upstream's metric series
+	// (upstream's --hostname).
+	Hostname string
+
 	// Router replaces the cluster layer, for tests that stage routing
 	// decisions themselves (say, two nodes that both believe they own a
 	// document, each with its own epoch in the routes it returns). With it
@@ -200,6 +205,7 @@ type Server struct {
 	house    *housekeeping.Housekeeper
 	admin    *admin.Service
 	webhooks *webhooks
+	upstream *metrics.Metrics
 
 	rpcServer       *http.Server
 	rpcPort         port // serves the RPC port: rpcServer, or http1 in front of it
@@ -259,6 +265,16 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("server: %w", err)
 	}
 	var err error
+	if s.upstream, err = metrics.New(metrics.Config{
+		Registerer: s.registry,
+		Hostname:   cfg.Hostname,
+		Version:    cfg.Admin.Version,
+		Channels:   s.channelSessions,
+	}); err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	backendMetrics.AnswerSnapshotSeconds = s.upstream.SnapshotSeconds()
+	backendMetrics.SnapshotRuns = s.upstream.Background("snapshot")
 	if s.projects, err = project.NewResolver(project.ResolverConfig{
 		DB:                s.db,
 		UseDefaultProject: !cfg.DisableDefaultProject,
@@ -331,6 +347,15 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
+// channelSessions lists the channel sessions of this node for the metrics
+// (none before the channel manager exists).
+func (s *Server) channelSessions() []channel.KeySessions {
+	if s.channels == nil {
+		return nil
+	}
+	return s.channels.Sessions()
+}
+
 // clustered reports whether the node joins a cluster: it does unless a test
 // stages routing with Config.Router.
 func (s *Server) clustered() bool { return s.cfg.Router == nil }
@@ -351,6 +376,7 @@ func (s *Server) newRPC(router rpc.Router) error {
 		Codecs:          jsonCodecs(cfg.DisableFastJSON),
 		Projects:        s.projects,
 		Auth:            s.webhooks.rpcAuth(s.forwarded()),
+		Upstream:        s.upstream,
 	})
 	if err != nil {
 		return fmt.Errorf("server: create rpc service: %w", err)
@@ -373,6 +399,7 @@ func (s *Server) newRPC(router rpc.Router) error {
 	if s.router != nil {
 		csvc, err := rpc.NewCluster(rpc.ClusterConfig{
 			Backend: s.backend, Router: s.router, Authentic: s.router.Authentic, Logger: logger, FindProject: s.db.FindProjectByID,
+			Upstream: s.upstream,
 		})
 		if err != nil {
 			return fmt.Errorf("server: create cluster service: %w", err)

@@ -5,6 +5,7 @@
 //	yorkie logout                  forget a server's admin token
 //	yorkie project ...             create, list and update projects
 //	yorkie document get KEY [...]  print a running server's view of a document
+//	yorkie migrate upstream ...    import an upstream Yorkie database
 //	yorkie version                 print the version, and the server's
 package main
 
@@ -49,6 +50,7 @@ commands:
   logout    forget the token of a server
   project   create, ls, update projects (see "yorkie project help")
   document  show a document of a running server (see "yorkie document -h")
+  migrate   import an upstream Yorkie database: yorkie migrate upstream --from-mongo-connection-uri URI ...
   version   print the version, and the server's when logged in (--client: this command's only)
 `
 
@@ -75,6 +77,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runLogout(args[1:], stdout, stderr)
 	case "project":
 		return runProject(args[1:], stdout, stderr)
+	case "migrate":
+		return runMigrate(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0
@@ -131,6 +135,8 @@ func runServer(args []string, stderr io.Writer) int {
 	projectCacheTTL := durationFlag(fs, []string{"project-cache-ttl", "mongo-project-cache-ttl"}, project.DefaultCacheTTL, "how long a node reuses a project looked up by API key; an UpdateProject reaches every node within it")
 	registerIgnoredUpstreamFlags(fs)
 	registerRefusedFlags(fs)
+	var tlsMetrics tlsMetricsFlags
+	tlsMetrics.register(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -220,6 +226,10 @@ func runServer(args []string, stderr io.Writer) int {
 		DisableDefaultProject:       !*useDefaultProject,
 		ProjectCacheTTL:             *projectCacheTTL,
 		Webhooks:                    webhooks,
+	}
+	if err := tlsMetrics.apply(&cfg); err != nil {
+		fmt.Fprintf(stderr, "yorkie server: %v\n", err)
+		return 2
 	}
 	store, err := openSessionStore(ctx, *storeKind, *etcdEndpoints, *redisAddr, !*redisCloseOnReadOnly, logger)
 	if err != nil {

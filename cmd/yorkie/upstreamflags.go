@@ -19,7 +19,6 @@ func registerIgnoredUpstreamFlags(fs *flag.FlagSet) {
 	}
 	for _, f := range []ignored{
 		{"backend-gateway-addr", "localhost:8080", "calls for a document another node owns are forwarded to the owner directly, not through a gateway"},
-		{"hostname", "", "nodes are named by --advertise-addr (--backend-rpc-addr)"},
 		{"mongo-monitoring-slow-query-threshold", "100ms", "no query monitoring; the database calls' latency is in /metrics"},
 	} {
 		fs.String(f.name, f.def, "upstream's flag, accepted with no effect: "+f.reason)

@@ -86,7 +86,7 @@ func upstreamServerFlags() []upstreamFlag {
 		{"backend-enable-webhook-validation", "false", served, ""},
 		{"auth-webhook-cache-size", "5000", served, ""},
 		{"auth-webhook-cache-auth-ttl", "10s", served, ""},
-		{"hostname", "", ignored, ""},
+		{"hostname", "", served, ""},
 		{"backend-gateway-addr", "localhost:8080", ignored, ""},
 		{"backend-rpc-addr", "localhost:8080", served, "ours empty: 127.0.0.1 and the RPC port actually bound, the same on one machine"},
 		{"kafka-addresses", "", refused, ""},

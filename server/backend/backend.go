@@ -171,6 +171,11 @@ type Metrics struct {
 	AnswerLockNanos atomic.Int64
 	// Compactions counts documents whose history was compacted.
 	Compactions atomic.Int64
+	// AnswerSnapshotSeconds, when set, observes the time to build the
+	// snapshot of each answer to a client far behind.
+	AnswerSnapshotSeconds Observer
+	// SnapshotRuns, when set, counts the goroutines taking snapshots.
+	SnapshotRuns Gauge
 }
 
 // Event is one document event delivered to a subscriber.

@@ -64,7 +64,7 @@ func (b *Backend) applyPushed(ctx context.Context, ds *docState, changes []*api.
 	if err != nil {
 		return err
 	}
-	if err := doc.ApplyChanges(changes); err != nil {
+	if err := doc.ApplyPushed(changes); err != nil {
 		b.dropDoc(ds)
 		b.metrics.ChangesRefused.Add(int64(len(changes)))
 		return fmt.Errorf("%w: %w", ErrInvalidChange, err)
@@ -197,10 +197,12 @@ func (b *Backend) snapshotAnswer(ctx context.Context, ds *docState, minSynced ma
 		return data, nil, pb, nil
 	}
 	if b.answerUnderLock {
+		encStart := time.Now()
 		data, err := doc.Snapshot()
 		if err != nil {
 			return nil, nil, nil, fmt.Errorf("document %s: %w", ds.id, err)
 		}
+		observeSince(b.metrics.AnswerSnapshotSeconds, encStart)
 		ds.snap.mu.Lock()
 		ds.snap.keepAnswerLocked(ds.head, ds.collected, data)
 		ds.snap.mu.Unlock()

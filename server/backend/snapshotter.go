@@ -132,6 +132,7 @@ func (b *Backend) encodeAnswer(ctx context.Context, s *docSnapshots, job snapsho
 	if data := s.cachedAnswer(job.seq, job.collected); data != nil {
 		return data, nil
 	}
+	start := time.Now()
 	s.mu.Lock()
 	base, baseSeq, gen := s.base, s.baseSeq, s.gen
 	s.base = nil
@@ -140,6 +141,7 @@ func (b *Backend) encodeAnswer(ctx context.Context, s *docSnapshots, job snapsho
 	if err != nil {
 		return nil, err
 	}
+	observeSince(b.metrics.AnswerSnapshotSeconds, start)
 	s.mu.Lock()
 	if s.gen == gen {
 		// A snapshot run may have put a base back meanwhile: keep the newer.
@@ -180,6 +182,9 @@ func (b *Backend) submitSnapshot(s *docSnapshots, job snapshotJob) {
 	}
 	b.snapRuns.Add(1)
 	b.snapMu.Unlock()
+	if g := b.metrics.SnapshotRuns; g != nil {
+		g.Inc()
+	}
 	go b.runSnapshots(s, job)
 }
 
@@ -188,6 +193,9 @@ func (b *Backend) submitSnapshot(s *docSnapshots, job snapshotJob) {
 // most one per document.
 func (b *Backend) runSnapshots(s *docSnapshots, job snapshotJob) {
 	defer b.snapRuns.Done()
+	if g := b.metrics.SnapshotRuns; g != nil {
+		defer g.Dec()
+	}
 	for {
 		b.takeSnapshot(s, job)
 		s.mu.Lock()

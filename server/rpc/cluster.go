@@ -13,6 +13,7 @@ import (
 	"github.com/yorkie-affinity/yorkie/api/yorkie/cluster/v1/clusterv1connect"
 	"github.com/yorkie-affinity/yorkie/server/backend"
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
+	upmetrics "github.com/yorkie-affinity/yorkie/server/metrics"
 	"github.com/yorkie-affinity/yorkie/server/project"
 	"github.com/yorkie-affinity/yorkie/server/routing"
 )
@@ -29,6 +30,8 @@ type ClusterConfig struct {
 	Logger *slog.Logger
 	// FindProject returns a project by ID, the one a call names. Required.
 	FindProject func(ctx context.Context, id string) (*database.ProjectInfo, error)
+	// Upstream records upstream Yorkie's RPC series; nil records none.
+	Upstream *upmetrics.Metrics
 }
 
 // ClusterService serves the calls nodes make to each other. Every call must
@@ -74,7 +77,7 @@ func (c *ClusterService) admit(h http.Header) *connect.Error {
 func (c *ClusterService) Handler() (string, http.Handler) {
 	return clusterv1connect.NewClusterServiceHandler(c,
 		connect.WithReadMaxBytes(DefaultSmallRequestBytes),
-		connect.WithInterceptors(&failureLogger{logger: c.cfg.Logger}, connect.UnaryInterceptorFunc(
+		connect.WithInterceptors(&failureLogger{logger: c.cfg.Logger}, c.cfg.Upstream.Interceptor(false), connect.UnaryInterceptorFunc(
 			func(next connect.UnaryFunc) connect.UnaryFunc {
 				return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
 					if err := c.admit(req.Header()); err != nil {

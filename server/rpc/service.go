@@ -22,6 +22,7 @@ import (
 	"github.com/yorkie-affinity/yorkie/server/backend"
 	"github.com/yorkie-affinity/yorkie/server/channel"
 	"github.com/yorkie-affinity/yorkie/server/fault"
+	upmetrics "github.com/yorkie-affinity/yorkie/server/metrics"
 	"github.com/yorkie-affinity/yorkie/server/project"
 	"github.com/yorkie-affinity/yorkie/server/routing"
 )
@@ -65,6 +66,8 @@ type Config struct {
 	Projects *project.Resolver
 	// Auth asks the projects' auth webhooks about calls; nil asks none.
 	Auth *Auth
+	// Upstream records upstream Yorkie's series; nil records none.
+	Upstream *upmetrics.Metrics
 }
 
 // Service implements v1connect.YorkieServiceHandler.
@@ -81,6 +84,7 @@ type Service struct {
 	codecs          []connect.Codec
 	projects        *project.Resolver
 	auth            *Auth
+	upstream        *upmetrics.Metrics
 
 	closeOnce sync.Once
 	closing   chan struct{}
@@ -116,6 +120,7 @@ func New(cfg Config) (*Service, error) {
 		codecs:          cfg.Codecs,
 		projects:        cfg.Projects,
 		auth:            cfg.Auth,
+		upstream:        cfg.Upstream,
 		closing:         make(chan struct{}),
 	}
 	if cfg.Registerer != nil {
@@ -140,6 +145,11 @@ func (s *Service) Handler() (string, http.Handler) {
 	// A call refused for its API key is not a client's activity.
 	if s.projects != nil {
 		interceptors = append(interceptors, projectInterceptor{projects: s.projects})
+	}
+	if s.upstream != nil {
+		// Inside the project's resolution, as upstream counts: a call
+		// refused for its API key is in yorkie_rpc_handled_total only.
+		interceptors = append(interceptors, s.upstream.Interceptor(true))
 	}
 	if s.activity != nil {
 		interceptors = append(interceptors, activityInterceptor{a: s.activity})
@@ -262,7 +272,11 @@ func (s *Service) AttachDocument(ctx context.Context, req *connect.Request[api.A
 	if rt.Owner != nil {
 		return relay(ctx, s, procedure, call, rt, rt.Owner.AttachDocument, req.Msg)
 	}
-	docID, resp, err := s.backend.AttachDocument(ctx, rt.Epoch, clientID, key, pack)
+	attach := func() (*api.AttachDocumentResponse, error) {
+		docID, resp, err := s.backend.AttachDocument(ctx, rt.Epoch, clientID, key, pack)
+		return &api.AttachDocumentResponse{DocumentId: docID, ChangePack: resp}, err
+	}
+	att, err := servePack(ctx, s, pack, attach)
 	if errors.Is(err, backend.ErrStaleRoute) {
 		if rt, err = s.route(ctx, call); err != nil {
 			return nil, toConnectError(err)
@@ -270,11 +284,12 @@ func (s *Service) AttachDocument(ctx context.Context, req *connect.Request[api.A
 		if rt.Owner != nil {
 			return relay(ctx, s, procedure, call, rt, rt.Owner.AttachDocument, req.Msg)
 		}
-		docID, resp, err = s.backend.AttachDocument(ctx, rt.Epoch, clientID, key, pack)
+		att, err = servePack(ctx, s, pack, attach)
 	}
 	if err != nil {
 		return nil, s.failRouted(ctx, procedure, rt, err)
 	}
+	docID, resp := att.DocumentId, att.ChangePack
 	maxSize, err := s.backend.DocumentSizeLimit(ctx)
 	if err != nil {
 		return nil, s.failRouted(ctx, procedure, rt, fmt.Errorf("attach document %q by %s: %w", key, clientID, err))
@@ -350,7 +365,7 @@ func documentCall[Req, Res any](ctx context.Context, s *Service, req *connect.Re
 	if rt.Owner != nil {
 		return relay(ctx, s, procedure, call, rt, method(rt.Owner), req.Msg)
 	}
-	resp, err := serve(rt.Epoch, clientID, docID, pack)
+	resp, err := servePack(ctx, s, pack, func() (*Res, error) { return serve(rt.Epoch, clientID, docID, pack) })
 	if errors.Is(err, backend.ErrStaleRoute) {
 		// This node's binding was older than the document's claim (its
 		// owner changed while the binding stood) and has been dropped: route
@@ -361,7 +376,7 @@ func documentCall[Req, Res any](ctx context.Context, s *Service, req *connect.Re
 		if rt.Owner != nil {
 			return relay(ctx, s, procedure, call, rt, method(rt.Owner), req.Msg)
 		}
-		resp, err = serve(rt.Epoch, clientID, docID, pack)
+		resp, err = servePack(ctx, s, pack, func() (*Res, error) { return serve(rt.Epoch, clientID, docID, pack) })
 	}
 	if err != nil {
 		return nil, s.failRouted(ctx, procedure, rt, err)
@@ -505,6 +520,7 @@ func (s *Service) watch(ctx context.Context, procedure string, rt routing.Route,
 		return s.failRouted(ctx, procedure, rt, err)
 	}
 	defer sub.Close()
+	defer s.upstream.WatchOpened(project.FromContext(ctx))()
 	if watchers == nil {
 		watchers = []string{}
 	}
@@ -524,9 +540,11 @@ func (s *Service) watch(ctx context.Context, procedure string, rt routing.Route,
 			if !ok {
 				return s.subscriptionEnded(ctx, procedure, sub.Err())
 			}
-			if err := sendEvent(&api.DocEvent{Type: ev.Type, Publisher: ev.Publisher}); err != nil {
+			out := &api.DocEvent{Type: ev.Type, Publisher: ev.Publisher}
+			if err := sendEvent(out); err != nil {
 				return s.streamEnded(ctx, procedure, err)
 			}
+			s.watchEventSent(ctx, out)
 		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
 	"github.com/yorkie-affinity/yorkie/server/channel"
 	"github.com/yorkie-affinity/yorkie/server/fault"
+	"github.com/yorkie-affinity/yorkie/server/project"
 	"github.com/yorkie-affinity/yorkie/server/routing"
 )
 
@@ -83,6 +84,7 @@ func (s *Service) watchResources(ctx context.Context, req *connect.Request[api.W
 		sources = append(sources, src)
 	}
 
+	defer s.upstream.WatchOpened(project.FromContext(ctx))()
 	inits := make([]*api.ResourceInit, len(sources))
 	for i, src := range sources {
 		inits[i] = src.init
@@ -185,11 +187,13 @@ func (s *Service) openSource(ctx context.Context, procedure, clientID string, re
 					if !ok {
 						return s.subscriptionEnded(ctx, procedure, sub.Err())
 					}
+					out := &api.DocEvent{Type: ev.Type, Publisher: ev.Publisher}
 					if err := send(&api.WatchEvent{Event: &api.WatchEvent_DocEvent{DocEvent: &api.DocWatchEvent{
-						DocumentId: docID, Event: &api.DocEvent{Type: ev.Type, Publisher: ev.Publisher},
+						DocumentId: docID, Event: out,
 					}}}); err != nil {
 						return streamSendFailed{err}
 					}
+					s.watchEventSent(ctx, out)
 				}
 			}
 		},

@@ -1,0 +1,377 @@
+package mongo
+
+// Imports: records brought over from another database (yorkie migrate)
+// keep the IDs they had there, so they are written with those IDs rather
+// than created. Every write is an upsert keyed by _id that changes nothing
+// when the stored record is already the one given, so an import can be run
+// again, after a crash or to catch up, and reports what it changed.
+//
+// A document is made visible by its key record, written last
+// (PublishImportedDocument): until then an import that stopped half way
+// left a document no client finds by key, which the next run completes.
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.mongodb.org/mongo-driver/bson"
+	"go.mongodb.org/mongo-driver/bson/primitive"
+	"go.mongodb.org/mongo-driver/mongo"
+	"go.mongodb.org/mongo-driver/mongo/options"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/yorkie-affinity/yorkie/server/backend/database"
+)
+
+// Sentinel errors of imports.
+var (
+	// ErrImportConflict: the target holds another record with a value the
+	// imported one must own alone (a project key or name, a username, a
+	// document key).
+	ErrImportConflict = errors.New("taken by another record in the target")
+	// ErrImportDiverged: the target's copy of a document went on without
+	// the source (this server wrote changes to it after the import).
+	ErrImportDiverged = errors.New("changed in the target since the import")
+)
+
+// importedBatch marks the change batches an import wrote.
+const importedBatch = -1
+
+// ImportMark is what an import records on a document once it is complete:
+// the state of the source it copied. An import that finds the source in
+// the same state has nothing to do for the document.
+type ImportMark struct {
+	SourceServerSeq int64     `bson:"source_server_seq"`
+	SourceUpdatedAt time.Time `bson:"source_updated_at"`
+	SourceRemoved   bool      `bson:"source_removed"`
+}
+
+// upsertRaw replaces the record with the _id by doc unless it is stored
+// already: with the same source mark when mark is set (the record may have
+// changed here since, which stays), byte for byte otherwise. It reports
+// whether it wrote.
+func upsertRaw(ctx context.Context, col *mongo.Collection, id any, doc bson.D, mark string) (bool, error) {
+	if mark != "" {
+		doc = append(doc, bson.E{Key: "import_source", Value: mark})
+	}
+	want, err := bson.Marshal(doc)
+	if err != nil {
+		return false, fmt.Errorf("encode %s record %v: %w", col.Name(), id, err)
+	}
+	stored, err := col.FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Raw()
+	if err != nil && !errors.Is(err, mongo.ErrNoDocuments) {
+		return false, wrapErr(fmt.Sprintf("read %s record %v", col.Name(), id), err)
+	}
+	if err == nil {
+		if mark != "" {
+			if v, ok := stored.Lookup("import_source").StringValueOK(); ok && v == mark {
+				return false, nil
+			}
+		} else if bytes.Equal(stored, want) {
+			return false, nil
+		}
+	}
+	if _, err := col.ReplaceOne(ctx, bson.D{{Key: "_id", Value: id}}, bson.Raw(want), options.Replace().SetUpsert(true)); err != nil {
+		return false, wrapErr(fmt.Sprintf("write %s record %v", col.Name(), id), err)
+	}
+	return true, nil
+}
+
+// toD turns a record struct into a document that extra fields follow.
+func toD(rec any, extra bson.D) (bson.D, error) {
+	raw, err := bson.Marshal(rec)
+	if err != nil {
+		return nil, err
+	}
+	var d bson.D
+	if err := bson.Unmarshal(raw, &d); err != nil {
+		return nil, err
+	}
+	return append(d, extra...), nil
+}
+
+// ImportProject stores p with its ID, keys and settings, and extra fields
+// the project record of this server does not name (yet): they are kept for
+// the code that reads them. mark names the source record's state: a
+// project imported from it before is left as it is. ErrImportConflict if
+// another project has one of its keys or the owner's project of that name.
+func (db *DB) ImportProject(ctx context.Context, p *database.ProjectInfo, extra bson.D, mark string) (bool, error) {
+	r, err := projectRecordOf(p)
+	if err != nil {
+		return false, fmt.Errorf("import project %s: %w", p.ID, err)
+	}
+	r.CreatedAt, r.UpdatedAt = ms(r.CreatedAt), ms(r.UpdatedAt)
+	col := db.db.Collection(colProjects)
+	for _, c := range []struct {
+		what   string
+		filter bson.M
+	}{
+		{"public key " + p.PublicKey, bson.M{"public_key": p.PublicKey}},
+		{"secret key " + p.SecretKey, bson.M{"secret_key": p.SecretKey}},
+		{"name " + p.Name, bson.M{"owner": p.Owner, "name": p.Name}},
+	} {
+		var other projectRecord
+		err := col.FindOne(ctx, c.filter).Decode(&other)
+		if err == nil && other.ID != r.ID {
+			return false, fmt.Errorf("import project %s (%s): %s belongs to project %s (%s): %w",
+				p.ID, p.Name, c.what, other.ID.Hex(), other.Name, ErrImportConflict)
+		}
+		if err != nil && !errors.Is(err, mongo.ErrNoDocuments) {
+			return false, wrapErr("import project", err)
+		}
+	}
+	d, err := toD(r, extra)
+	if err != nil {
+		return false, fmt.Errorf("import project %s: %w", p.ID, err)
+	}
+	return upsertRaw(ctx, col, r.ID, d, mark)
+}
+
+// ImportUser stores u with its ID and password hash; mark as ImportProject.
+// ErrImportConflict if another user has the name.
+func (db *DB) ImportUser(ctx context.Context, u *database.UserInfo, mark string) (bool, error) {
+	id, err := primitive.ObjectIDFromHex(u.ID)
+	if err != nil {
+		return false, fmt.Errorf("import user %q: %w", u.Username, err)
+	}
+	col := db.db.Collection(colUsers)
+	var other userRecord
+	err = col.FindOne(ctx, bson.M{"username": u.Username}).Decode(&other)
+	if err == nil && other.ID != id {
+		return false, fmt.Errorf("import user %s (%s): the name belongs to user %s: %w", u.ID, u.Username, other.ID.Hex(), ErrImportConflict)
+	}
+	if err != nil && !errors.Is(err, mongo.ErrNoDocuments) {
+		return false, wrapErr("import user", err)
+	}
+	d, err := toD(&userRecord{ID: id, Username: u.Username, HashedPassword: u.HashedPassword, CreatedAt: ms(u.CreatedAt)}, nil)
+	if err != nil {
+		return false, fmt.Errorf("import user %s: %w", u.ID, err)
+	}
+	return upsertRaw(ctx, col, id, d, mark)
+}
+
+// ImportRecord stores a record of a collection this package does not read
+// itself (members, schemas, revisions, ...) as it is, keyed by its _id;
+// mark as ImportProject.
+func (db *DB) ImportRecord(ctx context.Context, collection string, rec bson.D, mark string) (bool, error) {
+	if len(rec) == 0 || rec[0].Key != "_id" {
+		return false, fmt.Errorf("import %s record: no leading _id", collection)
+	}
+	return upsertRaw(ctx, db.db.Collection(collection), rec[0].Value, rec, mark)
+}
+
+// ImportClient stores c with its ID, key, status and times, and the time
+// of the source's record it copied (see ClientImported).
+func (db *DB) ImportClient(ctx context.Context, c *database.ClientInfo, sourceUpdatedAt time.Time) (bool, error) {
+	id, err := primitive.ObjectIDFromHex(c.ID)
+	if err != nil {
+		return false, fmt.Errorf("import client %q: %w", c.ID, err)
+	}
+	d, err := toD(&clientRecord{
+		ID: id, ProjectID: c.ProjectID, Key: c.Key, Metadata: toList(c.Metadata, newPair),
+		Status: string(c.Status), CreatedAt: ms(c.CreatedAt), UpdatedAt: ms(c.UpdatedAt),
+	}, bson.D{{Key: "import", Value: bson.D{{Key: "source_updated_at", Value: ms(sourceUpdatedAt)}}}})
+	if err != nil {
+		return false, fmt.Errorf("import client %s: %w", c.ID, err)
+	}
+	return upsertRaw(ctx, db.clients, id, d, "")
+}
+
+// ClientImported reports whether the client was imported from a source
+// record last updated at sourceUpdatedAt. Such a client, and its
+// attachments, are left as they are: since the import this server may have
+// moved them on.
+func (db *DB) ClientImported(ctx context.Context, clientID string, sourceUpdatedAt time.Time) (bool, error) {
+	id, err := primitive.ObjectIDFromHex(clientID)
+	if err != nil {
+		return false, fmt.Errorf("imported client %q: %w", clientID, err)
+	}
+	var rec struct {
+		Import *struct {
+			SourceUpdatedAt time.Time `bson:"source_updated_at"`
+		} `bson:"import"`
+	}
+	err = db.clients.FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Decode(&rec)
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return false, nil
+	}
+	if err != nil {
+		return false, wrapErr("imported client", err)
+	}
+	return rec.Import != nil && rec.Import.SourceUpdatedAt.Equal(ms(sourceUpdatedAt)), nil
+}
+
+// ImportAttachment stores a client's attachment to an imported document.
+func (db *DB) ImportAttachment(ctx context.Context, a *database.Attachment) (bool, error) {
+	rec := toAttachmentRecord(a)
+	d, err := toD(rec, nil)
+	if err != nil {
+		return false, fmt.Errorf("import attachment %s: %w", rec.ID, err)
+	}
+	return upsertRaw(ctx, db.attachments, rec.ID, d, "")
+}
+
+// ImportedDocument returns the head of the document's change log in this
+// database (0 if it has none) and the mark of its last complete import
+// (nil if none, or if the document is not here).
+func (db *DB) ImportedDocument(ctx context.Context, docID string) (int64, *ImportMark, error) {
+	id, err := primitive.ObjectIDFromHex(docID)
+	if err != nil {
+		return 0, nil, fmt.Errorf("imported document %q: %w", docID, err)
+	}
+	var rec struct {
+		HeadHint int64       `bson:"head_hint"`
+		Mark     *ImportMark `bson:"import"`
+	}
+	err = db.documents.FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Decode(&rec)
+	if err != nil && !errors.Is(err, mongo.ErrNoDocuments) {
+		return 0, nil, wrapErr("imported document", err)
+	}
+	head, err := db.head(ctx, docID, rec.HeadHint)
+	if err != nil {
+		return 0, nil, fmt.Errorf("imported document %s: %w", docID, err)
+	}
+	if rec.Mark != nil {
+		rec.Mark.SourceUpdatedAt = rec.Mark.SourceUpdatedAt.UTC()
+	}
+	return head, rec.Mark, nil
+}
+
+// ImportChanges appends changes to the document's log, which must end right
+// before the first of them, as batches of consecutive server_seq values. The
+// document record need not exist yet. Batches are written in order, each by
+// one insert, so an import that stops leaves a log that a later call
+// extends from its head.
+func (db *DB) ImportChanges(ctx context.Context, docID string, changes []*database.Change) error {
+	if len(changes) == 0 {
+		return nil
+	}
+	first := changes[0].ServerSeq
+	var batches []any
+	var rec *batchRecord
+	size := 0
+	flush := func() {
+		if rec != nil {
+			batches = append(batches, rec)
+		}
+		rec, size = nil, 0
+	}
+	for i, c := range changes {
+		if c.ServerSeq != first+int64(i) {
+			return fmt.Errorf("import changes of %s: server_seq %d does not follow %d", docID, c.ServerSeq, first+int64(i)-1)
+		}
+		body, err := proto.Marshal(c.Body)
+		if err != nil {
+			return fmt.Errorf("import changes of %s: encode change %d: %w", docID, c.ServerSeq, err)
+		}
+		// Batches stay well under the 16 MB record limit.
+		if rec != nil && (size+len(body) > importBatchBytes || len(rec.Changes) >= importBatchChanges) {
+			flush()
+		}
+		if rec == nil {
+			rec = &batchRecord{
+				ID: batchID(docID, c.ServerSeq), DocID: docID, ServerSeq: c.ServerSeq, Epoch: importedBatch,
+				Nonce: primitive.NewObjectID(), CreatedAt: now(),
+			}
+		}
+		rec.LastSeq = c.ServerSeq
+		rec.Changes = append(rec.Changes, changeRecord{ActorID: c.ActorID, ClientSeq: int64(c.ClientSeq), Body: body})
+		if !containsString(rec.Actors, c.ActorID) {
+			rec.Actors = append(rec.Actors, c.ActorID)
+		}
+		size += len(body)
+	}
+	flush()
+	head, _, err := db.ImportedDocument(ctx, docID)
+	if err != nil {
+		return err
+	}
+	if head != first-1 {
+		return fmt.Errorf("import changes of %s from %d: the log ends at %d: %w", docID, first, head, ErrImportDiverged)
+	}
+	if _, err := db.changes.InsertMany(ctx, batches, options.InsertMany().SetOrdered(true)); err != nil {
+		return wrapErr(fmt.Sprintf("import changes of %s", docID), err)
+	}
+	return nil
+}
+
+// Bounds of one imported batch.
+const (
+	importBatchBytes   = 4 << 20
+	importBatchChanges = 1000
+)
+
+func containsString(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// PrepareImportedDocument writes the document record (ID, project, key,
+// times, removal), with no import mark and no key record: the document is
+// not found by key until PublishImportedDocument. head is the end of its
+// log in this database.
+func (db *DB) PrepareImportedDocument(ctx context.Context, d *database.DocInfo, head int64) error {
+	id, err := primitive.ObjectIDFromHex(d.ID)
+	if err != nil {
+		return fmt.Errorf("import document %q: %w", d.ID, err)
+	}
+	rec := &docRecord{ID: id, ProjectID: d.ProjectID, Key: d.Key, CreatedAt: ms(d.CreatedAt), HeadHint: head}
+	if !d.RemovedAt.IsZero() {
+		t := ms(d.RemovedAt)
+		rec.RemovedAt = &t
+	}
+	doc, err := toD(rec, nil)
+	if err != nil {
+		return fmt.Errorf("import document %s: %w", d.ID, err)
+	}
+	if _, err := upsertRaw(ctx, db.documents, id, doc, ""); err != nil {
+		return fmt.Errorf("import document %s (%s): %w", d.ID, d.Key, err)
+	}
+	return nil
+}
+
+// PublishImportedDocument completes a document's import: a live document
+// gets its key record (ErrImportConflict if the key names another live
+// document), a removed one loses it, and the document records mark.
+func (db *DB) PublishImportedDocument(ctx context.Context, d *database.DocInfo, mark *ImportMark) error {
+	id, err := primitive.ObjectIDFromHex(d.ID)
+	if err != nil {
+		return fmt.Errorf("import document %q: %w", d.ID, err)
+	}
+	keyID := keyRecordID(d.ProjectID, d.Key)
+	if d.RemovedAt.IsZero() {
+		_, err := db.docKeys.InsertOne(ctx, &keyRecord{Key: keyID, DocID: id})
+		if err != nil && !mongo.IsDuplicateKeyError(err) {
+			return wrapErr(fmt.Sprintf("import document %s: key record", d.ID), err)
+		}
+		if err != nil {
+			var kr keyRecord
+			if err := db.docKeys.FindOne(ctx, bson.D{{Key: "_id", Value: keyID}}).Decode(&kr); err != nil {
+				return wrapErr(fmt.Sprintf("import document %s: key record", d.ID), err)
+			}
+			if kr.DocID != id {
+				return fmt.Errorf("import document %s: key %q of project %s names document %s: %w",
+					d.ID, d.Key, d.ProjectID, kr.DocID.Hex(), ErrImportConflict)
+			}
+		}
+	} else if _, err := db.docKeys.DeleteOne(ctx, bson.D{{Key: "_id", Value: keyID}, {Key: "doc_id", Value: id}}); err != nil {
+		return wrapErr(fmt.Sprintf("import document %s: release key", d.ID), err)
+	}
+	m := *mark
+	m.SourceUpdatedAt = ms(m.SourceUpdatedAt)
+	if _, err := db.documents.UpdateOne(ctx, bson.D{{Key: "_id", Value: id}},
+		bson.D{{Key: "$set", Value: bson.D{{Key: "import", Value: &m}}}}); err != nil {
+		return wrapErr(fmt.Sprintf("import document %s: mark", d.ID), err)
+	}
+	return nil
+}
+
+// ms cuts t to the millisecond precision of BSON dates, in UTC.
+func ms(t time.Time) time.Time { return t.UTC().Truncate(time.Millisecond) }

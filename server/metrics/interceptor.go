@@ -1,0 +1,59 @@
+package metrics
+
+import (
+	"context"
+	"time"
+
+	"connectrpc.com/connect"
+
+	"github.com/yorkie-affinity/yorkie/server/project"
+)
+
+// interceptor records yorkie_rpc_server_handled_* for the calls of one
+// service and, for the YorkieService, yorkie_user_agent_total.
+type interceptor struct {
+	m          *Metrics
+	userAgents bool
+}
+
+// Interceptor returns a server interceptor recording the calls it wraps;
+// with userAgents it also counts them by SDK and project (the call's
+// project must be in its context by then, so it goes inside the
+// interceptor that resolves it).
+func (m *Metrics) Interceptor(userAgents bool) connect.Interceptor {
+	return interceptor{m: m, userAgents: userAgents}
+}
+
+func (i interceptor) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
+	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
+		if i.m == nil || req.Spec().IsClient {
+			return next(ctx, req)
+		}
+		start := time.Now()
+		res, err := next(ctx, req)
+		if i.userAgents {
+			i.m.UserAgent(req.Header(), project.FromContext(ctx), req.Spec().Procedure)
+		}
+		i.m.Handled(Unary, req.Spec().Procedure, err, time.Since(start))
+		return res, err
+	}
+}
+
+func (i interceptor) WrapStreamingClient(next connect.StreamingClientFunc) connect.StreamingClientFunc {
+	return next
+}
+
+func (i interceptor) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
+	return func(ctx context.Context, conn connect.StreamingHandlerConn) error {
+		if i.m == nil {
+			return next(ctx, conn)
+		}
+		start := time.Now()
+		err := next(ctx, conn)
+		if i.userAgents {
+			i.m.UserAgent(conn.RequestHeader(), project.FromContext(ctx), conn.Spec().Procedure)
+		}
+		i.m.Handled(ServerStream, conn.Spec().Procedure, err, time.Since(start))
+		return err
+	}
+}

@@ -1,0 +1,545 @@
+// Package migrate imports an upstream Yorkie 0.7.17 MongoDB database into
+// this server's MongoDB database, keeping the IDs upstream gave every
+// project, user, client and document, and every document's whole history.
+//
+// The source is only read. The import is idempotent and resumable: every
+// record is written with its upstream ID by an upsert that leaves an equal
+// record alone, a document's change log is extended from wherever it ends,
+// and a document becomes visible (its key record) only once its log,
+// snapshots and record are written; it then records which state of the
+// source it copied, so that a later run skips documents that did not
+// change and copies only the new changes of the others (catch-up).
+package migrate
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sort"
+	"time"
+
+	"go.mongodb.org/mongo-driver/bson"
+	"go.mongodb.org/mongo-driver/bson/primitive"
+	"go.mongodb.org/mongo-driver/mongo"
+	"go.mongodb.org/mongo-driver/mongo/options"
+	"go.mongodb.org/mongo-driver/mongo/readpref"
+
+	"github.com/yorkie-affinity/yorkie/server/backend/database"
+	ymongo "github.com/yorkie-affinity/yorkie/server/backend/database/mongo"
+)
+
+// DefaultSourceDatabase is upstream's default database name.
+const DefaultSourceDatabase = "yorkie-meta"
+
+// ErrFailed: some records could not be imported; the error lists them and
+// the rest was imported.
+var ErrFailed = errors.New("import incomplete")
+
+// Config says what to import where.
+type Config struct {
+	// SourceURI and SourceDatabase name upstream's MongoDB database.
+	SourceURI      string
+	SourceDatabase string
+	// Target is this server's database.
+	Target *ymongo.DB
+	// Progress receives a progress line every ProgressEvery (nil: none).
+	Progress      io.Writer
+	ProgressEvery time.Duration
+	// Logger receives one line per record that failed; slog.Default if nil.
+	Logger *slog.Logger
+}
+
+// Report counts what a run saw and wrote.
+type Report struct {
+	Projects, Users, Documents, Clients int
+	// Written counts the records a run created or changed, by kind; a run
+	// over an unchanged source writes nothing.
+	Written map[string]int
+	// ChangesCopied counts stored changes copied, Placeholders the server_seq
+	// values upstream did not store (presence-only changes).
+	ChangesCopied, Placeholders int64
+	// DocumentsUnchanged counts documents the target had in the source's state.
+	DocumentsUnchanged int
+	// Failures lists the records that could not be imported.
+	Failures []error
+}
+
+// Importer copies one upstream database into the target.
+type Importer struct {
+	cfg    Config
+	client *mongo.Client
+	src    *mongo.Database
+	log    *slog.Logger
+}
+
+// Open connects to the source and checks that it is a Yorkie database of
+// the layout this package reads.
+func Open(ctx context.Context, cfg Config) (*Importer, error) {
+	if cfg.SourceURI == "" {
+		return nil, errors.New("migrate: no source connection URI")
+	}
+	if cfg.Target == nil {
+		return nil, errors.New("migrate: no target database")
+	}
+	if cfg.SourceDatabase == "" {
+		cfg.SourceDatabase = DefaultSourceDatabase
+	}
+	if cfg.ProgressEvery <= 0 {
+		cfg.ProgressEvery = time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	client, err := mongo.Connect(ctx, options.Client().ApplyURI(cfg.SourceURI).
+		SetServerSelectionTimeout(10*time.Second).SetReadPreference(readpref.Primary()))
+	if err != nil {
+		return nil, fmt.Errorf("migrate: source: %w", err)
+	}
+	if err := client.Ping(ctx, readpref.Primary()); err != nil {
+		_ = client.Disconnect(context.WithoutCancel(ctx))
+		return nil, fmt.Errorf("migrate: reach source: %w", err)
+	}
+	src := client.Database(cfg.SourceDatabase)
+	if err := checkLayout(ctx, src); err != nil {
+		_ = client.Disconnect(context.WithoutCancel(ctx))
+		return nil, fmt.Errorf("migrate: %w", err)
+	}
+	return &Importer{cfg: cfg, client: client, src: src, log: cfg.Logger.With("component", "migrate")}, nil
+}
+
+// Close disconnects from the source.
+func (im *Importer) Close(ctx context.Context) error {
+	return im.client.Disconnect(ctx)
+}
+
+// Run imports everything: projects and users first (a conflict there stops
+// the run, since the documents would land in the wrong hands), then the
+// documents, then the clients with their attachments. A document or
+// client that fails is reported and left out; the others are imported.
+func (im *Importer) Run(ctx context.Context) (*Report, error) {
+	r := &Report{Written: map[string]int{}}
+	if err := im.importUsers(ctx, r); err != nil {
+		return r, err
+	}
+	if err := im.importProjects(ctx, r); err != nil {
+		return r, err
+	}
+	if err := im.importRecords(ctx, r); err != nil {
+		return r, err
+	}
+	imported, err := im.importDocuments(ctx, r)
+	if err != nil {
+		return r, err
+	}
+	if err := im.importClients(ctx, r, imported); err != nil {
+		return r, err
+	}
+	if len(r.Failures) > 0 {
+		return r, fmt.Errorf("%w: %w", ErrFailed, errors.Join(r.Failures...))
+	}
+	return r, nil
+}
+
+// each decodes every row of a collection matching filter, in _id order.
+func each[T any](ctx context.Context, col *mongo.Collection, filter bson.D, sortBy bson.D, fn func(*T, bson.Raw) error) error {
+	cur, err := col.Find(ctx, filter, options.Find().SetSort(sortBy))
+	if err != nil {
+		return fmt.Errorf("read %s: %w", col.Name(), err)
+	}
+	defer func() { _ = cur.Close(context.WithoutCancel(ctx)) }()
+	for cur.Next(ctx) {
+		var v T
+		if err := cur.Decode(&v); err != nil {
+			id := cur.Current.Lookup("_id")
+			return fmt.Errorf("%s row %v: %w: %w", col.Name(), id, errAnotherLayout, err)
+		}
+		if err := fn(&v, cur.Current); err != nil {
+			return err
+		}
+	}
+	if err := cur.Err(); err != nil {
+		return fmt.Errorf("read %s: %w", col.Name(), err)
+	}
+	return nil
+}
+
+var byID = bson.D{{Key: "_id", Value: 1}}
+
+func (im *Importer) importUsers(ctx context.Context, r *Report) error {
+	return each(ctx, im.src.Collection("users"), bson.D{}, byID, func(u *upUser, raw bson.Raw) error {
+		r.Users++
+		w, err := im.cfg.Target.ImportUser(ctx, &database.UserInfo{
+			ID: u.ID.Hex(), Username: u.Username, HashedPassword: u.HashedPassword, CreatedAt: u.CreatedAt,
+		}, sourceMark(raw))
+		if err != nil {
+			return fmt.Errorf("user %s (%s): %w", u.ID.Hex(), u.Username, err)
+		}
+		r.count("users", w)
+		return nil
+	})
+}
+
+func (im *Importer) importProjects(ctx context.Context, r *Report) error {
+	return each(ctx, im.src.Collection("projects"), bson.D{}, byID, func(p *upProject, raw bson.Raw) error {
+		r.Projects++
+		info, extra := p.info()
+		w, err := im.cfg.Target.ImportProject(ctx, info, extra, sourceMark(raw))
+		if err != nil {
+			return fmt.Errorf("project %s (%s): %w", p.ID.Hex(), p.Name, err)
+		}
+		r.count("projects", w)
+		return nil
+	})
+}
+
+// copiedCollections are the upstream collections whose rows this server
+// keeps as they are, for the parts of the server that read them.
+var copiedCollections = []string{"members"}
+
+// importRecords copies the rows of copiedCollections.
+func (im *Importer) importRecords(ctx context.Context, r *Report) error {
+	for _, name := range copiedCollections {
+		err := each(ctx, im.src.Collection(name), bson.D{}, byID, func(row *bson.D, raw bson.Raw) error {
+			w, err := im.cfg.Target.ImportRecord(ctx, name, *row, sourceMark(raw))
+			if err != nil {
+				return fmt.Errorf("%s row %v: %w", name, (*row)[0].Value, err)
+			}
+			r.count(name, w)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sourceMark names the state of a source record: the hash of its bytes.
+func sourceMark(raw bson.Raw) string {
+	sum := sha256.Sum256(raw)
+	return hex.EncodeToString(sum[:16])
+}
+
+func (r *Report) count(kind string, written bool) {
+	if written {
+		r.Written[kind]++
+	}
+}
+
+// importDocuments imports every document and returns the IDs of those
+// that are complete in the target.
+func (im *Importer) importDocuments(ctx context.Context, r *Report) (map[primitive.ObjectID]bool, error) {
+	var docs []*upDocument
+	err := each(ctx, im.src.Collection("documents"), bson.D{}, byID, func(d *upDocument, _ bson.Raw) error {
+		docs = append(docs, d)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	prog := newProgress(im.cfg.Progress, im.cfg.ProgressEvery, docs)
+	defer prog.finish()
+	done := make(map[primitive.ObjectID]bool, len(docs))
+	for _, d := range docs {
+		r.Documents++
+		err := im.importDocument(ctx, d, r, prog)
+		prog.docDone(d.ServerSeq)
+		if err != nil {
+			if ctx.Err() != nil {
+				return done, ctx.Err()
+			}
+			im.log.Error("document not imported", "document", d.Key, "id", d.ID.Hex(), "error", err)
+			r.Failures = append(r.Failures, fmt.Errorf("%s: %w", d.name(), err))
+			continue
+		}
+		done[d.ID] = true
+	}
+	return done, nil
+}
+
+// maxHeldBytes bounds the changes of one document converted in memory
+// before any is written: beyond it, the rest are checked in a first pass
+// and written in a second, so a change that does not decode still leaves
+// nothing of the document written.
+const maxHeldBytes = 32 << 20
+
+// importDocument brings one document up to the source's state.
+func (im *Importer) importDocument(ctx context.Context, d *upDocument, r *Report, prog *progress) error {
+	t := im.cfg.Target
+	docID := d.ID.Hex()
+	head, mark, err := t.ImportedDocument(ctx, docID)
+	if err != nil {
+		return err
+	}
+	want := ymongo.ImportMark{SourceServerSeq: d.ServerSeq, SourceUpdatedAt: d.UpdatedAt.UTC().Truncate(time.Millisecond), SourceRemoved: !d.RemovedAt.IsZero()}
+	if mark != nil && *mark == want {
+		r.DocumentsUnchanged++
+		return nil
+	}
+	if head > d.ServerSeq {
+		return fmt.Errorf("the log here ends at server_seq %d, past the source's %d: %w", head, d.ServerSeq, ymongo.ErrImportDiverged)
+	}
+
+	if head < d.ServerSeq {
+		filter := bson.D{
+			{Key: "doc_id", Value: d.ID},
+			{Key: "server_seq", Value: bson.D{{Key: "$gt", Value: head}, {Key: "$lte", Value: d.ServerSeq}}},
+		}
+		bySeq := bson.D{{Key: "server_seq", Value: 1}}
+		// First pass: convert, holding the changes up to maxHeldBytes.
+		var held []*database.Change
+		heldBytes, complete := 0, true
+		err := each(ctx, im.src.Collection("changes"), filter, bySeq, func(c *upChange, raw bson.Raw) error {
+			ch, err := c.change()
+			if err != nil {
+				return fmt.Errorf("change %s (server_seq %d): %w", c.ID.Hex(), c.ServerSeq, err)
+			}
+			if complete {
+				held = append(held, ch)
+				heldBytes += len(raw)
+				complete = heldBytes <= maxHeldBytes
+				if !complete {
+					held = nil
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		w := &logWriter{t: t, docID: docID, next: head + 1, prog: prog}
+		if complete {
+			for _, ch := range held {
+				if err := w.add(ctx, ch); err != nil {
+					return err
+				}
+			}
+		} else {
+			err = each(ctx, im.src.Collection("changes"), filter, bySeq, func(c *upChange, _ bson.Raw) error {
+				ch, err := c.change()
+				if err != nil {
+					return fmt.Errorf("change %s (server_seq %d): %w", c.ID.Hex(), c.ServerSeq, err)
+				}
+				return w.add(ctx, ch)
+			})
+			if err != nil {
+				return err
+			}
+		}
+		if err := w.fillTo(ctx, d.ServerSeq); err != nil {
+			return err
+		}
+		r.ChangesCopied += w.copied
+		r.Placeholders += w.placeholders
+		if w.copied+w.placeholders > 0 {
+			r.Written["changes"] += int(w.copied + w.placeholders)
+		}
+	}
+
+	info := d.info()
+	if err := t.PrepareImportedDocument(ctx, info, d.ServerSeq); err != nil {
+		return err
+	}
+	if err := im.importSnapshots(ctx, d, r); err != nil {
+		return err
+	}
+	if err := t.PublishImportedDocument(ctx, info, &want); err != nil {
+		return err
+	}
+	r.Written["documents"]++
+	return nil
+}
+
+// importSnapshots stores the document's newest snapshots (as many as the
+// target keeps) up to the source's head.
+func (im *Importer) importSnapshots(ctx context.Context, d *upDocument, r *Report) error {
+	var snaps []*upSnapshot
+	err := each(ctx, im.src.Collection("snapshots"),
+		bson.D{{Key: "doc_id", Value: d.ID}, {Key: "server_seq", Value: bson.D{{Key: "$lte", Value: d.ServerSeq}}}},
+		bson.D{{Key: "server_seq", Value: -1}},
+		func(s *upSnapshot, _ bson.Raw) error {
+			if len(snaps) < database.SnapshotsKept {
+				snaps = append(snaps, s)
+			}
+			return nil
+		})
+	if err != nil {
+		return err
+	}
+	sort.Slice(snaps, func(i, j int) bool { return snaps[i].ServerSeq < snaps[j].ServerSeq })
+	for _, s := range snaps {
+		snap, err := s.snapshot(ctx, im.src)
+		if err != nil {
+			return fmt.Errorf("snapshot %s (server_seq %d): %w", s.ID.Hex(), s.ServerSeq, err)
+		}
+		if err := im.cfg.Target.SaveSnapshot(ctx, d.ID.Hex(), 0, snap); err != nil {
+			return fmt.Errorf("snapshot %s (server_seq %d): %w", s.ID.Hex(), s.ServerSeq, err)
+		}
+		r.Written["snapshots"]++
+	}
+	return nil
+}
+
+// logWriter appends a document's changes to the target in chunks, filling
+// the server_seq values upstream did not store with placeholders.
+type logWriter struct {
+	t            *ymongo.DB
+	docID        string
+	next         int64
+	pending      []*database.Change
+	copied       int64
+	placeholders int64
+	prog         *progress
+}
+
+// writeChunk is how many changes one write carries.
+const writeChunk = 1000
+
+func (w *logWriter) add(ctx context.Context, c *database.Change) error {
+	if c.ServerSeq < w.next {
+		return fmt.Errorf("change at server_seq %d stored twice upstream", c.ServerSeq)
+	}
+	if err := w.fill(ctx, c.ServerSeq-1); err != nil {
+		return err
+	}
+	w.pending = append(w.pending, c)
+	w.next = c.ServerSeq + 1
+	w.copied++
+	return w.flushIfFull(ctx)
+}
+
+func (w *logWriter) fill(ctx context.Context, to int64) error {
+	for ; w.next <= to; w.next++ {
+		w.pending = append(w.pending, placeholder(w.next))
+		w.placeholders++
+		if err := w.flushIfFull(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// fillTo fills the log up to the source's head and writes what is pending.
+func (w *logWriter) fillTo(ctx context.Context, head int64) error {
+	if err := w.fill(ctx, head); err != nil {
+		return err
+	}
+	return w.flush(ctx)
+}
+
+func (w *logWriter) flushIfFull(ctx context.Context) error {
+	if len(w.pending) < writeChunk {
+		return nil
+	}
+	return w.flush(ctx)
+}
+
+func (w *logWriter) flush(ctx context.Context) error {
+	if len(w.pending) == 0 {
+		return nil
+	}
+	if err := w.t.ImportChanges(ctx, w.docID, w.pending); err != nil {
+		return err
+	}
+	w.prog.changes(int64(len(w.pending)))
+	w.pending = w.pending[:0]
+	return nil
+}
+
+// importClients imports every client and its attachments to the
+// documents that were imported.
+func (im *Importer) importClients(ctx context.Context, r *Report, docs map[primitive.ObjectID]bool) error {
+	vectors := map[[2]primitive.ObjectID]map[string]int64{}
+	err := each(ctx, im.src.Collection("versionvectors"), bson.D{}, byID, func(v *upVersionVector, _ bson.Raw) error {
+		b, err := binaryOf(v.VersionVector, "version_vector")
+		if err != nil {
+			return fmt.Errorf("versionvectors row of client %s, document %s: %w", v.ClientID.Hex(), v.DocID.Hex(), err)
+		}
+		vv, err := decodeVersionVector(b)
+		if err != nil {
+			return fmt.Errorf("versionvectors row of client %s, document %s: %w", v.ClientID.Hex(), v.DocID.Hex(), err)
+		}
+		vectors[[2]primitive.ObjectID{v.ClientID, v.DocID}] = vv
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return each(ctx, im.src.Collection("clients"), bson.D{}, byID, func(c *upClient, _ bson.Raw) error {
+		r.Clients++
+		if err := im.importClient(ctx, c, r, docs, vectors); err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			im.log.Error("client not imported", "client", c.Key, "id", c.ID.Hex(), "error", err)
+			r.Failures = append(r.Failures, fmt.Errorf("client %q (%s): %w", c.Key, c.ID.Hex(), err))
+		}
+		return nil
+	})
+}
+
+func (im *Importer) importClient(ctx context.Context, c *upClient, r *Report, docs map[primitive.ObjectID]bool, vectors map[[2]primitive.ObjectID]map[string]int64) error {
+	status := database.ClientDeactivated
+	if c.Status == string(database.ClientActivated) {
+		status = database.ClientActivated
+	}
+	done, err := im.cfg.Target.ClientImported(ctx, c.ID.Hex(), c.UpdatedAt)
+	if err != nil || done {
+		return err
+	}
+	ids := make([]string, 0, len(c.Documents))
+	for id := range c.Documents {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		info := c.Documents[id]
+		docID, err := primitive.ObjectIDFromHex(id)
+		if err != nil {
+			return fmt.Errorf("document %q of its documents: %w", id, errAnotherLayout)
+		}
+		if !docs[docID] {
+			continue // not imported: its failure is reported
+		}
+		a := &database.Attachment{
+			ClientID: c.ID.Hex(), DocID: id, Status: attachmentStatus(info.Status, status),
+			ServerSeq: info.ServerSeq, ClientSeq: uint32(info.ClientSeq),
+			UpdatedAt: c.UpdatedAt,
+		}
+		if a.Status == database.Attached {
+			a.VersionVector = vectors[[2]primitive.ObjectID{c.ID, docID}]
+		}
+		w, err := im.cfg.Target.ImportAttachment(ctx, a)
+		if err != nil {
+			return fmt.Errorf("attachment to document %s: %w", id, err)
+		}
+		r.count("attachments", w)
+	}
+	// The client record goes last: it marks the client imported.
+	w, err := im.cfg.Target.ImportClient(ctx, &database.ClientInfo{
+		ID: c.ID.Hex(), ProjectID: c.ProjectID.Hex(), Key: c.Key, Metadata: c.Metadata,
+		Status: status, CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt,
+	}, c.UpdatedAt)
+	if err != nil {
+		return err
+	}
+	r.count("clients", w)
+	return nil
+}
+
+// attachmentStatus maps upstream's state of a client's document: an
+// attach that never completed ("attaching") left the client detached, and
+// a deactivated client is attached to nothing.
+func attachmentStatus(s string, client database.ClientStatus) database.AttachmentStatus {
+	switch {
+	case s == string(database.Removed):
+		return database.Removed
+	case s == string(database.Attached) && client == database.ClientActivated:
+		return database.Attached
+	}
+	return database.Detached
+}

@@ -1,0 +1,125 @@
+package migrate_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/yorkie-affinity/yorkie/server/backend/database"
+	"github.com/yorkie-affinity/yorkie/server/backend/database/mongo"
+	"github.com/yorkie-affinity/yorkie/server/migrate"
+	"github.com/yorkie-affinity/yorkie/test/testenv"
+)
+
+// expected is the part of the data set's expected.json these tests read.
+type expected struct {
+	Projects []struct {
+		Name      string `json:"name"`
+		ID        string `json:"id"`
+		PublicKey string `json:"public_key"`
+		SecretKey string `json:"secret_key"`
+	} `json:"projects"`
+	Documents []struct {
+		Project       string `json:"project"`
+		Key           string `json:"key"`
+		ID            string `json:"id"`
+		Removed       bool   `json:"removed"`
+		ChangesPushed int64  `json:"changes_pushed"`
+		ChangesStored int64  `json:"changes_stored"`
+	} `json:"documents"`
+	AttachedClients []struct {
+		ClientID   string `json:"client_id"`
+		DocID      string `json:"doc_id"`
+		Checkpoint struct {
+			ServerSeq json.Number `json:"server_seq"`
+			ClientSeq uint32      `json:"client_seq"`
+		} `json:"checkpoint"`
+	} `json:"attached_clients"`
+}
+
+func readExpected(t *testing.T, dir string) *expected {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(dir, "expected.json"))
+	require.NoError(t, err)
+	var e expected
+	require.NoError(t, json.Unmarshal(data, &e))
+	return &e
+}
+
+// setup loads the upstream data set into a source database and returns an
+// importer into a fresh target database of the same server.
+func setup(t *testing.T) (*migrate.Importer, *mongo.DB, *expected, context.Context) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	t.Cleanup(cancel)
+	dir := testenv.UpstreamDataDir(t)
+	m := testenv.MongoURI(t)
+	srcName, dstName := m.NewDatabase(), m.NewDatabase()
+	m.DropWhenDone(t, srcName)
+	m.DropWhenDone(t, dstName)
+	testenv.LoadUpstreamData(t, m.URI, srcName, dir)
+	target, err := mongo.Dial(ctx, mongo.Config{URI: m.URI, Database: dstName})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = target.Close(context.Background()) })
+	im, err := migrate.Open(ctx, migrate.Config{SourceURI: m.URI, SourceDatabase: srcName, Target: target})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = im.Close(context.Background()) })
+	return im, target, readExpected(t, dir), ctx
+}
+
+func TestImportUpstreamDataSet(t *testing.T) {
+	im, target, want, ctx := setup(t)
+
+	rep, err := im.Run(ctx)
+	require.NoError(t, err)
+	require.Equal(t, len(want.Documents), rep.Documents)
+	require.Zero(t, rep.DocumentsUnchanged)
+
+	projectID := map[string]string{}
+	for _, p := range want.Projects {
+		projectID[p.Name] = p.ID
+		got, err := target.FindProjectByPublicKey(ctx, p.PublicKey)
+		require.NoError(t, err, p.Name)
+		require.Equal(t, p.ID, got.ID)
+		require.Equal(t, p.SecretKey, got.SecretKey)
+	}
+	var stored int64
+	for _, d := range want.Documents {
+		info, err := target.FindDocument(ctx, projectID[d.Project], d.ID)
+		require.NoError(t, err, d.Key)
+		require.Equal(t, d.ChangesPushed, info.ServerSeq, d.Key)
+		require.Equal(t, d.Removed, !info.RemovedAt.IsZero(), d.Key)
+		byKey, err := target.FindDocumentByKey(ctx, projectID[d.Project], d.Key)
+		require.NoError(t, err, d.Key)
+		require.Equal(t, d.ID, byKey.ID)
+		stored += d.ChangesStored
+	}
+	require.Equal(t, stored, rep.ChangesCopied)
+	for _, c := range want.AttachedClients {
+		a, err := target.FindAttachment(ctx, c.ClientID, c.DocID)
+		require.NoError(t, err)
+		require.Equal(t, database.Attached, a.Status)
+		require.Equal(t, c.Checkpoint.ServerSeq.String(), json.Number(itoa(a.ServerSeq)).String())
+		require.Equal(t, c.Checkpoint.ClientSeq, a.ClientSeq)
+		require.NotEmpty(t, a.VersionVector)
+	}
+
+	// A second run over the same source writes nothing.
+	again, err := im.Run(ctx)
+	require.NoError(t, err)
+	require.Empty(t, again.Written)
+	require.Equal(t, len(want.Documents), again.DocumentsUnchanged)
+
+	v, err := im.Verify(ctx)
+	require.NoError(t, err)
+	require.Empty(t, v.Differences)
+	require.Equal(t, len(want.Documents), v.Documents)
+	require.Positive(t, v.Compared)
+}
+
+func itoa(n int64) string { b, _ := json.Marshal(n); return string(b) }
