@@ -100,6 +100,10 @@ type Config struct {
 	SnapshotThreshold  int
 	MaxSizePerDocument int
 	DocumentCacheBytes int64
+	// SizeHardLimitFactor is how many times its size limit a push may take
+	// a document to (0: backend.DefaultSizeHardLimitFactor; negative: no
+	// bound). The SDK refuses local edits past the limit itself.
+	SizeHardLimitFactor int
 	// Logger receives the server's logs (nil: slog.Default()).
 	Logger *slog.Logger
 	// DB stores the server's data; nil gives the server its own in-memory
@@ -298,6 +302,7 @@ func New(cfg Config) (*Server, error) {
 		DocumentCacheBytes: cfg.DocumentCacheBytes,
 		Projects:           s.projects,
 	}
+	bcfg.SizeHardLimitFactor = cfg.SizeHardLimitFactor
 	if s.clustered() {
 		if err := s.checkCluster(); err != nil {
 			return nil, err
