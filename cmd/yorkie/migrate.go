@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"sort"
 	"syscall"
+	"time"
 
 	"github.com/yorkie-affinity/yorkie/server/backend/database/mongo"
 	"github.com/yorkie-affinity/yorkie/server/migrate"
@@ -42,6 +43,7 @@ func runMigrate(args []string, stdout, stderr io.Writer) int {
 	var toDB string
 	fs.StringVar(&toDB, "mongo-yorkie-database", mongo.DefaultDatabase, "database name of this server's database")
 	fs.StringVar(&toDB, "mongo-database", mongo.DefaultDatabase, "same as --mongo-yorkie-database")
+	progressEvery := fs.Duration("progress-interval", time.Second, "how often a progress line is printed (documents and changes done, rate, time left)")
 	verify := fs.Bool("verify", false, "write nothing: rebuild every imported document and compare it with upstream's snapshot")
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -76,7 +78,7 @@ func runMigrate(args []string, stdout, stderr io.Writer) int {
 	}
 	defer func() { _ = target.Close(context.WithoutCancel(ctx)) }()
 	im, err := migrate.Open(ctx, migrate.Config{
-		SourceURI: *fromURI, SourceDatabase: *fromDB, Target: target, Progress: stderr, Logger: logger,
+		SourceURI: *fromURI, SourceDatabase: *fromDB, Target: target, Progress: stderr, ProgressEvery: *progressEvery, Logger: logger,
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "yorkie migrate upstream: %v\n", err)

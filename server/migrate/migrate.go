@@ -128,9 +128,6 @@ func (im *Importer) Run(ctx context.Context) (*Report, error) {
 	if err := im.importProjects(ctx, r); err != nil {
 		return r, err
 	}
-	if err := im.importRecords(ctx, r); err != nil {
-		return r, err
-	}
 	imported, err := im.importDocuments(ctx, r)
 	if err != nil {
 		return r, err
@@ -155,7 +152,7 @@ func each[T any](ctx context.Context, col *mongo.Collection, filter bson.D, sort
 		var v T
 		if err := cur.Decode(&v); err != nil {
 			id := cur.Current.Lookup("_id")
-			return fmt.Errorf("%s row %v: %w: %w", col.Name(), id, errAnotherLayout, err)
+			return fmt.Errorf("%s row %v: %w: %w", col.Name(), id, ErrAnotherLayout, err)
 		}
 		if err := fn(&v, cur.Current); err != nil {
 			return err
@@ -194,28 +191,6 @@ func (im *Importer) importProjects(ctx context.Context, r *Report) error {
 		r.count("projects", w)
 		return nil
 	})
-}
-
-// copiedCollections are the upstream collections whose rows this server
-// keeps as they are, for the parts of the server that read them.
-var copiedCollections = []string{"members"}
-
-// importRecords copies the rows of copiedCollections.
-func (im *Importer) importRecords(ctx context.Context, r *Report) error {
-	for _, name := range copiedCollections {
-		err := each(ctx, im.src.Collection(name), bson.D{}, byID, func(row *bson.D, raw bson.Raw) error {
-			w, err := im.cfg.Target.ImportRecord(ctx, name, *row, sourceMark(raw))
-			if err != nil {
-				return fmt.Errorf("%s row %v: %w", name, (*row)[0].Value, err)
-			}
-			r.count(name, w)
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // sourceMark names the state of a source record: the hash of its bytes.
@@ -340,12 +315,21 @@ func (im *Importer) importDocument(ctx context.Context, d *upDocument, r *Report
 		}
 	}
 
+	// Snapshots are read whole before the document record is written: one
+	// that does not decode leaves no record of the document behind.
+	snaps, err := im.readSnapshots(ctx, d)
+	if err != nil {
+		return err
+	}
 	info := d.info()
 	if err := t.PrepareImportedDocument(ctx, info, d.ServerSeq); err != nil {
 		return err
 	}
-	if err := im.importSnapshots(ctx, d, r); err != nil {
-		return err
+	for _, s := range snaps {
+		if err := t.SaveSnapshot(ctx, docID, 0, s); err != nil {
+			return fmt.Errorf("snapshot at server_seq %d: %w", s.ServerSeq, err)
+		}
+		r.Written["snapshots"]++
 	}
 	if err := t.PublishImportedDocument(ctx, info, &want); err != nil {
 		return err
@@ -354,34 +338,32 @@ func (im *Importer) importDocument(ctx context.Context, d *upDocument, r *Report
 	return nil
 }
 
-// importSnapshots stores the document's newest snapshots (as many as the
-// target keeps) up to the source's head.
-func (im *Importer) importSnapshots(ctx context.Context, d *upDocument, r *Report) error {
-	var snaps []*upSnapshot
+// readSnapshots reads the document's newest snapshots (as many as the
+// target keeps) up to the source's head, oldest first.
+func (im *Importer) readSnapshots(ctx context.Context, d *upDocument) ([]*database.Snapshot, error) {
+	var rows []*upSnapshot
 	err := each(ctx, im.src.Collection("snapshots"),
 		bson.D{{Key: "doc_id", Value: d.ID}, {Key: "server_seq", Value: bson.D{{Key: "$lte", Value: d.ServerSeq}}}},
 		bson.D{{Key: "server_seq", Value: -1}},
 		func(s *upSnapshot, _ bson.Raw) error {
-			if len(snaps) < database.SnapshotsKept {
-				snaps = append(snaps, s)
+			if len(rows) < database.SnapshotsKept {
+				rows = append(rows, s)
 			}
 			return nil
 		})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	sort.Slice(snaps, func(i, j int) bool { return snaps[i].ServerSeq < snaps[j].ServerSeq })
-	for _, s := range snaps {
+	out := make([]*database.Snapshot, 0, len(rows))
+	for i := len(rows) - 1; i >= 0; i-- {
+		s := rows[i]
 		snap, err := s.snapshot(ctx, im.src)
 		if err != nil {
-			return fmt.Errorf("snapshot %s (server_seq %d): %w", s.ID.Hex(), s.ServerSeq, err)
+			return nil, fmt.Errorf("snapshot %s (server_seq %d): %w", s.ID.Hex(), s.ServerSeq, err)
 		}
-		if err := im.cfg.Target.SaveSnapshot(ctx, d.ID.Hex(), 0, snap); err != nil {
-			return fmt.Errorf("snapshot %s (server_seq %d): %w", s.ID.Hex(), s.ServerSeq, err)
-		}
-		r.Written["snapshots"]++
+		out = append(out, snap)
 	}
-	return nil
+	return out, nil
 }
 
 // logWriter appends a document's changes to the target in chunks, filling
@@ -500,7 +482,7 @@ func (im *Importer) importClient(ctx context.Context, c *upClient, r *Report, do
 		info := c.Documents[id]
 		docID, err := primitive.ObjectIDFromHex(id)
 		if err != nil {
-			return fmt.Errorf("document %q of its documents: %w", id, errAnotherLayout)
+			return fmt.Errorf("document %q of its documents: %w", id, ErrAnotherLayout)
 		}
 		if !docs[docID] {
 			continue // not imported: its failure is reported

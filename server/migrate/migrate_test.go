@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	mongodrv "go.mongodb.org/mongo-driver/mongo"
+	"go.mongodb.org/mongo-driver/mongo/options"
 
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
 	"github.com/yorkie-affinity/yorkie/server/backend/database/mongo"
@@ -51,25 +53,58 @@ func readExpected(t *testing.T, dir string) *expected {
 	return &e
 }
 
-// setup loads the upstream data set into a source database and returns an
-// importer into a fresh target database of the same server.
-func setup(t *testing.T) (*migrate.Importer, *mongo.DB, *expected, context.Context) {
+// env is a source database loaded with the upstream data set and a fresh
+// target database, on one MongoDB-wire server.
+type env struct {
+	ctx    context.Context
+	m      *testenv.Mongo
+	src    string
+	srcDB  *mongodrv.Database
+	target *mongo.DB
+	want   *expected
+}
+
+// newEnv loads the upstream data set into a source database and dials a
+// fresh target database of the same server.
+func newEnv(t *testing.T) *env {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	t.Cleanup(cancel)
 	dir := testenv.UpstreamDataDir(t)
 	m := testenv.MongoURI(t)
-	srcName, dstName := m.NewDatabase(), m.NewDatabase()
-	m.DropWhenDone(t, srcName)
-	m.DropWhenDone(t, dstName)
-	testenv.LoadUpstreamData(t, m.URI, srcName, dir)
-	target, err := mongo.Dial(ctx, mongo.Config{URI: m.URI, Database: dstName})
+	e := &env{ctx: ctx, m: m, src: m.NewDatabase(), want: readExpected(t, dir)}
+	dst := m.NewDatabase()
+	m.DropWhenDone(t, e.src)
+	m.DropWhenDone(t, dst)
+	testenv.LoadUpstreamData(t, m.URI, e.src, dir)
+	target, err := mongo.Dial(ctx, mongo.Config{URI: m.URI, Database: dst})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = target.Close(context.Background()) })
-	im, err := migrate.Open(ctx, migrate.Config{SourceURI: m.URI, SourceDatabase: srcName, Target: target})
+	e.target = target
+	c, err := mongodrv.Connect(ctx, options.Client().ApplyURI(m.URI))
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = im.Close(context.Background()) })
-	return im, target, readExpected(t, dir), ctx
+	t.Cleanup(func() { _ = c.Disconnect(context.Background()) })
+	e.srcDB = c.Database(e.src)
+	return e
+}
+
+// open returns an importer of the source database name into the target.
+func (e *env) open(t *testing.T, name string) (*migrate.Importer, error) {
+	t.Helper()
+	im, err := migrate.Open(e.ctx, migrate.Config{SourceURI: e.m.URI, SourceDatabase: name, Target: e.target})
+	if err == nil {
+		t.Cleanup(func() { _ = im.Close(context.Background()) })
+	}
+	return im, err
+}
+
+// setup is newEnv with an importer of the data set.
+func setup(t *testing.T) (*migrate.Importer, *mongo.DB, *expected, context.Context) {
+	t.Helper()
+	e := newEnv(t)
+	im, err := e.open(t, e.src)
+	require.NoError(t, err)
+	return im, e.target, e.want, e.ctx
 }
 
 func TestImportUpstreamDataSet(t *testing.T) {

@@ -29,11 +29,23 @@ import (
 // all of them, a layout of the upstream versions this importer reads
 // (snapshot_bodies appeared in 0.7.10, members and invites in 0.7.0).
 var (
-	yorkieCollections   = []string{"projects", "users", "clients", "documents", "changes", "snapshots"}
-	layoutCollections   = []string{"versionvectors", "revisions", "schemas", "members", "invites", "snapshot_bodies", "clusternodes"}
-	errNotYorkie        = errors.New("not a Yorkie database")
-	errAnotherLayout    = errors.New("layout of another upstream version (this importer reads Yorkie 0.7.10 to 0.7.17)")
-	errUndecodable      = errors.New("does not decode")
+	yorkieCollections = []string{"projects", "users", "clients", "documents", "changes", "snapshots"}
+	layoutCollections = []string{"versionvectors", "revisions", "schemas", "members", "invites", "snapshot_bodies", "clusternodes"}
+)
+
+// Errors about the source, which name the record concerned.
+var (
+	// ErrNotYorkie: the source database is not a Yorkie database.
+	ErrNotYorkie = errors.New("not a Yorkie database")
+	// ErrAnotherLayout: the source was written by an upstream version whose
+	// layout this importer does not read.
+	ErrAnotherLayout = errors.New("layout of another upstream version (this importer reads Yorkie 0.7.10 to 0.7.17)")
+	// ErrUndecodable: a change, snapshot or version vector does not decode.
+	ErrUndecodable = errors.New("does not decode")
+)
+
+// Encodings of upstream's values.
+var (
 	zeroActor           = make([]byte, 12)
 	snapshotFormatZstd  = byte(0x01)
 	versionVectorHeader = 8
@@ -52,12 +64,12 @@ func checkLayout(ctx context.Context, db *mongo.Database) error {
 	}
 	for _, n := range yorkieCollections {
 		if !have[n] {
-			return fmt.Errorf("source database %s: no collection %q: %w", db.Name(), n, errNotYorkie)
+			return fmt.Errorf("source database %s: no collection %q: %w", db.Name(), n, ErrNotYorkie)
 		}
 	}
 	for _, n := range layoutCollections {
 		if !have[n] {
-			return fmt.Errorf("source database %s: no collection %q: %w", db.Name(), n, errAnotherLayout)
+			return fmt.Errorf("source database %s: no collection %q: %w", db.Name(), n, ErrAnotherLayout)
 		}
 	}
 	// 0.7.17 keeps the default project under the all-zero ID.
@@ -66,7 +78,7 @@ func checkLayout(ctx context.Context, db *mongo.Database) error {
 		return fmt.Errorf("source database %s: read projects: %w", db.Name(), err)
 	}
 	if n == 0 {
-		return fmt.Errorf("source database %s: no default project %s: %w", db.Name(), primitive.NilObjectID.Hex(), errNotYorkie)
+		return fmt.Errorf("source database %s: no default project %s: %w", db.Name(), primitive.NilObjectID.Hex(), ErrNotYorkie)
 	}
 	return nil
 }
@@ -194,7 +206,7 @@ func binaryOf(v bson.RawValue, what string) ([]byte, error) {
 		_, data := v.Binary()
 		return data, nil
 	}
-	return nil, fmt.Errorf("%s is BSON %s, not binary: %w", what, v.Type, errAnotherLayout)
+	return nil, fmt.Errorf("%s is BSON %s, not binary: %w", what, v.Type, ErrAnotherLayout)
 }
 
 // change converts the row to a stored change of this server.
@@ -221,7 +233,7 @@ func (c *upChange) change() (*database.Change, error) {
 		}
 		op := &api.Operation{}
 		if err := proto.Unmarshal(data, op); err != nil {
-			return nil, fmt.Errorf("operation %d %w: %w", i, errUndecodable, err)
+			return nil, fmt.Errorf("operation %d %w: %w", i, ErrUndecodable, err)
 		}
 		body.Operations = append(body.Operations, op)
 	}
@@ -232,7 +244,7 @@ func (c *upChange) change() (*database.Change, error) {
 	if pc != nil {
 		body.PresenceChange = &api.PresenceChange{}
 		if err := proto.Unmarshal(pc, body.PresenceChange); err != nil {
-			return nil, fmt.Errorf("presence_change %w: %w", errUndecodable, err)
+			return nil, fmt.Errorf("presence_change %w: %w", ErrUndecodable, err)
 		}
 	}
 	return &database.Change{ServerSeq: c.ServerSeq, ActorID: c.ActorID.Hex(), ClientSeq: uint32(c.ClientSeq), Body: body}, nil
@@ -260,11 +272,11 @@ func decodeVersionVector(b []byte) (map[string]int64, error) {
 		return map[string]int64{}, nil
 	}
 	if len(b) < versionVectorHeader {
-		return nil, fmt.Errorf("version vector of %d bytes %w", len(b), errUndecodable)
+		return nil, fmt.Errorf("version vector of %d bytes %w", len(b), ErrUndecodable)
 	}
 	n := binary.BigEndian.Uint64(b)
 	if n > uint64(len(b)) || uint64(len(b)) != uint64(versionVectorHeader)+n*uint64(versionVectorEntry) {
-		return nil, fmt.Errorf("version vector of %d entries in %d bytes %w", n, len(b), errUndecodable)
+		return nil, fmt.Errorf("version vector of %d entries in %d bytes %w", n, len(b), ErrUndecodable)
 	}
 	out := make(map[string]int64, n)
 	for off := versionVectorHeader; off < len(b); off += versionVectorEntry {
@@ -312,7 +324,7 @@ func (s *upSnapshot) snapshot(ctx context.Context, src *mongo.Database) (*databa
 		return nil, err
 	}
 	if err := proto.Unmarshal(data, &api.Snapshot{}); err != nil {
-		return nil, fmt.Errorf("snapshot %w: %w", errUndecodable, err)
+		return nil, fmt.Errorf("snapshot %w: %w", ErrUndecodable, err)
 	}
 	vvBytes, err := binaryOf(s.VersionVector, "version_vector")
 	if err != nil {
@@ -333,12 +345,12 @@ func decompressSnapshot(b []byte) ([]byte, error) {
 	}
 	dec, err := zstd.NewReader(bytes.NewReader(b[1:]))
 	if err != nil {
-		return nil, fmt.Errorf("snapshot zstd frame %w: %w", errUndecodable, err)
+		return nil, fmt.Errorf("snapshot zstd frame %w: %w", ErrUndecodable, err)
 	}
 	defer dec.Close()
 	out, err := io.ReadAll(dec)
 	if err != nil {
-		return nil, fmt.Errorf("snapshot zstd frame %w: %w", errUndecodable, err)
+		return nil, fmt.Errorf("snapshot zstd frame %w: %w", ErrUndecodable, err)
 	}
 	return out, nil
 }

@@ -26,6 +26,13 @@ const (
 	DefaultAllowedTTL     = 10 * time.Second
 	DefaultDeniedTTL      = 10 * time.Second
 	DefaultMaxAnswerBytes = 64 << 10
+	// DefaultMaxChecksPerProject bounds the checks of one project waiting on
+	// its webhook at once: a webhook that never answers holds that many
+	// calls, and every other call of the project fails closed at once.
+	DefaultMaxChecksPerProject = 128
+	// DefaultMaxChecks bounds the checks of all projects waiting on webhooks
+	// at once on a node.
+	DefaultMaxChecks = 1024
 )
 
 // Config configures a Client. The per-project settings come with each call.
@@ -49,6 +56,14 @@ type Config struct {
 	// MaxAnswerBytes bounds a webhook's answer (DefaultMaxAnswerBytes when
 	// zero); a longer one is invalid.
 	MaxAnswerBytes int64
+	// MaxChecksPerProject and MaxChecks bound the checks waiting on webhook
+	// calls at once, per project and per node (DefaultMaxChecksPerProject,
+	// DefaultMaxChecks when zero). A check past either bound fails closed at
+	// once, as a webhook that cannot be reached does, so a dead webhook costs
+	// its own project's calls, never the goroutines and descriptors of every
+	// project.
+	MaxChecksPerProject int
+	MaxChecks           int
 	// Logger (slog.Default() when nil) logs webhooks that fail.
 	Logger *slog.Logger
 	// Registerer receives the metrics; none when nil.
@@ -111,6 +126,37 @@ type Client struct {
 	flightMu sync.Mutex
 	flights  map[cacheKey]*flight
 	onJoin   func() // tests learn that a check joined a call in flight
+
+	slots slots
+}
+
+// slots counts the checks waiting on webhook calls, per project and in all.
+type slots struct {
+	mu         sync.Mutex
+	perProject map[string]int
+	total      int
+	maxProject int
+	max        int
+}
+
+// acquire takes a place for a check of project, or reports false when the
+// project or the node has none left. release gives it back.
+func (s *slots) acquire(project string) (release func(), ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.total >= s.max || s.perProject[project] >= s.maxProject {
+		return nil, false
+	}
+	s.total++
+	s.perProject[project]++
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.total--
+		if s.perProject[project]--; s.perProject[project] == 0 {
+			delete(s.perProject, project)
+		}
+	}, true
 }
 
 // New returns a Client.
@@ -140,6 +186,11 @@ func New(cfg Config) (*Client, error) {
 		maxBody: cfg.MaxAnswerBytes,
 		metrics: m,
 		flights: make(map[cacheKey]*flight),
+		slots: slots{
+			perProject: make(map[string]int),
+			maxProject: orDefault(cfg.MaxChecksPerProject, DefaultMaxChecksPerProject),
+			max:        orDefault(cfg.MaxChecks, DefaultMaxChecks),
+		},
 	}, nil
 }
 
@@ -167,6 +218,12 @@ func (c *Client) Check(ctx context.Context, s Settings, r Request) error {
 		c.metrics.hit.Inc()
 		return verdictError(e.v, e.reason)
 	}
+	release, ok := c.slots.acquire(r.Project)
+	if !ok {
+		c.metrics.busy.Inc()
+		return &checkError{sentinel: ErrUnavailable, detail: "too many checks waiting on webhooks"}
+	}
+	defer release()
 	body, err := json.Marshal(requestBody{Token: r.Token, Method: r.Method, Attributes: r.Attributes})
 	if err != nil {
 		return fmt.Errorf("auth webhook request: %w", err)
@@ -180,17 +237,20 @@ func (c *Client) Check(ctx context.Context, s Settings, r Request) error {
 
 // flight is one webhook call that concurrent identical checks wait for.
 type flight struct {
-	done   chan struct{}
-	v      verdict
-	reason string
-	err    error
+	done    chan struct{}
+	cancel  context.CancelFunc
+	waiters int // checks waiting; the call is cancelled when the last leaves
+	v       verdict
+	reason  string
+	err     error
 }
 
 // share makes one webhook call for all the concurrent checks of one
 // question, so a burst of calls with a new token costs the webhook one
 // request. The call runs apart from the context of the check that started
-// it (its policy bounds it); each check waits for it only as long as its
-// own context lasts.
+// it (its policy bounds it), for as long as any check waits for it: each
+// waits only as long as its own context lasts, and when the last one has
+// left, the call is cancelled.
 func (c *Client) share(ctx context.Context, key cacheKey, s Settings, method string, body []byte) (verdict, string, error) {
 	if err := ctx.Err(); err != nil {
 		return invalid, "", fmt.Errorf("auth webhook: %w", err)
@@ -198,10 +258,13 @@ func (c *Client) share(ctx context.Context, key cacheKey, s Settings, method str
 	c.flightMu.Lock()
 	f, joined := c.flights[key]
 	if !joined {
-		f = &flight{done: make(chan struct{})}
+		var fctx context.Context
+		fctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		f = &flight{done: make(chan struct{}), cancel: cancel}
 		c.flights[key] = f
-		go c.fly(context.WithoutCancel(ctx), key, f, s, method, body)
+		go c.fly(fctx, key, f, s, method, body)
 	}
+	f.waiters++
 	c.flightMu.Unlock()
 	if !joined {
 		c.metrics.miss.Inc()
@@ -215,16 +278,26 @@ func (c *Client) share(ctx context.Context, key cacheKey, s Settings, method str
 	case <-f.done:
 		return f.v, f.reason, f.err
 	case <-ctx.Done():
+		c.flightMu.Lock()
+		if f.waiters--; f.waiters == 0 {
+			// Nobody waits: later checks start a call of their own.
+			if c.flights[key] == f {
+				delete(c.flights, key)
+			}
+			f.cancel()
+		}
+		c.flightMu.Unlock()
 		return invalid, "", fmt.Errorf("auth webhook: %w", ctx.Err())
 	}
 }
 
 // fly makes the call of f, caches a verdict, and releases f's waiters.
 func (c *Client) fly(ctx context.Context, key cacheKey, f *flight, s Settings, method string, body []byte) {
+	defer f.cancel()
 	start := time.Now()
 	f.v, f.reason, f.err = c.ask(ctx, s, body)
 	c.metrics.observe(outcomeOf(f.v, f.err), time.Since(start))
-	if f.err != nil {
+	if f.err != nil && ctx.Err() == nil {
 		c.log.WarnContext(ctx, "auth webhook failed", "url", s.URL, "method", method, "error", f.err)
 	}
 	now := c.clock.Now()
@@ -238,7 +311,9 @@ func (c *Client) fly(ctx context.Context, key cacheKey, f *flight, s Settings, m
 		c.denied.put(key, f.v, f.reason, now)
 	}
 	c.flightMu.Lock()
-	delete(c.flights, key)
+	if c.flights[key] == f {
+		delete(c.flights, key)
+	}
 	c.flightMu.Unlock()
 	close(f.done)
 }

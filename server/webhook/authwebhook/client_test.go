@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -18,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 
+	"github.com/yorkie-affinity/yorkie/server/servertest/poll"
 	"github.com/yorkie-affinity/yorkie/server/webhook"
 	"github.com/yorkie-affinity/yorkie/server/webhook/webhooktest"
 )
@@ -513,17 +515,20 @@ func TestConcurrentIdenticalChecksShareOneCall(t *testing.T) {
 	}
 }
 
-func TestAWaitingCheckEndsWithItsContextAndTheAnswerIsStillCached(t *testing.T) {
+// TestAWebhookCallEndsWithTheLastCheckWaiting: when the only check waiting
+// on a webhook call leaves (its caller went away), the call is cancelled,
+// not carried on for the rest of its retry policy; the next check asks the
+// webhook afresh.
+func TestAWebhookCallEndsWithTheLastCheckWaiting(t *testing.T) {
 	arrived, release := make(chan struct{}), make(chan struct{})
-	answered := make(chan struct{})
 	h := newHook(t, func(n int, _ requestBody) (int, string) {
 		if n == 1 {
 			close(arrived)
 			<-release
-			defer close(answered)
 		}
 		return http.StatusOK, `{"allowed":true}`
 	})
+	defer close(release)
 	c, _ := newClient(t, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
@@ -533,15 +538,54 @@ func TestAWaitingCheckEndsWithItsContextAndTheAnswerIsStillCached(t *testing.T) 
 	if err := <-errc; !errors.Is(err, context.Canceled) {
 		t.Fatalf("Check = %v, want context.Canceled", err)
 	}
-	close(release)
-	<-answered
-	// The call went on without its first caller: the next check joins it or
-	// finds its answer cached, and the webhook is not asked again.
 	if err := c.Check(context.Background(), settings(h.srv.URL), attach("t", "doc")); err != nil {
 		t.Fatal(err)
 	}
-	if h.hits() != 1 {
-		t.Fatalf("webhook hits = %d, want 1", h.hits())
+	if h.hits() != 2 {
+		t.Fatalf("webhook hits = %d, want 2: the abandoned call is not shared or cached", h.hits())
+	}
+}
+
+// TestChecksWaitingOnAWebhookAreBoundedPerProject: a project whose webhook
+// never answers holds at most its bound of checks; the next one fails
+// closed at once, and another project's checks go on.
+func TestChecksWaitingOnAWebhookAreBoundedPerProject(t *testing.T) {
+	stuck := make(chan struct{})
+	defer close(stuck)
+	dead := newHook(t, func(int, requestBody) (int, string) {
+		<-stuck
+		return http.StatusOK, `{"allowed":true}`
+	})
+	live := newHook(t, allow)
+	c, _ := newClient(t, func(cfg *Config) { cfg.MaxChecksPerProject = 3 })
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// The dead webhook's calls end only when their checks give up.
+	deadSettings := settings(dead.srv.URL)
+	deadSettings.Policy = webhook.Policy{Timeout: time.Hour, MinBackoff: time.Millisecond, MaxBackoff: time.Millisecond}
+	waiting := make(chan error, 3)
+	for i := range 3 {
+		r := attach(fmt.Sprintf("token-%d", i), "doc")
+		go func() { waiting <- c.Check(ctx, deadSettings, r) }()
+	}
+	poll.UntilTrue(t, time.Minute, "three calls at the dead webhook", func() bool { return dead.hits() == 3 })
+	err := c.Check(context.Background(), deadSettings, attach("token-3", "doc"))
+	if !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("check past the project's bound = %v, want ErrUnavailable at once", err)
+	}
+	other := attach("token-0", "doc")
+	other.Project = "other-project"
+	if err := c.Check(context.Background(), settings(live.srv.URL), other); err != nil {
+		t.Fatalf("another project's check = %v, want allowed", err)
+	}
+	if got := testutil.ToFloat64(c.metrics.busy); got != 1 {
+		t.Fatalf("busy = %v, want 1", got)
+	}
+	cancel()
+	for range 3 {
+		if err := <-waiting; !errors.Is(err, context.Canceled) {
+			t.Fatalf("waiting check = %v, want context.Canceled", err)
+		}
 	}
 }
 

@@ -12,6 +12,8 @@ type metrics struct {
 	latency  *prometheus.HistogramVec
 	cache    *prometheus.CounterVec
 	attempts prometheus.Counter
+	// busy counts checks refused because too many waited on webhooks.
+	busy prometheus.Counter
 	// hit and miss are cache's children, resolved once for the hot path.
 	hit, miss, shared prometheus.Counter
 }
@@ -35,11 +37,15 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "yorkie_auth_webhook_requests_total",
 			Help: "HTTP requests sent to auth webhooks, retries included.",
 		}),
+		busy: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "yorkie_auth_webhook_busy_total",
+			Help: "Auth webhook checks failed closed at once because their project, or the node, had too many checks waiting on webhooks.",
+		}),
 	}
 	m.hit, m.miss = m.cache.WithLabelValues("hit"), m.cache.WithLabelValues("miss")
 	m.shared = m.cache.WithLabelValues("shared")
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.calls, m.latency, m.cache, m.attempts} {
+		for _, c := range []prometheus.Collector{m.calls, m.latency, m.cache, m.attempts, m.busy} {
 			if err := reg.Register(c); err != nil {
 				return nil, fmt.Errorf("authwebhook metrics: %w", err)
 			}

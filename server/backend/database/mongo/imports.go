@@ -153,16 +153,6 @@ func (db *DB) ImportUser(ctx context.Context, u *database.UserInfo, mark string)
 	return upsertRaw(ctx, col, id, d, mark)
 }
 
-// ImportRecord stores a record of a collection this package does not read
-// itself (members, schemas, revisions, ...) as it is, keyed by its _id;
-// mark as ImportProject.
-func (db *DB) ImportRecord(ctx context.Context, collection string, rec bson.D, mark string) (bool, error) {
-	if len(rec) == 0 || rec[0].Key != "_id" {
-		return false, fmt.Errorf("import %s record: no leading _id", collection)
-	}
-	return upsertRaw(ctx, db.db.Collection(collection), rec[0].Value, rec, mark)
-}
-
 // ImportClient stores c with its ID, key, status and times, and the time
 // of the source's record it copied (see ClientImported).
 func (db *DB) ImportClient(ctx context.Context, c *database.ClientInfo, sourceUpdatedAt time.Time) (bool, error) {
