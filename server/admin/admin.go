@@ -1,8 +1,10 @@
 // Package admin serves the AdminService: accounts, the tokens they log in
 // with, and projects. The `yorkie` command and dashboards call it.
 //
-// Calls other than SignUp and LogIn need an admin token in the
-// authorization header ("Bearer <token>", as upstream's CLI sends it).
+// Calls other than SignUp, LogIn, ChangePassword and DeleteAccount go
+// through Authorize (auth.go): an admin token ("Bearer <token>", as
+// upstream's CLI sends it), the dashboard's session cookie, or a project's
+// secret key ("API-Key <key>"), and the caller's role in the project.
 // Tokens are HMAC-signed with a secret that, unless configured, the database
 // keeps, so every node of a cluster accepts every node's tokens.
 package admin
@@ -193,26 +195,6 @@ func (s *Service) createUser(ctx context.Context, username, password string) (*d
 	return s.db.CreateUser(ctx, username, string(hash))
 }
 
-// authenticate returns the user the request's admin token names.
-func (s *Service) authenticate(ctx context.Context, h http.Header) (*database.UserInfo, error) {
-	scheme, token, ok := strings.Cut(strings.TrimSpace(h.Get("Authorization")), " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
-		return nil, unauthenticated(errors.New("no admin token: log in and send it as authorization: Bearer <token>"))
-	}
-	username, err := s.tokens.verify(strings.TrimSpace(token))
-	if err != nil {
-		return nil, unauthenticated(err)
-	}
-	user, err := s.db.FindUserByName(ctx, username)
-	if errors.Is(err, database.ErrUserNotFound) {
-		return nil, unauthenticated(fmt.Errorf("the token's user %q no longer exists", username))
-	}
-	if err != nil {
-		return nil, s.toConnect(ctx, err)
-	}
-	return user, nil
-}
-
 // SignUp creates an account.
 func (s *Service) SignUp(ctx context.Context, req *connect.Request[api.SignUpRequest]) (*connect.Response[api.SignUpResponse], error) {
 	if err := errors.Join(validateUsername(req.Msg.Username), validatePassword(req.Msg.Password)); err != nil {
@@ -242,82 +224,16 @@ func (s *Service) LogIn(ctx context.Context, req *connect.Request[api.LogInReque
 	if bcrypt.CompareHashAndPassword(hash, []byte(req.Msg.Password)) != nil || user == nil {
 		return nil, newError(connect.CodeUnauthenticated, CodeMismatchedPassword, errors.New("unknown user or wrong password"))
 	}
-	token, err := s.tokens.issue(user.Username)
+	token, err := s.tokens.issue(user.Username, user.HashedPassword)
 	if err != nil {
 		return nil, s.toConnect(ctx, err)
 	}
 	return connect.NewResponse(&api.LogInResponse{Token: token}), nil
 }
 
-// CreateProject creates a project of the caller.
-func (s *Service) CreateProject(ctx context.Context, req *connect.Request[api.CreateProjectRequest]) (*connect.Response[api.CreateProjectResponse], error) {
-	user, err := s.authenticate(ctx, req.Header())
-	if err != nil {
-		return nil, err
-	}
-	if err := validateProjectName(req.Msg.Name); err != nil {
-		return nil, invalidArgument(err)
-	}
-	p, err := s.db.CreateProject(ctx, user.ID, req.Msg.Name)
-	if err != nil {
-		return nil, s.toConnect(ctx, err)
-	}
-	return connect.NewResponse(&api.CreateProjectResponse{Project: toProject(p)}), nil
-}
-
-// ListProjects lists the caller's projects.
-func (s *Service) ListProjects(ctx context.Context, req *connect.Request[api.ListProjectsRequest]) (*connect.Response[api.ListProjectsResponse], error) {
-	user, err := s.authenticate(ctx, req.Header())
-	if err != nil {
-		return nil, err
-	}
-	ps, err := s.db.ListProjects(ctx, user.ID)
-	if err != nil {
-		return nil, s.toConnect(ctx, err)
-	}
-	res := &api.ListProjectsResponse{Projects: make([]*api.Project, 0, len(ps))}
-	for _, p := range ps {
-		res.Projects = append(res.Projects, toProject(p))
-	}
-	return connect.NewResponse(res), nil
-}
-
-// GetProject returns the caller's project with the name.
-func (s *Service) GetProject(ctx context.Context, req *connect.Request[api.GetProjectRequest]) (*connect.Response[api.GetProjectResponse], error) {
-	user, err := s.authenticate(ctx, req.Header())
-	if err != nil {
-		return nil, err
-	}
-	p, err := s.db.FindProjectByName(ctx, user.ID, req.Msg.Name)
-	if err != nil {
-		return nil, s.toConnect(ctx, err)
-	}
-	return connect.NewResponse(&api.GetProjectResponse{Project: toProject(p)}), nil
-}
-
-// UpdateProject changes the fields the request sets.
-func (s *Service) UpdateProject(ctx context.Context, req *connect.Request[api.UpdateProjectRequest]) (*connect.Response[api.UpdateProjectResponse], error) {
-	user, err := s.authenticate(ctx, req.Header())
-	if err != nil {
-		return nil, err
-	}
-	u, err := projectUpdate(req.Msg.Fields)
-	if err != nil {
-		return nil, err
-	}
-	p, err := s.db.UpdateProject(ctx, user.ID, req.Msg.Id, u)
-	if err != nil {
-		return nil, s.toConnect(ctx, err)
-	}
-	if s.cfg.OnProjectUpdated != nil {
-		s.cfg.OnProjectUpdated(p)
-	}
-	return connect.NewResponse(&api.UpdateProjectResponse{Project: toProject(p)}), nil
-}
-
 // GetServerVersion reports the server's version.
 func (s *Service) GetServerVersion(ctx context.Context, req *connect.Request[api.GetServerVersionRequest]) (*connect.Response[api.GetServerVersionResponse], error) {
-	if _, err := s.authenticate(ctx, req.Header()); err != nil {
+	if _, err := s.Authorize(ctx, req.Header(), NeedAny()); err != nil {
 		return nil, err
 	}
 	return connect.NewResponse(&api.GetServerVersionResponse{

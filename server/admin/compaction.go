@@ -3,9 +3,7 @@ package admin
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
-	"strings"
 
 	"connectrpc.com/connect"
 
@@ -20,7 +18,6 @@ const (
 	CodeDocumentNotFound = "ErrDocumentNotFound"
 	CodeDocumentAttached = "ErrDocumentAttached"
 	CodeDocumentRemoved  = "ErrDocumentRemoved"
-	CodePermissionDenied = "ErrPermissionDenied"
 	codeNotCompactable   = "ErrDocumentNotCompactable"
 )
 
@@ -38,13 +35,13 @@ type Compactor interface {
 // compacted is false when there was nothing to compact.
 //
 // The project is the one whose secret key the call carries
-// ("authorization: API-Key <secret key>", as upstream), or the default
-// project for an admin token of its owner.
+// ("authorization: API-Key <secret key>", as upstream).
 func (s *Service) CompactDocumentByAdmin(ctx context.Context, req *connect.Request[api.CompactDocumentByAdminRequest]) (*connect.Response[api.CompactDocumentByAdminResponse], error) {
-	p, err := s.documentProject(ctx, req.Header())
+	caller, err := s.Authorize(ctx, req.Header(), NeedProjectKey())
 	if err != nil {
 		return nil, err
 	}
+	p := caller.Project
 	if req.Msg.DocumentKey == "" {
 		return nil, invalidArgument(errors.New("no document_key"))
 	}
@@ -59,40 +56,6 @@ func (s *Service) CompactDocumentByAdmin(ctx context.Context, req *connect.Reque
 		s.logger.InfoContext(ctx, "document compacted", "project", p.ID, "key", req.Msg.DocumentKey, "force", req.Msg.Force)
 	}
 	return connect.NewResponse(&api.CompactDocumentByAdminResponse{Compacted: compacted}), nil
-}
-
-// documentProject returns the project a document call acts in: the one
-// whose secret key the call carries, or, for an admin token, the default
-// project when the token's user owns it.
-func (s *Service) documentProject(ctx context.Context, h http.Header) (*database.ProjectInfo, error) {
-	scheme, param, _ := strings.Cut(strings.TrimSpace(h.Get("Authorization")), " ")
-	if strings.EqualFold(scheme, "API-Key") {
-		secret := strings.TrimSpace(param)
-		if secret == "" {
-			return nil, unauthenticated(errors.New("no secret key: send authorization: API-Key <secret key>"))
-		}
-		p, err := s.db.FindProjectBySecretKey(ctx, secret)
-		if errors.Is(err, database.ErrProjectNotFound) {
-			return nil, unauthenticated(errors.New("no project has this secret key"))
-		}
-		if err != nil {
-			return nil, s.toConnect(ctx, err)
-		}
-		return p, nil
-	}
-	user, err := s.authenticate(ctx, h)
-	if err != nil {
-		return nil, err
-	}
-	p, err := s.db.FindProjectByID(ctx, database.DefaultProjectID)
-	if err != nil {
-		return nil, s.toConnect(ctx, err)
-	}
-	if p.Owner != user.ID {
-		return nil, newError(connect.CodePermissionDenied, CodePermissionDenied,
-			fmt.Errorf("user %q does not own the default project: call with its project's secret key", user.Username))
-	}
-	return p, nil
 }
 
 // documentError maps the error of a document call.

@@ -55,6 +55,10 @@ func (s *Service) toConnect(ctx context.Context, err error) error {
 		return newError(connect.CodeAlreadyExists, CodeProjectExists, err)
 	case errors.Is(err, database.ErrProjectNotFound):
 		return newError(connect.CodeNotFound, CodeProjectNotFound, err)
+	case errors.Is(err, database.ErrMemberNotFound):
+		return newError(connect.CodeNotFound, CodeMemberNotFound, err)
+	case errors.Is(err, database.ErrInviteNotFound):
+		return newError(connect.CodeNotFound, CodeInviteNotFound, err)
 	case errors.Is(err, database.ErrUnavailable):
 		return newError(connect.CodeUnavailable, CodeUnavailable, err)
 	case errors.Is(err, context.DeadlineExceeded):

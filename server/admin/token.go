@@ -24,10 +24,13 @@ var (
 // keep working.
 var tokenHeader = base64.RawURLEncoding.EncodeToString([]byte(`{"alg":"HS256","typ":"JWT"}`))
 
-// claims is what a token asserts: who, and until when.
+// claims is what a token asserts: who, until when, and which of the
+// user's passwords it was issued under (a keyed digest of its hash, so
+// changing the password ends every token issued before).
 type claims struct {
 	Username  string `json:"username"`
 	ExpiresAt int64  `json:"exp"`
+	Password  string `json:"pwv"`
 }
 
 // tokens issues and checks admin tokens with one secret.
@@ -43,9 +46,23 @@ func (t *tokens) sign(signingInput string) string {
 	return base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
 }
 
+// passwordVersion is a keyed digest of a password hash: it names the
+// password in a token without telling anything about it.
+func (t *tokens) passwordVersion(hashedPassword string) string {
+	return t.sign("password:" + hashedPassword)[:16]
+}
+
+// samePassword reports whether the token was issued under the password
+// whose hash is given.
+func (t *tokens) samePassword(c claims, hashedPassword string) bool {
+	return hmac.Equal([]byte(c.Password), []byte(t.passwordVersion(hashedPassword)))
+}
+
 // issue returns a token for the user that expires after the duration.
-func (t *tokens) issue(username string) (string, error) {
-	body, err := json.Marshal(claims{Username: username, ExpiresAt: t.now().Add(t.duration).Unix()})
+func (t *tokens) issue(username, hashedPassword string) (string, error) {
+	body, err := json.Marshal(claims{
+		Username: username, ExpiresAt: t.now().Add(t.duration).Unix(), Password: t.passwordVersion(hashedPassword),
+	})
 	if err != nil {
 		return "", fmt.Errorf("encode token claims: %w", err)
 	}
@@ -53,27 +70,27 @@ func (t *tokens) issue(username string) (string, error) {
 	return input + "." + t.sign(input), nil
 }
 
-// verify returns the username a valid, unexpired token names.
-func (t *tokens) verify(token string) (string, error) {
+// verify returns the claims of a valid, unexpired token.
+func (t *tokens) verify(token string) (claims, error) {
 	head, rest, ok := strings.Cut(token, ".")
 	payload, sig, ok2 := strings.Cut(rest, ".")
 	if !ok || !ok2 || head != tokenHeader {
-		return "", ErrInvalidToken
+		return claims{}, ErrInvalidToken
 	}
 	// Compare the signatures in constant time before reading any claim.
 	if !hmac.Equal([]byte(sig), []byte(t.sign(head+"."+payload))) {
-		return "", ErrInvalidToken
+		return claims{}, ErrInvalidToken
 	}
 	raw, err := base64.RawURLEncoding.DecodeString(payload)
 	if err != nil {
-		return "", ErrInvalidToken
+		return claims{}, ErrInvalidToken
 	}
 	var c claims
 	if err := json.Unmarshal(raw, &c); err != nil || c.Username == "" {
-		return "", ErrInvalidToken
+		return claims{}, ErrInvalidToken
 	}
 	if !t.now().Before(time.Unix(c.ExpiresAt, 0)) {
-		return "", ErrExpiredToken
+		return claims{}, ErrExpiredToken
 	}
-	return c.Username, nil
+	return c, nil
 }

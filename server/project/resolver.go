@@ -175,7 +175,12 @@ func (r *Resolver) Updated(p *database.ProjectInfo) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for k, e := range r.entries {
-		if e.p.ID == c.ID {
+		switch {
+		case e.p.ID != c.ID:
+		case k != "" && k != c.PublicKey:
+			// The keys were rotated: the old key names no project now.
+			delete(r.entries, k)
+		default:
 			r.entries[k] = cacheEntry{p: &c, expires: e.expires}
 		}
 	}

@@ -243,6 +243,12 @@ type Database interface {
 	Accounts
 	// Compaction: replacing a document's history with one change.
 	Compaction
+	// AccountChanges: password changes, account removal, key rotation.
+	AccountChanges
+	// Members: project memberships and invites.
+	Members
+	// Stats: what the admin API reports of a project's use.
+	Stats
 }
 
 // ErrSnapshotNotFound: the document has no stored snapshot at or before the

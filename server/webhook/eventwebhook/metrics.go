@@ -11,6 +11,7 @@ type metrics struct {
 	latency    *prometheus.HistogramVec
 	changes    *prometheus.CounterVec
 	requests   prometheus.Counter
+	droppedBy  *prometheus.CounterVec
 	// The changes children, resolved once for the hot path.
 	scheduled, coalesced, dropped prometheus.Counter
 }
@@ -34,12 +35,16 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "yorkie_event_webhook_requests_total",
 			Help: "HTTP requests sent to event webhooks, retries included.",
 		}),
+		droppedBy: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "yorkie_event_webhook_dropped_total",
+			Help: "Document changes not announced because the node's or the project's event backlog was full, by project.",
+		}, []string{"project_id"}),
 	}
 	m.scheduled = m.changes.WithLabelValues("scheduled")
 	m.coalesced = m.changes.WithLabelValues("coalesced")
 	m.dropped = m.changes.WithLabelValues("dropped")
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.deliveries, m.latency, m.changes, m.requests} {
+		for _, c := range []prometheus.Collector{m.deliveries, m.latency, m.changes, m.requests, m.droppedBy} {
 			if err := reg.Register(c); err != nil {
 				return nil, fmt.Errorf("eventwebhook metrics: %w", err)
 			}

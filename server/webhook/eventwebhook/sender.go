@@ -22,8 +22,15 @@ const (
 	// DefaultDebounce is upstream's debouncing time.
 	DefaultDebounce   = time.Second
 	DefaultMaxWait    = 5 * time.Second
-	DefaultWorkers    = 4
+	DefaultWorkers    = 16
 	DefaultMaxPending = 10000
+	// DefaultWorkersPerProject bounds the deliveries of one project at once,
+	// so a project whose webhook is slow or dead holds that many workers and
+	// the others serve every other project.
+	DefaultWorkersPerProject = 2
+	// DefaultMaxPendingPerProject bounds one project's backlog, so a project
+	// that changes many documents cannot fill the node's.
+	DefaultMaxPendingPerProject = 1000
 )
 
 // Config configures a Sender. The per-project target comes with each change.
@@ -42,10 +49,17 @@ type Config struct {
 	// Workers is how many events are delivered at once (DefaultWorkers when
 	// zero); one slow webhook holds a worker for its retries.
 	Workers int
+	// WorkersPerProject bounds the events of one project delivered at once
+	// (DefaultWorkersPerProject when zero). Projects take turns for the
+	// workers, so a slow or dead webhook delays its own project's events.
+	WorkersPerProject int
 	// MaxPending bounds the documents with an event scheduled or being
 	// delivered (DefaultMaxPending when zero). Beyond it, changes of other
 	// documents are dropped and counted rather than queued without bound.
 	MaxPending int
+	// MaxPendingPerProject bounds the same per project
+	// (DefaultMaxPendingPerProject when zero).
+	MaxPendingPerProject int
 	// Logger (slog.Default() when nil) logs failed deliveries.
 	Logger *slog.Logger
 	// Registerer receives the metrics; none when nil.
@@ -92,6 +106,15 @@ type job struct {
 	issued time.Time
 }
 
+// queue is one project's events: waiting for a worker, being delivered, and
+// its whole backlog (scheduled ones included).
+type queue struct {
+	jobs        []job
+	running     int
+	outstanding int
+	ready       bool // in Sender.ready
+}
+
 // Sender debounces and delivers events. It is safe for concurrent use.
 type Sender struct {
 	cfg     Config
@@ -102,7 +125,11 @@ type Sender struct {
 	closed      bool
 	pending     map[docID]*pending
 	outstanding int // pending plus queued or being delivered, at most MaxPending
-	work        chan job
+	queues      map[string]*queue
+	// ready lists, in turn, the projects with a job waiting and a worker
+	// to spare; workers wait on wake for one.
+	ready []string
+	wake  *sync.Cond
 
 	ctx    context.Context // ends the deliveries when Close gives up waiting
 	cancel context.CancelFunc
@@ -133,6 +160,12 @@ func New(cfg Config) (*Sender, error) {
 	if cfg.MaxPending <= 0 {
 		cfg.MaxPending = DefaultMaxPending
 	}
+	if cfg.WorkersPerProject <= 0 {
+		cfg.WorkersPerProject = DefaultWorkersPerProject
+	}
+	if cfg.MaxPendingPerProject <= 0 {
+		cfg.MaxPendingPerProject = DefaultMaxPendingPerProject
+	}
 	m, err := newMetrics(cfg.Registerer)
 	if err != nil {
 		return nil, err
@@ -143,11 +176,11 @@ func New(cfg Config) (*Sender, error) {
 		log:     cfg.Logger,
 		metrics: m,
 		pending: make(map[docID]*pending),
-		// Never full: at most MaxPending jobs exist at once.
-		work:   make(chan job, cfg.MaxPending),
-		ctx:    ctx,
-		cancel: cancel,
+		queues:  make(map[string]*queue),
+		ctx:     ctx,
+		cancel:  cancel,
 	}
+	s.wake = sync.NewCond(&s.mu)
 	for range cfg.Workers {
 		s.wg.Go(s.deliverLoop)
 	}
@@ -172,15 +205,23 @@ func (s *Sender) DocumentChanged(project, docKey string, target Target) {
 		s.metrics.coalesced.Inc()
 		return
 	}
-	if s.outstanding >= s.cfg.MaxPending {
+	q := s.queues[project]
+	if q == nil {
+		q = &queue{}
+		s.queues[project] = q
+	}
+	if s.outstanding >= s.cfg.MaxPending || q.outstanding >= s.cfg.MaxPendingPerProject {
 		s.metrics.dropped.Inc()
+		s.metrics.droppedBy.WithLabelValues(project).Inc()
 		s.log.Warn("event webhook backlog full; change not announced",
-			"project", project, "document", docKey, "max_pending", s.cfg.MaxPending)
+			"project", project, "document", docKey, "project_backlog", q.outstanding, "backlog", s.outstanding)
+		s.forget(project, q)
 		return
 	}
 	p := &pending{id: id, target: target, first: now, due: now.Add(s.cfg.Debounce)}
 	s.pending[id] = p
 	s.outstanding++
+	q.outstanding++
 	s.metrics.scheduled.Inc()
 	// One timer per burst: later changes only move the due time, and the
 	// timer sets itself again if it fires early.
@@ -207,15 +248,80 @@ func (s *Sender) fire(p *pending) {
 		return
 	}
 	delete(s.pending, p.id)
-	s.work <- job{id: p.id, target: p.target, issued: now}
+	s.enqueue(job{id: p.id, target: p.target, issued: now})
+}
+
+// enqueue puts j in its project's queue, making the project ready if it
+// has a worker to spare. The caller holds mu.
+func (s *Sender) enqueue(j job) {
+	q := s.queues[j.id.project]
+	q.jobs = append(q.jobs, j)
+	s.makeReady(j.id.project, q)
+}
+
+// makeReady lists the project among the ready ones if it has a job waiting
+// and may take another worker, and wakes a worker. The caller holds mu.
+func (s *Sender) makeReady(project string, q *queue) {
+	if q.ready || len(q.jobs) == 0 || q.running >= s.cfg.WorkersPerProject {
+		return
+	}
+	q.ready = true
+	s.ready = append(s.ready, project)
+	s.wake.Signal()
+}
+
+// forget drops the queue of a project with nothing left. The caller holds mu.
+func (s *Sender) forget(project string, q *queue) {
+	if q.outstanding == 0 && q.running == 0 && len(q.jobs) == 0 {
+		delete(s.queues, project)
+	}
+}
+
+// next waits for a job and takes it, from the project whose turn it is;
+// ok is false once the sender is closed and every job is taken.
+func (s *Sender) next() (j job, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for len(s.ready) == 0 {
+		if s.closed && s.outstanding == 0 {
+			return job{}, false
+		}
+		s.wake.Wait()
+	}
+	project := s.ready[0]
+	s.ready = s.ready[1:]
+	q := s.queues[project]
+	q.ready = false
+	j, q.jobs = q.jobs[0], q.jobs[1:]
+	q.running++
+	// Back to the end of the line: other projects go first.
+	s.makeReady(project, q)
+	return j, true
+}
+
+// done ends a delivery of project. The caller does not hold mu.
+func (s *Sender) done(project string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	q := s.queues[project]
+	q.running--
+	q.outstanding--
+	s.outstanding--
+	s.makeReady(project, q)
+	s.forget(project, q)
+	if s.closed && s.outstanding == 0 {
+		s.wake.Broadcast()
+	}
 }
 
 func (s *Sender) deliverLoop() {
-	for j := range s.work {
+	for {
+		j, ok := s.next()
+		if !ok {
+			return
+		}
 		d := s.deliver(j)
-		s.mu.Lock()
-		s.outstanding--
-		s.mu.Unlock()
+		s.done(j.id.project)
 		if s.cfg.OnDelivery != nil {
 			s.cfg.OnDelivery(d)
 		}
@@ -281,9 +387,9 @@ func (s *Sender) Close(ctx context.Context) error {
 		now := s.cfg.Clock.Now()
 		for id, p := range s.pending {
 			delete(s.pending, id)
-			s.work <- job{id: p.id, target: p.target, issued: now}
+			s.enqueue(job{id: p.id, target: p.target, issued: now})
 		}
-		close(s.work)
+		s.wake.Broadcast()
 	}
 	s.mu.Unlock()
 

@@ -413,3 +413,65 @@ func BenchmarkDocumentChangedDebounced(b *testing.B) {
 
 // quiet drops the warnings the failure tests cause on purpose.
 var quiet = slog.New(slog.DiscardHandler)
+
+// TestADeadWebhookDelaysOnlyItsProject: a project whose webhook accepts and
+// never answers, with more changed documents than there are workers, holds
+// at most its share of the workers; another project's event is delivered
+// while all of its own are still stuck.
+func TestADeadWebhookDelaysOnlyItsProject(t *testing.T) {
+	stuck := make(chan struct{})
+	var arrivedMu sync.Mutex
+	arrived := 0
+	dead := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		arrivedMu.Lock()
+		arrived++
+		arrivedMu.Unlock()
+		select {
+		case <-stuck:
+		case <-req.Context().Done():
+		}
+	}))
+	t.Cleanup(dead.Close)
+	defer close(stuck)
+	victim := newReceiver(t, nil)
+	clk := webhooktest.NewClock(t0)
+	s := newSender(t, func(c *Config) { c.Clock, c.Workers, c.WorkersPerProject = clk, 4, 2 })
+	deadTarget := target(dead.URL)
+	deadTarget.Policy.Timeout = time.Hour
+	for i := range 8 {
+		s.DocumentChanged("attacker", fmt.Sprintf("doc-%d", i), deadTarget)
+	}
+	clk.Advance(time.Second)
+	s.DocumentChanged("victim", "doc", target(victim.srv.URL))
+	clk.Advance(time.Second)
+	if b := victim.await(t); b.Attributes.Key != "doc" {
+		t.Fatalf("victim's event = %+v", b)
+	}
+	arrivedMu.Lock()
+	defer arrivedMu.Unlock()
+	if arrived > 2 {
+		t.Fatalf("the dead webhook holds %d deliveries, want at most its 2 workers", arrived)
+	}
+}
+
+// TestProjectBacklogIsBounded: one project filling its own backlog drops its
+// further changes, counted by project, and leaves room for others.
+func TestProjectBacklogIsBounded(t *testing.T) {
+	r := newReceiver(t, nil)
+	clk := webhooktest.NewClock(t0)
+	s := newSender(t, func(c *Config) { c.Clock, c.MaxPendingPerProject = clk, 2 })
+	for _, doc := range []string{"a", "b", "c"} {
+		s.DocumentChanged("busy", doc, target(r.srv.URL))
+	}
+	s.DocumentChanged("other", "x", target(r.srv.URL))
+	if got := testutil.ToFloat64(s.metrics.droppedBy.WithLabelValues("busy")); got != 1 {
+		t.Fatalf("dropped for the busy project = %v, want 1", got)
+	}
+	if got := testutil.ToFloat64(s.metrics.droppedBy.WithLabelValues("other")); got != 0 {
+		t.Fatalf("dropped for the other project = %v, want 0", got)
+	}
+	clk.Advance(time.Second)
+	for range 3 {
+		r.await(t)
+	}
+}

@@ -12,7 +12,6 @@ const { singleServerSkipReason, externalAddrs } = require('../lib/suite');
 const { withTimeout } = require('../lib/wait');
 const { runInSession, singleTarget, newDocKey, yorkie } = require('../lib/session');
 const { waitConverged, waitPushed } = require('../lib/replicas');
-const diagnostics = require('../lib/diagnostics');
 
 const skip = externalAddrs().length ? 'starts servers with its own flags' : singleServerSkipReason();
 

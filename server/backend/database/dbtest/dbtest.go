@@ -64,6 +64,7 @@ func RunShared(t *testing.T, newPair NewPair) {
 	t.Run("Shared/RacingClaims", func(t *testing.T) { testRacingClaims(t, newPair) })
 	t.Run("Shared/TwoOwners", func(t *testing.T) { testTwoOwners(t, newPair) })
 	t.Run("Shared/Accounts", func(t *testing.T) { testAccounts(t, newPair) })
+	t.Run("Shared/Members", func(t *testing.T) { testMembers(t, newPair) })
 }
 
 var idPattern = regexp.MustCompile(`^[0-9a-f]{24}$`)
