@@ -34,6 +34,8 @@ type docState struct {
 	compactedSeq int64
 	// atts holds the attachments with status Attached, by client ID.
 	atts map[string]*attState
+	// schema is the schema the document is bound to (see schemas.go).
+	schema docSchema
 
 	// synced is the minimum synced version vector over atts.
 	synced minVector
@@ -172,7 +174,12 @@ func (b *Backend) load(ctx context.Context, epoch int64, ds *docState) error {
 			known[k] = struct{}{}
 		}
 	}
+	sch, err := b.loadSchema(ctx, info.ProjectID, info.Schema)
+	if err != nil {
+		return fmt.Errorf("document %s: %w", ds.id, err)
+	}
 	ds.project, ds.key, ds.epoch, ds.head = info.ProjectID, info.Key, epoch, info.ServerSeq
+	ds.schema = sch
 	ds.removed = !info.RemovedAt.IsZero()
 	ds.docEpoch, ds.compactedSeq = info.DocEpoch, info.CompactedSeq
 	ds.atts = atts

@@ -30,19 +30,28 @@ const attachmentFlush = time.Second
 // AttachDocument creates the document if needed, attaches the client (a fresh
 // attachment: client_seq from 0, starting at the current head) and runs the
 // pack like PushPull.
-func (b *Backend) AttachDocument(ctx context.Context, epoch int64, clientID, docKey string, pack *api.ChangePack) (_ string, resp *api.ChangePack, err error) {
+func (b *Backend) AttachDocument(ctx context.Context, epoch int64, clientID, docKey string, pack *api.ChangePack) (string, *api.ChangePack, error) {
+	docID, resp, _, err := b.AttachDocumentWithSchema(ctx, epoch, clientID, docKey, "", pack)
+	return docID, resp, err
+}
+
+// AttachDocumentWithSchema is AttachDocument for a client that names a schema
+// key ("" for none): a document with no schema and no other attached client
+// is bound to it (database.ErrSchemaNotFound if the project has no such
+// schema). It also returns the rules of the document's schema.
+func (b *Backend) AttachDocumentWithSchema(ctx context.Context, epoch int64, clientID, docKey, schemaKey string, pack *api.ChangePack) (_ string, resp *api.ChangePack, rules []database.Rule, err error) {
 	if err := b.checkOpen(); err != nil {
-		return "", nil, err
+		return "", nil, nil, err
 	}
 	if err := b.validatePack(clientID, pack); err != nil {
-		return "", nil, fmt.Errorf("attach document %q: %w", docKey, err)
+		return "", nil, nil, fmt.Errorf("attach document %q: %w", docKey, err)
 	}
 	if err := b.ensureActivated(ctx, clientID); err != nil {
-		return "", nil, fmt.Errorf("attach document %q: %w", docKey, err)
+		return "", nil, nil, fmt.Errorf("attach document %q: %w", docKey, err)
 	}
 	p, perr := b.project(ctx)
 	if perr != nil {
-		return "", nil, fmt.Errorf("attach document %q: %w", docKey, perr)
+		return "", nil, nil, fmt.Errorf("attach document %q: %w", docKey, perr)
 	}
 	// A document removed between finding it and locking it leaves its key
 	// to a new document: look again once.
@@ -52,18 +61,18 @@ func (b *Backend) AttachDocument(ctx context.Context, epoch int64, clientID, doc
 	)
 	for attempt := 0; ; attempt++ {
 		if info, err = b.db.FindOrCreateDocument(ctx, project.ID(ctx), docKey); err != nil {
-			return "", nil, fmt.Errorf("attach document %q: %w", docKey, err)
+			return "", nil, nil, fmt.Errorf("attach document %q: %w", docKey, err)
 		}
 		b.rememberName(info)
 		if ds, err = b.lockDoc(ctx, epoch, info.ID); err != nil {
-			return "", nil, fmt.Errorf("attach document %q: %w", docKey, err)
+			return "", nil, nil, fmt.Errorf("attach document %q: %w", docKey, err)
 		}
 		if !ds.removed {
 			break
 		}
 		ds.unlock()
 		if attempt == 1 {
-			return "", nil, fmt.Errorf("attach document %q (%s): %w", docKey, info.ID, ErrDocumentRemoved)
+			return "", nil, nil, fmt.Errorf("attach document %q (%s): %w", docKey, info.ID, ErrDocumentRemoved)
 		}
 	}
 	defer func() { err = b.settle(ctx, ds, resp, err) }()
@@ -75,22 +84,29 @@ func (b *Backend) AttachDocument(ctx context.Context, epoch int64, clientID, doc
 			n--
 		}
 		if n >= limit {
-			return "", nil, fmt.Errorf("attach document %q (%s): %d of %d clients attached: %w",
+			return "", nil, nil, fmt.Errorf("attach document %q (%s): %d of %d clients attached: %w",
 				docKey, info.ID, n, limit, ErrTooManyAttachments)
 		}
 	}
+	others := len(ds.atts)
+	if _, again := ds.atts[clientID]; again {
+		others--
+	}
+	if err := b.bindSchema(ctx, ds, schemaKey, others); err != nil {
+		return "", nil, nil, fmt.Errorf("attach document %q with schema %q: %w", docKey, schemaKey, err)
+	}
 	actor, err := actorKey(clientID)
 	if err != nil {
-		return "", nil, fmt.Errorf("attach document %q: %w", docKey, err)
+		return "", nil, nil, fmt.Errorf("attach document %q: %w", docKey, err)
 	}
 	// The client is known from now on, even if the attach fails below;
 	// a refused pack must not leave an attachment behind.
 	ds.known[actor] = struct{}{}
 	if err := ds.checkVector(pack.GetVersionVector().GetVector()); err != nil {
-		return "", nil, fmt.Errorf("attach document %q by %s: %w", docKey, clientID, err)
+		return "", nil, nil, fmt.Errorf("attach document %q by %s: %w", docKey, clientID, err)
 	}
 	if err := ds.checkChangeVectors(pack); err != nil {
-		return "", nil, fmt.Errorf("attach document %q by %s: %w", docKey, clientID, err)
+		return "", nil, nil, fmt.Errorf("attach document %q by %s: %w", docKey, clientID, err)
 	}
 	e := &attState{
 		att: database.Attachment{
@@ -105,14 +121,14 @@ func (b *Backend) AttachDocument(ctx context.Context, epoch int64, clientID, doc
 	}
 	if err := b.db.UpdateAttachment(ctx, &e.att, ds.epoch); err != nil {
 		b.writeFailed(ds, err)
-		return "", nil, fmt.Errorf("attach document %q: %w", docKey, err)
+		return "", nil, nil, fmt.Errorf("attach document %q: %w", docKey, err)
 	}
 	ds.addAttachment(clientID, e)
 	resp, err = b.exchange(ctx, ds, clientID, e, pack, false, b.maxPack)
 	if err != nil {
-		return "", nil, fmt.Errorf("attach document %q: %w", docKey, err)
+		return "", nil, nil, fmt.Errorf("attach document %q: %w", docKey, err)
 	}
-	return info.ID, resp, nil
+	return info.ID, resp, ds.schema.rules, nil
 }
 
 // DetachDocument stores the pack (normally the client's presence clear),

@@ -67,10 +67,19 @@ func (b *Backend) applyPushed(ctx context.Context, ds *docState, changes []*api.
 	if err != nil {
 		return err
 	}
-	if err := doc.ApplyPushed(changes); err != nil {
+	apply := func() error {
+		if err := doc.ApplyPushed(changes); err != nil {
+			return fmt.Errorf("%w: %w", ErrInvalidChange, err)
+		}
+		return nil
+	}
+	if len(ds.schema.rules) > 0 {
+		apply = func() error { return checkSchema(doc, ds.schema.rules, changes) }
+	}
+	if err := apply(); err != nil {
 		b.dropDoc(ds)
 		b.metrics.ChangesRefused.Add(int64(len(changes)))
-		return fmt.Errorf("%w: %w", ErrInvalidChange, err)
+		return err
 	}
 	if limit > 0 && hasOperations(changes) {
 		if size := doc.Size().Total(); size > limit {

@@ -77,6 +77,12 @@ func classify(err error) (connect.Code, string, bool) {
 		return connect.CodeFailedPrecondition, CodeDocumentRemoved, true
 	case errors.Is(err, backend.ErrInvalidClientSeq):
 		return connect.CodeInvalidArgument, CodeInvalidClientSeq, true
+	case errors.Is(err, database.ErrSchemaNotFound):
+		return connect.CodeNotFound, CodeSchemaNotFound, true
+	case errors.Is(err, database.ErrInvalidSchemaKey):
+		return connect.CodeInvalidArgument, CodeInvalidSchemaKey, true
+	case errors.Is(err, backend.ErrSchemaValidationFailed):
+		return connect.CodeInvalidArgument, CodeSchemaValidationFailed, true
 	case errors.Is(err, backend.ErrInvalidChange):
 		return connect.CodeInvalidArgument, changeProblem(err), true
 	case errors.Is(err, backend.ErrDocumentSizeExceedsLimit):

@@ -273,8 +273,8 @@ func (s *Service) AttachDocument(ctx context.Context, req *connect.Request[api.A
 		return relay(ctx, s, procedure, call, rt, rt.Owner.AttachDocument, req.Msg)
 	}
 	attach := func() (*api.AttachDocumentResponse, error) {
-		docID, resp, err := s.backend.AttachDocument(ctx, rt.Epoch, clientID, key, pack)
-		return &api.AttachDocumentResponse{DocumentId: docID, ChangePack: resp}, err
+		docID, resp, rules, err := s.backend.AttachDocumentWithSchema(ctx, rt.Epoch, clientID, key, req.Msg.GetSchemaKey(), pack)
+		return &api.AttachDocumentResponse{DocumentId: docID, ChangePack: resp, SchemaRules: toPBRules(rules)}, err
 	}
 	att, err := servePack(ctx, s, pack, attach)
 	if errors.Is(err, backend.ErrStaleRoute) {
@@ -298,6 +298,7 @@ func (s *Service) AttachDocument(ctx context.Context, req *connect.Request[api.A
 		DocumentId:         docID,
 		ChangePack:         resp,
 		MaxSizePerDocument: int32(min(maxSize, math.MaxInt32)),
+		SchemaRules:        att.SchemaRules,
 	})
 	s.stamp(out.Header(), rt)
 	return out, nil

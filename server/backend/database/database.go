@@ -97,6 +97,9 @@ type DocInfo struct {
 	// RemovedAt is zero while the document is live.
 	RemovedAt time.Time
 	CreatedAt time.Time
+	// Schema is the key ("<name>@<version>") of the schema the document is
+	// bound to, "" for none.
+	Schema string
 }
 
 // AttachmentStatus is the state of one client's attachment to one document.
@@ -243,6 +246,8 @@ type Database interface {
 	Accounts
 	// Compaction: replacing a document's history with one change.
 	Compaction
+	// Schemas: the projects' document schemas.
+	Schemas
 	// AccountChanges: password changes, account removal, key rotation.
 	AccountChanges
 	// Members: project memberships and invites.

@@ -31,6 +31,8 @@ type docRecord struct {
 	// CompactDocument (absent: never compacted).
 	DocEpoch     int64 `bson:"doc_epoch,omitempty"`
 	CompactedSeq int64 `bson:"compacted_seq,omitempty"`
+	// Schema is the key of the schema the document is bound to.
+	Schema string `bson:"schema,omitempty"`
 }
 
 // keyRecord names the live document of a key in a project; its _id is
@@ -79,6 +81,7 @@ func (r *docRecord) info(serverSeq, epoch int64) *database.DocInfo {
 
 		DocEpoch:     r.DocEpoch,
 		CompactedSeq: r.CompactedSeq,
+		Schema:       r.Schema,
 	}
 	if r.RemovedAt != nil {
 		info.RemovedAt = r.RemovedAt.UTC()

@@ -154,7 +154,7 @@ func Dial(ctx context.Context, cfg Config) (*DB, error) {
 		attachments: mdb.Collection(colAttachments),
 		changes:     mdb.Collection(colChanges),
 	}
-	if err := errors.Join(db.ensureIndexes(ctx), db.ensureAccountIndexes(ctx)); err != nil {
+	if err := errors.Join(db.ensureIndexes(ctx), db.ensureAccountIndexes(ctx), db.ensureSchemaIndexes(ctx)); err != nil {
 		_ = client.Disconnect(context.Background())
 		return nil, err
 	}
