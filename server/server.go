@@ -339,6 +339,7 @@ func New(cfg Config) (*Server, error) {
 			s.projects.Updated(p)
 		},
 		Compactor: compactor{s},
+		Owners:    adminOwners{s},
 	}); err != nil {
 		s.channels.Close()
 		return nil, fmt.Errorf("server: %w", err)
@@ -404,7 +405,7 @@ func (s *Server) newRPC(router rpc.Router) error {
 	if s.router != nil {
 		csvc, err := rpc.NewCluster(rpc.ClusterConfig{
 			Backend: s.backend, Router: s.router, Authentic: s.router.Authentic, Logger: logger, FindProject: s.db.FindProjectByID,
-			Upstream: s.upstream,
+			Service: svc, Upstream: s.upstream,
 		})
 		if err != nil {
 			return fmt.Errorf("server: create cluster service: %w", err)

@@ -12,6 +12,8 @@ import (
 type serverAdminFlags struct {
 	secret, user, password string
 	duration               time.Duration
+	signUp                 bool
+	maxProjects            int
 }
 
 func adminFlags(fs *flag.FlagSet) *serverAdminFlags {
@@ -28,13 +30,27 @@ func adminFlags(fs *flag.FlagSet) *serverAdminFlags {
 	for _, name := range []string{"auth-admin-password", "backend-admin-password"} {
 		fs.StringVar(&f.password, name, admin.DefaultPassword, "password of that account when it is created")
 	}
+	fs.BoolVar(&f.signUp, "auth-signup-enabled", true, "let anyone create an account with SignUp (false: only the admin account and accounts made before)")
+	fs.IntVar(&f.maxProjects, "auth-max-projects-per-user", admin.DefaultMaxProjectsPerUser, "most projects one user may own; 0 or negative: no bound")
 	return f
 }
 
-func (f *serverAdminFlags) settings() admin.Settings {
+// settings returns the AdminService settings. A password given on the
+// command line (or in the config file) is applied to an existing admin
+// account too: that is how an operator rotates it.
+func (f *serverAdminFlags) settings(fs *flag.FlagSet) admin.Settings {
+	reset := false
+	fs.Visit(func(fl *flag.Flag) {
+		reset = reset || fl.Name == "auth-admin-password" || fl.Name == "backend-admin-password"
+	})
+	maxProjects := f.maxProjects
+	if maxProjects == 0 {
+		maxProjects = -1
+	}
 	return admin.Settings{
 		TokenSecret: f.secret, TokenDuration: f.duration,
-		User: f.user, Password: f.password,
+		User: f.user, Password: f.password, ResetPassword: reset,
+		SignUpDisabled: !f.signUp, MaxProjectsPerUser: maxProjects,
 		Version: version, BuildDate: buildDate,
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io/fs"
 	"net/http"
@@ -15,6 +14,7 @@ import (
 
 	"connectrpc.com/connect"
 
+	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
 	"github.com/yorkie-affinity/yorkie/api/yorkie/v1/v1connect"
 )
 
@@ -25,28 +25,37 @@ const defaultRPCAddr = "localhost:8080"
 // adminCallTimeout bounds one admin call of the CLI.
 const adminCallTimeout = 30 * time.Second
 
-// cliAuth is the token of one server. Insecure is kept for upstream's file
-// format; this server speaks cleartext only.
+// cliAuth is the token of one server, and whether it is reached over
+// cleartext (upstream's --insecure) rather than TLS.
 type cliAuth struct {
 	Token    string `json:"token"`
 	Insecure bool   `json:"insecure"`
 }
 
-// cliConfig is the CLI's file, in upstream's format: the tokens by server
-// address and the address logged in to last.
+// cliConfig is the CLI's file, upstream's ~/.yorkie/config.json: the
+// tokens by server address (the contexts) and the current one.
 type cliConfig struct {
 	Auths   map[string]cliAuth `json:"auths"`
 	RPCAddr string             `json:"rpcAddr"`
 }
 
-// configPath is $XDG_CONFIG_HOME/yorkie/config.json (or the platform's user
-// config directory).
+// configPath is upstream's $HOME/.yorkie/config.json.
 func configPath() (string, error) {
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("find the home directory: %w", err)
+	}
+	return filepath.Join(home, ".yorkie", "config.json"), nil
+}
+
+// legacyConfigPath is where earlier releases of this CLI kept the file;
+// it is read when upstream's is missing, so a login carries over.
+func legacyConfigPath() string {
 	dir, err := os.UserConfigDir()
 	if err != nil {
-		return "", fmt.Errorf("find the config directory: %w", err)
+		return ""
 	}
-	return filepath.Join(dir, "yorkie", "config.json"), nil
+	return filepath.Join(dir, "yorkie", "config.json")
 }
 
 // loadConfig reads the config file; a missing one is an empty config.
@@ -57,6 +66,12 @@ func loadConfig() (*cliConfig, error) {
 	}
 	conf := &cliConfig{Auths: map[string]cliAuth{}}
 	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		if legacy := legacyConfigPath(); legacy != "" {
+			path = legacy
+			data, err = os.ReadFile(legacy)
+		}
+	}
 	if errors.Is(err, fs.ErrNotExist) {
 		return conf, nil
 	}
@@ -82,7 +97,7 @@ func saveConfig(conf *cliConfig) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return fmt.Errorf("create the config directory: %w", err)
 	}
-	data, err := json.MarshalIndent(conf, "", "  ")
+	data, err := json.Marshal(conf)
 	if err != nil {
 		return fmt.Errorf("encode config: %w", err)
 	}
@@ -96,13 +111,42 @@ func saveConfig(conf *cliConfig) error {
 	return nil
 }
 
-// serverURL turns an address into the URL calls go to: "host:port" means
-// cleartext HTTP, the only transport this server serves.
-func serverURL(addr string) string {
+// deleteConfig removes the config file, as upstream's logout does when no
+// other server is left.
+func deleteConfig() error {
+	path, err := configPath()
+	if err != nil {
+		return err
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove %s: %w", path, err)
+	}
+	return nil
+}
+
+// forget removes the context of addr; the current one moves to another
+// when it was addr.
+func (c *cliConfig) forget(addr string) {
+	delete(c.Auths, addr)
+	if c.RPCAddr == addr {
+		c.RPCAddr = ""
+		for _, other := range sortedKeys(c.Auths) {
+			c.RPCAddr = other
+			break
+		}
+	}
+}
+
+// serverURL turns an address into the URL calls go to: "host:port" is
+// reached over TLS unless insecure, as upstream's CLI does.
+func serverURL(addr string, insecure bool) string {
 	if strings.Contains(addr, "://") {
 		return addr
 	}
-	return "http://" + addr
+	if insecure {
+		return "http://" + addr
+	}
+	return "https://" + addr
 }
 
 // adminSession is an AdminService client for one server, with the token
@@ -113,7 +157,15 @@ type adminSession struct {
 	client v1connect.AdminServiceClient
 }
 
-// openSession picks the server (the flag, else the last logged-in one, else
+func dialAdmin(addr string, auth cliAuth) *adminSession {
+	return &adminSession{
+		addr:   addr,
+		token:  auth.Token,
+		client: v1connect.NewAdminServiceClient(http.DefaultClient, serverURL(addr, auth.Insecure)),
+	}
+}
+
+// openSession picks the server (the flag, else the current context, else
 // the default) and its stored token.
 func openSession(addrFlag string) (*adminSession, *cliConfig, error) {
 	conf, err := loadConfig()
@@ -127,12 +179,9 @@ func openSession(addrFlag string) (*adminSession, *cliConfig, error) {
 	if addr == "" {
 		addr = defaultRPCAddr
 	}
-	s := &adminSession{
-		addr:   addr,
-		token:  conf.Auths[addr].Token,
-		client: v1connect.NewAdminServiceClient(http.DefaultClient, serverURL(addr)),
-	}
-	return s, conf, nil
+	// Without a context for addr there is no token: request refuses to
+	// send anything.
+	return dialAdmin(addr, conf.Auths[addr]), conf, nil
 }
 
 // request wraps msg with the session's token as upstream's CLI sends it.
@@ -145,59 +194,45 @@ func request[T any](s *adminSession, msg *T) (*connect.Request[T], error) {
 	return req, nil
 }
 
+// projectRequest wraps msg for a call about one project's documents: the
+// project is looked up with the token, and the call carries its secret key
+// (upstream's "Authorization: API-Key").
+func projectRequest[T any](ctx context.Context, s *adminSession, project string, msg *T) (*connect.Request[T], error) {
+	get, err := request(s, &api.GetProjectRequest{Name: project})
+	if err != nil {
+		return nil, err
+	}
+	res, err := s.client.GetProject(ctx, get)
+	if err != nil {
+		return nil, fmt.Errorf("find project %q: %w", project, s.explain("GetProject", err))
+	}
+	req := connect.NewRequest(msg)
+	req.Header().Set("Authorization", "API-Key "+res.Msg.Project.SecretKey)
+	return req, nil
+}
+
+// explain turns an AdminService method the server does not serve into an
+// error that says so.
+func (s *adminSession) explain(method string, err error) error {
+	if connect.CodeOf(err) == connect.CodeUnimplemented {
+		return fmt.Errorf("the server at %s does not serve AdminService.%s (yet): %w", s.addr, method, err)
+	}
+	return err
+}
+
 // callContext bounds one admin call.
 func callContext() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), adminCallTimeout)
 }
 
-// parseInterspersed parses flags that may come before, between or after
-// the positional arguments, which it returns.
-func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
-	var positional []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return nil, err
-			}
-			return nil, usageError{err, true}
-		}
-		if fs.NArg() == 0 {
-			return positional, nil
-		}
-		positional = append(positional, fs.Arg(0))
-		args = fs.Args()[1:]
-	}
-}
-
-// flagSet returns a flag set whose errors and help go to stderr.
-func flagSet(name string, stderr interface{ Write([]byte) (int, error) }) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	return fs
-}
-
-// exitCode reports a command's error and returns its exit status: 2 for
-// usage errors, 1 for the rest.
-func exitCode(stderr interface{ Write([]byte) (int, error) }, cmd string, err error) int {
-	if err == nil {
-		return 0
-	}
-	if errors.Is(err, flag.ErrHelp) {
-		return 0
-	}
-	var usage usageError
-	if errors.As(err, &usage) {
-		if !usage.printed { // the flag package printed its own
-			fmt.Fprintf(stderr, "%s: %v\n", cmd, err)
-		}
-		return 2
-	}
-	fmt.Fprintf(stderr, "%s: %v\n", cmd, err)
-	return 1
-}
-
-// usageError is a command line the command cannot run.
+// usageError is a command line the command cannot run (exit status 2).
 type usageError struct {
 	error
-	printed bool
 }
+
+// exitError carries the status of a command that reported its own error.
+type exitError struct {
+	code int
+}
+
+func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }

@@ -1,12 +1,7 @@
-// Command yorkie runs a Yorkie-compatible collaboration server.
-//
-//	yorkie server [flags]          run a server until SIGINT or SIGTERM
-//	yorkie login                   log in to a server's admin API
-//	yorkie logout                  forget a server's admin token
-//	yorkie project ...             create, list and update projects
-//	yorkie document get KEY [...]  print a running server's view of a document
-//	yorkie migrate upstream ...    import an upstream Yorkie database
-//	yorkie version                 print the version, and the server's
+// Command yorkie runs a Yorkie-compatible collaboration server, and is the
+// admin CLI of upstream Yorkie's command tree: login, logout, signup,
+// passwd, delete-account, context, project, document, history, version and
+// completion, and "yorkie migrate upstream" (see "yorkie --help").
 package main
 
 import (
@@ -42,49 +37,8 @@ var version = "dev"
 // shutdownTimeout bounds how long in-flight calls may run after a signal.
 const shutdownTimeout = 30 * time.Second
 
-const usage = `usage: yorkie <command> [flags]
-
-commands:
-  server    run a Yorkie server (see "yorkie server -h")
-  login     log in to a server: yorkie login --username U --password P [--rpc-addr host:port]
-  logout    forget the token of a server
-  project   create, ls, update projects (see "yorkie project help")
-  document  show a document of a running server (see "yorkie document -h")
-  migrate   import an upstream Yorkie database: yorkie migrate upstream --from-mongo-connection-uri URI ...
-  version   print the version, and the server's when logged in (--client: this command's only)
-`
-
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
-}
-
-// run dispatches a subcommand and returns the process exit code.
-func run(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
-		return 2
-	}
-	switch args[0] {
-	case "server":
-		return runServer(args[1:], stderr)
-	case "document":
-		return runDocument(args[1:], stdout, stderr)
-	case "version":
-		return runVersion(args[1:], stdout, stderr)
-	case "login":
-		return runLogin(args[1:], stdout, stderr)
-	case "logout":
-		return runLogout(args[1:], stdout, stderr)
-	case "project":
-		return runProject(args[1:], stdout, stderr)
-	case "migrate":
-		return runMigrate(args[1:], stdout, stderr)
-	case "help", "-h", "--help":
-		fmt.Fprint(stdout, usage)
-		return 0
-	}
-	fmt.Fprintf(stderr, "yorkie: unknown command %q\n\n%s", args[0], usage)
-	return 2
 }
 
 // runServer parses the server flags, runs the server until a signal arrives,
@@ -223,7 +177,7 @@ func runServer(args []string, stderr io.Writer) int {
 		HousekeepingCandidatesLimit: *candidatesLimit,
 		ChannelSessionTTL:           *channelTTL,
 		ChannelMaxPayloadBytes:      *channelPayload,
-		Admin:                       admin.settings(),
+		Admin:                       admin.settings(fs),
 		DisableDefaultProject:       !*useDefaultProject,
 		ProjectCacheTTL:             *projectCacheTTL,
 		Webhooks:                    webhooks,

@@ -83,7 +83,7 @@ func upstreamServerFlags() []upstreamFlag {
 		{"backend-use-default-project", "true", served, ""},
 		{"backend-snapshot-disable-gc", "false", ignored, ""},
 		{"snapshot-cache-size", "1000", ignored, ""},
-		{"backend-enable-webhook-validation", "false", served, ""},
+		{"backend-enable-webhook-validation", "false", served, "ours refuses private, loopback and link-local webhook addresses unless told otherwise; upstream allows them"},
 		{"auth-webhook-cache-size", "5000", served, ""},
 		{"auth-webhook-cache-auth-ttl", "10s", served, ""},
 		{"hostname", "", served, ""},

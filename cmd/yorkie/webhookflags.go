@@ -54,7 +54,7 @@ func serverWebhookFlagSet(fs *flag.FlagSet) *serverWebhookFlags {
 	fs.DurationVar(&f.denyTTL, "auth-webhook-cache-unauth-ttl", authwebhook.DefaultDeniedTTL, "how long a denied auth webhook answer is kept")
 	fs.DurationVar(&f.debounce, "event-webhook-debounce", eventwebhook.DefaultDebounce, "quiet time after a document's last change before its event webhook is called")
 	for _, name := range []string{"webhook-refuse-private-addresses", "backend-enable-webhook-validation"} {
-		fs.BoolVar(&f.refusePrivate, name, false, "refuse webhooks whose address is loopback, private, link-local or otherwise not public")
+		fs.BoolVar(&f.refusePrivate, name, true, "refuse webhooks whose address is loopback, private, link-local or otherwise not public (false allows them, e.g. a webhook on the same host)")
 	}
 	return f
 }

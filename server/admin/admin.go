@@ -58,6 +58,14 @@ type Settings struct {
 	// bcrypt.DefaultCost). Tests that start many servers lower it: each
 	// start hashes the default account's password.
 	PasswordCost int
+	// ResetPassword sets Password on the User account at start when it
+	// exists with another one: the operator set the password explicitly.
+	ResetPassword bool
+	// SignUpDisabled refuses SignUp (upstream's servers always allow it).
+	SignUpDisabled bool
+	// MaxProjectsPerUser bounds the projects one user may own (0:
+	// DefaultMaxProjectsPerUser; negative: no bound).
+	MaxProjectsPerUser int
 	// Version and BuildDate are what GetServerVersion reports.
 	Version   string
 	BuildDate string
@@ -78,6 +86,9 @@ type Config struct {
 	OnProjectUpdated func(*database.ProjectInfo)
 	// Compactor serves CompactDocumentByAdmin (nil: unimplemented).
 	Compactor Compactor
+	// Owners serves the document and channel calls at the owners of the
+	// documents and channel groups (nil: those calls answer unavailable).
+	Owners Owners
 }
 
 // Service implements the AdminService; the calls it does not serve yet
@@ -90,6 +101,9 @@ type Service struct {
 	logger *slog.Logger
 	tokens *tokens
 	calls  *prometheus.CounterVec
+	// loginUsers and loginAddrs slow down password guessing; signUps
+	// slows down account creation per address.
+	loginUsers, loginAddrs, signUps *throttle
 	// dummyHash makes a log-in for an unknown user cost what a wrong
 	// password costs, so timing does not tell which names exist. It is
 	// made on first need: hashing is slow by design.
@@ -137,7 +151,15 @@ func New(cfg Config) (*Service, error) {
 			return nil, fmt.Errorf("admin: register metrics: %w", err)
 		}
 	}
-	return &Service{cfg: cfg, db: cfg.DB, logger: cfg.Logger, dummyHash: dummy, calls: calls}, nil
+	if cfg.MaxProjectsPerUser == 0 {
+		cfg.MaxProjectsPerUser = DefaultMaxProjectsPerUser
+	}
+	return &Service{
+		cfg: cfg, db: cfg.DB, logger: cfg.Logger, dummyHash: dummy, calls: calls,
+		loginUsers: newThrottle(loginFreeAttemptsPerUser, loginBaseBackoff, loginMaxBackoff, throttleKeys, cfg.Now),
+		loginAddrs: newThrottle(loginFreeAttemptsPerAddr, loginBaseBackoff, loginMaxBackoff, throttleKeys, cfg.Now),
+		signUps:    newThrottle(signUpFreePerAddr, signUpBaseBackoff, signUpMaxBackoff, throttleKeys, cfg.Now),
+	}, nil
 }
 
 // Start agrees on the token secret with the other nodes and creates the
@@ -159,6 +181,9 @@ func (s *Service) Start(ctx context.Context) error {
 		}
 	}
 	if err != nil {
+		return fmt.Errorf("admin: default account %q: %w", s.cfg.User, err)
+	}
+	if err := s.checkAdminPassword(ctx, user); err != nil {
 		return fmt.Errorf("admin: default account %q: %w", s.cfg.User, err)
 	}
 	if _, err := s.db.EnsureDefaultProject(ctx, user.ID); err != nil {
@@ -187,48 +212,35 @@ func (s *Service) count(next connect.UnaryFunc) connect.UnaryFunc {
 	}
 }
 
+// checkAdminPassword applies an explicitly set password to the server's
+// admin account and warns while that account's password is the default.
+func (s *Service) checkAdminPassword(ctx context.Context, user *database.UserInfo) error {
+	matches := func(pw string) bool {
+		return bcrypt.CompareHashAndPassword([]byte(user.HashedPassword), []byte(pw)) == nil
+	}
+	if s.cfg.ResetPassword && !matches(s.cfg.Password) {
+		hash, err := bcrypt.GenerateFromPassword([]byte(s.cfg.Password), s.cfg.PasswordCost)
+		if err != nil {
+			return fmt.Errorf("hash password: %w", err)
+		}
+		if user, err = s.db.UpdatePassword(ctx, user.Username, string(hash)); err != nil {
+			return err
+		}
+		s.logger.InfoContext(ctx, "admin password set from the configuration", "user", user.Username)
+	}
+	if matches(DefaultPassword) {
+		s.logger.WarnContext(ctx, "the admin account still has the default password: anyone who can reach the RPC port can administer this server; "+
+			"set --auth-admin-password or call ChangePassword", "user", user.Username)
+	}
+	return nil
+}
+
 func (s *Service) createUser(ctx context.Context, username, password string) (*database.UserInfo, error) {
 	hash, err := bcrypt.GenerateFromPassword([]byte(password), s.cfg.PasswordCost)
 	if err != nil {
 		return nil, fmt.Errorf("hash password: %w", err)
 	}
 	return s.db.CreateUser(ctx, username, string(hash))
-}
-
-// SignUp creates an account.
-func (s *Service) SignUp(ctx context.Context, req *connect.Request[api.SignUpRequest]) (*connect.Response[api.SignUpResponse], error) {
-	if err := errors.Join(validateUsername(req.Msg.Username), validatePassword(req.Msg.Password)); err != nil {
-		return nil, invalidArgument(err)
-	}
-	user, err := s.createUser(ctx, req.Msg.Username, req.Msg.Password)
-	if err != nil {
-		return nil, s.toConnect(ctx, err)
-	}
-	return connect.NewResponse(&api.SignUpResponse{User: toUser(user)}), nil
-}
-
-// LogIn checks a password and returns a token.
-func (s *Service) LogIn(ctx context.Context, req *connect.Request[api.LogInRequest]) (*connect.Response[api.LogInResponse], error) {
-	user, err := s.db.FindUserByName(ctx, req.Msg.Username)
-	var hash []byte
-	switch {
-	case err == nil:
-		hash = []byte(user.HashedPassword)
-	case errors.Is(err, database.ErrUserNotFound):
-		if hash, err = s.dummyHash(); err != nil {
-			return nil, s.toConnect(ctx, err)
-		}
-	default:
-		return nil, s.toConnect(ctx, err)
-	}
-	if bcrypt.CompareHashAndPassword(hash, []byte(req.Msg.Password)) != nil || user == nil {
-		return nil, newError(connect.CodeUnauthenticated, CodeMismatchedPassword, errors.New("unknown user or wrong password"))
-	}
-	token, err := s.tokens.issue(user.Username, user.HashedPassword)
-	if err != nil {
-		return nil, s.toConnect(ctx, err)
-	}
-	return connect.NewResponse(&api.LogInResponse{Token: token}), nil
 }
 
 // GetServerVersion reports the server's version.

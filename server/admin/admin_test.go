@@ -206,8 +206,11 @@ func TestAdminService(t *testing.T) {
 			if res.Msg.User.Username != "ada" || res.Msg.User.Id == "" || res.Msg.User.CreatedAt == nil {
 				t.Fatalf("signed up %v", res.Msg.User)
 			}
+			// A taken name answers as a free one would (TestAccounts).
 			_, err = c.SignUp(ctx, connect.NewRequest(&api.SignUpRequest{Username: "ada", Password: "0ther-pw!"}))
-			wantCode(t, err, connect.CodeAlreadyExists, "ErrUserAlreadyExists")
+			if err != nil {
+				t.Fatal(err)
+			}
 			_, err = c.SignUp(ctx, connect.NewRequest(&api.SignUpRequest{Username: "bob", Password: "short"}))
 			wantCode(t, err, connect.CodeInvalidArgument, "ErrInvalidArgument")
 			_, err = c.SignUp(ctx, connect.NewRequest(&api.SignUpRequest{Username: "no spaces", Password: "s3cret-pw!"}))
@@ -345,13 +348,6 @@ func TestAdminService(t *testing.T) {
 			if res.Msg.YorkieVersion != "1.2.3-test" || res.Msg.GoVersion != runtime.Version() || res.Msg.BuildDate != "2026-12-01" {
 				t.Fatalf("server version %v", res.Msg)
 			}
-		})
-
-		t.Run("Unimplemented", func(t *testing.T) {
-			_, err := c.DeleteAccount(ctx, connect.NewRequest(&api.DeleteAccountRequest{Username: "admin", Password: "admin"}))
-			wantCode(t, err, connect.CodeUnimplemented, "")
-			_, err = c.ListDocuments(ctx, authed(&api.ListDocumentsRequest{}, token))
-			wantCode(t, err, connect.CodeUnimplemented, "")
 		})
 
 		t.Run("Metrics", func(t *testing.T) {

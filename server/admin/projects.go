@@ -20,6 +20,9 @@ func (s *Service) CreateProject(ctx context.Context, req *connect.Request[api.Cr
 	if err := validateProjectName(req.Msg.Name); err != nil {
 		return nil, invalidArgument(err)
 	}
+	if err := s.checkProjectLimit(ctx, c.User); err != nil {
+		return nil, err
+	}
 	p, err := s.db.CreateProject(ctx, c.User.ID, req.Msg.Name)
 	if err != nil {
 		return nil, s.toConnect(ctx, err)

@@ -15,9 +15,6 @@ var (
 	// compaction replaced its history; it must detach and attach again. The
 	// text carries upstream's "epoch mismatch".
 	ErrEpochMismatch = errors.New("epoch mismatch")
-	// ErrDocumentAttached: a compaction without force was asked of a
-	// document some client has attached. Nothing changed.
-	ErrDocumentAttached = errors.New("document is attached")
 	// ErrCannotCompact: the document's content cannot be carried by one
 	// change (see document.ErrCompactionMismatch). Nothing changed.
 	ErrCannotCompact = errors.New("document cannot be compacted")

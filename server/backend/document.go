@@ -73,6 +73,11 @@ type docState struct {
 	// snap takes the document's snapshots off the lock; it has a lock of
 	// its own.
 	snap *docSnapshots
+	// json is doc's JSON when it was at jsonSeq (jsonOf is that
+	// document), kept for the AdminService while the head does not move.
+	json    string
+	jsonOf  *document.Document
+	jsonSeq int64
 	// cached is the document's entry in the backend's document cache,
 	// guarded by the cache's mutex.
 	cached *cacheEntry

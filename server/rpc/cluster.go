@@ -28,6 +28,9 @@ type ClusterConfig struct {
 	Authentic func(http.Header) bool
 	// Logger receives failures; nil discards.
 	Logger *slog.Logger
+	// Service is the node's YorkieService, which serves the owner's side
+	// of the AdminService's calls. Required.
+	Service *Service
 	// FindProject returns a project by ID, the one a call names. Required.
 	FindProject func(ctx context.Context, id string) (*database.ProjectInfo, error)
 	// Upstream records upstream Yorkie's RPC series; nil records none.
@@ -43,8 +46,8 @@ type ClusterService struct {
 
 // NewCluster returns the node-to-node service.
 func NewCluster(cfg ClusterConfig) (*ClusterService, error) {
-	if cfg.Backend == nil || cfg.Router == nil || cfg.Authentic == nil || cfg.FindProject == nil {
-		return nil, errors.New("rpc: ClusterConfig needs Backend, Router, Authentic and FindProject")
+	if cfg.Backend == nil || cfg.Router == nil || cfg.Authentic == nil || cfg.FindProject == nil || cfg.Service == nil {
+		return nil, errors.New("rpc: ClusterConfig needs Backend, Router, Authentic, FindProject and Service")
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)

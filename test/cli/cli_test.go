@@ -113,6 +113,8 @@ func startServer(t *testing.T, bin string, args ...string) string {
 	return addr
 }
 
+// project is a project as upstream's CLI prints it in JSON: its tagged
+// fields in snake case, the others under their Go names.
 type project struct {
 	ID                 string   `json:"id"`
 	Name               string   `json:"name"`
@@ -122,19 +124,19 @@ type project struct {
 	AuthWebhookMethods []string `json:"auth_webhook_methods"`
 	EventWebhookURL    string   `json:"event_webhook_url"`
 	EventWebhookEvents []string `json:"event_webhook_events"`
-	MaxAttachments     int      `json:"max_attachments_per_document"`
-	MaxSubscribers     int      `json:"max_subscribers_per_document"`
-	MaxSize            int      `json:"max_size_per_document"`
+	MaxAttachments     int      `json:"MaxAttachmentsPerDocument"`
+	MaxSubscribers     int      `json:"MaxSubscribersPerDocument"`
+	MaxSize            int      `json:"MaxSizePerDocument"`
 	RemoveOnDetach     bool     `json:"remove_on_detach"`
-	Threshold          string   `json:"client_deactivate_threshold"`
-	AuthRetries        string   `json:"auth_webhook_max_retries"` // uint64: a JSON string
-	AuthMinWait        string   `json:"auth_webhook_min_wait_interval"`
-	AuthMaxWait        string   `json:"auth_webhook_max_wait_interval"`
-	AuthTimeout        string   `json:"auth_webhook_request_timeout"`
-	EventRetries       string   `json:"event_webhook_max_retries"`
-	EventMinWait       string   `json:"event_webhook_min_wait_interval"`
-	EventMaxWait       string   `json:"event_webhook_max_wait_interval"`
-	EventTimeout       string   `json:"event_webhook_request_timeout"`
+	Threshold          string   `json:"ClientDeactivateThreshold"`
+	AuthRetries        uint64   `json:"AuthWebhookMaxRetries"`
+	AuthMinWait        string   `json:"AuthWebhookMinWaitInterval"`
+	AuthMaxWait        string   `json:"AuthWebhookMaxWaitInterval"`
+	AuthTimeout        string   `json:"AuthWebhookRequestTimeout"`
+	EventRetries       uint64   `json:"EventWebhookMaxRetries"`
+	EventMinWait       string   `json:"EventWebhookMinWaitInterval"`
+	EventMaxWait       string   `json:"EventWebhookMaxWaitInterval"`
+	EventTimeout       string   `json:"EventWebhookRequestTimeout"`
 }
 
 func decode[T any](t *testing.T, out string) T {
@@ -155,16 +157,16 @@ func TestCLIAgainstServer(t *testing.T) {
 	if e := c.fails("project", "ls", "--rpc-addr", addr); !strings.Contains(e, "yorkie login") {
 		t.Fatalf("project ls before login: %s", e)
 	}
-	if e := c.fails("login", "--username", "root", "--password", "wrong", "--rpc-addr", addr); !strings.Contains(e, "unauthenticated") {
+	if e := c.fails("login", "--username", "root", "--password", "wrong", "--rpc-addr", addr, "--insecure"); !strings.Contains(e, "unauthenticated") {
 		t.Fatalf("login with a wrong password: %s", e)
 	}
-	c.ok("login", "--username", "root", "--password", "pa55-word!", "--rpc-addr", addr)
+	c.ok("login", "--username", "root", "--password", "pa55-word!", "--rpc-addr", addr, "--insecure")
 
 	// The token is kept per server address, in upstream's file format.
 	conf := decode[struct {
 		Auths   map[string]struct{ Token string } `json:"auths"`
 		RPCAddr string                            `json:"rpcAddr"`
-	}](t, readFile(t, filepath.Join(c.config, "yorkie", "config.json")))
+	}](t, readFile(t, filepath.Join(c.config, ".yorkie", "config.json")))
 	if conf.RPCAddr != addr || conf.Auths[addr].Token == "" {
 		t.Fatalf("config after login: %+v", conf)
 	}
@@ -179,8 +181,8 @@ func TestCLIAgainstServer(t *testing.T) {
 
 	table := c.ok("project", "ls")
 	lines := strings.Split(strings.TrimSpace(table), "\n")
-	if len(lines) != 3 || !strings.HasPrefix(lines[0], "NAME") || !strings.HasPrefix(lines[1], "default ") ||
-		!strings.HasPrefix(lines[2], "app ") || !strings.Contains(lines[2], created.PublicKey) {
+	if len(lines) != 3 || strings.Fields(lines[0])[0] != "NAME" || strings.Fields(lines[1])[0] != "default" ||
+		strings.Fields(lines[2])[0] != "app" || !strings.Contains(lines[2], created.PublicKey) {
 		t.Fatalf("project ls:\n%s", table)
 	}
 
@@ -215,7 +217,7 @@ func TestCLIAgainstServer(t *testing.T) {
 	}
 
 	version := c.ok("version")
-	if !strings.Contains(version, "yorkie ") || !strings.Contains(version, "server ") {
+	if !strings.Contains(version, "Yorkie Client: ") || !strings.Contains(version, "Yorkie Server: ") {
 		t.Fatalf("version:\n%s", version)
 	}
 
@@ -226,7 +228,7 @@ func TestCLIAgainstServer(t *testing.T) {
 	// Without a token, version prints this command's and says why the
 	// server's is missing.
 	out, errOut, code := c.run("version", "--rpc-addr", addr)
-	if code != 0 || !strings.HasPrefix(out, "yorkie ") || strings.Contains(out, "server ") || !strings.Contains(errOut, "not logged in") {
+	if code != 0 || !strings.HasPrefix(out, "Yorkie Client: ") || strings.Contains(out, "Yorkie Server") || !strings.Contains(errOut, "not logged in") {
 		t.Fatalf("version after logout: %d %q %q", code, out, errOut)
 	}
 }
@@ -238,7 +240,7 @@ func TestCLIProjectLimits(t *testing.T) {
 	bin := yorkieBinary(t)
 	addr := startServer(t, bin)
 	c := &cli{t: t, bin: bin, config: t.TempDir()}
-	c.ok("login", "--username", "admin", "--password", "admin", "--rpc-addr", addr)
+	c.ok("login", "--username", "admin", "--password", "admin", "--rpc-addr", addr, "--insecure")
 	c.ok("project", "create", "limited")
 	got := decode[project](t, c.ok("project", "update", "limited",
 		"--max-subscribers-per-document", "3",
@@ -257,8 +259,8 @@ func TestCLIProjectLimits(t *testing.T) {
 	want := project{
 		ID: got.ID, Name: "limited", PublicKey: got.PublicKey, SecretKey: got.SecretKey,
 		MaxSubscribers: 3, MaxAttachments: 4, MaxSize: 65536, RemoveOnDetach: true, Threshold: "2h",
-		AuthRetries: "5", AuthMinWait: "200ms", AuthMaxWait: "4s", AuthTimeout: "2s",
-		EventRetries: "6", EventMinWait: "300ms", EventMaxWait: "5s", EventTimeout: "1s",
+		AuthRetries: 5, AuthMinWait: "200ms", AuthMaxWait: "4s", AuthTimeout: "2s",
+		EventRetries: 6, EventMinWait: "300ms", EventMaxWait: "5s", EventTimeout: "1s",
 	}
 	if fmt.Sprintf("%+v", got) != fmt.Sprintf("%+v", want) {
 		t.Fatalf("after update:\n got %+v\nwant %+v", got, want)
@@ -295,10 +297,10 @@ func TestCLIVersionWithoutServer(t *testing.T) {
 	c := &cli{t: t, bin: bin, config: t.TempDir()}
 	addr := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
 	out, errOut, code := c.run("version", "--rpc-addr", addr)
-	if code != 0 || !strings.HasPrefix(out, "yorkie ") || errOut == "" {
+	if code != 0 || !strings.HasPrefix(out, "Yorkie Client: ") || errOut == "" {
 		t.Fatalf("version without a server: %d %q %q", code, out, errOut)
 	}
-	if out := c.ok("version", "--client"); strings.Count(out, "\n") != 1 {
+	if out := c.ok("version", "--client"); strings.Count(out, "\n") != 3 {
 		t.Fatalf("version --client: %q", out)
 	}
 }

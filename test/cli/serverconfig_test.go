@@ -36,7 +36,7 @@ func TestServerWithOurSampleConfig(t *testing.T) {
 	bin := yorkieBinary(t)
 	addr := startServer(t, bin, "--config", filepath.Join("..", "..", "server", "config.sample.yml"))
 	c := &cli{t: t, bin: bin, config: t.TempDir()}
-	c.ok("login", "--username", "admin", "--password", "admin", "--rpc-addr", addr)
+	c.ok("login", "--username", "admin", "--password", "admin", "--rpc-addr", addr, "--insecure")
 }
 
 // upstreamLayoutConfig is a file with every section and key of upstream
@@ -123,7 +123,7 @@ func TestServerWithUpstreamConfigFile(t *testing.T) {
 
 	addr := startServer(t, bin, "-c", path)
 	c := &cli{t: t, bin: bin, config: t.TempDir()}
-	c.ok("login", "--username", "ops", "--password", "upstream-pw", "--rpc-addr", addr)
+	c.ok("login", "--username", "ops", "--password", "upstream-pw", "--rpc-addr", addr, "--insecure")
 	c.ok("project", "create", "from-upstream-config")
 	assert.Contains(t, c.ok("project", "ls"), "from-upstream-config")
 }
@@ -168,7 +168,7 @@ func TestServerWithHelmChartArgs(t *testing.T) {
 
 	// The data is in the chart's database.
 	c := &cli{t: t, bin: bin, config: t.TempDir()}
-	c.ok("login", "--username", "admin", "--password", "admin", "--rpc-addr", addr)
+	c.ok("login", "--username", "admin", "--password", "admin", "--rpc-addr", addr, "--insecure")
 	c.ok("project", "create", "helm")
 }
 

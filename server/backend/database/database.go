@@ -254,6 +254,8 @@ type Database interface {
 	Members
 	// Stats: what the admin API reports of a project's use.
 	Stats
+	// DocumentListing: the admin API's document lists.
+	DocumentListing
 }
 
 // ErrSnapshotNotFound: the document has no stored snapshot at or before the

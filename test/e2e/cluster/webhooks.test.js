@@ -19,7 +19,7 @@ const { YorkieCluster } = require('./lib/yorkie-cluster');
 const { explainFailure, runCleanups } = require('./lib/failure');
 const { startRoutingHAProxy } = require('./lib-redirect/haproxy');
 const { installSessionKeyFetch } = require('../../../clients/js/session-key');
-const { updateDefaultProject, startAuthHook } = require('../lib/webhooks');
+const { updateDefaultProject, startAuthHook, ALLOW_LOOPBACK_WEBHOOKS } = require('../lib/webhooks');
 const wireLog = require('./lib/wire-log').install();
 
 // Unary calls, so that every SDK call's outcome is its HTTP answer.
@@ -43,7 +43,7 @@ async function runCluster(t, mode) {
       database: `webhooks-${mode}-${crypto.randomBytes(4).toString('hex')}`,
       nodeTTL: '2s',
       // No cache: every call the webhook guards asks it.
-      extraArgs: ['--affinity-mode', mode, '--auth-webhook-cache-size', '-1'],
+      extraArgs: ['--affinity-mode', mode, '--auth-webhook-cache-size', '-1', ...ALLOW_LOOPBACK_WEBHOOKS],
     });
     cleanups.push(() => cluster.stop());
     await cluster.start(3);

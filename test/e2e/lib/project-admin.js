@@ -5,12 +5,16 @@
 
 const http = require('node:http');
 
-/** POSTs a Connect JSON unary call; resolves with { status, body } (body parsed). */
-function connectCall(rpcAddr, service, method, message, token) {
+/**
+ * POSTs a Connect JSON unary call; resolves with { status, body } (body
+ * parsed). `authorization`, when given, is sent instead of the token.
+ */
+function connectCall(rpcAddr, service, method, message, token, authorization) {
   const url = new URL(`${rpcAddr}/yorkie.v1.${service}/${method}`);
   const payload = JSON.stringify(message);
   const headers = { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(payload) };
   if (token) headers.Authorization = `Bearer ${token}`;
+  if (authorization) headers.Authorization = authorization;
   return new Promise((resolve, reject) => {
     const req = http.request(url, { method: 'POST', headers }, (res) => {
       let text = '';

@@ -122,10 +122,14 @@ async function downURL() {
 }
 
 /** Flags that keep a failing auth webhook's retries short. */
+// The test webhooks listen on loopback, which the server refuses by default.
+const ALLOW_LOOPBACK_WEBHOOKS = ['--webhook-refuse-private-addresses=false'];
+
 const QUICK_AUTH_FLAGS = [
+  ...ALLOW_LOOPBACK_WEBHOOKS,
   '--auth-webhook-max-retries', '2',
   '--auth-webhook-min-wait-interval', '10ms',
   '--auth-webhook-max-wait-interval', '20ms',
 ];
 
-module.exports = { adminCall, updateDefaultProject, startAuthHook, startEventHook, downURL, QUICK_AUTH_FLAGS };
+module.exports = { adminCall, updateDefaultProject, startAuthHook, startEventHook, downURL, QUICK_AUTH_FLAGS, ALLOW_LOOPBACK_WEBHOOKS };

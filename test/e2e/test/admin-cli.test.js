@@ -51,7 +51,8 @@ async function allowingWebhook() {
 
 describe('the yorkie command against a running server, and the SDK with the project it made', { skip }, () => {
   test('log in, create a project, list it, update its webhook and a limit, use its public key', async () => {
-    const server = await startServer({ logLevel: 'info' });
+    // The test's webhook listens on loopback, which the server refuses by default.
+    const server = await startServer({ logLevel: 'info', extraArgs: ['--webhook-refuse-private-addresses=false'] });
     const configDir = fs.mkdtempSync(path.join(os.tmpdir(), 'yorkie-cli-'));
     const webhook = await allowingWebhook();
     const target = singleTarget(server.rpcAddr, { describe: () => `--- server log ---\n${server.logTail(3000)}` });

@@ -11,6 +11,7 @@
 package clusterv1
 
 import (
+	v1 "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	reflect "reflect"
@@ -134,11 +135,556 @@ func (*DetachClientDocumentResponse) Descriptor() ([]byte, []int) {
 	return file_yorkie_cluster_v1_cluster_proto_rawDescGZIP(), []int{1}
 }
 
+// GetDocumentSummaryRequest asks the owner of a document for what the
+// AdminService shows of it, from the owner's current state.
+type GetDocumentSummaryRequest struct {
+	state            protoimpl.MessageState `protogen:"open.v1"`
+	ProjectId        string                 `protobuf:"bytes,1,opt,name=project_id,json=projectId,proto3" json:"project_id,omitempty"`
+	DocumentId       string                 `protobuf:"bytes,2,opt,name=document_id,json=documentId,proto3" json:"document_id,omitempty"`
+	DocumentKey      string                 `protobuf:"bytes,3,opt,name=document_key,json=documentKey,proto3" json:"document_key,omitempty"`
+	IncludeRoot      bool                   `protobuf:"varint,4,opt,name=include_root,json=includeRoot,proto3" json:"include_root,omitempty"`
+	IncludePresences bool                   `protobuf:"varint,5,opt,name=include_presences,json=includePresences,proto3" json:"include_presences,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *GetDocumentSummaryRequest) Reset() {
+	*x = GetDocumentSummaryRequest{}
+	mi := &file_yorkie_cluster_v1_cluster_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetDocumentSummaryRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetDocumentSummaryRequest) ProtoMessage() {}
+
+func (x *GetDocumentSummaryRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_yorkie_cluster_v1_cluster_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetDocumentSummaryRequest.ProtoReflect.Descriptor instead.
+func (*GetDocumentSummaryRequest) Descriptor() ([]byte, []int) {
+	return file_yorkie_cluster_v1_cluster_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *GetDocumentSummaryRequest) GetProjectId() string {
+	if x != nil {
+		return x.ProjectId
+	}
+	return ""
+}
+
+func (x *GetDocumentSummaryRequest) GetDocumentId() string {
+	if x != nil {
+		return x.DocumentId
+	}
+	return ""
+}
+
+func (x *GetDocumentSummaryRequest) GetDocumentKey() string {
+	if x != nil {
+		return x.DocumentKey
+	}
+	return ""
+}
+
+func (x *GetDocumentSummaryRequest) GetIncludeRoot() bool {
+	if x != nil {
+		return x.IncludeRoot
+	}
+	return false
+}
+
+func (x *GetDocumentSummaryRequest) GetIncludePresences() bool {
+	if x != nil {
+		return x.IncludePresences
+	}
+	return false
+}
+
+type GetDocumentSummaryResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Document      *v1.DocumentSummary    `protobuf:"bytes,1,opt,name=document,proto3" json:"document,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetDocumentSummaryResponse) Reset() {
+	*x = GetDocumentSummaryResponse{}
+	mi := &file_yorkie_cluster_v1_cluster_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetDocumentSummaryResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetDocumentSummaryResponse) ProtoMessage() {}
+
+func (x *GetDocumentSummaryResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_yorkie_cluster_v1_cluster_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetDocumentSummaryResponse.ProtoReflect.Descriptor instead.
+func (*GetDocumentSummaryResponse) Descriptor() ([]byte, []int) {
+	return file_yorkie_cluster_v1_cluster_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *GetDocumentSummaryResponse) GetDocument() *v1.DocumentSummary {
+	if x != nil {
+		return x.Document
+	}
+	return nil
+}
+
+// RemoveDocumentByAdminRequest asks the owner of a document to remove it.
+type RemoveDocumentByAdminRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ProjectId     string                 `protobuf:"bytes,1,opt,name=project_id,json=projectId,proto3" json:"project_id,omitempty"`
+	DocumentId    string                 `protobuf:"bytes,2,opt,name=document_id,json=documentId,proto3" json:"document_id,omitempty"`
+	DocumentKey   string                 `protobuf:"bytes,3,opt,name=document_key,json=documentKey,proto3" json:"document_key,omitempty"`
+	Force         bool                   `protobuf:"varint,4,opt,name=force,proto3" json:"force,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemoveDocumentByAdminRequest) Reset() {
+	*x = RemoveDocumentByAdminRequest{}
+	mi := &file_yorkie_cluster_v1_cluster_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemoveDocumentByAdminRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemoveDocumentByAdminRequest) ProtoMessage() {}
+
+func (x *RemoveDocumentByAdminRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_yorkie_cluster_v1_cluster_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemoveDocumentByAdminRequest.ProtoReflect.Descriptor instead.
+func (*RemoveDocumentByAdminRequest) Descriptor() ([]byte, []int) {
+	return file_yorkie_cluster_v1_cluster_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *RemoveDocumentByAdminRequest) GetProjectId() string {
+	if x != nil {
+		return x.ProjectId
+	}
+	return ""
+}
+
+func (x *RemoveDocumentByAdminRequest) GetDocumentId() string {
+	if x != nil {
+		return x.DocumentId
+	}
+	return ""
+}
+
+func (x *RemoveDocumentByAdminRequest) GetDocumentKey() string {
+	if x != nil {
+		return x.DocumentKey
+	}
+	return ""
+}
+
+func (x *RemoveDocumentByAdminRequest) GetForce() bool {
+	if x != nil {
+		return x.Force
+	}
+	return false
+}
+
+type RemoveDocumentByAdminResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemoveDocumentByAdminResponse) Reset() {
+	*x = RemoveDocumentByAdminResponse{}
+	mi := &file_yorkie_cluster_v1_cluster_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemoveDocumentByAdminResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemoveDocumentByAdminResponse) ProtoMessage() {}
+
+func (x *RemoveDocumentByAdminResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_yorkie_cluster_v1_cluster_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemoveDocumentByAdminResponse.ProtoReflect.Descriptor instead.
+func (*RemoveDocumentByAdminResponse) Descriptor() ([]byte, []int) {
+	return file_yorkie_cluster_v1_cluster_proto_rawDescGZIP(), []int{5}
+}
+
+// ListChannelsRequest asks a node for the channels of a project it serves
+// whose keys start with query.
+type ListChannelsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ProjectId     string                 `protobuf:"bytes,1,opt,name=project_id,json=projectId,proto3" json:"project_id,omitempty"`
+	Query         string                 `protobuf:"bytes,2,opt,name=query,proto3" json:"query,omitempty"`
+	Limit         int32                  `protobuf:"varint,3,opt,name=limit,proto3" json:"limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListChannelsRequest) Reset() {
+	*x = ListChannelsRequest{}
+	mi := &file_yorkie_cluster_v1_cluster_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListChannelsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListChannelsRequest) ProtoMessage() {}
+
+func (x *ListChannelsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_yorkie_cluster_v1_cluster_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListChannelsRequest.ProtoReflect.Descriptor instead.
+func (*ListChannelsRequest) Descriptor() ([]byte, []int) {
+	return file_yorkie_cluster_v1_cluster_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *ListChannelsRequest) GetProjectId() string {
+	if x != nil {
+		return x.ProjectId
+	}
+	return ""
+}
+
+func (x *ListChannelsRequest) GetQuery() string {
+	if x != nil {
+		return x.Query
+	}
+	return ""
+}
+
+func (x *ListChannelsRequest) GetLimit() int32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+type ListChannelsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Channels      []*v1.ChannelSummary   `protobuf:"bytes,1,rep,name=channels,proto3" json:"channels,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListChannelsResponse) Reset() {
+	*x = ListChannelsResponse{}
+	mi := &file_yorkie_cluster_v1_cluster_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListChannelsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListChannelsResponse) ProtoMessage() {}
+
+func (x *ListChannelsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_yorkie_cluster_v1_cluster_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListChannelsResponse.ProtoReflect.Descriptor instead.
+func (*ListChannelsResponse) Descriptor() ([]byte, []int) {
+	return file_yorkie_cluster_v1_cluster_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *ListChannelsResponse) GetChannels() []*v1.ChannelSummary {
+	if x != nil {
+		return x.Channels
+	}
+	return nil
+}
+
+// GetChannelsRequest asks the owner of one channel group (first key path)
+// for the counts of channels of that group.
+type GetChannelsRequest struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	ProjectId      string                 `protobuf:"bytes,1,opt,name=project_id,json=projectId,proto3" json:"project_id,omitempty"`
+	ChannelKeys    []string               `protobuf:"bytes,2,rep,name=channel_keys,json=channelKeys,proto3" json:"channel_keys,omitempty"`
+	IncludeSubPath bool                   `protobuf:"varint,3,opt,name=include_sub_path,json=includeSubPath,proto3" json:"include_sub_path,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *GetChannelsRequest) Reset() {
+	*x = GetChannelsRequest{}
+	mi := &file_yorkie_cluster_v1_cluster_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetChannelsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetChannelsRequest) ProtoMessage() {}
+
+func (x *GetChannelsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_yorkie_cluster_v1_cluster_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetChannelsRequest.ProtoReflect.Descriptor instead.
+func (*GetChannelsRequest) Descriptor() ([]byte, []int) {
+	return file_yorkie_cluster_v1_cluster_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *GetChannelsRequest) GetProjectId() string {
+	if x != nil {
+		return x.ProjectId
+	}
+	return ""
+}
+
+func (x *GetChannelsRequest) GetChannelKeys() []string {
+	if x != nil {
+		return x.ChannelKeys
+	}
+	return nil
+}
+
+func (x *GetChannelsRequest) GetIncludeSubPath() bool {
+	if x != nil {
+		return x.IncludeSubPath
+	}
+	return false
+}
+
+type GetChannelsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Channels      []*v1.ChannelSummary   `protobuf:"bytes,1,rep,name=channels,proto3" json:"channels,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetChannelsResponse) Reset() {
+	*x = GetChannelsResponse{}
+	mi := &file_yorkie_cluster_v1_cluster_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetChannelsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetChannelsResponse) ProtoMessage() {}
+
+func (x *GetChannelsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_yorkie_cluster_v1_cluster_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetChannelsResponse.ProtoReflect.Descriptor instead.
+func (*GetChannelsResponse) Descriptor() ([]byte, []int) {
+	return file_yorkie_cluster_v1_cluster_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *GetChannelsResponse) GetChannels() []*v1.ChannelSummary {
+	if x != nil {
+		return x.Channels
+	}
+	return nil
+}
+
+// BroadcastByAdminRequest asks the owner of a channel's group to hand a
+// message to the channel's watchers.
+type BroadcastByAdminRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ProjectId     string                 `protobuf:"bytes,1,opt,name=project_id,json=projectId,proto3" json:"project_id,omitempty"`
+	ChannelKey    string                 `protobuf:"bytes,2,opt,name=channel_key,json=channelKey,proto3" json:"channel_key,omitempty"`
+	Topic         string                 `protobuf:"bytes,3,opt,name=topic,proto3" json:"topic,omitempty"`
+	Payload       []byte                 `protobuf:"bytes,4,opt,name=payload,proto3" json:"payload,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BroadcastByAdminRequest) Reset() {
+	*x = BroadcastByAdminRequest{}
+	mi := &file_yorkie_cluster_v1_cluster_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BroadcastByAdminRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BroadcastByAdminRequest) ProtoMessage() {}
+
+func (x *BroadcastByAdminRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_yorkie_cluster_v1_cluster_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BroadcastByAdminRequest.ProtoReflect.Descriptor instead.
+func (*BroadcastByAdminRequest) Descriptor() ([]byte, []int) {
+	return file_yorkie_cluster_v1_cluster_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *BroadcastByAdminRequest) GetProjectId() string {
+	if x != nil {
+		return x.ProjectId
+	}
+	return ""
+}
+
+func (x *BroadcastByAdminRequest) GetChannelKey() string {
+	if x != nil {
+		return x.ChannelKey
+	}
+	return ""
+}
+
+func (x *BroadcastByAdminRequest) GetTopic() string {
+	if x != nil {
+		return x.Topic
+	}
+	return ""
+}
+
+func (x *BroadcastByAdminRequest) GetPayload() []byte {
+	if x != nil {
+		return x.Payload
+	}
+	return nil
+}
+
+type BroadcastByAdminResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BroadcastByAdminResponse) Reset() {
+	*x = BroadcastByAdminResponse{}
+	mi := &file_yorkie_cluster_v1_cluster_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BroadcastByAdminResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BroadcastByAdminResponse) ProtoMessage() {}
+
+func (x *BroadcastByAdminResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_yorkie_cluster_v1_cluster_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BroadcastByAdminResponse.ProtoReflect.Descriptor instead.
+func (*BroadcastByAdminResponse) Descriptor() ([]byte, []int) {
+	return file_yorkie_cluster_v1_cluster_proto_rawDescGZIP(), []int{11}
+}
+
 var File_yorkie_cluster_v1_cluster_proto protoreflect.FileDescriptor
 
 const file_yorkie_cluster_v1_cluster_proto_rawDesc = "" +
 	"\n" +
-	"\x1fyorkie/cluster/v1/cluster.proto\x12\x11yorkie.cluster.v1\"\x9d\x01\n" +
+	"\x1fyorkie/cluster/v1/cluster.proto\x12\x11yorkie.cluster.v1\x1a\x19yorkie/v1/resources.proto\"\x9d\x01\n" +
 	"\x1bDetachClientDocumentRequest\x12\x1b\n" +
 	"\tclient_id\x18\x01 \x01(\tR\bclientId\x12\x1f\n" +
 	"\vdocument_id\x18\x02 \x01(\tR\n" +
@@ -146,9 +692,54 @@ const file_yorkie_cluster_v1_cluster_proto_rawDesc = "" +
 	"\fdocument_key\x18\x03 \x01(\tR\vdocumentKey\x12\x1d\n" +
 	"\n" +
 	"project_id\x18\x04 \x01(\tR\tprojectId\"\x1e\n" +
-	"\x1cDetachClientDocumentResponse2\x8b\x01\n" +
+	"\x1cDetachClientDocumentResponse\"\xce\x01\n" +
+	"\x19GetDocumentSummaryRequest\x12\x1d\n" +
+	"\n" +
+	"project_id\x18\x01 \x01(\tR\tprojectId\x12\x1f\n" +
+	"\vdocument_id\x18\x02 \x01(\tR\n" +
+	"documentId\x12!\n" +
+	"\fdocument_key\x18\x03 \x01(\tR\vdocumentKey\x12!\n" +
+	"\finclude_root\x18\x04 \x01(\bR\vincludeRoot\x12+\n" +
+	"\x11include_presences\x18\x05 \x01(\bR\x10includePresences\"T\n" +
+	"\x1aGetDocumentSummaryResponse\x126\n" +
+	"\bdocument\x18\x01 \x01(\v2\x1a.yorkie.v1.DocumentSummaryR\bdocument\"\x97\x01\n" +
+	"\x1cRemoveDocumentByAdminRequest\x12\x1d\n" +
+	"\n" +
+	"project_id\x18\x01 \x01(\tR\tprojectId\x12\x1f\n" +
+	"\vdocument_id\x18\x02 \x01(\tR\n" +
+	"documentId\x12!\n" +
+	"\fdocument_key\x18\x03 \x01(\tR\vdocumentKey\x12\x14\n" +
+	"\x05force\x18\x04 \x01(\bR\x05force\"\x1f\n" +
+	"\x1dRemoveDocumentByAdminResponse\"`\n" +
+	"\x13ListChannelsRequest\x12\x1d\n" +
+	"\n" +
+	"project_id\x18\x01 \x01(\tR\tprojectId\x12\x14\n" +
+	"\x05query\x18\x02 \x01(\tR\x05query\x12\x14\n" +
+	"\x05limit\x18\x03 \x01(\x05R\x05limit\"M\n" +
+	"\x14ListChannelsResponse\x125\n" +
+	"\bchannels\x18\x01 \x03(\v2\x19.yorkie.v1.ChannelSummaryR\bchannels\"\x80\x01\n" +
+	"\x12GetChannelsRequest\x12\x1d\n" +
+	"\n" +
+	"project_id\x18\x01 \x01(\tR\tprojectId\x12!\n" +
+	"\fchannel_keys\x18\x02 \x03(\tR\vchannelKeys\x12(\n" +
+	"\x10include_sub_path\x18\x03 \x01(\bR\x0eincludeSubPath\"L\n" +
+	"\x13GetChannelsResponse\x125\n" +
+	"\bchannels\x18\x01 \x03(\v2\x19.yorkie.v1.ChannelSummaryR\bchannels\"\x89\x01\n" +
+	"\x17BroadcastByAdminRequest\x12\x1d\n" +
+	"\n" +
+	"project_id\x18\x01 \x01(\tR\tprojectId\x12\x1f\n" +
+	"\vchannel_key\x18\x02 \x01(\tR\n" +
+	"channelKey\x12\x14\n" +
+	"\x05topic\x18\x03 \x01(\tR\x05topic\x12\x18\n" +
+	"\apayload\x18\x04 \x01(\fR\apayload\"\x1a\n" +
+	"\x18BroadcastByAdminResponse2\xb0\x05\n" +
 	"\x0eClusterService\x12y\n" +
-	"\x14DetachClientDocument\x12..yorkie.cluster.v1.DetachClientDocumentRequest\x1a/.yorkie.cluster.v1.DetachClientDocumentResponse\"\x00BCZAgithub.com/yorkie-affinity/yorkie/api/yorkie/cluster/v1;clusterv1b\x06proto3"
+	"\x14DetachClientDocument\x12..yorkie.cluster.v1.DetachClientDocumentRequest\x1a/.yorkie.cluster.v1.DetachClientDocumentResponse\"\x00\x12s\n" +
+	"\x12GetDocumentSummary\x12,.yorkie.cluster.v1.GetDocumentSummaryRequest\x1a-.yorkie.cluster.v1.GetDocumentSummaryResponse\"\x00\x12|\n" +
+	"\x15RemoveDocumentByAdmin\x12/.yorkie.cluster.v1.RemoveDocumentByAdminRequest\x1a0.yorkie.cluster.v1.RemoveDocumentByAdminResponse\"\x00\x12a\n" +
+	"\fListChannels\x12&.yorkie.cluster.v1.ListChannelsRequest\x1a'.yorkie.cluster.v1.ListChannelsResponse\"\x00\x12^\n" +
+	"\vGetChannels\x12%.yorkie.cluster.v1.GetChannelsRequest\x1a&.yorkie.cluster.v1.GetChannelsResponse\"\x00\x12m\n" +
+	"\x10BroadcastByAdmin\x12*.yorkie.cluster.v1.BroadcastByAdminRequest\x1a+.yorkie.cluster.v1.BroadcastByAdminResponse\"\x00BCZAgithub.com/yorkie-affinity/yorkie/api/yorkie/cluster/v1;clusterv1b\x06proto3"
 
 var (
 	file_yorkie_cluster_v1_cluster_proto_rawDescOnce sync.Once
@@ -162,19 +753,44 @@ func file_yorkie_cluster_v1_cluster_proto_rawDescGZIP() []byte {
 	return file_yorkie_cluster_v1_cluster_proto_rawDescData
 }
 
-var file_yorkie_cluster_v1_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 2)
+var file_yorkie_cluster_v1_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
 var file_yorkie_cluster_v1_cluster_proto_goTypes = []any{
-	(*DetachClientDocumentRequest)(nil),  // 0: yorkie.cluster.v1.DetachClientDocumentRequest
-	(*DetachClientDocumentResponse)(nil), // 1: yorkie.cluster.v1.DetachClientDocumentResponse
+	(*DetachClientDocumentRequest)(nil),   // 0: yorkie.cluster.v1.DetachClientDocumentRequest
+	(*DetachClientDocumentResponse)(nil),  // 1: yorkie.cluster.v1.DetachClientDocumentResponse
+	(*GetDocumentSummaryRequest)(nil),     // 2: yorkie.cluster.v1.GetDocumentSummaryRequest
+	(*GetDocumentSummaryResponse)(nil),    // 3: yorkie.cluster.v1.GetDocumentSummaryResponse
+	(*RemoveDocumentByAdminRequest)(nil),  // 4: yorkie.cluster.v1.RemoveDocumentByAdminRequest
+	(*RemoveDocumentByAdminResponse)(nil), // 5: yorkie.cluster.v1.RemoveDocumentByAdminResponse
+	(*ListChannelsRequest)(nil),           // 6: yorkie.cluster.v1.ListChannelsRequest
+	(*ListChannelsResponse)(nil),          // 7: yorkie.cluster.v1.ListChannelsResponse
+	(*GetChannelsRequest)(nil),            // 8: yorkie.cluster.v1.GetChannelsRequest
+	(*GetChannelsResponse)(nil),           // 9: yorkie.cluster.v1.GetChannelsResponse
+	(*BroadcastByAdminRequest)(nil),       // 10: yorkie.cluster.v1.BroadcastByAdminRequest
+	(*BroadcastByAdminResponse)(nil),      // 11: yorkie.cluster.v1.BroadcastByAdminResponse
+	(*v1.DocumentSummary)(nil),            // 12: yorkie.v1.DocumentSummary
+	(*v1.ChannelSummary)(nil),             // 13: yorkie.v1.ChannelSummary
 }
 var file_yorkie_cluster_v1_cluster_proto_depIdxs = []int32{
-	0, // 0: yorkie.cluster.v1.ClusterService.DetachClientDocument:input_type -> yorkie.cluster.v1.DetachClientDocumentRequest
-	1, // 1: yorkie.cluster.v1.ClusterService.DetachClientDocument:output_type -> yorkie.cluster.v1.DetachClientDocumentResponse
-	1, // [1:2] is the sub-list for method output_type
-	0, // [0:1] is the sub-list for method input_type
-	0, // [0:0] is the sub-list for extension type_name
-	0, // [0:0] is the sub-list for extension extendee
-	0, // [0:0] is the sub-list for field type_name
+	12, // 0: yorkie.cluster.v1.GetDocumentSummaryResponse.document:type_name -> yorkie.v1.DocumentSummary
+	13, // 1: yorkie.cluster.v1.ListChannelsResponse.channels:type_name -> yorkie.v1.ChannelSummary
+	13, // 2: yorkie.cluster.v1.GetChannelsResponse.channels:type_name -> yorkie.v1.ChannelSummary
+	0,  // 3: yorkie.cluster.v1.ClusterService.DetachClientDocument:input_type -> yorkie.cluster.v1.DetachClientDocumentRequest
+	2,  // 4: yorkie.cluster.v1.ClusterService.GetDocumentSummary:input_type -> yorkie.cluster.v1.GetDocumentSummaryRequest
+	4,  // 5: yorkie.cluster.v1.ClusterService.RemoveDocumentByAdmin:input_type -> yorkie.cluster.v1.RemoveDocumentByAdminRequest
+	6,  // 6: yorkie.cluster.v1.ClusterService.ListChannels:input_type -> yorkie.cluster.v1.ListChannelsRequest
+	8,  // 7: yorkie.cluster.v1.ClusterService.GetChannels:input_type -> yorkie.cluster.v1.GetChannelsRequest
+	10, // 8: yorkie.cluster.v1.ClusterService.BroadcastByAdmin:input_type -> yorkie.cluster.v1.BroadcastByAdminRequest
+	1,  // 9: yorkie.cluster.v1.ClusterService.DetachClientDocument:output_type -> yorkie.cluster.v1.DetachClientDocumentResponse
+	3,  // 10: yorkie.cluster.v1.ClusterService.GetDocumentSummary:output_type -> yorkie.cluster.v1.GetDocumentSummaryResponse
+	5,  // 11: yorkie.cluster.v1.ClusterService.RemoveDocumentByAdmin:output_type -> yorkie.cluster.v1.RemoveDocumentByAdminResponse
+	7,  // 12: yorkie.cluster.v1.ClusterService.ListChannels:output_type -> yorkie.cluster.v1.ListChannelsResponse
+	9,  // 13: yorkie.cluster.v1.ClusterService.GetChannels:output_type -> yorkie.cluster.v1.GetChannelsResponse
+	11, // 14: yorkie.cluster.v1.ClusterService.BroadcastByAdmin:output_type -> yorkie.cluster.v1.BroadcastByAdminResponse
+	9,  // [9:15] is the sub-list for method output_type
+	3,  // [3:9] is the sub-list for method input_type
+	3,  // [3:3] is the sub-list for extension type_name
+	3,  // [3:3] is the sub-list for extension extendee
+	0,  // [0:3] is the sub-list for field type_name
 }
 
 func init() { file_yorkie_cluster_v1_cluster_proto_init() }
@@ -188,7 +804,7 @@ func file_yorkie_cluster_v1_cluster_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_yorkie_cluster_v1_cluster_proto_rawDesc), len(file_yorkie_cluster_v1_cluster_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   2,
+			NumMessages:   12,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -40,6 +40,21 @@ const (
 	// ClusterServiceDetachClientDocumentProcedure is the fully-qualified name of the ClusterService's
 	// DetachClientDocument RPC.
 	ClusterServiceDetachClientDocumentProcedure = "/yorkie.cluster.v1.ClusterService/DetachClientDocument"
+	// ClusterServiceGetDocumentSummaryProcedure is the fully-qualified name of the ClusterService's
+	// GetDocumentSummary RPC.
+	ClusterServiceGetDocumentSummaryProcedure = "/yorkie.cluster.v1.ClusterService/GetDocumentSummary"
+	// ClusterServiceRemoveDocumentByAdminProcedure is the fully-qualified name of the ClusterService's
+	// RemoveDocumentByAdmin RPC.
+	ClusterServiceRemoveDocumentByAdminProcedure = "/yorkie.cluster.v1.ClusterService/RemoveDocumentByAdmin"
+	// ClusterServiceListChannelsProcedure is the fully-qualified name of the ClusterService's
+	// ListChannels RPC.
+	ClusterServiceListChannelsProcedure = "/yorkie.cluster.v1.ClusterService/ListChannels"
+	// ClusterServiceGetChannelsProcedure is the fully-qualified name of the ClusterService's
+	// GetChannels RPC.
+	ClusterServiceGetChannelsProcedure = "/yorkie.cluster.v1.ClusterService/GetChannels"
+	// ClusterServiceBroadcastByAdminProcedure is the fully-qualified name of the ClusterService's
+	// BroadcastByAdmin RPC.
+	ClusterServiceBroadcastByAdminProcedure = "/yorkie.cluster.v1.ClusterService/BroadcastByAdmin"
 )
 
 // ClusterServiceClient is a client for the yorkie.cluster.v1.ClusterService service.
@@ -47,6 +62,12 @@ type ClusterServiceClient interface {
 	// DetachClientDocument detaches the client from a document this node owns,
 	// telling the document's watchers that the client left.
 	DetachClientDocument(context.Context, *connect.Request[v1.DetachClientDocumentRequest]) (*connect.Response[v1.DetachClientDocumentResponse], error)
+	// The AdminService's document and channel calls, served by the owner.
+	GetDocumentSummary(context.Context, *connect.Request[v1.GetDocumentSummaryRequest]) (*connect.Response[v1.GetDocumentSummaryResponse], error)
+	RemoveDocumentByAdmin(context.Context, *connect.Request[v1.RemoveDocumentByAdminRequest]) (*connect.Response[v1.RemoveDocumentByAdminResponse], error)
+	ListChannels(context.Context, *connect.Request[v1.ListChannelsRequest]) (*connect.Response[v1.ListChannelsResponse], error)
+	GetChannels(context.Context, *connect.Request[v1.GetChannelsRequest]) (*connect.Response[v1.GetChannelsResponse], error)
+	BroadcastByAdmin(context.Context, *connect.Request[v1.BroadcastByAdminRequest]) (*connect.Response[v1.BroadcastByAdminResponse], error)
 }
 
 // NewClusterServiceClient constructs a client for the yorkie.cluster.v1.ClusterService service. By
@@ -66,12 +87,47 @@ func NewClusterServiceClient(httpClient connect.HTTPClient, baseURL string, opts
 			connect.WithSchema(clusterServiceMethods.ByName("DetachClientDocument")),
 			connect.WithClientOptions(opts...),
 		),
+		getDocumentSummary: connect.NewClient[v1.GetDocumentSummaryRequest, v1.GetDocumentSummaryResponse](
+			httpClient,
+			baseURL+ClusterServiceGetDocumentSummaryProcedure,
+			connect.WithSchema(clusterServiceMethods.ByName("GetDocumentSummary")),
+			connect.WithClientOptions(opts...),
+		),
+		removeDocumentByAdmin: connect.NewClient[v1.RemoveDocumentByAdminRequest, v1.RemoveDocumentByAdminResponse](
+			httpClient,
+			baseURL+ClusterServiceRemoveDocumentByAdminProcedure,
+			connect.WithSchema(clusterServiceMethods.ByName("RemoveDocumentByAdmin")),
+			connect.WithClientOptions(opts...),
+		),
+		listChannels: connect.NewClient[v1.ListChannelsRequest, v1.ListChannelsResponse](
+			httpClient,
+			baseURL+ClusterServiceListChannelsProcedure,
+			connect.WithSchema(clusterServiceMethods.ByName("ListChannels")),
+			connect.WithClientOptions(opts...),
+		),
+		getChannels: connect.NewClient[v1.GetChannelsRequest, v1.GetChannelsResponse](
+			httpClient,
+			baseURL+ClusterServiceGetChannelsProcedure,
+			connect.WithSchema(clusterServiceMethods.ByName("GetChannels")),
+			connect.WithClientOptions(opts...),
+		),
+		broadcastByAdmin: connect.NewClient[v1.BroadcastByAdminRequest, v1.BroadcastByAdminResponse](
+			httpClient,
+			baseURL+ClusterServiceBroadcastByAdminProcedure,
+			connect.WithSchema(clusterServiceMethods.ByName("BroadcastByAdmin")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
 // clusterServiceClient implements ClusterServiceClient.
 type clusterServiceClient struct {
-	detachClientDocument *connect.Client[v1.DetachClientDocumentRequest, v1.DetachClientDocumentResponse]
+	detachClientDocument  *connect.Client[v1.DetachClientDocumentRequest, v1.DetachClientDocumentResponse]
+	getDocumentSummary    *connect.Client[v1.GetDocumentSummaryRequest, v1.GetDocumentSummaryResponse]
+	removeDocumentByAdmin *connect.Client[v1.RemoveDocumentByAdminRequest, v1.RemoveDocumentByAdminResponse]
+	listChannels          *connect.Client[v1.ListChannelsRequest, v1.ListChannelsResponse]
+	getChannels           *connect.Client[v1.GetChannelsRequest, v1.GetChannelsResponse]
+	broadcastByAdmin      *connect.Client[v1.BroadcastByAdminRequest, v1.BroadcastByAdminResponse]
 }
 
 // DetachClientDocument calls yorkie.cluster.v1.ClusterService.DetachClientDocument.
@@ -79,11 +135,42 @@ func (c *clusterServiceClient) DetachClientDocument(ctx context.Context, req *co
 	return c.detachClientDocument.CallUnary(ctx, req)
 }
 
+// GetDocumentSummary calls yorkie.cluster.v1.ClusterService.GetDocumentSummary.
+func (c *clusterServiceClient) GetDocumentSummary(ctx context.Context, req *connect.Request[v1.GetDocumentSummaryRequest]) (*connect.Response[v1.GetDocumentSummaryResponse], error) {
+	return c.getDocumentSummary.CallUnary(ctx, req)
+}
+
+// RemoveDocumentByAdmin calls yorkie.cluster.v1.ClusterService.RemoveDocumentByAdmin.
+func (c *clusterServiceClient) RemoveDocumentByAdmin(ctx context.Context, req *connect.Request[v1.RemoveDocumentByAdminRequest]) (*connect.Response[v1.RemoveDocumentByAdminResponse], error) {
+	return c.removeDocumentByAdmin.CallUnary(ctx, req)
+}
+
+// ListChannels calls yorkie.cluster.v1.ClusterService.ListChannels.
+func (c *clusterServiceClient) ListChannels(ctx context.Context, req *connect.Request[v1.ListChannelsRequest]) (*connect.Response[v1.ListChannelsResponse], error) {
+	return c.listChannels.CallUnary(ctx, req)
+}
+
+// GetChannels calls yorkie.cluster.v1.ClusterService.GetChannels.
+func (c *clusterServiceClient) GetChannels(ctx context.Context, req *connect.Request[v1.GetChannelsRequest]) (*connect.Response[v1.GetChannelsResponse], error) {
+	return c.getChannels.CallUnary(ctx, req)
+}
+
+// BroadcastByAdmin calls yorkie.cluster.v1.ClusterService.BroadcastByAdmin.
+func (c *clusterServiceClient) BroadcastByAdmin(ctx context.Context, req *connect.Request[v1.BroadcastByAdminRequest]) (*connect.Response[v1.BroadcastByAdminResponse], error) {
+	return c.broadcastByAdmin.CallUnary(ctx, req)
+}
+
 // ClusterServiceHandler is an implementation of the yorkie.cluster.v1.ClusterService service.
 type ClusterServiceHandler interface {
 	// DetachClientDocument detaches the client from a document this node owns,
 	// telling the document's watchers that the client left.
 	DetachClientDocument(context.Context, *connect.Request[v1.DetachClientDocumentRequest]) (*connect.Response[v1.DetachClientDocumentResponse], error)
+	// The AdminService's document and channel calls, served by the owner.
+	GetDocumentSummary(context.Context, *connect.Request[v1.GetDocumentSummaryRequest]) (*connect.Response[v1.GetDocumentSummaryResponse], error)
+	RemoveDocumentByAdmin(context.Context, *connect.Request[v1.RemoveDocumentByAdminRequest]) (*connect.Response[v1.RemoveDocumentByAdminResponse], error)
+	ListChannels(context.Context, *connect.Request[v1.ListChannelsRequest]) (*connect.Response[v1.ListChannelsResponse], error)
+	GetChannels(context.Context, *connect.Request[v1.GetChannelsRequest]) (*connect.Response[v1.GetChannelsResponse], error)
+	BroadcastByAdmin(context.Context, *connect.Request[v1.BroadcastByAdminRequest]) (*connect.Response[v1.BroadcastByAdminResponse], error)
 }
 
 // NewClusterServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -99,10 +186,50 @@ func NewClusterServiceHandler(svc ClusterServiceHandler, opts ...connect.Handler
 		connect.WithSchema(clusterServiceMethods.ByName("DetachClientDocument")),
 		connect.WithHandlerOptions(opts...),
 	)
+	clusterServiceGetDocumentSummaryHandler := connect.NewUnaryHandler(
+		ClusterServiceGetDocumentSummaryProcedure,
+		svc.GetDocumentSummary,
+		connect.WithSchema(clusterServiceMethods.ByName("GetDocumentSummary")),
+		connect.WithHandlerOptions(opts...),
+	)
+	clusterServiceRemoveDocumentByAdminHandler := connect.NewUnaryHandler(
+		ClusterServiceRemoveDocumentByAdminProcedure,
+		svc.RemoveDocumentByAdmin,
+		connect.WithSchema(clusterServiceMethods.ByName("RemoveDocumentByAdmin")),
+		connect.WithHandlerOptions(opts...),
+	)
+	clusterServiceListChannelsHandler := connect.NewUnaryHandler(
+		ClusterServiceListChannelsProcedure,
+		svc.ListChannels,
+		connect.WithSchema(clusterServiceMethods.ByName("ListChannels")),
+		connect.WithHandlerOptions(opts...),
+	)
+	clusterServiceGetChannelsHandler := connect.NewUnaryHandler(
+		ClusterServiceGetChannelsProcedure,
+		svc.GetChannels,
+		connect.WithSchema(clusterServiceMethods.ByName("GetChannels")),
+		connect.WithHandlerOptions(opts...),
+	)
+	clusterServiceBroadcastByAdminHandler := connect.NewUnaryHandler(
+		ClusterServiceBroadcastByAdminProcedure,
+		svc.BroadcastByAdmin,
+		connect.WithSchema(clusterServiceMethods.ByName("BroadcastByAdmin")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/yorkie.cluster.v1.ClusterService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case ClusterServiceDetachClientDocumentProcedure:
 			clusterServiceDetachClientDocumentHandler.ServeHTTP(w, r)
+		case ClusterServiceGetDocumentSummaryProcedure:
+			clusterServiceGetDocumentSummaryHandler.ServeHTTP(w, r)
+		case ClusterServiceRemoveDocumentByAdminProcedure:
+			clusterServiceRemoveDocumentByAdminHandler.ServeHTTP(w, r)
+		case ClusterServiceListChannelsProcedure:
+			clusterServiceListChannelsHandler.ServeHTTP(w, r)
+		case ClusterServiceGetChannelsProcedure:
+			clusterServiceGetChannelsHandler.ServeHTTP(w, r)
+		case ClusterServiceBroadcastByAdminProcedure:
+			clusterServiceBroadcastByAdminHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -114,4 +241,24 @@ type UnimplementedClusterServiceHandler struct{}
 
 func (UnimplementedClusterServiceHandler) DetachClientDocument(context.Context, *connect.Request[v1.DetachClientDocumentRequest]) (*connect.Response[v1.DetachClientDocumentResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("yorkie.cluster.v1.ClusterService.DetachClientDocument is not implemented"))
+}
+
+func (UnimplementedClusterServiceHandler) GetDocumentSummary(context.Context, *connect.Request[v1.GetDocumentSummaryRequest]) (*connect.Response[v1.GetDocumentSummaryResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("yorkie.cluster.v1.ClusterService.GetDocumentSummary is not implemented"))
+}
+
+func (UnimplementedClusterServiceHandler) RemoveDocumentByAdmin(context.Context, *connect.Request[v1.RemoveDocumentByAdminRequest]) (*connect.Response[v1.RemoveDocumentByAdminResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("yorkie.cluster.v1.ClusterService.RemoveDocumentByAdmin is not implemented"))
+}
+
+func (UnimplementedClusterServiceHandler) ListChannels(context.Context, *connect.Request[v1.ListChannelsRequest]) (*connect.Response[v1.ListChannelsResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("yorkie.cluster.v1.ClusterService.ListChannels is not implemented"))
+}
+
+func (UnimplementedClusterServiceHandler) GetChannels(context.Context, *connect.Request[v1.GetChannelsRequest]) (*connect.Response[v1.GetChannelsResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("yorkie.cluster.v1.ClusterService.GetChannels is not implemented"))
+}
+
+func (UnimplementedClusterServiceHandler) BroadcastByAdmin(context.Context, *connect.Request[v1.BroadcastByAdminRequest]) (*connect.Response[v1.BroadcastByAdminResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("yorkie.cluster.v1.ClusterService.BroadcastByAdmin is not implemented"))
 }

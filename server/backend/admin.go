@@ -1,0 +1,138 @@
+package backend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/yorkie-affinity/yorkie/server/backend/database"
+	"github.com/yorkie-affinity/yorkie/server/document"
+	"github.com/yorkie-affinity/yorkie/server/document/crdt"
+)
+
+// ErrDocumentAttached refuses removing a document by admin while clients
+// are attached to it, unless the removal is forced.
+var ErrDocumentAttached = errors.New("document is attached")
+
+// adminPublisher is the publisher of the events of admin calls: the
+// initial actor, as upstream's.
+const adminPublisher = "000000000000000000000000"
+
+// Summary is what the AdminService shows of a document: the owner's
+// current state, not a rebuild.
+type Summary struct {
+	// Root is the document as the SDK's toSortedJSON writes it; empty
+	// unless asked for.
+	Root string
+	// Size is the SDK's getDocSize of the document; zero unless Root was
+	// asked for.
+	Size crdt.DocSize
+	// Attached counts the clients attached now.
+	Attached int
+	// Presences are the attached clients' presences by client ID; nil
+	// unless asked for.
+	Presences map[string]map[string]string
+	// ServerSeq is the head the summary was taken at.
+	ServerSeq int64
+}
+
+// DocumentSummary returns the summary of a live document this node owns,
+// from its built document (built once, then kept and brought forward as
+// for PushPull; never rebuilt per call). The document's JSON is encoded
+// once per head and kept while the head does not move.
+func (b *Backend) DocumentSummary(ctx context.Context, epoch int64, docID string, root, presences bool) (*Summary, error) {
+	ds, err := b.lockDoc(ctx, epoch, docID)
+	if err != nil {
+		return nil, fmt.Errorf("document summary: %w", err)
+	}
+	defer ds.unlock()
+	if err := ds.inProject(ctx); err != nil {
+		return nil, err
+	}
+	if ds.removed {
+		return nil, fmt.Errorf("document %s: %w", docID, database.ErrDocumentNotFound)
+	}
+	s := &Summary{Attached: len(ds.atts), ServerSeq: ds.head}
+	if !root && !presences {
+		return s, nil
+	}
+	doc, err := b.useDoc(ctx, ds)
+	if err != nil {
+		return nil, fmt.Errorf("document summary: %w", err)
+	}
+	if root {
+		if ds.jsonOf != doc || ds.jsonSeq != ds.docSeq {
+			ds.json, ds.jsonOf, ds.jsonSeq = doc.JSON(), doc, ds.docSeq
+		}
+		s.Root, s.Size = ds.json, doc.Size()
+	}
+	if presences {
+		s.Presences = make(map[string]map[string]string, len(ds.atts))
+		for actor, p := range doc.Presences() {
+			if _, ok := ds.atts[actor.String()]; ok {
+				s.Presences[actor.String()] = p
+			}
+		}
+	}
+	return s, nil
+}
+
+// RemoveDocumentByAdmin removes a live document this node owns. It refuses
+// with ErrDocumentAttached while clients are attached, unless force; the
+// attached clients then learn the removal on their next PushPull, which the
+// event published here prompts.
+func (b *Backend) RemoveDocumentByAdmin(ctx context.Context, epoch int64, docID string, force bool) error {
+	ds, err := b.lockDoc(ctx, epoch, docID)
+	if err != nil {
+		return fmt.Errorf("remove document by admin: %w", err)
+	}
+	defer ds.unlock()
+	if err := ds.inProject(ctx); err != nil {
+		return err
+	}
+	if ds.removed {
+		return fmt.Errorf("document %s: %w", docID, database.ErrDocumentNotFound)
+	}
+	if len(ds.atts) > 0 && !force {
+		return fmt.Errorf("remove document %s with %d clients attached: %w", docID, len(ds.atts), ErrDocumentAttached)
+	}
+	if err := b.db.RemoveDocument(ctx, docID, ds.epoch); err != nil {
+		b.writeFailed(ds, err)
+		return fmt.Errorf("remove document by admin: %w", err)
+	}
+	ds.removed = true
+	b.publishChanged(docID, adminPublisher)
+	return nil
+}
+
+// DocumentAt builds the stored document as of server_seq seq (at most its
+// head) from the newest snapshot at or before seq and the changes after
+// it: a past state, which no owner keeps. It costs at most one snapshot
+// interval of changes.
+func (b *Backend) DocumentAt(ctx context.Context, info *database.DocInfo, seq int64) (*document.Document, error) {
+	if seq < 0 || seq > info.ServerSeq {
+		return nil, fmt.Errorf("document %s has no server_seq %d (head %d): %w", info.ID, seq, info.ServerSeq, ErrNoSuchServerSeq)
+	}
+	doc := document.New()
+	var from int64
+	snap, err := b.db.FindSnapshot(ctx, info.ID, seq)
+	switch {
+	case errors.Is(err, database.ErrSnapshotNotFound):
+	case err != nil:
+		return nil, fmt.Errorf("document %s: find snapshot: %w", info.ID, err)
+	default:
+		if d, err := snapshotDoc(snap); err == nil {
+			doc, from = d, snap.ServerSeq
+		} else {
+			b.logger.Error("stored snapshot does not read; rebuilding from the log",
+				"document", info.ID, "server_seq", snap.ServerSeq, "error", err)
+		}
+	}
+	if err := b.replay(ctx, info.ID, doc, from, seq); err != nil {
+		return nil, err
+	}
+	return doc, nil
+}
+
+// ErrNoSuchServerSeq: a server_seq beyond the document's head.
+var ErrNoSuchServerSeq = errors.New("no such server_seq")

@@ -1,0 +1,124 @@
+package rpc
+
+import (
+	"context"
+	"fmt"
+
+	"connectrpc.com/connect"
+
+	clusterv1 "github.com/yorkie-affinity/yorkie/api/yorkie/cluster/v1"
+	"github.com/yorkie-affinity/yorkie/server/channel"
+	"github.com/yorkie-affinity/yorkie/server/project"
+	"github.com/yorkie-affinity/yorkie/server/routing"
+)
+
+// The owner's side of the AdminService's document and channel calls. A
+// node that does not own the document or channel group refuses with
+// ErrWrongNode rather than pass the call on: the caller asks again.
+
+// ownedHere puts the call's project in ctx and checks that this node owns
+// key, returning the owner epoch.
+func (c *ClusterService) ownedHere(ctx context.Context, projectID, key string, h map[string][]string) (context.Context, int64, error) {
+	p, err := c.cfg.FindProject(ctx, projectID)
+	if err != nil {
+		return nil, 0, toConnectError(err)
+	}
+	ctx = project.NewContext(ctx, p)
+	rt, err := c.cfg.Router.Route(ctx, routing.DocumentCall{Kind: routing.CallAdmin, DocumentKey: key, Header: h})
+	if err != nil {
+		return nil, 0, toConnectError(routeError(err))
+	}
+	if rt.Owner != nil {
+		return nil, 0, WrongNode(c.cfg.Router.SessionKeyHeader(), rt.SessionKey, fmt.Errorf("%q is owned elsewhere", key))
+	}
+	return ctx, rt.Epoch, nil
+}
+
+// adminDoc checks the document named by an admin call.
+func adminDoc(docID, key string) error {
+	if err := validateDocumentID(docID); err != nil {
+		return invalidArgument(err)
+	}
+	if err := validateDocumentKey(key); err != nil {
+		return invalidArgument(err)
+	}
+	return nil
+}
+
+// GetDocumentSummary answers the owner's summary of a document.
+func (c *ClusterService) GetDocumentSummary(ctx context.Context, req *connect.Request[clusterv1.GetDocumentSummaryRequest]) (*connect.Response[clusterv1.GetDocumentSummaryResponse], error) {
+	m := req.Msg
+	if err := adminDoc(m.GetDocumentId(), m.GetDocumentKey()); err != nil {
+		return nil, err
+	}
+	ctx, epoch, err := c.ownedHere(ctx, m.GetProjectId(), m.GetDocumentKey(), req.Header())
+	if err != nil {
+		return nil, err
+	}
+	sum, err := c.cfg.Service.localSummary(ctx, epoch, m.GetDocumentId(), m.GetIncludeRoot(), m.GetIncludePresences())
+	if err != nil {
+		return nil, c.cfg.Service.ownerError(ctx, err)
+	}
+	return connect.NewResponse(&clusterv1.GetDocumentSummaryResponse{Document: sum}), nil
+}
+
+// RemoveDocumentByAdmin removes a document this node owns.
+func (c *ClusterService) RemoveDocumentByAdmin(ctx context.Context, req *connect.Request[clusterv1.RemoveDocumentByAdminRequest]) (*connect.Response[clusterv1.RemoveDocumentByAdminResponse], error) {
+	m := req.Msg
+	if err := adminDoc(m.GetDocumentId(), m.GetDocumentKey()); err != nil {
+		return nil, err
+	}
+	ctx, epoch, err := c.ownedHere(ctx, m.GetProjectId(), m.GetDocumentKey(), req.Header())
+	if err != nil {
+		return nil, err
+	}
+	if err := c.cfg.Backend.RemoveDocumentByAdmin(ctx, epoch, m.GetDocumentId(), m.GetForce()); err != nil {
+		return nil, c.cfg.Service.ownerError(ctx, err)
+	}
+	return connect.NewResponse(&clusterv1.RemoveDocumentByAdminResponse{}), nil
+}
+
+// ListChannels lists the project's channels this node holds.
+func (c *ClusterService) ListChannels(ctx context.Context, req *connect.Request[clusterv1.ListChannelsRequest]) (*connect.Response[clusterv1.ListChannelsResponse], error) {
+	m := req.Msg
+	list := c.cfg.Service.localChannels(m.GetProjectId(), m.GetQuery(), int(m.GetLimit()))
+	return connect.NewResponse(&clusterv1.ListChannelsResponse{Channels: list}), nil
+}
+
+// GetChannels counts channels of a group this node owns.
+func (c *ClusterService) GetChannels(ctx context.Context, req *connect.Request[clusterv1.GetChannelsRequest]) (*connect.Response[clusterv1.GetChannelsResponse], error) {
+	m := req.Msg
+	if len(m.GetChannelKeys()) == 0 {
+		return connect.NewResponse(&clusterv1.GetChannelsResponse{}), nil
+	}
+	group := channel.RoutingKey(m.GetChannelKeys()[0])
+	for _, k := range m.GetChannelKeys() {
+		if err := channel.ValidateKey(k); err != nil {
+			return nil, toConnectError(err)
+		}
+		if channel.RoutingKey(k) != group {
+			return nil, invalidArgument(fmt.Errorf("channel %q is not of group %q", k, group))
+		}
+	}
+	if _, _, err := c.ownedHere(ctx, m.GetProjectId(), group, req.Header()); err != nil {
+		return nil, err
+	}
+	list := c.cfg.Service.localChannelCounts(m.GetProjectId(), m.GetChannelKeys(), m.GetIncludeSubPath())
+	return connect.NewResponse(&clusterv1.GetChannelsResponse{Channels: list}), nil
+}
+
+// BroadcastByAdmin broadcasts on a channel whose group this node owns.
+func (c *ClusterService) BroadcastByAdmin(ctx context.Context, req *connect.Request[clusterv1.BroadcastByAdminRequest]) (*connect.Response[clusterv1.BroadcastByAdminResponse], error) {
+	m := req.Msg
+	if err := channel.ValidateKey(m.GetChannelKey()); err != nil {
+		return nil, toConnectError(err)
+	}
+	ctx, _, err := c.ownedHere(ctx, m.GetProjectId(), channel.RoutingKey(m.GetChannelKey()), req.Header())
+	if err != nil {
+		return nil, err
+	}
+	if err := c.cfg.Service.channels.Broadcast(adminSender, project.ScopedKey(m.GetProjectId(), m.GetChannelKey()), m.GetTopic(), m.GetPayload()); err != nil {
+		return nil, c.cfg.Service.ownerError(ctx, err)
+	}
+	return connect.NewResponse(&clusterv1.BroadcastByAdminResponse{}), nil
+}
