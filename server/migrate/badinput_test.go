@@ -112,6 +112,11 @@ func TestUndecodableRecordsFailTheirDocumentOnly(t *testing.T) {
 	require.NoError(t, err)
 	_, err = im.Run(e.ctx)
 	require.NoError(t, err)
+	for _, c := range e.want.AttachedClients {
+		a, err := e.target.FindAttachment(e.ctx, c.ClientID, c.DocID)
+		require.NoError(t, err, "the clients of a mended document are imported with it")
+		require.Equal(t, database.Attached, a.Status)
+	}
 	v, err := im.Verify(e.ctx)
 	require.NoError(t, err)
 	require.Empty(t, v.Differences)

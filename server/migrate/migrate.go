@@ -64,9 +64,15 @@ type Report struct {
 	ChangesCopied, Placeholders int64
 	// DocumentsUnchanged counts documents the target had in the source's state.
 	DocumentsUnchanged int
+	// ClientsDeferred counts clients left for a later run: one of their
+	// documents failed.
+	ClientsDeferred int
 	// Failures lists the records that could not be imported.
 	Failures []error
 }
+
+// errDeferred: the client waits for a document that failed.
+var errDeferred = errors.New("deferred")
 
 // Importer copies one upstream database into the target.
 type Importer struct {
@@ -205,8 +211,8 @@ func (r *Report) count(kind string, written bool) {
 	}
 }
 
-// importDocuments imports every document and returns the IDs of those
-// that are complete in the target.
+// importDocuments imports every document and returns whether each is
+// complete in the target, by ID.
 func (im *Importer) importDocuments(ctx context.Context, r *Report) (map[primitive.ObjectID]bool, error) {
 	var docs []*upDocument
 	err := each(ctx, im.src.Collection("documents"), bson.D{}, byID, func(d *upDocument, _ bson.Raw) error {
@@ -216,12 +222,16 @@ func (im *Importer) importDocuments(ctx context.Context, r *Report) (map[primiti
 	if err != nil {
 		return nil, err
 	}
+	marks, err := im.cfg.Target.ImportMarks(ctx)
+	if err != nil {
+		return nil, err
+	}
 	prog := newProgress(im.cfg.Progress, im.cfg.ProgressEvery, docs)
 	defer prog.finish()
 	done := make(map[primitive.ObjectID]bool, len(docs))
 	for _, d := range docs {
 		r.Documents++
-		err := im.importDocument(ctx, d, r, prog)
+		err := im.importDocument(ctx, d, marks, r, prog)
 		prog.docDone(d.ServerSeq)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -229,6 +239,7 @@ func (im *Importer) importDocuments(ctx context.Context, r *Report) (map[primiti
 			}
 			im.log.Error("document not imported", "document", d.Key, "id", d.ID.Hex(), "error", err)
 			r.Failures = append(r.Failures, fmt.Errorf("%s: %w", d.name(), err))
+			done[d.ID] = false
 			continue
 		}
 		done[d.ID] = true
@@ -243,17 +254,17 @@ func (im *Importer) importDocuments(ctx context.Context, r *Report) (map[primiti
 const maxHeldBytes = 32 << 20
 
 // importDocument brings one document up to the source's state.
-func (im *Importer) importDocument(ctx context.Context, d *upDocument, r *Report, prog *progress) error {
+func (im *Importer) importDocument(ctx context.Context, d *upDocument, marks map[string]ymongo.ImportMark, r *Report, prog *progress) error {
 	t := im.cfg.Target
 	docID := d.ID.Hex()
-	head, mark, err := t.ImportedDocument(ctx, docID)
-	if err != nil {
-		return err
-	}
 	want := ymongo.ImportMark{SourceServerSeq: d.ServerSeq, SourceUpdatedAt: d.UpdatedAt.UTC().Truncate(time.Millisecond), SourceRemoved: !d.RemovedAt.IsZero()}
-	if mark != nil && *mark == want {
+	if mark, ok := marks[docID]; ok && mark == want {
 		r.DocumentsUnchanged++
 		return nil
+	}
+	head, _, err := t.ImportedDocument(ctx, docID)
+	if err != nil {
+		return err
 	}
 	if head > d.ServerSeq {
 		return fmt.Errorf("the log here ends at server_seq %d, past the source's %d: %w", head, d.ServerSeq, ymongo.ErrImportDiverged)
@@ -451,9 +462,21 @@ func (im *Importer) importClients(ctx context.Context, r *Report, docs map[primi
 	if err != nil {
 		return err
 	}
+	imported, err := im.cfg.Target.ImportedClients(ctx)
+	if err != nil {
+		return err
+	}
 	return each(ctx, im.src.Collection("clients"), bson.D{}, byID, func(c *upClient, _ bson.Raw) error {
 		r.Clients++
-		if err := im.importClient(ctx, c, r, docs, vectors); err != nil {
+		if at, ok := imported[c.ID.Hex()]; ok && at.Equal(c.UpdatedAt.UTC().Truncate(time.Millisecond)) {
+			return nil
+		}
+		err := im.importClient(ctx, c, r, docs, vectors)
+		if errors.Is(err, errDeferred) {
+			r.ClientsDeferred++
+			return nil
+		}
+		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
@@ -469,10 +492,6 @@ func (im *Importer) importClient(ctx context.Context, c *upClient, r *Report, do
 	if c.Status == string(database.ClientActivated) {
 		status = database.ClientActivated
 	}
-	done, err := im.cfg.Target.ClientImported(ctx, c.ID.Hex(), c.UpdatedAt)
-	if err != nil || done {
-		return err
-	}
 	ids := make([]string, 0, len(c.Documents))
 	for id := range c.Documents {
 		ids = append(ids, id)
@@ -484,8 +503,13 @@ func (im *Importer) importClient(ctx context.Context, c *upClient, r *Report, do
 		if err != nil {
 			return fmt.Errorf("document %q of its documents: %w", id, ErrAnotherLayout)
 		}
-		if !docs[docID] {
-			continue // not imported: its failure is reported
+		imported, known := docs[docID]
+		if !known {
+			continue // a document the source no longer has
+		}
+		if !imported {
+			// Left unmarked, the client is imported with the document.
+			return errDeferred
 		}
 		a := &database.Attachment{
 			ClientID: c.ID.Hex(), DocID: id, Status: attachmentStatus(info.Status, status),

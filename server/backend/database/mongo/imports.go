@@ -170,30 +170,6 @@ func (db *DB) ImportClient(ctx context.Context, c *database.ClientInfo, sourceUp
 	return upsertRaw(ctx, db.clients, id, d, "")
 }
 
-// ClientImported reports whether the client was imported from a source
-// record last updated at sourceUpdatedAt. Such a client, and its
-// attachments, are left as they are: since the import this server may have
-// moved them on.
-func (db *DB) ClientImported(ctx context.Context, clientID string, sourceUpdatedAt time.Time) (bool, error) {
-	id, err := primitive.ObjectIDFromHex(clientID)
-	if err != nil {
-		return false, fmt.Errorf("imported client %q: %w", clientID, err)
-	}
-	var rec struct {
-		Import *struct {
-			SourceUpdatedAt time.Time `bson:"source_updated_at"`
-		} `bson:"import"`
-	}
-	err = db.clients.FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Decode(&rec)
-	if errors.Is(err, mongo.ErrNoDocuments) {
-		return false, nil
-	}
-	if err != nil {
-		return false, wrapErr("imported client", err)
-	}
-	return rec.Import != nil && rec.Import.SourceUpdatedAt.Equal(ms(sourceUpdatedAt)), nil
-}
-
 // ImportAttachment stores a client's attachment to an imported document.
 func (db *DB) ImportAttachment(ctx context.Context, a *database.Attachment) (bool, error) {
 	rec := toAttachmentRecord(a)
@@ -365,3 +341,50 @@ func (db *DB) PublishImportedDocument(ctx context.Context, d *database.DocInfo, 
 
 // ms cuts t to the millisecond precision of BSON dates, in UTC.
 func ms(t time.Time) time.Time { return t.UTC().Truncate(time.Millisecond) }
+
+// ImportMarks returns the import mark of every document that has one, by
+// document ID: what a catch-up compares with the source in one read.
+func (db *DB) ImportMarks(ctx context.Context) (map[string]ImportMark, error) {
+	cur, err := db.documents.Find(ctx, bson.D{{Key: "import", Value: bson.D{{Key: "$exists", Value: true}}}},
+		options.Find().SetProjection(bson.D{{Key: "import", Value: 1}}))
+	if err != nil {
+		return nil, wrapErr("read import marks", err)
+	}
+	var recs []struct {
+		ID   primitive.ObjectID `bson:"_id"`
+		Mark ImportMark         `bson:"import"`
+	}
+	if err := cur.All(ctx, &recs); err != nil {
+		return nil, wrapErr("read import marks", err)
+	}
+	out := make(map[string]ImportMark, len(recs))
+	for _, r := range recs {
+		r.Mark.SourceUpdatedAt = r.Mark.SourceUpdatedAt.UTC()
+		out[r.ID.Hex()] = r.Mark
+	}
+	return out, nil
+}
+
+// ImportedClients returns, by client ID, the time of the source record
+// every imported client was copied from (see ClientImported).
+func (db *DB) ImportedClients(ctx context.Context) (map[string]time.Time, error) {
+	cur, err := db.clients.Find(ctx, bson.D{{Key: "import", Value: bson.D{{Key: "$exists", Value: true}}}},
+		options.Find().SetProjection(bson.D{{Key: "import", Value: 1}}))
+	if err != nil {
+		return nil, wrapErr("read imported clients", err)
+	}
+	var recs []struct {
+		ID     primitive.ObjectID `bson:"_id"`
+		Import struct {
+			SourceUpdatedAt time.Time `bson:"source_updated_at"`
+		} `bson:"import"`
+	}
+	if err := cur.All(ctx, &recs); err != nil {
+		return nil, wrapErr("read imported clients", err)
+	}
+	out := make(map[string]time.Time, len(recs))
+	for _, r := range recs {
+		out[r.ID.Hex()] = r.Import.SourceUpdatedAt.UTC()
+	}
+	return out, nil
+}

@@ -1,0 +1,140 @@
+package migrate_test
+
+import (
+	"context"
+	"os"
+	"runtime"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/yorkie-affinity/yorkie/server/backend/database"
+	"github.com/yorkie-affinity/yorkie/server/backend/database/mongo"
+	"github.com/yorkie-affinity/yorkie/server/migrate"
+	"github.com/yorkie-affinity/yorkie/test/testenv"
+)
+
+// generatedEnv is a source generated in upstream's layout and an importer
+// of it into a fresh target.
+func generatedEnv(tb testing.TB, docs, perDoc int) (*generated, *migrate.Importer, *mongo.DB, context.Context) {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Hour)
+	tb.Cleanup(cancel)
+	m := testenv.MongoURI(tb)
+	src, dst := m.NewDatabase(), m.NewDatabase()
+	m.DropWhenDone(tb, src)
+	m.DropWhenDone(tb, dst)
+	target, err := mongo.Dial(ctx, mongo.Config{URI: m.URI, Database: dst})
+	require.NoError(tb, err)
+	tb.Cleanup(func() { _ = target.Close(context.Background()) })
+	raw, err := mongoClient(ctx, m.URI)
+	require.NoError(tb, err)
+	tb.Cleanup(func() { _ = raw.Disconnect(context.Background()) })
+	g, err := generateUpstream(ctx, raw.Database(src), docs, perDoc)
+	require.NoError(tb, err)
+	im, err := migrate.Open(ctx, migrate.Config{SourceURI: m.URI, SourceDatabase: src, Target: target})
+	require.NoError(tb, err)
+	tb.Cleanup(func() { _ = im.Close(context.Background()) })
+	return g, im, target, ctx
+}
+
+// A second run copies only what changed upstream since the first: the new
+// changes of the one document written to, and its client's checkpoint.
+func TestCatchUpCopiesOnlyWhatChanged(t *testing.T) {
+	g, im, target, ctx := generatedEnv(t, 3, 50)
+	rep, err := im.Run(ctx)
+	require.NoError(t, err)
+	require.EqualValues(t, 150, rep.ChangesCopied)
+
+	require.NoError(t, g.appendChanges(ctx, 1, 20))
+	rep, err = im.Run(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 2, rep.DocumentsUnchanged)
+	require.EqualValues(t, 20, rep.ChangesCopied)
+	require.Equal(t, map[string]int{"changes": 20, "documents": 1, "clients": 1, "attachments": 1}, rep.Written)
+
+	docID := g.docs[1].Hex()
+	info, err := target.FindDocument(ctx, database.DefaultProjectID, docID)
+	require.NoError(t, err)
+	require.EqualValues(t, 70, info.ServerSeq)
+	a, err := target.FindAttachment(ctx, g.actors[1].Hex(), docID)
+	require.NoError(t, err)
+	require.EqualValues(t, 70, a.ServerSeq)
+	require.EqualValues(t, 70, a.ClientSeq)
+
+	v, err := im.Verify(ctx)
+	require.NoError(t, err)
+	require.Empty(t, v.Differences)
+}
+
+// BenchmarkImportUpstream imports a database generated in upstream's
+// layout (YORKIE_MIGRATE_BENCH_DOCS documents of YORKIE_MIGRATE_BENCH_CHANGES
+// changes each; small by default), then a catch-up after
+// YORKIE_MIGRATE_BENCH_CATCHUP more changes, and reports the import's
+// changes per second, the peak Go heap and the catch-up's time.
+func BenchmarkImportUpstream(b *testing.B) {
+	docs, perDoc, more := envInt("YORKIE_MIGRATE_BENCH_DOCS", 10), envInt("YORKIE_MIGRATE_BENCH_CHANGES", 20), envInt("YORKIE_MIGRATE_BENCH_CATCHUP", 10)
+	for range b.N {
+		b.StopTimer()
+		g, im, _, ctx := generatedEnv(b, docs, perDoc)
+		runtime.GC()
+		peak := watchHeap()
+		b.StartTimer()
+		start := time.Now()
+		rep, err := im.Run(ctx)
+		elapsed := time.Since(start)
+		b.StopTimer()
+		require.NoError(b, err)
+		b.ReportMetric(float64(rep.ChangesCopied)/elapsed.Seconds(), "changes/s")
+		b.ReportMetric(float64(peak())/(1<<20), "peak-heap-MB")
+
+		for i := range more {
+			require.NoError(b, g.appendChanges(ctx, i%docs, 1))
+		}
+		start = time.Now()
+		rep, err = im.Run(ctx)
+		require.NoError(b, err)
+		require.EqualValues(b, more, rep.ChangesCopied)
+		b.ReportMetric(float64(time.Since(start).Milliseconds()), "catchup-ms")
+	}
+}
+
+func envInt(name string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(name)); err == nil && n > 0 {
+		return n
+	}
+	return def
+}
+
+// watchHeap samples the Go heap until the returned function is called,
+// which returns the highest sample.
+func watchHeap() func() uint64 {
+	var mu sync.Mutex
+	var peak uint64
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		for {
+			var ms runtime.MemStats
+			runtime.ReadMemStats(&ms)
+			mu.Lock()
+			peak = max(peak, ms.HeapInuse)
+			mu.Unlock()
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() uint64 {
+		close(done)
+		mu.Lock()
+		defer mu.Unlock()
+		return peak
+	}
+}
