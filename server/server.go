@@ -6,6 +6,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -29,6 +30,7 @@ import (
 	"github.com/yorkie-affinity/yorkie/server/backend"
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
 	"github.com/yorkie-affinity/yorkie/server/backend/database/memory"
+	"github.com/yorkie-affinity/yorkie/server/certfile"
 	"github.com/yorkie-affinity/yorkie/server/channel"
 	"github.com/yorkie-affinity/yorkie/server/housekeeping"
 	"github.com/yorkie-affinity/yorkie/server/metrics"
@@ -172,6 +174,23 @@ type Config struct {
 	// channel.DefaultMaxPayloadBytes).
 	ChannelMaxPayloadBytes int
 
+	// RPCCertFile and RPCKeyFile, both set, serve the RPC port over TLS
+	// (upstream's --rpc-cert-file and --rpc-key-file): HTTP/1.1 and HTTP/2
+	// by ALPN, for Connect, gRPC and gRPC-web. The files are looked at
+	// again (at most every CertCheckInterval) and a replaced certificate
+	// serves new connections without a restart. Nodes then call each
+	// other over TLS too, verified with ClusterCAFile.
+	RPCCertFile, RPCKeyFile string
+	// ClusterCAFile holds the CA certificates that verify other nodes' RPC
+	// ports ("": the system's roots). It needs RPCCertFile.
+	ClusterCAFile string
+	// ProfilingCertFile and ProfilingKeyFile, both set, serve the profiling
+	// port over TLS, reloaded as the RPC port's are.
+	ProfilingCertFile, ProfilingKeyFile string
+	// CertCheckInterval is how often, at most, handshakes look at the
+	// certificate files (0: certfile.DefaultCheckInterval).
+	CertCheckInterval time.Duration
+
 	// Hostname is the hostname label of upstream's metric series
 	// (upstream's --hostname).
 	Hostname string
@@ -210,6 +229,11 @@ type Server struct {
 	rpcServer       *http.Server
 	rpcPort         port // serves the RPC port: rpcServer, or http1 in front of it
 	profilingServer *http.Server
+
+	// rpcCerts and profilingCerts serve the ports' certificates (nil in
+	// cleartext); peerTLS is how this node calls others (nil: cleartext).
+	rpcCerts, profilingCerts *certfile.Reloader
+	peerTLS                  *tls.Config
 
 	// listen opens the ports (tests replace it to make listeners fail).
 	listen func(ctx context.Context, network, addr string) (net.Listener, error)
@@ -253,6 +277,9 @@ func New(cfg Config) (*Server, error) {
 	if s.db == nil {
 		s.db = memory.New()
 		s.ownsDB = true
+	}
+	if err := s.loadTLS(); err != nil {
+		return nil, err
 	}
 	if err := s.registry.Register(collectors.NewGoCollector()); err != nil {
 		return nil, fmt.Errorf("server: register go collector: %w", err)
@@ -414,6 +441,10 @@ func (s *Server) newRPC(router rpc.Router) error {
 	})
 	s.rpcServer = newHTTPServer(withCORS(rpc.BoundRequests(mux, bounds), cfg.AllowedOrigins, s.exposedHeaders()), logger, cfg.ReadHeaderTimeout)
 	s.rpcPort = s.rpcServer
+	s.serveRPCOverTLS()
+	if s.rpcServer.TLSConfig != nil {
+		s.rpcPort = tlsPort{s.rpcServer}
+	}
 	if !cfg.DisableFastHTTP1 {
 		fast, err := http1.New(http1.Config{
 			Fallback:        s.rpcServer,
@@ -422,6 +453,7 @@ func (s *Server) newRPC(router rpc.Router) error {
 			MaxRequestBytes: cfg.MaxRequestBytes,
 			ReadBodyTimeout: cfg.ReadBodyTimeout,
 			Registerer:      s.registry,
+			TLS:             s.rpcServer.TLSConfig,
 		})
 		if err != nil {
 			return fmt.Errorf("server: %w", err)
@@ -452,6 +484,9 @@ func (s *Server) newProfilingServer() error {
 	}
 	s.profilingServer = newHTTPServer(rpc.BoundRequests(pmux, rpc.Bounds{ReadBodyTimeout: cfg.ReadBodyTimeout}),
 		logger, cfg.ReadHeaderTimeout)
+	if s.profilingCerts != nil {
+		s.profilingServer.TLSConfig = s.profilingCerts.ServerConfig("http/1.1")
+	}
 	return nil
 }
 
@@ -572,7 +607,7 @@ func (s *Server) joinCluster(ctx context.Context, rpcAddr string) error {
 	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("server: join cluster: %w", err)
 	}
-	peers := routing.NewPeers(routing.PeersConfig{Secret: secret, Self: advertise})
+	peers := routing.NewPeers(routing.PeersConfig{Secret: secret, Self: advertise, TLS: s.peerTLS})
 	router, err := routing.New(routing.Config{
 		Owners:     mgr,
 		Peers:      peers,
@@ -697,7 +732,11 @@ func (s *Server) Start(ctx context.Context) error {
 			return fmt.Errorf("server: listen profiling port: %w", err)
 		}
 		s.profilingAddr = profLn.Addr().String()
-		s.serve(s.profilingServer.Serve, profLn, "profiling", nil)
+		serveProfiling := s.profilingServer.Serve
+		if s.profilingServer.TLSConfig != nil {
+			serveProfiling = tlsPort{s.profilingServer}.Serve
+		}
+		s.serve(serveProfiling, profLn, "profiling", nil)
 	}
 	s.rpcAddr = rpcLn.Addr().String()
 	if err := s.admin.Start(ctx); err != nil {

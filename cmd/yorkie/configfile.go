@@ -66,7 +66,9 @@ func configSections() map[string]map[string]configKey {
 			"Port":         {flag: "profiling-port"},
 			"PprofEnabled": {flag: "pprof-enabled"},
 			// ours
-			"Addr": {flag: "profiling-addr"},
+			"Addr":     {flag: "profiling-addr"},
+			"CertFile": {flag: "profiling-cert-file"},
+			"KeyFile":  {flag: "profiling-key-file"},
 		},
 		// Upstream's leadership lease; nodes here hold leases in the
 		// session store (SessionStore.NodeTTL).
@@ -109,6 +111,7 @@ func configSections() map[string]map[string]configKey {
 			"MaxConcurrentClusterRPCs":      {flag: "max-concurrent-cluster-rpcs"},
 			"ClusterSecret":                 {flag: "cluster-secret"},
 			// ours
+			"ClusterCAFile":               {flag: "cluster-ca-file"},
 			"SnapshotInterval":            {flag: "snapshot-interval"},
 			"SnapshotThreshold":           {flag: "snapshot-threshold"},
 			"MaxSizePerDocument":          {flag: "max-size-per-document"},

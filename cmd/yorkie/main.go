@@ -181,10 +181,7 @@ func runServer(args []string, stderr io.Writer) int {
 		ProjectCacheTTL:             *projectCacheTTL,
 		Webhooks:                    webhooks,
 	}
-	if err := tlsMetrics.apply(&cfg); err != nil {
-		fmt.Fprintf(stderr, "yorkie server: %v\n", err)
-		return 2
-	}
+	tlsMetrics.apply(&cfg)
 	store, err := openSessionStore(ctx, *storeKind, *etcdEndpoints, *redisAddr, !*redisCloseOnReadOnly, logger)
 	if err != nil {
 		logger.Error("cannot use the session store", "error", err)

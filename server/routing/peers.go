@@ -50,6 +50,9 @@ type PeersConfig struct {
 	Self string
 	// DialTimeout bounds connecting to a peer; 2 s when zero.
 	DialTimeout time.Duration
+	// TLS, when set, calls peers over TLS verified with it (their RPC
+	// ports serve TLS); nil calls them in cleartext.
+	TLS *tls.Config
 }
 
 // Peers keeps connections to every peer it has called. Forwarded calls use
@@ -59,6 +62,7 @@ type PeersConfig struct {
 // so many relayed Watch streams share a few connections.
 type Peers struct {
 	cfg     PeersConfig
+	scheme  string // of the peers' URLs: http:// or https://
 	unary   *http.Client
 	streams *http.Client
 
@@ -87,22 +91,34 @@ func NewPeers(cfg PeersConfig) *Peers {
 		cfg.DialTimeout = 2 * time.Second
 	}
 	dialer := &net.Dialer{Timeout: cfg.DialTimeout, KeepAlive: 15 * time.Second}
+	tlsConfig := &tls.Config{MinVersion: tls.VersionTLS12}
+	scheme := "http://"
+	if cfg.TLS != nil {
+		tlsConfig, scheme = cfg.TLS.Clone(), "https://"
+	}
 	transport := func(protocols *http.Protocols, idle int) *http.Transport {
 		return &http.Transport{
 			Protocols:           protocols,
 			DialContext:         dialer.DialContext,
-			TLSClientConfig:     &tls.Config{MinVersion: tls.VersionTLS12},
+			TLSClientConfig:     tlsConfig.Clone(),
 			MaxIdleConnsPerHost: idle,
 			IdleConnTimeout:     90 * time.Second,
 		}
 	}
-	http1, h2c := new(http.Protocols), new(http.Protocols)
+	// Over TLS the same split: unary calls on HTTP/1.1, streams on HTTP/2
+	// (by ALPN instead of prior knowledge).
+	http1, h2 := new(http.Protocols), new(http.Protocols)
 	http1.SetHTTP1(true)
-	h2c.SetUnencryptedHTTP2(true)
+	if cfg.TLS != nil {
+		h2.SetHTTP2(true)
+	} else {
+		h2.SetUnencryptedHTTP2(true)
+	}
 	return &Peers{
 		cfg:     cfg,
+		scheme:  scheme,
 		unary:   &http.Client{Transport: transport(http1, 64)},
-		streams: &http.Client{Transport: transport(h2c, 4)},
+		streams: &http.Client{Transport: transport(h2, 4)},
 		yorkie:  map[string]v1connect.YorkieServiceClient{},
 		cluster: map[string]clusterv1connect.ClusterServiceClient{},
 	}
@@ -118,8 +134,8 @@ func (p *Peers) Yorkie(addr string) v1connect.YorkieServiceClient {
 	if !ok {
 		sign := connect.WithInterceptors(p.sign(true))
 		c = peerClient{
-			YorkieServiceClient: v1connect.NewYorkieServiceClient(p.unary, "http://"+addr, sign),
-			streams:             v1connect.NewYorkieServiceClient(p.streams, "http://"+addr, connect.WithGRPC(), sign),
+			YorkieServiceClient: v1connect.NewYorkieServiceClient(p.unary, p.scheme+addr, sign),
+			streams:             v1connect.NewYorkieServiceClient(p.streams, p.scheme+addr, connect.WithGRPC(), sign),
 		}
 		p.yorkie[addr] = c
 	}
@@ -132,7 +148,7 @@ func (p *Peers) Cluster(addr string) clusterv1connect.ClusterServiceClient {
 	defer p.mu.Unlock()
 	c, ok := p.cluster[addr]
 	if !ok {
-		c = clusterv1connect.NewClusterServiceClient(p.unary, "http://"+addr,
+		c = clusterv1connect.NewClusterServiceClient(p.unary, p.scheme+addr,
 			connect.WithInterceptors(p.sign(false)))
 		p.cluster[addr] = c
 	}

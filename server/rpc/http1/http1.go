@@ -9,6 +9,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -51,6 +52,7 @@ type Server struct {
 	contentTypes      map[string]bool   // unary content types, served here
 
 	handoff *handoffListener
+	tls     *tls.Config
 
 	mu      sync.Mutex
 	ln      net.Listener
@@ -85,6 +87,10 @@ type Config struct {
 	// (MetricFastRequests), so operators and tests can tell which path
 	// served the traffic; nil keeps it unregistered.
 	Registerer prometheus.Registerer
+	// TLS, when set, serves the port over TLS: connections that negotiate
+	// HTTP/2 by ALPN go to the fallback, HTTP/1.1 ones are served here as
+	// cleartext ones are. Its NextProtos should offer "h2" and "http/1.1".
+	TLS *tls.Config
 	// ReadBodyTimeout bounds reading a request body once its head is in.
 	// Required: the handler behind the fallback bounds bodies on its side,
 	// and only the caller knows that bound.
@@ -147,6 +153,7 @@ func New(cfg Config) (*Server, error) {
 		contentTypes:      unaryContentTypes(),
 		conns:             map[*fastConn]bool{},
 		fallDone:          make(chan struct{}),
+		tls:               cfg.TLS,
 		served: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: MetricFastRequests,
 			Help: "Requests answered by the RPC port's HTTP/1.1 fast loop rather than net/http.",
@@ -154,6 +161,10 @@ func New(cfg Config) (*Server, error) {
 	}
 	if s.idleTimeout <= 0 {
 		s.idleTimeout = s.readHeaderTimeout
+	}
+	if cfg.TLS != nil {
+		withTLS(cfg.Fallback)
+		s.handler = cfg.Fallback.Handler
 	}
 	if cfg.Registerer != nil {
 		if err := cfg.Registerer.Register(s.served); err != nil {
@@ -203,6 +214,9 @@ func (s *Server) Serve(ln net.Listener) error {
 			return fmt.Errorf("accept: %w", err)
 		}
 		backoff = 0
+		if s.tls != nil {
+			conn = tls.Server(conn, s.tls) // the handshake runs on the connection's goroutine
+		}
 		fc := &fastConn{srv: s, conn: conn, remote: conn.RemoteAddr().String(), accepted: time.Now()}
 		if !s.track(fc, true) {
 			_ = conn.Close()
@@ -342,6 +356,8 @@ type fastConn struct {
 	out      []byte // answer buffer, reused
 	wbody    []byte // answer body buffer, reused
 	body     fastBody
+	// tls is the connection's TLS state (nil in cleartext).
+	tls *tls.ConnectionState
 	// deadline is the read deadline set on conn; it is moved only when it
 	// must move by more than a second, to spare the timer updates.
 	deadline time.Time
@@ -359,8 +375,20 @@ func (fc *fastConn) serve(ctx context.Context) {
 			_ = fc.conn.Close()
 		}
 	}()
-	fc.br = bufio.NewReaderSize(fc.conn, fastBufferSize)
 	headBy := fc.accepted.Add(fc.srv.readHeaderTimeout)
+	if tc, ok := fc.conn.(*tls.Conn); ok {
+		if !fc.handshake(ctx, tc, headBy) {
+			return
+		}
+		if fc.tls.NegotiatedProtocol == "h2" {
+			// net/http serves HTTP/2 on the TLS connection itself.
+			fc.srv.track(fc, false)
+			_ = tc.SetReadDeadline(time.Time{})
+			handedOff = fc.srv.handoff.deliver(tc)
+			return
+		}
+	}
+	fc.br = bufio.NewReaderSize(fc.conn, fastBufferSize)
 	fc.setDeadline(headBy, true)
 	for first := true; ; first = false {
 		if !first {
@@ -606,6 +634,7 @@ func (fc *fastConn) parse(hdr []byte) (*http.Request, int, bool) {
 		Host:          host,
 		RemoteAddr:    fc.remote,
 		RequestURI:    path,
+		TLS:           fc.tls,
 	}
 	return req, bodyLen, true
 }

@@ -118,6 +118,11 @@ func (db *DB) ensureAccountIndexes(ctx context.Context) error {
 		{colProjects, mongo.IndexModel{Keys: bson.D{{Key: "owner", Value: 1}, {Key: "name", Value: 1}}, Options: unique("owner_name_unique")}},
 		{colProjects, mongo.IndexModel{Keys: bson.D{{Key: "public_key", Value: 1}}, Options: unique("public_key_unique")}},
 		{colProjects, mongo.IndexModel{Keys: bson.D{{Key: "secret_key", Value: 1}}, Options: unique("secret_key_unique")}},
+		// A project's members, and a user's projects.
+		{colMembers, mongo.IndexModel{Keys: bson.D{{Key: "project_id", Value: 1}}, Options: options.Index().SetName("project_id")}},
+		{colMembers, mongo.IndexModel{Keys: bson.D{{Key: "user_id", Value: 1}}, Options: options.Index().SetName("user_id")}},
+		// Housekeeping reads the projects that set their own threshold.
+		{colProjects, mongo.IndexModel{Keys: bson.D{{Key: "client_deactivate_threshold", Value: 1}}, Options: options.Index().SetName("client_deactivate_threshold")}},
 	}
 	for _, s := range specs {
 		col := db.db.Collection(s.col)
