@@ -59,8 +59,11 @@ const (
 	soloNodeTTL = time.Minute
 	// fencedReleaseTimeout bounds releasing a binding the database fenced.
 	fencedReleaseTimeout = 2 * time.Second
-	idleTimeout          = 2 * time.Minute
 )
+
+// DefaultIdleTimeout is how long a keep-alive connection may stay idle
+// before the server closes it, upstream's --rpc-idle-timeout default.
+const DefaultIdleTimeout = 2 * time.Minute
 
 // Config configures a Server.
 type Config struct {
@@ -84,6 +87,10 @@ type Config struct {
 	// ReadHeaderTimeout bounds the arrival of a request head on the RPC
 	// port (0: DefaultReadHeaderTimeout).
 	ReadHeaderTimeout time.Duration
+	// IdleTimeout is how long a keep-alive connection of the RPC port may
+	// wait for its next request (0: DefaultIdleTimeout). It should exceed
+	// the idle timeout of a load balancer in front.
+	IdleTimeout time.Duration
 	// ReadBodyTimeout bounds the arrival of a request body on the RPC port
 	// once its head is in (0: DefaultReadBodyTimeout).
 	ReadBodyTimeout time.Duration
@@ -440,6 +447,9 @@ func (s *Server) newRPC(router rpc.Router) error {
 		_, _ = w.Write([]byte("ok"))
 	})
 	s.rpcServer = newHTTPServer(withCORS(rpc.BoundRequests(mux, bounds), cfg.AllowedOrigins, s.exposedHeaders()), logger, cfg.ReadHeaderTimeout)
+	if cfg.IdleTimeout > 0 {
+		s.rpcServer.IdleTimeout = cfg.IdleTimeout
+	}
 	s.rpcPort = s.rpcServer
 	s.serveRPCOverTLS()
 	if s.rpcServer.TLSConfig != nil {
@@ -659,7 +669,7 @@ func newHTTPServer(h http.Handler, logger *slog.Logger, readHeaderTimeout time.D
 		Handler:           h,
 		Protocols:         &protocols,
 		ReadHeaderTimeout: readHeaderTimeout,
-		IdleTimeout:       idleTimeout,
+		IdleTimeout:       DefaultIdleTimeout,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
 }

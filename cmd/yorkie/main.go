@@ -53,6 +53,7 @@ func runServer(args []string, stderr io.Writer) int {
 	profilingAddr := fs.String("profiling-addr", "", "address the profiling port listens on (default: --rpc-addr's)")
 	pprofEnabled := fs.Bool("pprof-enabled", false, "serve /debug/pprof/ on the profiling port (unauthenticated: it shows the command line)")
 	readHeaderTimeout := fs.Duration("rpc-read-header-timeout", server.DefaultReadHeaderTimeout, "time a client has to send a request head")
+	idleTimeout := fs.Duration("rpc-idle-timeout", server.DefaultIdleTimeout, "time a keep-alive connection of the RPC port may wait for its next request; keep it above a load balancer's idle timeout")
 	readBodyTimeout := fs.Duration("rpc-read-body-timeout", server.DefaultReadBodyTimeout, "time a client has to send a request body once its head is in")
 	logLevel := stringFlag(fs, []string{"log-level", "l"}, "info", "log level: debug, info, warn, error, panic or fatal")
 	fastHTTP1 := fs.Bool("rpc-fast-http1", true, "answer unary calls over HTTP/1.1 on the server's own loop; false: net/http serves every request")
@@ -141,6 +142,9 @@ func runServer(args []string, stderr io.Writer) int {
 	for _, w := range configWarnings {
 		logger.Warn("config file: " + w)
 	}
+	for _, f := range ignoredFlagsGiven(fs) {
+		logger.Info("upstream flag accepted with no effect", "flag", f[0], "why", f[1])
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -153,6 +157,7 @@ func runServer(args []string, stderr io.Writer) int {
 		MaxRequestBytes:    *maxRequestBytes,
 		ReadHeaderTimeout:  *readHeaderTimeout,
 		ReadBodyTimeout:    *readBodyTimeout,
+		IdleTimeout:        *idleTimeout,
 		DisableFastHTTP1:   !*fastHTTP1,
 		DisableFastJSON:    !*fastJSON,
 		MaxChangesPerPack:  *maxChanges,
