@@ -117,6 +117,13 @@ type Config struct {
 	// AllowedOrigins lists the web origins browsers may call the RPC port
 	// from (CORS); empty allows every origin.
 	AllowedOrigins []string
+	// AdminAllowedOrigins lists the web origins (besides the server's own)
+	// browsers may call the AdminService and /auth/ from, with
+	// credentials; empty: only the server's own origin.
+	AdminAllowedOrigins []string
+	// DashboardDir, when set, is a dashboard build served under
+	// /dashboard/ on the RPC port.
+	DashboardDir string
 
 	// SessionStore records the cluster's members and which node owns each
 	// document. Nodes sharing a store (and a database) form one cluster;
@@ -425,6 +432,15 @@ func (s *Server) newRPC(router rpc.Router) error {
 	mux.Handle(path, yorkieHandler)
 	// The AdminService's requests keep the small default bound.
 	mux.Handle(s.admin.Handler())
+	mux.Handle(s.admin.SessionHandler())
+	if cfg.DashboardDir != "" {
+		dash, err := dashboardHandler(cfg.DashboardDir)
+		if err != nil {
+			return fmt.Errorf("server: %w", err)
+		}
+		mux.Handle(dashboardPrefix, dash)
+		mux.Handle("GET /dashboard", dash)
+	}
 	// Every body is bounded, after decompression, before any handler runs.
 	bounds := rpc.Bounds{
 		Rules:           []rpc.BoundRule{{Prefix: path, MaxBytes: cfg.MaxRequestBytes}},
@@ -446,7 +462,9 @@ func (s *Server) newRPC(router rpc.Router) error {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("ok"))
 	})
-	s.rpcServer = newHTTPServer(withCORS(rpc.BoundRequests(mux, bounds), cfg.AllowedOrigins, s.exposedHeaders()), logger, cfg.ReadHeaderTimeout)
+	bounded := rpc.BoundRequests(mux, bounds)
+	s.rpcServer = newHTTPServer(withAdminCORS(withCORS(bounded, cfg.AllowedOrigins, s.exposedHeaders()), bounded, cfg.AdminAllowedOrigins),
+		logger, cfg.ReadHeaderTimeout)
 	if cfg.IdleTimeout > 0 {
 		s.rpcServer.IdleTimeout = cfg.IdleTimeout
 	}

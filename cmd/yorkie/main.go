@@ -182,6 +182,8 @@ func runServer(args []string, stderr io.Writer) int {
 		ChannelSessionTTL:           *channelTTL,
 		ChannelMaxPayloadBytes:      *channelPayload,
 		Admin:                       admin.settings(fs),
+		AdminAllowedOrigins:         admin.origins(),
+		DashboardDir:                admin.dashboardDir,
 		DisableDefaultProject:       !*useDefaultProject,
 		ProjectCacheTTL:             *projectCacheTTL,
 		Webhooks:                    webhooks,

@@ -66,6 +66,8 @@ type Settings struct {
 	// MaxProjectsPerUser bounds the projects one user may own (0:
 	// DefaultMaxProjectsPerUser; negative: no bound).
 	MaxProjectsPerUser int
+	// GitHub configures log-in with GitHub (off while its ClientID is "").
+	GitHub GitHubSettings
 	// Version and BuildDate are what GetServerVersion reports.
 	Version   string
 	BuildDate string

@@ -294,7 +294,10 @@ type UserInfo struct {
 	// HashedPassword is the password as the caller hashed it; the database
 	// never sees the password itself.
 	HashedPassword string
-	CreatedAt      time.Time
+	// AuthProvider is "" for an account with a password, "github" for one
+	// made by a GitHub log-in (it has no password).
+	AuthProvider string
+	CreatedAt    time.Time
 }
 
 // The default project serves clients sending no API key. Its ID is fixed, as

@@ -280,7 +280,7 @@ func containsString(list []string, s string) bool {
 }
 
 // PrepareImportedDocument writes the document record (ID, project, key,
-// times, removal), with no import mark and no key record: the document is
+// times, removal, schema), with no import mark and no key record: the document is
 // not found by key until PublishImportedDocument. head is the end of its
 // log in this database.
 func (db *DB) PrepareImportedDocument(ctx context.Context, d *database.DocInfo, head int64) error {
@@ -288,7 +288,7 @@ func (db *DB) PrepareImportedDocument(ctx context.Context, d *database.DocInfo, 
 	if err != nil {
 		return fmt.Errorf("import document %q: %w", d.ID, err)
 	}
-	rec := &docRecord{ID: id, ProjectID: d.ProjectID, Key: d.Key, CreatedAt: ms(d.CreatedAt), HeadHint: head}
+	rec := &docRecord{ID: id, ProjectID: d.ProjectID, Key: d.Key, CreatedAt: ms(d.CreatedAt), HeadHint: head, Schema: d.Schema}
 	if !d.RemovedAt.IsZero() {
 		t := ms(d.RemovedAt)
 		rec.RemovedAt = &t
@@ -387,4 +387,38 @@ func (db *DB) ImportedClients(ctx context.Context) (map[string]time.Time, error)
 		out[r.ID.Hex()] = r.Import.SourceUpdatedAt.UTC()
 	}
 	return out, nil
+}
+
+// ImportSchema stores s with its ID; mark as ImportProject.
+// ErrImportConflict if another schema of the project has its name and
+// version.
+func (db *DB) ImportSchema(ctx context.Context, s *database.SchemaInfo, mark string) (bool, error) {
+	id, err := primitive.ObjectIDFromHex(s.ID)
+	if err != nil {
+		return false, fmt.Errorf("import schema %q: %w", s.ID, err)
+	}
+	col := db.db.Collection(colSchemas)
+	var other schemaRecord
+	err = col.FindOne(ctx, bson.D{{Key: "project_id", Value: s.ProjectID}, {Key: "name", Value: s.Name}, {Key: "version", Value: s.Version}}).Decode(&other)
+	if err == nil && other.ID != id {
+		return false, fmt.Errorf("import schema %s (%s): the key belongs to schema %s: %w", s.ID, s.Key(), other.ID.Hex(), ErrImportConflict)
+	}
+	if err != nil && !errors.Is(err, mongo.ErrNoDocuments) {
+		return false, wrapErr("import schema", err)
+	}
+	r := &schemaRecord{
+		ID: id, ProjectID: s.ProjectID, Name: s.Name, Version: s.Version, Body: s.Body,
+		Rules: make([]ruleRecord, len(s.Rules)), CreatedAt: ms(s.CreatedAt),
+	}
+	for i, rule := range s.Rules {
+		r.Rules[i] = ruleRecord{Path: rule.Path, Type: rule.Type}
+		for _, n := range rule.TreeNodes {
+			r.Rules[i].TreeNodes = append(r.Rules[i].TreeNodes, treeNodeRecord(n))
+		}
+	}
+	d, err := toD(r, nil)
+	if err != nil {
+		return false, fmt.Errorf("import schema %s: %w", s.ID, err)
+	}
+	return upsertRaw(ctx, col, id, d, mark)
 }

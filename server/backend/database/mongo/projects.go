@@ -27,11 +27,15 @@ type userRecord struct {
 	ID             primitive.ObjectID `bson:"_id"`
 	Username       string             `bson:"username"`
 	HashedPassword string             `bson:"hashed_password"`
+	AuthProvider   string             `bson:"auth_provider,omitempty"`
 	CreatedAt      time.Time          `bson:"created_at"`
 }
 
 func (r *userRecord) info() *database.UserInfo {
-	return &database.UserInfo{ID: r.ID.Hex(), Username: r.Username, HashedPassword: r.HashedPassword, CreatedAt: r.CreatedAt.UTC()}
+	return &database.UserInfo{
+		ID: r.ID.Hex(), Username: r.Username, HashedPassword: r.HashedPassword,
+		AuthProvider: r.AuthProvider, CreatedAt: r.CreatedAt.UTC(),
+	}
 }
 
 // projectRecord is a project in the projects collection.
@@ -139,11 +143,20 @@ func (db *DB) ensureAccountIndexes(ctx context.Context) error {
 
 // CreateUser implements database.Accounts.
 func (db *DB) CreateUser(ctx context.Context, username, hashedPassword string) (*database.UserInfo, error) {
+	return db.insertUser(ctx, username, hashedPassword, "")
+}
+
+// CreateExternalUser implements database.AccountChanges.
+func (db *DB) CreateExternalUser(ctx context.Context, username, provider string) (*database.UserInfo, error) {
+	return db.insertUser(ctx, username, "", provider)
+}
+
+func (db *DB) insertUser(ctx context.Context, username, hashedPassword, provider string) (*database.UserInfo, error) {
 	id, err := primitive.ObjectIDFromHex(db.clientIDs.Next())
 	if err != nil {
 		return nil, fmt.Errorf("create user %q: %w", username, err)
 	}
-	r := &userRecord{ID: id, Username: username, HashedPassword: hashedPassword, CreatedAt: now()}
+	r := &userRecord{ID: id, Username: username, HashedPassword: hashedPassword, AuthProvider: provider, CreatedAt: now()}
 	if _, err := db.db.Collection(colUsers).InsertOne(ctx, r); err != nil {
 		if mongo.IsDuplicateKeyError(err) {
 			return nil, fmt.Errorf("create user %q: %w", username, database.ErrUserAlreadyExists)
