@@ -269,22 +269,28 @@ func (s *Service) AttachDocument(ctx context.Context, req *connect.Request[api.A
 	if err := s.authorize(ctx, procedure, req.Header(), oneKey(key, packVerb(pack))); err != nil {
 		return nil, s.failRouted(ctx, procedure, rt, err)
 	}
-	if rt.Owner != nil {
-		return relay(ctx, s, procedure, call, rt, rt.Owner.AttachDocument, req.Msg)
-	}
 	attach := func() (*api.AttachDocumentResponse, error) {
 		docID, resp, rules, err := s.backend.AttachDocumentWithSchema(ctx, rt.Epoch, clientID, key, req.Msg.GetSchemaKey(), pack)
 		return &api.AttachDocumentResponse{DocumentId: docID, ChangePack: resp, SchemaRules: toPBRules(rules)}, err
 	}
-	att, err := servePack(ctx, s, pack, attach)
-	if errors.Is(err, backend.ErrStaleRoute) {
-		if rt, err = s.route(ctx, call); err != nil {
-			return nil, toConnectError(err)
-		}
+	var att *api.AttachDocumentResponse
+	for attempt := 0; ; attempt++ {
 		if rt.Owner != nil {
-			return relay(ctx, s, procedure, call, rt, rt.Owner.AttachDocument, req.Msg)
+			resp, err := relay(ctx, s, procedure, call, rt, rt.Owner.AttachDocument, req.Msg)
+			if next, ok := s.reroute(ctx, call, attempt, err); ok {
+				rt = next
+				continue
+			}
+			return resp, err
 		}
 		att, err = servePack(ctx, s, pack, attach)
+		if errors.Is(err, backend.ErrStaleRoute) && attempt < maxReroutes {
+			if rt, err = s.route(ctx, call); err != nil {
+				return nil, toConnectError(err)
+			}
+			continue
+		}
+		break
 	}
 	if err != nil {
 		return nil, s.failRouted(ctx, procedure, rt, err)
@@ -363,28 +369,32 @@ func documentCall[Req, Res any](ctx context.Context, s *Service, req *connect.Re
 	if err := s.authorize(ctx, procedure, req.Header(), s.documentByID(docID, packVerb(pack))); err != nil {
 		return nil, s.failRouted(ctx, procedure, rt, err)
 	}
-	if rt.Owner != nil {
-		return relay(ctx, s, procedure, call, rt, method(rt.Owner), req.Msg)
-	}
-	resp, err := servePack(ctx, s, pack, func() (*Res, error) { return serve(rt.Epoch, clientID, docID, pack) })
-	if errors.Is(err, backend.ErrStaleRoute) {
-		// This node's binding was older than the document's claim (its
-		// owner changed while the binding stood) and has been dropped: route
-		// once more, so a failback costs the client no error.
-		if rt, err = s.route(ctx, call); err != nil {
-			return nil, toConnectError(err)
-		}
+	for attempt := 0; ; attempt++ {
 		if rt.Owner != nil {
-			return relay(ctx, s, procedure, call, rt, method(rt.Owner), req.Msg)
+			resp, err := relay(ctx, s, procedure, call, rt, method(rt.Owner), req.Msg)
+			if next, ok := s.reroute(ctx, call, attempt, err); ok {
+				rt = next
+				continue
+			}
+			return resp, err
 		}
-		resp, err = servePack(ctx, s, pack, func() (*Res, error) { return serve(rt.Epoch, clientID, docID, pack) })
+		resp, err := servePack(ctx, s, pack, func() (*Res, error) { return serve(rt.Epoch, clientID, docID, pack) })
+		if errors.Is(err, backend.ErrStaleRoute) && attempt < maxReroutes {
+			// This node's binding was older than the document's claim (its
+			// owner changed while the binding stood) and has been dropped:
+			// route once more, so a failback costs the client no error.
+			if rt, err = s.route(ctx, call); err != nil {
+				return nil, toConnectError(err)
+			}
+			continue
+		}
+		if err != nil {
+			return nil, s.failRouted(ctx, procedure, rt, err)
+		}
+		out := connect.NewResponse(resp)
+		s.stamp(out.Header(), rt)
+		return out, nil
 	}
-	if err != nil {
-		return nil, s.failRouted(ctx, procedure, rt, err)
-	}
-	out := connect.NewResponse(resp)
-	s.stamp(out.Header(), rt)
-	return out, nil
 }
 
 // validateDocumentCall checks the fields shared by the calls on an attached
