@@ -159,6 +159,9 @@ func projectUpdate(f *api.UpdatableProjectFields) (*database.ProjectUpdate, erro
 	if f.RemoveOnDetach != nil {
 		u.RemoveOnDetach = &f.RemoveOnDetach.Value
 	}
+	if f.AutoRevisionEnabled != nil {
+		u.AutoRevisionEnabled = &f.AutoRevisionEnabled.Value
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, invalidArgument(err)
 	}
@@ -230,6 +233,7 @@ func toProject(p *database.ProjectInfo) *api.Project {
 		MaxAttachmentsPerDocument:   int32(p.MaxAttachmentsPerDocument),
 		MaxSizePerDocument:          int32(p.MaxSizePerDocument),
 		RemoveOnDetach:              p.RemoveOnDetach,
+		AutoRevisionEnabled:         p.AutoRevisionEnabled,
 		CreatedAt:                   timestamppb.New(p.CreatedAt),
 		UpdatedAt:                   timestamppb.New(p.UpdatedAt),
 	}

@@ -354,6 +354,9 @@ type ProjectInfo struct {
 	MaxSizePerDocument        int
 	// RemoveOnDetach removes a document once its last client detaches.
 	RemoveOnDetach bool
+	// AutoRevisionEnabled stores a revision of a document at each of its
+	// snapshots (on by default, as upstream).
+	AutoRevisionEnabled bool
 
 	CreatedAt time.Time
 	UpdatedAt time.Time
@@ -406,6 +409,7 @@ type ProjectUpdate struct {
 	MaxAttachmentsPerDocument *int
 	MaxSizePerDocument        *int
 	RemoveOnDetach            *bool
+	AutoRevisionEnabled       *bool
 }
 
 // Apply writes the set fields of u into p.
@@ -439,6 +443,9 @@ func (u *ProjectUpdate) Apply(p *ProjectInfo) {
 	}
 	if u.RemoveOnDetach != nil {
 		p.RemoveOnDetach = *u.RemoveOnDetach
+	}
+	if u.AutoRevisionEnabled != nil {
+		p.AutoRevisionEnabled = *u.AutoRevisionEnabled
 	}
 	u.AuthWebhook.apply(&p.AuthWebhook)
 	u.EventWebhook.apply(&p.EventWebhook)

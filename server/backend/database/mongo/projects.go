@@ -56,8 +56,11 @@ type projectRecord struct {
 	MaxAttachmentsPerDocument int                `bson:"max_attachments_per_document"`
 	MaxSizePerDocument        int                `bson:"max_size_per_document"`
 	RemoveOnDetach            bool               `bson:"remove_on_detach"`
-	CreatedAt                 time.Time          `bson:"created_at"`
-	UpdatedAt                 time.Time          `bson:"updated_at"`
+	// AutoRevisionEnabled is absent from records stored before it
+	// existed, which keep upstream's default: on.
+	AutoRevisionEnabled *bool     `bson:"auto_revision_enabled,omitempty"`
+	CreatedAt           time.Time `bson:"created_at"`
+	UpdatedAt           time.Time `bson:"updated_at"`
 }
 
 // webhookRecord is a project's webhook call settings. Records stored before
@@ -81,6 +84,7 @@ func (r *projectRecord) info() *database.ProjectInfo {
 		MaxAttachmentsPerDocument: r.MaxAttachmentsPerDocument,
 		MaxSizePerDocument:        r.MaxSizePerDocument,
 		RemoveOnDetach:            r.RemoveOnDetach,
+		AutoRevisionEnabled:       r.AutoRevisionEnabled == nil || *r.AutoRevisionEnabled,
 		CreatedAt:                 r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
 	}
 }
@@ -101,6 +105,7 @@ func projectRecordOf(p *database.ProjectInfo) (*projectRecord, error) {
 		MaxAttachmentsPerDocument: p.MaxAttachmentsPerDocument,
 		MaxSizePerDocument:        p.MaxSizePerDocument,
 		RemoveOnDetach:            p.RemoveOnDetach,
+		AutoRevisionEnabled:       &p.AutoRevisionEnabled,
 		CreatedAt:                 p.CreatedAt, UpdatedAt: p.UpdatedAt,
 	}, nil
 }
