@@ -717,6 +717,8 @@ func registerBackendMetrics(reg prometheus.Registerer, m *backend.Metrics) error
 			Help: "Time documents' locks were held to prepare snapshot answers, which are encoded after the lock is released.",
 		}, func() float64 { return float64(m.AnswerLockNanos.Load()) / 1e9 }),
 		counter("garbage_collected_total", "Tombstones purged from the documents held in memory.", m.GarbageCollected.Load),
+		counter("revisions_stored_total", "Document revisions stored, on request or at snapshots.", m.RevisionsStored.Load),
+		counter("revisions_restored_total", "Document revisions restored.", m.RevisionsRestored.Load),
 		counter("compactions_total", "Documents whose history was compacted into one change.", m.Compactions.Load),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Namespace: "yorkie", Subsystem: "backend", Name: "document_cache_bytes",
