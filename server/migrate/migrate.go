@@ -308,7 +308,7 @@ func (im *Importer) importDocument(ctx context.Context, d *upDocument, marks map
 		r.DocumentsUnchanged++
 		return nil
 	}
-	head, _, err := t.ImportedDocument(ctx, docID)
+	head, err := t.ImportedDocument(ctx, docID)
 	if err != nil {
 		return err
 	}

@@ -181,29 +181,38 @@ func (db *DB) ImportAttachment(ctx context.Context, a *database.Attachment) (boo
 }
 
 // ImportedDocument returns the head of the document's change log in this
-// database (0 if it has none) and the mark of its last complete import
-// (nil if none, or if the document is not here).
-func (db *DB) ImportedDocument(ctx context.Context, docID string) (int64, *ImportMark, error) {
+// database (0 if it has none). ErrImportDiverged if this server wrote
+// changes to the document after the import.
+func (db *DB) ImportedDocument(ctx context.Context, docID string) (int64, error) {
 	id, err := primitive.ObjectIDFromHex(docID)
 	if err != nil {
-		return 0, nil, fmt.Errorf("imported document %q: %w", docID, err)
+		return 0, fmt.Errorf("imported document %q: %w", docID, err)
 	}
 	var rec struct {
-		HeadHint int64       `bson:"head_hint"`
-		Mark     *ImportMark `bson:"import"`
+		HeadHint int64 `bson:"head_hint"`
 	}
 	err = db.documents.FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Decode(&rec)
 	if err != nil && !errors.Is(err, mongo.ErrNoDocuments) {
-		return 0, nil, wrapErr("imported document", err)
+		return 0, wrapErr("imported document", err)
 	}
 	head, err := db.head(ctx, docID, rec.HeadHint)
 	if err != nil {
-		return 0, nil, fmt.Errorf("imported document %s: %w", docID, err)
+		return 0, fmt.Errorf("imported document %s: %w", docID, err)
 	}
-	if rec.Mark != nil {
-		rec.Mark.SourceUpdatedAt = rec.Mark.SourceUpdatedAt.UTC()
+	if head > 0 {
+		// The log must end with a batch an import wrote: a server that
+		// served the document since has numbered changes of its own.
+		var last batchRecord
+		err := db.changes.FindOne(ctx, bson.D{{Key: "doc_id", Value: docID}, {Key: "last_seq", Value: head}},
+			options.FindOne().SetProjection(bson.D{{Key: "epoch", Value: 1}})).Decode(&last)
+		if err != nil {
+			return 0, wrapErr(fmt.Sprintf("imported document %s: read the last batch", docID), err)
+		}
+		if last.Epoch != importedBatch {
+			return 0, fmt.Errorf("document %s: this server wrote its changes up to server_seq %d: %w", docID, head, ErrImportDiverged)
+		}
 	}
-	return head, rec.Mark, nil
+	return head, nil
 }
 
 // ImportChanges appends changes to the document's log, which must end right
@@ -251,7 +260,7 @@ func (db *DB) ImportChanges(ctx context.Context, docID string, changes []*databa
 		size += len(body)
 	}
 	flush()
-	head, _, err := db.ImportedDocument(ctx, docID)
+	head, err := db.ImportedDocument(ctx, docID)
 	if err != nil {
 		return err
 	}
