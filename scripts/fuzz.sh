@@ -19,6 +19,7 @@ targets=(
 	"./server/document FuzzTextSnapshot"
 	"./server/document FuzzTreeOps"
 	"./server/webhook/authwebhook FuzzDecodeAnswer"
+	"./server/schema FuzzCheckBody"
 )
 cache=$(go env GOCACHE)/fuzz
 module=$(go list -m)

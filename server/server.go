@@ -59,8 +59,11 @@ const (
 	soloNodeTTL = time.Minute
 	// fencedReleaseTimeout bounds releasing a binding the database fenced.
 	fencedReleaseTimeout = 2 * time.Second
-	idleTimeout          = 2 * time.Minute
 )
+
+// DefaultIdleTimeout is how long a keep-alive connection may stay idle
+// before the server closes it, upstream's --rpc-idle-timeout default.
+const DefaultIdleTimeout = 2 * time.Minute
 
 // Config configures a Server.
 type Config struct {
@@ -84,6 +87,10 @@ type Config struct {
 	// ReadHeaderTimeout bounds the arrival of a request head on the RPC
 	// port (0: DefaultReadHeaderTimeout).
 	ReadHeaderTimeout time.Duration
+	// IdleTimeout is how long a keep-alive connection of the RPC port may
+	// wait for its next request (0: DefaultIdleTimeout). It should exceed
+	// the idle timeout of a load balancer in front.
+	IdleTimeout time.Duration
 	// ReadBodyTimeout bounds the arrival of a request body on the RPC port
 	// once its head is in (0: DefaultReadBodyTimeout).
 	ReadBodyTimeout time.Duration
@@ -102,6 +109,10 @@ type Config struct {
 	SnapshotThreshold  int
 	MaxSizePerDocument int
 	DocumentCacheBytes int64
+	// SizeHardLimitFactor is how many times its size limit a push may take
+	// a document to (0: backend.DefaultSizeHardLimitFactor; negative: no
+	// bound). The SDK refuses local edits past the limit itself.
+	SizeHardLimitFactor int
 	// Logger receives the server's logs (nil: slog.Default()).
 	Logger *slog.Logger
 	// DB stores the server's data; nil gives the server its own in-memory
@@ -110,6 +121,13 @@ type Config struct {
 	// AllowedOrigins lists the web origins browsers may call the RPC port
 	// from (CORS); empty allows every origin.
 	AllowedOrigins []string
+	// AdminAllowedOrigins lists the web origins (besides the server's own)
+	// browsers may call the AdminService and /auth/ from, with
+	// credentials; empty: only the server's own origin.
+	AdminAllowedOrigins []string
+	// DashboardDir, when set, is a dashboard build served under
+	// /dashboard/ on the RPC port.
+	DashboardDir string
 
 	// SessionStore records the cluster's members and which node owns each
 	// document. Nodes sharing a store (and a database) form one cluster;
@@ -325,6 +343,7 @@ func New(cfg Config) (*Server, error) {
 		DocumentCacheBytes: cfg.DocumentCacheBytes,
 		Projects:           s.projects,
 	}
+	bcfg.SizeHardLimitFactor = cfg.SizeHardLimitFactor
 	if s.clustered() {
 		if err := s.checkCluster(); err != nil {
 			return nil, err
@@ -360,7 +379,8 @@ func New(cfg Config) (*Server, error) {
 		OnProjectUpdated: func(p *database.ProjectInfo) {
 			s.projects.Updated(p)
 		},
-		Owners: adminOwners{s},
+		Compactor: compactor{s},
+		Owners:    adminOwners{s},
 	}); err != nil {
 		s.channels.Close()
 		return nil, fmt.Errorf("server: %w", err)
@@ -418,6 +438,15 @@ func (s *Server) newRPC(router rpc.Router) error {
 	mux.Handle(path, yorkieHandler)
 	// The AdminService's requests keep the small default bound.
 	mux.Handle(s.admin.Handler())
+	mux.Handle(s.admin.SessionHandler())
+	if cfg.DashboardDir != "" {
+		dash, err := dashboardHandler(cfg.DashboardDir)
+		if err != nil {
+			return fmt.Errorf("server: %w", err)
+		}
+		mux.Handle(dashboardPrefix, dash)
+		mux.Handle("GET /dashboard", dash)
+	}
 	// Every body is bounded, after decompression, before any handler runs.
 	bounds := rpc.Bounds{
 		Rules:           []rpc.BoundRule{{Prefix: path, MaxBytes: cfg.MaxRequestBytes}},
@@ -439,7 +468,12 @@ func (s *Server) newRPC(router rpc.Router) error {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("ok"))
 	})
-	s.rpcServer = newHTTPServer(withCORS(rpc.BoundRequests(mux, bounds), cfg.AllowedOrigins, s.exposedHeaders()), logger, cfg.ReadHeaderTimeout)
+	bounded := rpc.BoundRequests(mux, bounds)
+	s.rpcServer = newHTTPServer(withAdminCORS(withCORS(bounded, cfg.AllowedOrigins, s.exposedHeaders()), bounded, cfg.AdminAllowedOrigins),
+		logger, cfg.ReadHeaderTimeout)
+	if cfg.IdleTimeout > 0 {
+		s.rpcServer.IdleTimeout = cfg.IdleTimeout
+	}
 	s.rpcPort = s.rpcServer
 	s.serveRPCOverTLS()
 	if s.rpcServer.TLSConfig != nil {
@@ -659,7 +693,7 @@ func newHTTPServer(h http.Handler, logger *slog.Logger, readHeaderTimeout time.D
 		Handler:           h,
 		Protocols:         &protocols,
 		ReadHeaderTimeout: readHeaderTimeout,
-		IdleTimeout:       idleTimeout,
+		IdleTimeout:       DefaultIdleTimeout,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
 }
@@ -691,6 +725,9 @@ func registerBackendMetrics(reg prometheus.Registerer, m *backend.Metrics) error
 			Help: "Time documents' locks were held to prepare snapshot answers, which are encoded after the lock is released.",
 		}, func() float64 { return float64(m.AnswerLockNanos.Load()) / 1e9 }),
 		counter("garbage_collected_total", "Tombstones purged from the documents held in memory.", m.GarbageCollected.Load),
+		counter("revisions_stored_total", "Document revisions stored, on request or at snapshots.", m.RevisionsStored.Load),
+		counter("revisions_restored_total", "Document revisions restored.", m.RevisionsRestored.Load),
+		counter("compactions_total", "Documents whose history was compacted into one change.", m.Compactions.Load),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Namespace: "yorkie", Subsystem: "backend", Name: "document_cache_bytes",
 			Help: "Estimated heap bytes of the documents held built in memory, with the states their snapshots were taken of.",

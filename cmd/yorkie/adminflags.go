@@ -2,6 +2,7 @@ package main
 
 import (
 	"flag"
+	"strings"
 	"time"
 
 	"github.com/yorkie-affinity/yorkie/server/admin"
@@ -14,6 +15,9 @@ type serverAdminFlags struct {
 	duration               time.Duration
 	signUp                 bool
 	maxProjects            int
+	dashboardDir           string
+	adminOrigins           string
+	github                 admin.GitHubSettings
 }
 
 func adminFlags(fs *flag.FlagSet) *serverAdminFlags {
@@ -32,7 +36,29 @@ func adminFlags(fs *flag.FlagSet) *serverAdminFlags {
 	}
 	fs.BoolVar(&f.signUp, "auth-signup-enabled", true, "let anyone create an account with SignUp (false: only the admin account and accounts made before)")
 	fs.IntVar(&f.maxProjects, "auth-max-projects-per-user", admin.DefaultMaxProjectsPerUser, "most projects one user may own; 0 or negative: no bound")
+	fs.StringVar(&f.dashboardDir, "dashboard-dir", "", "serve the dashboard build in this directory under /dashboard/ on the RPC port")
+	fs.StringVar(&f.adminOrigins, "admin-allowed-origins", "", "comma-separated web origins (besides the server's own) allowed to call the AdminService and /auth/ with credentials, e.g. a dashboard served elsewhere")
+	gh := &f.github
+	fs.StringVar(&gh.ClientID, "auth-github-client-id", "", "GitHub OAuth client ID (set: log-in with GitHub is on)")
+	fs.StringVar(&gh.ClientSecret, "auth-github-client-secret", "", "GitHub OAuth client secret")
+	fs.StringVar(&gh.RedirectURL, "auth-github-redirect-url", "http://localhost:8080/auth/github/callback", "GitHub OAuth callback URL of this server")
+	fs.StringVar(&gh.CallbackRedirectURL, "auth-github-callback-redirect-url", "http://localhost:5173/dashboard", "where the browser goes after a GitHub log-in")
+	fs.StringVar(&gh.UserURL, "auth-github-user-url", admin.DefaultGitHubUserURL, "GitHub user API URL")
+	fs.StringVar(&gh.AuthURL, "auth-github-auth-url", admin.DefaultGitHubAuthURL, "GitHub OAuth2 authorization URL")
+	fs.StringVar(&gh.TokenURL, "auth-github-token-url", admin.DefaultGitHubTokenURL, "GitHub OAuth2 token URL")
+	fs.StringVar(&gh.DeviceAuthURL, "auth-github-device-auth-url", admin.DefaultGitHubDeviceAuthURL, "GitHub OAuth2 device authorization URL (accepted for compatibility)")
 	return f
+}
+
+// origins returns the --admin-allowed-origins list.
+func (f *serverAdminFlags) origins() []string {
+	var out []string
+	for _, o := range strings.Split(f.adminOrigins, ",") {
+		if o = strings.TrimRight(strings.TrimSpace(o), "/"); o != "" {
+			out = append(out, o)
+		}
+	}
+	return out
 }
 
 // settings returns the AdminService settings. A password given on the
@@ -50,7 +76,7 @@ func (f *serverAdminFlags) settings(fs *flag.FlagSet) admin.Settings {
 	return admin.Settings{
 		TokenSecret: f.secret, TokenDuration: f.duration,
 		User: f.user, Password: f.password, ResetPassword: reset,
-		SignUpDisabled: !f.signUp, MaxProjectsPerUser: maxProjects,
+		SignUpDisabled: !f.signUp, MaxProjectsPerUser: maxProjects, GitHub: f.github,
 		Version: version, BuildDate: buildDate,
 	}
 }

@@ -125,9 +125,6 @@ func (c *cli) documentCreateCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if root == "" {
-				root = "{}"
-			}
 			ctx, cancel := callContext()
 			defer cancel()
 			req, err := projectRequest(ctx, s, args[0], &api.CreateDocumentRequest{DocumentKey: args[1], InitialRoot: root})
@@ -142,7 +139,7 @@ func (c *cli) documentCreateCommand() *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&root, "initial-root", "", "YSON of the document's initial root (default {})")
+	cmd.Flags().StringVar(&root, "initial-root", "", "YSON of the document's initial root (default: an empty root)")
 	return cmd
 }
 

@@ -53,6 +53,7 @@ func runServer(args []string, stderr io.Writer) int {
 	profilingAddr := fs.String("profiling-addr", "", "address the profiling port listens on (default: --rpc-addr's)")
 	pprofEnabled := fs.Bool("pprof-enabled", false, "serve /debug/pprof/ on the profiling port (unauthenticated: it shows the command line)")
 	readHeaderTimeout := fs.Duration("rpc-read-header-timeout", server.DefaultReadHeaderTimeout, "time a client has to send a request head")
+	idleTimeout := fs.Duration("rpc-idle-timeout", server.DefaultIdleTimeout, "time a keep-alive connection of the RPC port may wait for its next request; keep it above a load balancer's idle timeout")
 	readBodyTimeout := fs.Duration("rpc-read-body-timeout", server.DefaultReadBodyTimeout, "time a client has to send a request body once its head is in")
 	logLevel := stringFlag(fs, []string{"log-level", "l"}, "info", "log level: debug, info, warn, error, panic or fatal")
 	fastHTTP1 := fs.Bool("rpc-fast-http1", true, "answer unary calls over HTTP/1.1 on the server's own loop; false: net/http serves every request")
@@ -62,6 +63,7 @@ func runServer(args []string, stderr io.Writer) int {
 	snapshotInterval := fs.Int("snapshot-interval", backend.DefaultSnapshotInterval, "changes between stored snapshots of a document; negative: none")
 	snapshotThreshold := fs.Int("snapshot-threshold", backend.DefaultSnapshotThreshold, "changes a client must be behind to get a snapshot instead of changes; negative: never")
 	maxDocSize := fs.Int("max-size-per-document", backend.DefaultMaxSizePerDocument, "largest document size in bytes, as the SDK counts it; negative: no bound")
+	sizeHardFactor := fs.Int("document-size-hard-limit-factor", backend.DefaultSizeHardLimitFactor, "a push may take a document to this many times its size limit (the SDK refuses local edits past the limit itself); negative: no bound")
 	docCacheBytes := fs.Int64("document-cache-bytes", backend.DefaultDocumentCacheBytes, "bound on the estimated Go heap of the documents kept built in memory")
 	mongoURI := fs.String("mongo-connection-uri", "", "MongoDB connection URI; empty keeps everything in memory")
 	mongoDatabase := stringFlag(fs, []string{"mongo-database", "mongo-yorkie-database"}, mongo.DefaultDatabase, "MongoDB database name")
@@ -141,6 +143,9 @@ func runServer(args []string, stderr io.Writer) int {
 	for _, w := range configWarnings {
 		logger.Warn("config file: " + w)
 	}
+	for _, f := range ignoredFlagsGiven(fs) {
+		logger.Info("upstream flag accepted with no effect", "flag", f[0], "why", f[1])
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -153,6 +158,7 @@ func runServer(args []string, stderr io.Writer) int {
 		MaxRequestBytes:    *maxRequestBytes,
 		ReadHeaderTimeout:  *readHeaderTimeout,
 		ReadBodyTimeout:    *readBodyTimeout,
+		IdleTimeout:        *idleTimeout,
 		DisableFastHTTP1:   !*fastHTTP1,
 		DisableFastJSON:    !*fastJSON,
 		MaxChangesPerPack:  *maxChanges,
@@ -177,10 +183,13 @@ func runServer(args []string, stderr io.Writer) int {
 		ChannelSessionTTL:           *channelTTL,
 		ChannelMaxPayloadBytes:      *channelPayload,
 		Admin:                       admin.settings(fs),
+		AdminAllowedOrigins:         admin.origins(),
+		DashboardDir:                admin.dashboardDir,
 		DisableDefaultProject:       !*useDefaultProject,
 		ProjectCacheTTL:             *projectCacheTTL,
 		Webhooks:                    webhooks,
 	}
+	cfg.SizeHardLimitFactor = *sizeHardFactor
 	tlsMetrics.apply(&cfg)
 	store, err := openSessionStore(ctx, *storeKind, *etcdEndpoints, *redisAddr, !*redisCloseOnReadOnly, logger)
 	if err != nil {

@@ -9,6 +9,22 @@ import (
 	"time"
 )
 
+// ignoredUsage starts the usage of the upstream flags that change nothing
+// here.
+const ignoredUsage = "upstream's flag, accepted with no effect: "
+
+// ignoredFlagsGiven lists the given flags that change nothing here, each
+// with why, so the log can say so.
+func ignoredFlagsGiven(fs *flag.FlagSet) [][2]string {
+	var out [][2]string
+	fs.Visit(func(f *flag.Flag) {
+		if why, ok := strings.CutPrefix(f.Usage, ignoredUsage); ok {
+			out = append(out, [2]string{"--" + f.Name, why})
+		}
+	})
+	return out
+}
+
 // Flags of upstream Yorkie's "yorkie server" that this server accepts so an
 // upstream command line keeps working, but that change nothing here: each
 // tunes a part this server does differently. The reason is in the usage.
@@ -21,14 +37,14 @@ func registerIgnoredUpstreamFlags(fs *flag.FlagSet) {
 		{"backend-gateway-addr", "localhost:8080", "calls for a document another node owns are forwarded to the owner directly, not through a gateway"},
 		{"mongo-monitoring-slow-query-threshold", "100ms", "no query monitoring; the database calls' latency is in /metrics"},
 	} {
-		fs.String(f.name, f.def, "upstream's flag, accepted with no effect: "+f.reason)
+		fs.String(f.name, f.def, ignoredUsage+f.reason)
 	}
 	for _, f := range []ignored{
 		{"backend-snapshot-disable-gc", "false", "a snapshot stores the document as the SDK builds it"},
 		{"mongo-monitoring-enabled", "false", "no query monitoring; the database calls' latency is in /metrics"},
 		{"mongo-cache-stats-enabled", "false", "this server keeps no upstream-style MongoDB caches"},
 	} {
-		fs.Bool(f.name, f.def == "true", "upstream's flag, accepted with no effect: "+f.reason)
+		fs.Bool(f.name, f.def == "true", ignoredUsage+f.reason)
 	}
 	for _, f := range []struct {
 		name   string
@@ -46,14 +62,13 @@ func registerIgnoredUpstreamFlags(fs *flag.FlagSet) {
 		{"cluster-client-pool-size", 1, "node-to-node calls share one HTTP/2 client per peer"},
 		{"max-concurrent-cluster-rpcs", 5000, "node-to-node calls are bounded by the callers' own limits"},
 	} {
-		fs.Int(f.name, f.def, "upstream's flag, accepted with no effect: "+f.reason)
+		fs.Int(f.name, f.def, ignoredUsage+f.reason)
 	}
 	for _, f := range []struct {
 		name   string
 		def    time.Duration
 		reason string
 	}{
-		{"rpc-idle-timeout", 2 * time.Minute, "idle keep-alive connections are closed after the server's own idle timeout"},
 		{"mongo-ping-timeout", 5 * time.Second, "the connection is checked within --mongo-connection-timeout"},
 		{"mongo-cache-stats-interval", 30 * time.Second, "this server keeps no upstream-style MongoDB caches"},
 		{"housekeeping-project-stats-refresh-interval", 5 * time.Minute, "project statistics are read when asked for"},
@@ -62,7 +77,7 @@ func registerIgnoredUpstreamFlags(fs *flag.FlagSet) {
 		{"cluster-rpc-timeout", 10 * time.Second, "a forwarded call ends with the call it serves"},
 		{"cluster-client-timeout", 30 * time.Second, "a forwarded call ends with the call it serves"},
 	} {
-		fs.Duration(f.name, f.def, "upstream's flag, accepted with no effect: "+f.reason)
+		fs.Duration(f.name, f.def, ignoredUsage+f.reason)
 	}
 }
 

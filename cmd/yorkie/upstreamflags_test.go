@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"flag"
 	"regexp"
 	"strings"
 	"testing"
@@ -46,7 +47,7 @@ func upstreamServerFlags() []upstreamFlag {
 		{"rpc-cert-file", "", served, ""},
 		{"rpc-key-file", "", served, ""},
 		{"rpc-read-header-timeout", "5s", served, "ours 10s: slow mobile clients; --rpc-read-body-timeout bounds the rest"},
-		{"rpc-idle-timeout", "2m0s", ignored, ""},
+		{"rpc-idle-timeout", "2m0s", served, ""},
 		{"profiling-port", "8081", served, ""},
 		{"pprof-enabled", "false", served, ""},
 		{"backend-admin-token-duration", "168h0m0s", served, ""},
@@ -196,6 +197,18 @@ func TestServerFlagErrors(t *testing.T) {
 		assert.Equal(t, 2, run(append([]string{"server"}, tc.args...), &stdout, &stderr), "%v", tc.args)
 		assert.Contains(t, stderr.String(), tc.want, "%v", tc.args)
 	}
+}
+
+func TestIgnoredFlagsGiven(t *testing.T) {
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	registerIgnoredUpstreamFlags(fs)
+	fs.Int("rpc-port", 0, "")
+	require.NoError(t, fs.Parse([]string{"--rpc-port", "1", "--backend-gateway-addr", "gw:80", "--mongo-doc-cache-size", "5"}))
+	given := ignoredFlagsGiven(fs)
+	require.Len(t, given, 2)
+	assert.Equal(t, "--backend-gateway-addr", given[0][0])
+	assert.Contains(t, given[0][1], "forwarded to the owner directly")
+	assert.Equal(t, "--mongo-doc-cache-size", given[1][0])
 }
 
 func TestParseLogLevel(t *testing.T) {

@@ -66,6 +66,8 @@ type Settings struct {
 	// MaxProjectsPerUser bounds the projects one user may own (0:
 	// DefaultMaxProjectsPerUser; negative: no bound).
 	MaxProjectsPerUser int
+	// GitHub configures log-in with GitHub (off while its ClientID is "").
+	GitHub GitHubSettings
 	// Version and BuildDate are what GetServerVersion reports.
 	Version   string
 	BuildDate string
@@ -84,6 +86,8 @@ type Config struct {
 	// stored, so this node applies the new settings without waiting for its
 	// caches to expire.
 	OnProjectUpdated func(*database.ProjectInfo)
+	// Compactor serves CompactDocumentByAdmin (nil: unimplemented).
+	Compactor Compactor
 	// Owners serves the document and channel calls at the owners of the
 	// documents and channel groups (nil: those calls answer unavailable).
 	Owners Owners

@@ -108,7 +108,7 @@ func (s *Service) CreateSchema(ctx context.Context, req *connect.Request[api.Cre
 	m := req.Msg
 	rules := fromPBRules(m.GetRules())
 	if err := errors.Join(validateSchemaName(m.GetSchemaName()), validateSchemaVersion(m.GetSchemaVersion()),
-		schema.CheckRules(rules)); err != nil {
+		schema.CheckBody(m.GetSchemaBody()), schema.CheckRules(rules)); err != nil {
 		return nil, invalidArgument(err)
 	}
 	created, err := s.db.CreateSchema(ctx, &database.SchemaInfo{

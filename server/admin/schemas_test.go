@@ -59,7 +59,7 @@ func TestSchemas(t *testing.T) {
 			require.Len(t, s.Rules, 1)
 			assert.Equal(t, "$.count", s.Rules[0].Path)
 
-			_, err = c.CreateSchema(ctx, withKey(&api.CreateSchemaRequest{SchemaName: "note", SchemaVersion: 1, SchemaBody: "x"}, secret))
+			_, err = c.CreateSchema(ctx, withKey(&api.CreateSchemaRequest{SchemaName: "note", SchemaVersion: 1, SchemaBody: "type Document = {};"}, secret))
 			wantCode(t, err, connect.CodeAlreadyExists, "ErrSchemaAlreadyExists")
 			// Schema calls name no project: an admin token alone does not
 			// say which, as upstream.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
 	"github.com/yorkie-affinity/yorkie/server/backend/database/mongo"
 	"github.com/yorkie-affinity/yorkie/server/migrate"
@@ -137,4 +138,29 @@ func watchHeap() func() uint64 {
 		defer mu.Unlock()
 		return peak
 	}
+}
+
+// A document this server wrote to after the import is not overwritten by
+// a later run when upstream wrote to it too: the run reports it diverged
+// and imports the rest.
+func TestCatchUpRefusesADocumentThatDiverged(t *testing.T) {
+	g, im, target, ctx := generatedEnv(t, 2, 10)
+	_, err := im.Run(ctx)
+	require.NoError(t, err)
+
+	docID := g.docs[0].Hex()
+	require.NoError(t, target.AppendChanges(ctx, docID, 0, []*database.Change{{
+		ServerSeq: 11, ActorID: g.actors[0].Hex(), ClientSeq: 11,
+		Body: &api.Change{Id: &api.ChangeID{ServerSeq: 11, ClientSeq: 11, ActorId: g.actors[0][:], VersionVector: &api.VersionVector{}}},
+	}}))
+	require.NoError(t, g.appendChanges(ctx, 0, 3))
+	require.NoError(t, g.appendChanges(ctx, 1, 3))
+
+	rep, err := im.Run(ctx)
+	require.ErrorIs(t, err, mongo.ErrImportDiverged)
+	require.Contains(t, err.Error(), docID)
+	require.EqualValues(t, 3, rep.ChangesCopied, "the other document catches up")
+	info, err := target.FindDocument(ctx, database.DefaultProjectID, docID)
+	require.NoError(t, err)
+	require.EqualValues(t, 11, info.ServerSeq, "this server's change stays")
 }

@@ -55,7 +55,7 @@ type Config struct {
 
 // Report counts what a run saw and wrote.
 type Report struct {
-	Projects, Users, Documents, Clients int
+	Projects, Users, Members, Schemas, Documents, Clients int
 	// Written counts the records a run created or changed, by kind; a run
 	// over an unchanged source writes nothing.
 	Written map[string]int
@@ -134,6 +134,12 @@ func (im *Importer) Run(ctx context.Context) (*Report, error) {
 	if err := im.importProjects(ctx, r); err != nil {
 		return r, err
 	}
+	if err := im.importMembers(ctx, r); err != nil {
+		return r, err
+	}
+	if err := im.importSchemas(ctx, r); err != nil {
+		return r, err
+	}
 	imported, err := im.importDocuments(ctx, r)
 	if err != nil {
 		return r, err
@@ -195,6 +201,46 @@ func (im *Importer) importProjects(ctx context.Context, r *Report) error {
 			return fmt.Errorf("project %s (%s): %w", p.ID.Hex(), p.Name, err)
 		}
 		r.count("projects", w)
+		return nil
+	})
+}
+
+// importMembers adds the members upstream's projects invited. An owner
+// needs no member record here: the project's owner holds that role.
+func (im *Importer) importMembers(ctx context.Context, r *Report) error {
+	return each(ctx, im.src.Collection("members"), bson.D{}, byID, func(m *upMember, _ bson.Raw) error {
+		r.Members++
+		role, err := database.ParseMemberRole(m.Role)
+		if err != nil {
+			return fmt.Errorf("member %s of project %s: %w: %w", m.UserID.Hex(), m.ProjectID.Hex(), ErrAnotherLayout, err)
+		}
+		if role == database.RoleOwner {
+			return nil
+		}
+		err = im.cfg.Target.AddMember(ctx, &database.MemberInfo{
+			ProjectID: m.ProjectID.Hex(), UserID: m.UserID.Hex(), Role: role,
+			InvitedBy: m.InvitedBy.Hex(), InvitedAt: m.InvitedAt.UTC().Truncate(time.Millisecond),
+		})
+		if errors.Is(err, database.ErrMemberAlreadyExists) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("member %s of project %s: %w", m.UserID.Hex(), m.ProjectID.Hex(), err)
+		}
+		r.count("members", true)
+		return nil
+	})
+}
+
+// importSchemas imports the projects' schemas with their IDs.
+func (im *Importer) importSchemas(ctx context.Context, r *Report) error {
+	return each(ctx, im.src.Collection("schemas"), bson.D{}, byID, func(s *upSchema, raw bson.Raw) error {
+		r.Schemas++
+		w, err := im.cfg.Target.ImportSchema(ctx, s.info(), sourceMark(raw))
+		if err != nil {
+			return fmt.Errorf("schema %s (%s@%d of project %s): %w", s.ID.Hex(), s.Name, s.Version, s.ProjectID.Hex(), err)
+		}
+		r.count("schemas", w)
 		return nil
 	})
 }
@@ -262,7 +308,7 @@ func (im *Importer) importDocument(ctx context.Context, d *upDocument, marks map
 		r.DocumentsUnchanged++
 		return nil
 	}
-	head, _, err := t.ImportedDocument(ctx, docID)
+	head, err := t.ImportedDocument(ctx, docID)
 	if err != nil {
 		return err
 	}

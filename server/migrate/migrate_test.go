@@ -26,13 +26,25 @@ type expected struct {
 		PublicKey string `json:"public_key"`
 		SecretKey string `json:"secret_key"`
 	} `json:"projects"`
+	Schemas []struct {
+		Project string `json:"project"`
+		Name    string `json:"name"`
+		Version int    `json:"version"`
+		Body    string `json:"body"`
+		ID      string `json:"id"`
+		Rules   []struct {
+			Path string `json:"path"`
+			Type string `json:"type"`
+		} `json:"rules"`
+	} `json:"schemas"`
 	Documents []struct {
-		Project       string `json:"project"`
-		Key           string `json:"key"`
-		ID            string `json:"id"`
-		Removed       bool   `json:"removed"`
-		ChangesPushed int64  `json:"changes_pushed"`
-		ChangesStored int64  `json:"changes_stored"`
+		Schema        *string `json:"schema"`
+		Project       string  `json:"project"`
+		Key           string  `json:"key"`
+		ID            string  `json:"id"`
+		Removed       bool    `json:"removed"`
+		ChangesPushed int64   `json:"changes_pushed"`
+		ChangesStored int64   `json:"changes_stored"`
 	} `json:"documents"`
 	AttachedClients []struct {
 		ClientID   string `json:"client_id"`
@@ -132,6 +144,9 @@ func TestImportUpstreamDataSet(t *testing.T) {
 		byKey, err := target.FindDocumentByKey(ctx, projectID[d.Project], d.Key)
 		require.NoError(t, err, d.Key)
 		require.Equal(t, d.ID, byKey.ID)
+		if d.Schema != nil {
+			require.Equal(t, *d.Schema, info.Schema, d.Key)
+		}
 		stored += d.ChangesStored
 	}
 	require.Equal(t, stored, rep.ChangesCopied)
@@ -142,6 +157,19 @@ func TestImportUpstreamDataSet(t *testing.T) {
 		require.Equal(t, c.Checkpoint.ServerSeq.String(), json.Number(itoa(a.ServerSeq)).String())
 		require.Equal(t, c.Checkpoint.ClientSeq, a.ClientSeq)
 		require.NotEmpty(t, a.VersionVector)
+	}
+
+	require.NotEmpty(t, want.Schemas)
+	for _, s := range want.Schemas {
+		got, err := target.FindSchema(ctx, projectID[s.Project], s.Name, s.Version)
+		require.NoError(t, err, s.Name)
+		require.Equal(t, s.ID, got.ID)
+		require.Equal(t, s.Body, got.Body)
+		require.Len(t, got.Rules, len(s.Rules))
+		for i, r := range s.Rules {
+			require.Equal(t, r.Path, got.Rules[i].Path)
+			require.Equal(t, r.Type, got.Rules[i].Type)
+		}
 	}
 
 	// A second run over the same source writes nothing.

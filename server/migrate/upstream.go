@@ -160,6 +160,41 @@ type upUser struct {
 	CreatedAt      time.Time          `bson:"created_at"`
 }
 
+// upSchema is a row of schemas.
+type upSchema struct {
+	ID        primitive.ObjectID `bson:"_id"`
+	ProjectID primitive.ObjectID `bson:"project_id"`
+	Name      string             `bson:"name"`
+	Version   int                `bson:"version"`
+	Body      string             `bson:"body"`
+	Rules     []struct {
+		Path      string                  `bson:"path"`
+		Type      string                  `bson:"type"`
+		TreeNodes []database.TreeNodeRule `bson:"tree_nodes"`
+	} `bson:"rules"`
+	CreatedAt time.Time `bson:"created_at"`
+}
+
+func (s *upSchema) info() *database.SchemaInfo {
+	out := &database.SchemaInfo{
+		ID: s.ID.Hex(), ProjectID: s.ProjectID.Hex(), Name: s.Name, Version: s.Version, Body: s.Body,
+		Rules: make([]database.Rule, len(s.Rules)), CreatedAt: s.CreatedAt,
+	}
+	for i, r := range s.Rules {
+		out.Rules[i] = database.Rule{Path: r.Path, Type: r.Type, TreeNodes: r.TreeNodes}
+	}
+	return out
+}
+
+// upMember is a row of members.
+type upMember struct {
+	ProjectID primitive.ObjectID `bson:"project_id"`
+	UserID    primitive.ObjectID `bson:"user_id"`
+	Role      string             `bson:"role"`
+	InvitedBy primitive.ObjectID `bson:"invited_by"`
+	InvitedAt time.Time          `bson:"invited_at"`
+}
+
 // upDocument is a row of documents.
 type upDocument struct {
 	ID        primitive.ObjectID `bson:"_id"`
@@ -169,12 +204,14 @@ type upDocument struct {
 	CreatedAt time.Time          `bson:"created_at"`
 	UpdatedAt time.Time          `bson:"updated_at"`
 	RemovedAt time.Time          `bson:"removed_at"`
+	// Schema is absent, "" or the key of the schema the document is bound to.
+	Schema string `bson:"schema"`
 }
 
 func (d *upDocument) info() *database.DocInfo {
 	return &database.DocInfo{
 		ID: d.ID.Hex(), ProjectID: d.ProjectID.Hex(), Key: d.Key,
-		ServerSeq: d.ServerSeq, CreatedAt: d.CreatedAt, RemovedAt: d.RemovedAt,
+		ServerSeq: d.ServerSeq, CreatedAt: d.CreatedAt, RemovedAt: d.RemovedAt, Schema: d.Schema,
 	}
 }
 

@@ -2,11 +2,13 @@ package migrate
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"go.mongodb.org/mongo-driver/bson"
 
 	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
+	"github.com/yorkie-affinity/yorkie/server/backend/database"
 	"github.com/yorkie-affinity/yorkie/server/document"
 )
 
@@ -51,10 +53,15 @@ func (im *Importer) Verify(ctx context.Context) (*VerifyReport, error) {
 				Project: d.ProjectID.Hex(), Key: d.Key, DocID: d.ID.Hex(), ServerSeq: seq, Problem: fmt.Sprintf(format, args...),
 			})
 		}
-		head, _, err := im.cfg.Target.ImportedDocument(ctx, d.ID.Hex())
+		info, err := im.cfg.Target.FindDocument(ctx, d.ProjectID.Hex(), d.ID.Hex())
+		if errors.Is(err, database.ErrDocumentNotFound) {
+			diff(d.ServerSeq, "not imported")
+			return nil
+		}
 		if err != nil {
 			return err
 		}
+		head := info.ServerSeq
 		if head != d.ServerSeq {
 			diff(d.ServerSeq, "the log here ends at server_seq %d", head)
 			return nil

@@ -102,8 +102,13 @@ func channelCall[Req, Res any](ctx context.Context, s *Service, req *connect.Req
 	if err := s.authorize(ctx, procedure, req.Header(), oneKey(key, verb)); err != nil {
 		return nil, s.failRouted(ctx, procedure, rt, err)
 	}
-	if rt.Owner != nil {
-		return relay(ctx, s, procedure, call, rt, method(rt.Owner), req.Msg)
+	for attempt := 0; rt.Owner != nil; attempt++ {
+		resp, err := relay(ctx, s, procedure, call, rt, method(rt.Owner), req.Msg)
+		next, ok := s.reroute(ctx, call, attempt, err)
+		if !ok {
+			return resp, err
+		}
+		rt = next
 	}
 	if err := s.backend.CheckClient(ctx, clientID); err != nil {
 		return nil, s.failRouted(ctx, procedure, rt, err)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"syscall"
 
 	"connectrpc.com/connect"
 
@@ -42,8 +43,10 @@ func (s *Service) route(ctx context.Context, call routing.DocumentCall) (routing
 			// A client the server does not know (a restart lost its state)
 			// must hear that first: the SDK then starts over, while a document
 			// error would stop its sync without a word.
-			if cerr := s.backend.CheckClient(ctx, call.ClientID); cerr != nil {
-				err = cerr
+			if call.ClientID != "" {
+				if cerr := s.backend.CheckClient(ctx, call.ClientID); cerr != nil {
+					err = cerr
+				}
 			}
 			return routing.Route{}, err
 		}
@@ -54,6 +57,40 @@ func (s *Service) route(ctx context.Context, call routing.DocumentCall) (routing
 		return routing.Route{}, routeError(err)
 	}
 	return rt, nil
+}
+
+// maxReroutes bounds how often one call is routed again after its owner
+// turned out wrong or gone.
+const maxReroutes = 2
+
+// reroute decides, after attempt relays of call ended with err, whether the
+// call is routed again and returns the new route. It is when the owner did
+// nothing with the call: it refused it as not its own (ErrWrongNode: the
+// binding moved) or as shutting down, or could not be reached at all. A
+// PushPull is also sent again after any failure to reach its owner, which
+// may have stored its changes: the next owner drops the changes it already
+// has. So an ownership change, a drain or a crash costs the client no error
+// in forward mode. The relay has made the router forget the failed owner.
+func (s *Service) reroute(ctx context.Context, call routing.DocumentCall, attempt int, err error) (routing.Route, bool) {
+	var ce *connect.Error
+	if err == nil || attempt >= maxReroutes || ctx.Err() != nil || !errors.As(err, &ce) {
+		return routing.Route{}, false
+	}
+	switch errorName(ce) {
+	case CodeWrongNode, CodeShuttingDown:
+	case CodeUnavailable:
+		if call.Kind != routing.CallPushPull && !errors.Is(err, syscall.ECONNREFUSED) {
+			return routing.Route{}, false
+		}
+	default:
+		return routing.Route{}, false
+	}
+	rt, rerr := s.route(ctx, call)
+	if rerr != nil {
+		return routing.Route{}, false
+	}
+	s.logger.DebugContext(ctx, "call routed again", "kind", call.Kind, "after", err)
+	return rt, true
 }
 
 // routeError gives a routing refusal the Connect error clients expect.

@@ -269,22 +269,28 @@ func (s *Service) AttachDocument(ctx context.Context, req *connect.Request[api.A
 	if err := s.authorize(ctx, procedure, req.Header(), oneKey(key, packVerb(pack))); err != nil {
 		return nil, s.failRouted(ctx, procedure, rt, err)
 	}
-	if rt.Owner != nil {
-		return relay(ctx, s, procedure, call, rt, rt.Owner.AttachDocument, req.Msg)
-	}
 	attach := func() (*api.AttachDocumentResponse, error) {
 		docID, resp, rules, err := s.backend.AttachDocumentWithSchema(ctx, rt.Epoch, clientID, key, req.Msg.GetSchemaKey(), pack)
 		return &api.AttachDocumentResponse{DocumentId: docID, ChangePack: resp, SchemaRules: toPBRules(rules)}, err
 	}
-	att, err := servePack(ctx, s, pack, attach)
-	if errors.Is(err, backend.ErrStaleRoute) {
-		if rt, err = s.route(ctx, call); err != nil {
-			return nil, toConnectError(err)
-		}
+	var att *api.AttachDocumentResponse
+	for attempt := 0; ; attempt++ {
 		if rt.Owner != nil {
-			return relay(ctx, s, procedure, call, rt, rt.Owner.AttachDocument, req.Msg)
+			resp, err := relay(ctx, s, procedure, call, rt, rt.Owner.AttachDocument, req.Msg)
+			if next, ok := s.reroute(ctx, call, attempt, err); ok {
+				rt = next
+				continue
+			}
+			return resp, err
 		}
 		att, err = servePack(ctx, s, pack, attach)
+		if errors.Is(err, backend.ErrStaleRoute) && attempt < maxReroutes {
+			if rt, err = s.route(ctx, call); err != nil {
+				return nil, toConnectError(err)
+			}
+			continue
+		}
+		break
 	}
 	if err != nil {
 		return nil, s.failRouted(ctx, procedure, rt, err)
@@ -354,37 +360,58 @@ func documentCall[Req, Res any](ctx context.Context, s *Service, req *connect.Re
 	if err := validateDocumentCall(clientID, docID, pack); err != nil {
 		return nil, err
 	}
-	procedure := req.Spec().Procedure
 	call := routing.DocumentCall{Kind: kind, ClientID: clientID, DocumentID: docID, Header: req.Header()}
+	return routedCall(ctx, s, req, call, s.documentByID(docID, packVerb(pack)), method,
+		func(epoch int64) (*Res, error) {
+			return servePack(ctx, s, pack, func() (*Res, error) { return serve(epoch, clientID, docID, pack) })
+		})
+}
+
+// routedCall routes a validated unary call on a document, authorizes it,
+// and either relays it to the owner or serves it here with the owner epoch,
+// answering with the owner's session key either way.
+func routedCall[Req, Res any](ctx context.Context, s *Service, req *connect.Request[Req], call routing.DocumentCall,
+	attrs attributes, method func(v1connect.YorkieServiceClient) relayFunc[Req, Res],
+	serve func(epoch int64) (*Res, error),
+) (*connect.Response[Res], error) {
+	procedure := req.Spec().Procedure
 	rt, err := s.route(ctx, call)
 	if err != nil {
 		return nil, toConnectError(err)
 	}
-	if err := s.authorize(ctx, procedure, req.Header(), s.documentByID(docID, packVerb(pack))); err != nil {
-		return nil, s.failRouted(ctx, procedure, rt, err)
-	}
-	if rt.Owner != nil {
-		return relay(ctx, s, procedure, call, rt, method(rt.Owner), req.Msg)
-	}
-	resp, err := servePack(ctx, s, pack, func() (*Res, error) { return serve(rt.Epoch, clientID, docID, pack) })
-	if errors.Is(err, backend.ErrStaleRoute) {
-		// This node's binding was older than the document's claim (its
-		// owner changed while the binding stood) and has been dropped: route
-		// once more, so a failback costs the client no error.
-		if rt, err = s.route(ctx, call); err != nil {
-			return nil, toConnectError(err)
+	// An operator's call relayed by a node asks no webhook: the operator
+	// was authorised where the call began.
+	if call.Kind != routing.CallAdmin {
+		if err := s.authorize(ctx, procedure, req.Header(), attrs); err != nil {
+			return nil, s.failRouted(ctx, procedure, rt, err)
 		}
+	}
+	for attempt := 0; ; attempt++ {
 		if rt.Owner != nil {
-			return relay(ctx, s, procedure, call, rt, method(rt.Owner), req.Msg)
+			resp, err := relay(ctx, s, procedure, call, rt, method(rt.Owner), req.Msg)
+			if next, ok := s.reroute(ctx, call, attempt, err); ok {
+				rt = next
+				continue
+			}
+			return resp, err
 		}
-		resp, err = servePack(ctx, s, pack, func() (*Res, error) { return serve(rt.Epoch, clientID, docID, pack) })
+		resp, err := serve(rt.Epoch)
+		if errors.Is(err, backend.ErrStaleRoute) && attempt < maxReroutes {
+			// This node's binding was older than the document's claim (its
+			// owner changed while the binding stood) and has been dropped:
+			// route once more, so a failback costs the client no error.
+			if rt, err = s.route(ctx, call); err != nil {
+				return nil, toConnectError(err)
+			}
+			continue
+		}
+		if err != nil {
+			return nil, s.failRouted(ctx, procedure, rt, err)
+		}
+		out := connect.NewResponse(resp)
+		s.stamp(out.Header(), rt)
+		return out, nil
 	}
-	if err != nil {
-		return nil, s.failRouted(ctx, procedure, rt, err)
-	}
-	out := connect.NewResponse(resp)
-	s.stamp(out.Header(), rt)
-	return out, nil
 }
 
 // validateDocumentCall checks the fields shared by the calls on an attached

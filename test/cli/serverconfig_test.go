@@ -1,7 +1,10 @@
 package cli_test
 
 import (
+	"bufio"
 	"context"
+	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -184,4 +187,31 @@ func TestServerRPCAddr(t *testing.T) {
 	require.NoError(t, err)
 	_ = res.Body.Close()
 	assert.Equal(t, http.StatusOK, res.StatusCode)
+}
+
+// --rpc-idle-timeout closes a keep-alive connection that sends nothing
+// more, on the fast HTTP/1.1 loop and on net/http alike.
+func TestServerRPCIdleTimeout(t *testing.T) {
+	bin := yorkieBinary(t)
+	for _, fast := range []string{"true", "false"} {
+		port := testenv.FreePort(t)
+		addr := "127.0.0.1:" + strconv.Itoa(port)
+		startYorkie(t, bin, addr, "server", "--rpc-port", strconv.Itoa(port), "--profiling-port", "-1",
+			"--rpc-idle-timeout", "100ms", "--rpc-fast-http1="+fast)
+		conn, err := net.Dial("tcp", addr)
+		require.NoError(t, err)
+		defer conn.Close()
+		_, err = io.WriteString(conn, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+		require.NoError(t, err)
+		res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		require.NoError(t, err)
+		_, _ = io.Copy(io.Discard, res.Body)
+		_ = res.Body.Close()
+		assert.Equal(t, http.StatusOK, res.StatusCode)
+		// The server closes the idle connection (the deadline only bounds a
+		// broken server).
+		require.NoError(t, conn.SetReadDeadline(time.Now().Add(time.Minute)))
+		_, err = conn.Read(make([]byte, 1))
+		assert.ErrorIs(t, err, io.EOF, "fast HTTP/1.1 loop %s", fast)
+	}
 }

@@ -5,6 +5,10 @@ import "context"
 // AccountChanges changes and removes accounts and project keys: the calls
 // of the admin API beyond creating and finding them.
 type AccountChanges interface {
+	// CreateExternalUser stores a new user without a password whose
+	// identity the provider vouches for, or fails with
+	// ErrUserAlreadyExists.
+	CreateExternalUser(ctx context.Context, username, provider string) (*UserInfo, error)
 	// FindUserByID returns the user or ErrUserNotFound.
 	FindUserByID(ctx context.Context, id string) (*UserInfo, error)
 	// UpdatePassword replaces the user's password hash; ErrUserNotFound if

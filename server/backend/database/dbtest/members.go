@@ -128,5 +128,15 @@ func testMembers(t *testing.T, newPair NewPair) {
 		// Its projects stay.
 		_, err = db.FindProjectByID(ctx, p.ID)
 		require.NoError(t, err)
+
+		ext, err := db.CreateExternalUser(ctx, "octo", "github")
+		require.NoError(t, err)
+		require.Equal(t, "github", ext.AuthProvider)
+		require.Empty(t, ext.HashedPassword)
+		got, err = other.FindUserByName(ctx, "octo")
+		require.NoError(t, err)
+		require.Equal(t, "github", got.AuthProvider)
+		_, err = other.CreateExternalUser(ctx, "octo", "github")
+		require.ErrorIs(t, err, database.ErrUserAlreadyExists)
 	})
 }

@@ -8,6 +8,20 @@ import (
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
 )
 
+// CreateExternalUser implements database.AccountChanges.
+func (db *DB) CreateExternalUser(ctx context.Context, username, provider string) (*database.UserInfo, error) {
+	u, err := db.CreateUser(ctx, username, "")
+	if err != nil {
+		return nil, err
+	}
+	s := &db.accounts
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.users[username].AuthProvider = provider
+	u.AuthProvider = provider
+	return u, nil
+}
+
 // FindUserByID implements database.AccountChanges.
 func (db *DB) FindUserByID(ctx context.Context, id string) (*database.UserInfo, error) {
 	if err := db.check(ctx, "find user"); err != nil {

@@ -181,29 +181,38 @@ func (db *DB) ImportAttachment(ctx context.Context, a *database.Attachment) (boo
 }
 
 // ImportedDocument returns the head of the document's change log in this
-// database (0 if it has none) and the mark of its last complete import
-// (nil if none, or if the document is not here).
-func (db *DB) ImportedDocument(ctx context.Context, docID string) (int64, *ImportMark, error) {
+// database (0 if it has none). ErrImportDiverged if this server wrote
+// changes to the document after the import.
+func (db *DB) ImportedDocument(ctx context.Context, docID string) (int64, error) {
 	id, err := primitive.ObjectIDFromHex(docID)
 	if err != nil {
-		return 0, nil, fmt.Errorf("imported document %q: %w", docID, err)
+		return 0, fmt.Errorf("imported document %q: %w", docID, err)
 	}
 	var rec struct {
-		HeadHint int64       `bson:"head_hint"`
-		Mark     *ImportMark `bson:"import"`
+		HeadHint int64 `bson:"head_hint"`
 	}
 	err = db.documents.FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Decode(&rec)
 	if err != nil && !errors.Is(err, mongo.ErrNoDocuments) {
-		return 0, nil, wrapErr("imported document", err)
+		return 0, wrapErr("imported document", err)
 	}
 	head, err := db.head(ctx, docID, rec.HeadHint)
 	if err != nil {
-		return 0, nil, fmt.Errorf("imported document %s: %w", docID, err)
+		return 0, fmt.Errorf("imported document %s: %w", docID, err)
 	}
-	if rec.Mark != nil {
-		rec.Mark.SourceUpdatedAt = rec.Mark.SourceUpdatedAt.UTC()
+	if head > 0 {
+		// The log must end with a batch an import wrote: a server that
+		// served the document since has numbered changes of its own.
+		var last batchRecord
+		err := db.changes.FindOne(ctx, bson.D{{Key: "doc_id", Value: docID}, {Key: "last_seq", Value: head}},
+			options.FindOne().SetProjection(bson.D{{Key: "epoch", Value: 1}})).Decode(&last)
+		if err != nil {
+			return 0, wrapErr(fmt.Sprintf("imported document %s: read the last batch", docID), err)
+		}
+		if last.Epoch != importedBatch {
+			return 0, fmt.Errorf("document %s: this server wrote its changes up to server_seq %d: %w", docID, head, ErrImportDiverged)
+		}
 	}
-	return head, rec.Mark, nil
+	return head, nil
 }
 
 // ImportChanges appends changes to the document's log, which must end right
@@ -251,7 +260,7 @@ func (db *DB) ImportChanges(ctx context.Context, docID string, changes []*databa
 		size += len(body)
 	}
 	flush()
-	head, _, err := db.ImportedDocument(ctx, docID)
+	head, err := db.ImportedDocument(ctx, docID)
 	if err != nil {
 		return err
 	}
@@ -280,7 +289,7 @@ func containsString(list []string, s string) bool {
 }
 
 // PrepareImportedDocument writes the document record (ID, project, key,
-// times, removal), with no import mark and no key record: the document is
+// times, removal, schema), with no import mark and no key record: the document is
 // not found by key until PublishImportedDocument. head is the end of its
 // log in this database.
 func (db *DB) PrepareImportedDocument(ctx context.Context, d *database.DocInfo, head int64) error {
@@ -288,7 +297,7 @@ func (db *DB) PrepareImportedDocument(ctx context.Context, d *database.DocInfo, 
 	if err != nil {
 		return fmt.Errorf("import document %q: %w", d.ID, err)
 	}
-	rec := &docRecord{ID: id, ProjectID: d.ProjectID, Key: d.Key, CreatedAt: ms(d.CreatedAt), HeadHint: head}
+	rec := &docRecord{ID: id, ProjectID: d.ProjectID, Key: d.Key, CreatedAt: ms(d.CreatedAt), HeadHint: head, Schema: d.Schema}
 	if !d.RemovedAt.IsZero() {
 		t := ms(d.RemovedAt)
 		rec.RemovedAt = &t
@@ -387,4 +396,38 @@ func (db *DB) ImportedClients(ctx context.Context) (map[string]time.Time, error)
 		out[r.ID.Hex()] = r.Import.SourceUpdatedAt.UTC()
 	}
 	return out, nil
+}
+
+// ImportSchema stores s with its ID; mark as ImportProject.
+// ErrImportConflict if another schema of the project has its name and
+// version.
+func (db *DB) ImportSchema(ctx context.Context, s *database.SchemaInfo, mark string) (bool, error) {
+	id, err := primitive.ObjectIDFromHex(s.ID)
+	if err != nil {
+		return false, fmt.Errorf("import schema %q: %w", s.ID, err)
+	}
+	col := db.db.Collection(colSchemas)
+	var other schemaRecord
+	err = col.FindOne(ctx, bson.D{{Key: "project_id", Value: s.ProjectID}, {Key: "name", Value: s.Name}, {Key: "version", Value: s.Version}}).Decode(&other)
+	if err == nil && other.ID != id {
+		return false, fmt.Errorf("import schema %s (%s): the key belongs to schema %s: %w", s.ID, s.Key(), other.ID.Hex(), ErrImportConflict)
+	}
+	if err != nil && !errors.Is(err, mongo.ErrNoDocuments) {
+		return false, wrapErr("import schema", err)
+	}
+	r := &schemaRecord{
+		ID: id, ProjectID: s.ProjectID, Name: s.Name, Version: s.Version, Body: s.Body,
+		Rules: make([]ruleRecord, len(s.Rules)), CreatedAt: ms(s.CreatedAt),
+	}
+	for i, rule := range s.Rules {
+		r.Rules[i] = ruleRecord{Path: rule.Path, Type: rule.Type}
+		for _, n := range rule.TreeNodes {
+			r.Rules[i].TreeNodes = append(r.Rules[i].TreeNodes, treeNodeRecord(n))
+		}
+	}
+	d, err := toD(r, nil)
+	if err != nil {
+		return false, fmt.Errorf("import schema %s: %w", s.ID, err)
+	}
+	return upsertRaw(ctx, col, id, d, mark)
 }

@@ -50,6 +50,7 @@ import (
 	"time"
 
 	"go.mongodb.org/mongo-driver/bson"
+	"go.mongodb.org/mongo-driver/event"
 	"go.mongodb.org/mongo-driver/mongo"
 	"go.mongodb.org/mongo-driver/mongo/options"
 	"go.mongodb.org/mongo-driver/mongo/readpref"
@@ -86,6 +87,9 @@ type Config struct {
 	ConnectTimeout time.Duration
 	// Logger receives the backend's own messages; slog.Default() if nil.
 	Logger *slog.Logger
+	// Monitor, when set, sees every command sent to the server: tests use
+	// it to check that each query has an index.
+	Monitor *event.CommandMonitor
 }
 
 // DB is a database.Database on MongoDB, safe for concurrent use.
@@ -103,6 +107,7 @@ type DB struct {
 	changes     *mongo.Collection
 
 	snaps snapshotState // see snapshots.go; its zero value is ready
+	revs  snapshotState // the codec of revisions' content (revisions.go)
 }
 
 var _ database.Database = (*DB)(nil)
@@ -130,6 +135,9 @@ func Dial(ctx context.Context, cfg Config) (*DB, error) {
 		ApplyURI(cfg.URI).
 		SetConnectTimeout(cfg.ConnectTimeout).
 		SetServerSelectionTimeout(cfg.ConnectTimeout)
+	if cfg.Monitor != nil {
+		opts.SetMonitor(cfg.Monitor)
+	}
 	client, err := mongo.Connect(ctx, opts)
 	if err != nil {
 		return nil, fmt.Errorf("mongo: configure client: %w", err)
@@ -154,7 +162,7 @@ func Dial(ctx context.Context, cfg Config) (*DB, error) {
 		attachments: mdb.Collection(colAttachments),
 		changes:     mdb.Collection(colChanges),
 	}
-	if err := errors.Join(db.ensureIndexes(ctx), db.ensureAccountIndexes(ctx), db.ensureSchemaIndexes(ctx)); err != nil {
+	if err := errors.Join(db.ensureIndexes(ctx), db.ensureAccountIndexes(ctx), db.ensureRevisionIndexes(ctx), db.ensureSchemaIndexes(ctx)); err != nil {
 		_ = client.Disconnect(context.Background())
 		return nil, err
 	}

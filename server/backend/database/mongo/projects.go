@@ -27,11 +27,15 @@ type userRecord struct {
 	ID             primitive.ObjectID `bson:"_id"`
 	Username       string             `bson:"username"`
 	HashedPassword string             `bson:"hashed_password"`
+	AuthProvider   string             `bson:"auth_provider,omitempty"`
 	CreatedAt      time.Time          `bson:"created_at"`
 }
 
 func (r *userRecord) info() *database.UserInfo {
-	return &database.UserInfo{ID: r.ID.Hex(), Username: r.Username, HashedPassword: r.HashedPassword, CreatedAt: r.CreatedAt.UTC()}
+	return &database.UserInfo{
+		ID: r.ID.Hex(), Username: r.Username, HashedPassword: r.HashedPassword,
+		AuthProvider: r.AuthProvider, CreatedAt: r.CreatedAt.UTC(),
+	}
 }
 
 // projectRecord is a project in the projects collection.
@@ -118,6 +122,11 @@ func (db *DB) ensureAccountIndexes(ctx context.Context) error {
 		{colProjects, mongo.IndexModel{Keys: bson.D{{Key: "owner", Value: 1}, {Key: "name", Value: 1}}, Options: unique("owner_name_unique")}},
 		{colProjects, mongo.IndexModel{Keys: bson.D{{Key: "public_key", Value: 1}}, Options: unique("public_key_unique")}},
 		{colProjects, mongo.IndexModel{Keys: bson.D{{Key: "secret_key", Value: 1}}, Options: unique("secret_key_unique")}},
+		// A project's members, and a user's projects.
+		{colMembers, mongo.IndexModel{Keys: bson.D{{Key: "project_id", Value: 1}}, Options: options.Index().SetName("project_id")}},
+		{colMembers, mongo.IndexModel{Keys: bson.D{{Key: "user_id", Value: 1}}, Options: options.Index().SetName("user_id")}},
+		// Housekeeping reads the projects that set their own threshold.
+		{colProjects, mongo.IndexModel{Keys: bson.D{{Key: "client_deactivate_threshold", Value: 1}}, Options: options.Index().SetName("client_deactivate_threshold")}},
 	}
 	for _, s := range specs {
 		col := db.db.Collection(s.col)
@@ -134,11 +143,20 @@ func (db *DB) ensureAccountIndexes(ctx context.Context) error {
 
 // CreateUser implements database.Accounts.
 func (db *DB) CreateUser(ctx context.Context, username, hashedPassword string) (*database.UserInfo, error) {
+	return db.insertUser(ctx, username, hashedPassword, "")
+}
+
+// CreateExternalUser implements database.AccountChanges.
+func (db *DB) CreateExternalUser(ctx context.Context, username, provider string) (*database.UserInfo, error) {
+	return db.insertUser(ctx, username, "", provider)
+}
+
+func (db *DB) insertUser(ctx context.Context, username, hashedPassword, provider string) (*database.UserInfo, error) {
 	id, err := primitive.ObjectIDFromHex(db.clientIDs.Next())
 	if err != nil {
 		return nil, fmt.Errorf("create user %q: %w", username, err)
 	}
-	r := &userRecord{ID: id, Username: username, HashedPassword: hashedPassword, CreatedAt: now()}
+	r := &userRecord{ID: id, Username: username, HashedPassword: hashedPassword, AuthProvider: provider, CreatedAt: now()}
 	if _, err := db.db.Collection(colUsers).InsertOne(ctx, r); err != nil {
 		if mongo.IsDuplicateKeyError(err) {
 			return nil, fmt.Errorf("create user %q: %w", username, database.ErrUserAlreadyExists)
