@@ -379,6 +379,7 @@ func New(cfg Config) (*Server, error) {
 
 	if s.admin, err = admin.New(admin.Config{
 		Settings: cfg.Admin, DB: s.db, Logger: logger, Registerer: s.registry,
+		DefaultClientDeactivateThreshold: cfg.ClientDeactivateThreshold,
 		OnProjectUpdated: func(p *database.ProjectInfo) {
 			s.projects.Updated(p)
 		},
@@ -514,7 +515,7 @@ func (s *Server) newProfilingServer() error {
 	pmux.Handle("/metrics", promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{Registry: s.registry}))
 	// Operators' read-only views, on the operators' port only: they name
 	// documents by key and show their content.
-	views, err := docview.New(docview.Config{DB: s.db, Logger: logger, Registerer: s.registry, AdminUser: adminUser(cfg.Admin)})
+	views, err := docview.New(docview.Config{Source: s.admin, Logger: logger, Registerer: s.registry})
 	if err != nil {
 		return fmt.Errorf("server: create document view: %w", err)
 	}
@@ -532,14 +533,6 @@ func (s *Server) newProfilingServer() error {
 		s.profilingServer.TLSConfig = s.profilingCerts.ServerConfig("http/1.1")
 	}
 	return nil
-}
-
-// adminUser is the name of the default admin account.
-func adminUser(a admin.Settings) string {
-	if a.User == "" {
-		return admin.DefaultUser
-	}
-	return a.User
 }
 
 // newHousekeeper builds the node's housekeeping: it deactivates clients as
@@ -735,6 +728,8 @@ func registerBackendMetrics(reg prometheus.Registerer, m *backend.Metrics) error
 			Help: "Time documents' locks were held to prepare snapshot answers, which are encoded after the lock is released.",
 		}, func() float64 { return float64(m.AnswerLockNanos.Load()) / 1e9 }),
 		counter("garbage_collected_total", "Tombstones purged from the documents held in memory.", m.GarbageCollected.Load),
+		counter("revisions_stored_total", "Document revisions stored, on request or at snapshots.", m.RevisionsStored.Load),
+		counter("revisions_restored_total", "Document revisions restored.", m.RevisionsRestored.Load),
 		counter("compactions_total", "Documents whose history was compacted into one change.", m.Compactions.Load),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Namespace: "yorkie", Subsystem: "backend", Name: "document_cache_bytes",

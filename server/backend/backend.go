@@ -180,6 +180,10 @@ type Metrics struct {
 	// AnswerLockNanos is how long documents' locks were held to prepare
 	// snapshot answers (encoding excluded, but in the baseline mode).
 	AnswerLockNanos atomic.Int64
+	// RevisionsStored counts revisions stored, on request or at snapshots;
+	// RevisionsRestored the restores applied.
+	RevisionsStored   atomic.Int64
+	RevisionsRestored atomic.Int64
 	// Compactions counts documents whose history was compacted.
 	Compactions atomic.Int64
 	// AnswerSnapshotSeconds, when set, observes the time to build the

@@ -56,6 +56,9 @@ const (
 	// CodeTooManySubscribers is the SDK's name for a Watch past the
 	// project's subscribers per document.
 	CodeTooManySubscribers = "ErrTooManySubscribers"
+	// CodeRevisionNotFound is upstream's name for a revision the document
+	// does not have.
+	CodeRevisionNotFound = "ErrRevisionNotFound"
 	// CodeEpochMismatch is the SDK's name for a PushPull of a client that
 	// attached before a compaction: the SDK publishes its epoch-mismatch
 	// event and stops syncing the document.
@@ -71,6 +74,8 @@ func classify(err error) (connect.Code, string, bool) {
 		return connect.CodeFailedPrecondition, CodeClientNotActivated, true
 	case errors.Is(err, database.ErrDocumentNotFound):
 		return connect.CodeNotFound, CodeDocumentNotFound, true
+	case errors.Is(err, database.ErrRevisionNotFound):
+		return connect.CodeNotFound, CodeRevisionNotFound, true
 	case errors.Is(err, backend.ErrDocumentNotAttached), errors.Is(err, database.ErrAttachmentNotFound):
 		return connect.CodeFailedPrecondition, CodeDocumentNotAttached, true
 	case errors.Is(err, backend.ErrDocumentRemoved):

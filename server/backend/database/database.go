@@ -244,6 +244,8 @@ type Database interface {
 
 	// Accounts: the admin API's users and projects.
 	Accounts
+	// Revisions: documents' named copies of their content.
+	Revisions
 	// Compaction: replacing a document's history with one change.
 	Compaction
 	// Schemas: the projects' document schemas.

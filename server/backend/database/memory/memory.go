@@ -44,6 +44,7 @@ type DB struct {
 
 	snaps    snapshotStore // see snapshots.go; its zero value is ready
 	accounts accountStore  // see projects.go; its zero value is ready
+	revs     revisionStore // see revisions.go; its zero value is ready
 	schemas  schemaStore   // see schemas.go; its zero value is ready
 	members  memberStore   // see members.go; its zero value is ready
 }
