@@ -357,6 +357,15 @@ type ProjectInfo struct {
 	// AutoRevisionEnabled stores a revision of a document at each of its
 	// snapshots (on by default, as upstream).
 	AutoRevisionEnabled bool
+	// SnapshotThreshold and SnapshotInterval are the project's snapshot
+	// settings (0: the server's flags). ChannelSessionTTL is a Go duration
+	// ("" : the server's flag).
+	SnapshotThreshold int64
+	SnapshotInterval  int64
+	ChannelSessionTTL string
+	// AllowedOrigins lists the web origins browsers may call YorkieService
+	// from for this project ("*" any; empty: no check).
+	AllowedOrigins []string
 
 	CreatedAt time.Time
 	UpdatedAt time.Time
@@ -410,6 +419,10 @@ type ProjectUpdate struct {
 	MaxSizePerDocument        *int
 	RemoveOnDetach            *bool
 	AutoRevisionEnabled       *bool
+	SnapshotThreshold         *int64
+	SnapshotInterval          *int64
+	ChannelSessionTTL         *string
+	AllowedOrigins            *[]string
 }
 
 // Apply writes the set fields of u into p.
@@ -446,6 +459,16 @@ func (u *ProjectUpdate) Apply(p *ProjectInfo) {
 	}
 	if u.AutoRevisionEnabled != nil {
 		p.AutoRevisionEnabled = *u.AutoRevisionEnabled
+	}
+	if u.SnapshotThreshold != nil {
+		p.SnapshotThreshold = *u.SnapshotThreshold
+	}
+	if u.SnapshotInterval != nil {
+		p.SnapshotInterval = *u.SnapshotInterval
+	}
+	set(&p.ChannelSessionTTL, u.ChannelSessionTTL)
+	if u.AllowedOrigins != nil {
+		p.AllowedOrigins = append([]string(nil), (*u.AllowedOrigins)...)
 	}
 	u.AuthWebhook.apply(&p.AuthWebhook)
 	u.EventWebhook.apply(&p.EventWebhook)

@@ -56,6 +56,10 @@ type projectRecord struct {
 	MaxAttachmentsPerDocument int                `bson:"max_attachments_per_document"`
 	MaxSizePerDocument        int                `bson:"max_size_per_document"`
 	RemoveOnDetach            bool               `bson:"remove_on_detach"`
+	SnapshotThreshold         int64              `bson:"snapshot_threshold,omitempty"`
+	SnapshotInterval          int64              `bson:"snapshot_interval,omitempty"`
+	ChannelSessionTTL         string             `bson:"channel_session_ttl,omitempty"`
+	AllowedOrigins            []string           `bson:"allowed_origins,omitempty"`
 	// AutoRevisionEnabled is absent from records stored before it
 	// existed, which keep upstream's default: on.
 	AutoRevisionEnabled *bool     `bson:"auto_revision_enabled,omitempty"`
@@ -85,6 +89,10 @@ func (r *projectRecord) info() *database.ProjectInfo {
 		MaxSizePerDocument:        r.MaxSizePerDocument,
 		RemoveOnDetach:            r.RemoveOnDetach,
 		AutoRevisionEnabled:       r.AutoRevisionEnabled == nil || *r.AutoRevisionEnabled,
+		SnapshotThreshold:         r.SnapshotThreshold,
+		SnapshotInterval:          r.SnapshotInterval,
+		ChannelSessionTTL:         r.ChannelSessionTTL,
+		AllowedOrigins:            r.AllowedOrigins,
 		CreatedAt:                 r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
 	}
 }
@@ -106,6 +114,10 @@ func projectRecordOf(p *database.ProjectInfo) (*projectRecord, error) {
 		MaxSizePerDocument:        p.MaxSizePerDocument,
 		RemoveOnDetach:            p.RemoveOnDetach,
 		AutoRevisionEnabled:       &p.AutoRevisionEnabled,
+		SnapshotThreshold:         p.SnapshotThreshold,
+		SnapshotInterval:          p.SnapshotInterval,
+		ChannelSessionTTL:         p.ChannelSessionTTL,
+		AllowedOrigins:            p.AllowedOrigins,
 		CreatedAt:                 p.CreatedAt, UpdatedAt: p.UpdatedAt,
 	}, nil
 }
