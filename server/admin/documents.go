@@ -141,6 +141,7 @@ func (s *Service) summary(ctx context.Context, o Owners, p *database.ProjectInfo
 	}
 	sum.Id, sum.Key = doc.ID, doc.Key
 	sum.CreatedAt = timestamppb.New(doc.CreatedAt)
+	sum.SchemaKey = doc.Schema
 	return sum, nil
 }
 
