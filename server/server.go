@@ -109,6 +109,10 @@ type Config struct {
 	SnapshotThreshold  int
 	MaxSizePerDocument int
 	DocumentCacheBytes int64
+	// SizeHardLimitFactor is how many times its size limit a push may take
+	// a document to (0: backend.DefaultSizeHardLimitFactor; negative: no
+	// bound). The SDK refuses local edits past the limit itself.
+	SizeHardLimitFactor int
 	// Logger receives the server's logs (nil: slog.Default()).
 	Logger *slog.Logger
 	// DB stores the server's data; nil gives the server its own in-memory
@@ -339,6 +343,7 @@ func New(cfg Config) (*Server, error) {
 		DocumentCacheBytes: cfg.DocumentCacheBytes,
 		Projects:           s.projects,
 	}
+	bcfg.SizeHardLimitFactor = cfg.SizeHardLimitFactor
 	if s.clustered() {
 		if err := s.checkCluster(); err != nil {
 			return nil, err
@@ -374,7 +379,8 @@ func New(cfg Config) (*Server, error) {
 		OnProjectUpdated: func(p *database.ProjectInfo) {
 			s.projects.Updated(p)
 		},
-		Owners: adminOwners{s},
+		Compactor: compactor{s},
+		Owners:    adminOwners{s},
 	}); err != nil {
 		s.channels.Close()
 		return nil, fmt.Errorf("server: %w", err)
@@ -719,6 +725,9 @@ func registerBackendMetrics(reg prometheus.Registerer, m *backend.Metrics) error
 			Help: "Time documents' locks were held to prepare snapshot answers, which are encoded after the lock is released.",
 		}, func() float64 { return float64(m.AnswerLockNanos.Load()) / 1e9 }),
 		counter("garbage_collected_total", "Tombstones purged from the documents held in memory.", m.GarbageCollected.Load),
+		counter("revisions_stored_total", "Document revisions stored, on request or at snapshots.", m.RevisionsStored.Load),
+		counter("revisions_restored_total", "Document revisions restored.", m.RevisionsRestored.Load),
+		counter("compactions_total", "Documents whose history was compacted into one change.", m.Compactions.Load),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Namespace: "yorkie", Subsystem: "backend", Name: "document_cache_bytes",
 			Help: "Estimated heap bytes of the documents held built in memory, with the states their snapshots were taken of.",

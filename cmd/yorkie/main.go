@@ -63,6 +63,7 @@ func runServer(args []string, stderr io.Writer) int {
 	snapshotInterval := fs.Int("snapshot-interval", backend.DefaultSnapshotInterval, "changes between stored snapshots of a document; negative: none")
 	snapshotThreshold := fs.Int("snapshot-threshold", backend.DefaultSnapshotThreshold, "changes a client must be behind to get a snapshot instead of changes; negative: never")
 	maxDocSize := fs.Int("max-size-per-document", backend.DefaultMaxSizePerDocument, "largest document size in bytes, as the SDK counts it; negative: no bound")
+	sizeHardFactor := fs.Int("document-size-hard-limit-factor", backend.DefaultSizeHardLimitFactor, "a push may take a document to this many times its size limit (the SDK refuses local edits past the limit itself); negative: no bound")
 	docCacheBytes := fs.Int64("document-cache-bytes", backend.DefaultDocumentCacheBytes, "bound on the estimated Go heap of the documents kept built in memory")
 	mongoURI := fs.String("mongo-connection-uri", "", "MongoDB connection URI; empty keeps everything in memory")
 	mongoDatabase := stringFlag(fs, []string{"mongo-database", "mongo-yorkie-database"}, mongo.DefaultDatabase, "MongoDB database name")
@@ -188,6 +189,7 @@ func runServer(args []string, stderr io.Writer) int {
 		ProjectCacheTTL:             *projectCacheTTL,
 		Webhooks:                    webhooks,
 	}
+	cfg.SizeHardLimitFactor = *sizeHardFactor
 	tlsMetrics.apply(&cfg)
 	store, err := openSessionStore(ctx, *storeKind, *etcdEndpoints, *redisAddr, !*redisCloseOnReadOnly, logger)
 	if err != nil {

@@ -86,6 +86,8 @@ type Config struct {
 	// stored, so this node applies the new settings without waiting for its
 	// caches to expire.
 	OnProjectUpdated func(*database.ProjectInfo)
+	// Compactor serves CompactDocumentByAdmin (nil: unimplemented).
+	Compactor Compactor
 	// Owners serves the document and channel calls at the owners of the
 	// documents and channel groups (nil: those calls answer unavailable).
 	Owners Owners

@@ -61,7 +61,8 @@ var (
 	// pack is stored.
 	ErrInvalidChange = errors.New("change does not apply")
 	// ErrDocumentSizeExceedsLimit: applying the pushed changes would take the
-	// document past Config.MaxSizePerDocument. Nothing of the pack is stored.
+	// document past Config.SizeHardLimitFactor times its size limit. Nothing
+	// of the pack is stored.
 	ErrDocumentSizeExceedsLimit = errors.New("document size exceeds the limit")
 	// ErrDocumentBroken: the document's stored snapshot and log could not be
 	// rebuilt into a document. It is the server's fault, not the caller's.
@@ -84,6 +85,9 @@ const (
 	// DefaultDocumentCacheBytes bounds the documents kept in memory by
 	// default, by their estimated size.
 	DefaultDocumentCacheBytes = 1 << 30
+	// DefaultSizeHardLimitFactor is by default how many times its size
+	// limit a document may reach before the server refuses a push.
+	DefaultSizeHardLimitFactor = 4
 )
 
 // Config holds the backend's dependencies and options.
@@ -115,8 +119,15 @@ type Config struct {
 	SnapshotThreshold int
 	// MaxSizePerDocument bounds a document's size, live and garbage bytes
 	// as the SDK counts them (default DefaultMaxSizePerDocument; negative:
-	// no bound). Clients learn it on attach.
+	// no bound). Clients learn it on attach: the SDK refuses a local edit
+	// past it and always accepts remote ones, so concurrent edits may take
+	// a document past it, which the server accepts as upstream does.
 	MaxSizePerDocument int
+	// SizeHardLimitFactor is the server's own bound, against clients that
+	// skip the SDK's check: a push that takes a document past this many
+	// times its size limit is refused (default DefaultSizeHardLimitFactor;
+	// negative: none).
+	SizeHardLimitFactor int
 	// DocumentCacheBytes bounds the documents this node keeps built in
 	// memory, by their estimated size (default DefaultDocumentCacheBytes);
 	// the least recently used go first and are rebuilt when used again.
@@ -169,6 +180,12 @@ type Metrics struct {
 	// AnswerLockNanos is how long documents' locks were held to prepare
 	// snapshot answers (encoding excluded, but in the baseline mode).
 	AnswerLockNanos atomic.Int64
+	// RevisionsStored counts revisions stored, on request or at snapshots;
+	// RevisionsRestored the restores applied.
+	RevisionsStored   atomic.Int64
+	RevisionsRestored atomic.Int64
+	// Compactions counts documents whose history was compacted.
+	Compactions atomic.Int64
 	// AnswerSnapshotSeconds, when set, observes the time to build the
 	// snapshot of each answer to a client far behind.
 	AnswerSnapshotSeconds Observer
@@ -198,6 +215,7 @@ type Backend struct {
 	snapInterval  int64
 	snapThreshold int64
 	maxDocSize    int
+	hardFactor    int
 	cache         *docCache
 	ps            *pubsub.PubSub
 	projects      *project.Resolver
@@ -264,6 +282,9 @@ func New(cfg Config) (*Backend, error) {
 	if cfg.MaxSizePerDocument == 0 {
 		cfg.MaxSizePerDocument = DefaultMaxSizePerDocument
 	}
+	if cfg.SizeHardLimitFactor == 0 {
+		cfg.SizeHardLimitFactor = DefaultSizeHardLimitFactor
+	}
 	if cfg.DocumentCacheBytes <= 0 {
 		cfg.DocumentCacheBytes = DefaultDocumentCacheBytes
 	}
@@ -284,6 +305,7 @@ func New(cfg Config) (*Backend, error) {
 		snapInterval:  int64(max(cfg.SnapshotInterval, 0)),
 		snapThreshold: int64(max(cfg.SnapshotThreshold, 0)),
 		maxDocSize:    max(cfg.MaxSizePerDocument, 0),
+		hardFactor:    max(cfg.SizeHardLimitFactor, 0),
 		cache:         newDocCache(cfg.DocumentCacheBytes, &cfg.Metrics.CachedDocumentBytes),
 		ps: pubsub.New(pubsub.Config{
 			QueueSize: cfg.WatchQueueSize,

@@ -279,28 +279,31 @@ func TestLateJoinerGetsTheDocumentAsASnapshot(t *testing.T) {
 	}
 }
 
-// TestOversizedPushIsRefused: a push that would take the document past the
-// size limit is refused and nothing of it stored; smaller edits go on.
+// TestOversizedPushIsRefused: a push past the size limit is accepted, as
+// upstream does (the SDK refuses its own edits past it, and concurrent ones
+// may pass it together); one past the hard bound, a multiple of the limit,
+// is refused and nothing of it stored; smaller edits go on.
 func TestOversizedPushIsRefused(t *testing.T) {
-	limited, db := configuredBackend(t, backend.Config{MaxSizePerDocument: 1000})
+	limited, db := configuredBackend(t, backend.Config{MaxSizePerDocument: 1000, SizeHardLimitFactor: 2})
 	if got := limited.MaxSizePerDocument(); got != 1000 {
 		t.Fatalf("MaxSizePerDocument = %d", got)
 	}
 	a := newWriter(t, limited, "a")
 	a.attach("doc")
 	a.mustPush(a.set("small", "x"))
+	a.mustPush(a.set("past", strings.Repeat("p", 350)))
 	_, err := a.push(a.set("big", strings.Repeat("y", 1000)))
 	if !errors.Is(err, backend.ErrDocumentSizeExceedsLimit) {
 		t.Fatalf("push = %v, want ErrDocumentSizeExceedsLimit", err)
 	}
-	if n := len(storedLog(t, db, a.docID)); n != 1 {
-		t.Fatalf("log holds %d changes, want 1", n)
+	if n := len(storedLog(t, db, a.docID)); n != 2 {
+		t.Fatalf("log holds %d changes, want 2", n)
 	}
 	// The SDK keeps the refused change and sends it again: replace it
 	// with a smaller one, as a client that undid it would.
 	a.seq--
 	a.mustPush(a.set("other", "z"))
-	if got := replayJSON(t, db, a.docID, 1<<62); got != `{"other":"z","small":"x"}` {
+	if got := replayJSON(t, db, a.docID, 1<<62); got != `{"other":"z","past":"`+strings.Repeat("p", 350)+`","small":"x"}` {
 		t.Fatalf("document %s", got)
 	}
 }

@@ -27,6 +27,11 @@ type docState struct {
 	epoch   int64
 	head    int64
 	removed bool
+	// docEpoch is the document epoch (upstream's, counting compactions;
+	// not the owner epoch above) and compactedSeq the server_seq of the
+	// last compaction's change (0: none).
+	docEpoch     int64
+	compactedSeq int64
 	// atts holds the attachments with status Attached, by client ID.
 	atts map[string]*attState
 	// schema is the schema the document is bound to (see schemas.go).
@@ -181,6 +186,7 @@ func (b *Backend) load(ctx context.Context, epoch int64, ds *docState) error {
 	ds.project, ds.key, ds.epoch, ds.head = info.ProjectID, info.Key, epoch, info.ServerSeq
 	ds.schema = sch
 	ds.removed = !info.RemovedAt.IsZero()
+	ds.docEpoch, ds.compactedSeq = info.DocEpoch, info.CompactedSeq
 	ds.atts = atts
 	ds.known = known
 	ds.synced.reset(atts)

@@ -133,14 +133,17 @@ func TestProjectOfTheCallWins(t *testing.T) {
 	}
 }
 
-// TestProjectSizeLimit: the project's size bound replaces the server's.
+// TestProjectSizeLimit: the project's size bound replaces the server's, and
+// the hard bound (by default DefaultSizeHardLimitFactor times it) is what a
+// push is refused past.
 func TestProjectSizeLimit(t *testing.T) {
 	b, _, _ := projectBackend(t, &database.ProjectUpdate{MaxSizePerDocument: ptr(1000)}, nil)
 	w := newWriter(t, b, "a")
 	w.attach("doc")
 	w.mustPush(w.set("small", "x"))
+	w.mustPush(w.set("past", strings.Repeat("p", 1000)))
 	if _, err := w.push(w.set("big", strings.Repeat("y", 1000))); !errors.Is(err, backend.ErrDocumentSizeExceedsLimit) {
-		t.Fatalf("push past the project's bound: %v, want ErrDocumentSizeExceedsLimit", err)
+		t.Fatalf("push past the project's hard bound: %v, want ErrDocumentSizeExceedsLimit", err)
 	}
 }
 

@@ -114,6 +114,7 @@ func (b *Backend) AttachDocumentWithSchema(ctx context.Context, epoch int64, cli
 			DocID:      info.ID,
 			Status:     database.Attached,
 			AttachedAt: ds.head,
+			DocEpoch:   ds.docEpoch,
 			UpdatedAt:  time.Now(),
 		},
 		verified: true,
@@ -147,8 +148,9 @@ func (b *Backend) detachDocument(ctx context.Context, epoch int64, clientID, doc
 	}
 	defer func() { err = b.settle(ctx, ds, resp, err) }()
 	// No bound: the attachment ends here, so nothing may be left behind.
-	resp, err = b.exchange(ctx, ds, clientID, e, pack, false, 0)
-	if err != nil {
+	// A client attached before a compaction has nothing to sync: it only
+	// leaves.
+	if resp, err = b.exchangeOrLeave(ctx, ds, clientID, e, pack); err != nil {
 		return nil, fmt.Errorf("detach document: %w", err)
 	}
 	status, err := b.removeIfLast(ctx, ds, clientID, p)
@@ -199,8 +201,7 @@ func (b *Backend) removeDocument(ctx context.Context, epoch int64, clientID, doc
 		return nil, fmt.Errorf("remove document: %w", err)
 	}
 	defer func() { err = b.settle(ctx, ds, resp, err) }()
-	resp, err = b.exchange(ctx, ds, clientID, e, pack, false, 0)
-	if err != nil {
+	if resp, err = b.exchangeOrLeave(ctx, ds, clientID, e, pack); err != nil {
 		return nil, fmt.Errorf("remove document: %w", err)
 	}
 	if !ds.removed {
@@ -231,6 +232,9 @@ func (b *Backend) pushPull(ctx context.Context, epoch int64, clientID, docID str
 		return nil, fmt.Errorf("push pull: %w", err)
 	}
 	defer func() { err = b.settle(ctx, ds, resp, err) }()
+	if err := ds.checkEpoch(e); err != nil {
+		return nil, fmt.Errorf("push pull: %w", err)
+	}
 	resp, err = b.exchange(ctx, ds, clientID, e, pack, pushOnly, b.maxPack)
 	if err != nil {
 		return nil, fmt.Errorf("push pull: %w", err)
@@ -656,7 +660,9 @@ func (b *Backend) detachOnDeactivate(ctx context.Context, epoch int64, clientID,
 	if e == nil {
 		return nil
 	}
-	if !ds.removed {
+	// A client attached before a compaction has no presence in the new
+	// history to clear.
+	if !ds.removed && ds.checkEpoch(e) == nil {
 		if !e.verified {
 			if err := b.verify(ctx, ds, clientID, e); err != nil {
 				return fmt.Errorf("detach %s: %w", docID, err)

@@ -59,7 +59,10 @@ func (b *Backend) applyPushed(ctx context.Context, ds *docState, changes []*api.
 	if err != nil {
 		return err
 	}
-	limit := b.sizeLimit(p)
+	// Past the project's limit is accepted, as upstream: the SDK checks its
+	// own edits and concurrent ones may together pass it. Only the hard
+	// bound, far above, is enforced here.
+	limit := b.sizeLimit(p) * b.hardFactor
 	doc, err := b.useDoc(ctx, ds)
 	if err != nil {
 		return err
@@ -82,7 +85,7 @@ func (b *Backend) applyPushed(ctx context.Context, ds *docState, changes []*api.
 		if size := doc.Size().Total(); size > limit {
 			b.dropDoc(ds)
 			b.metrics.ChangesRefused.Add(int64(len(changes)))
-			return fmt.Errorf("size %d > %d: %w", size, limit, ErrDocumentSizeExceedsLimit)
+			return fmt.Errorf("size %d > %d (%d times the limit): %w", size, limit, b.hardFactor, ErrDocumentSizeExceedsLimit)
 		}
 	}
 	return nil

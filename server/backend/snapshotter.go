@@ -56,7 +56,9 @@ type collection struct {
 type docSnapshots struct {
 	mu      sync.Mutex
 	running bool
-	next    *snapshotJob
+	// done is closed when the run under way ends.
+	done chan struct{}
+	next *snapshotJob
 	// base is the state at baseSeq the last run encoded, kept so the next
 	// run applies only the changes after it; nil: start from the newest
 	// stored snapshot. A run takes it out while it works.
@@ -167,12 +169,14 @@ func (b *Backend) submitSnapshot(s *docSnapshots, job snapshotJob) {
 		return
 	}
 	s.running = true
+	s.done = make(chan struct{})
 	s.mu.Unlock()
 	b.snapMu.Lock()
 	if b.snapClosed {
 		b.snapMu.Unlock()
 		s.mu.Lock()
 		s.running = false
+		close(s.done)
 		s.mu.Unlock()
 		return
 	}
@@ -199,6 +203,7 @@ func (b *Backend) runSnapshots(s *docSnapshots, job snapshotJob) {
 		s.next = nil
 		if next == nil {
 			s.running = false
+			close(s.done)
 			s.mu.Unlock()
 			return
 		}

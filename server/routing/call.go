@@ -27,6 +27,9 @@ const (
 	// served by the owner and handed on to it even in redirect mode: its
 	// callers follow no redirect.
 	CallAdmin
+	// CallRevision is a client's revision call on a document (create,
+	// list, get, restore).
+	CallRevision
 )
 
 // String returns the call kind's RPC-like name, for logs.
@@ -50,6 +53,8 @@ func (k CallKind) String() string {
 		return "watch-channel"
 	case CallAdmin:
 		return "admin"
+	case CallRevision:
+		return "revision"
 	}
 	return fmt.Sprintf("CallKind(%d)", int(k))
 }

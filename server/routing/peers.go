@@ -40,6 +40,9 @@ type Transport interface {
 	Yorkie(addr string) v1connect.YorkieServiceClient
 	// Cluster returns a ClusterService client of the node at addr.
 	Cluster(addr string) clusterv1connect.ClusterServiceClient
+	// Admin returns an AdminService client of the node at addr whose calls
+	// are marked as forwarded by this node.
+	Admin(addr string) v1connect.AdminServiceClient
 }
 
 // PeersConfig configures Peers.
@@ -69,6 +72,7 @@ type Peers struct {
 	mu      sync.Mutex
 	yorkie  map[string]v1connect.YorkieServiceClient
 	cluster map[string]clusterv1connect.ClusterServiceClient
+	admin   map[string]v1connect.AdminServiceClient
 }
 
 // peerClient sends a peer's unary calls and its streams each their own way.
@@ -121,6 +125,7 @@ func NewPeers(cfg PeersConfig) *Peers {
 		streams: &http.Client{Transport: transport(h2, 4)},
 		yorkie:  map[string]v1connect.YorkieServiceClient{},
 		cluster: map[string]clusterv1connect.ClusterServiceClient{},
+		admin:   map[string]v1connect.AdminServiceClient{},
 	}
 }
 
@@ -151,6 +156,19 @@ func (p *Peers) Cluster(addr string) clusterv1connect.ClusterServiceClient {
 		c = clusterv1connect.NewClusterServiceClient(p.unary, p.scheme+addr,
 			connect.WithInterceptors(p.sign(false)))
 		p.cluster[addr] = c
+	}
+	return c
+}
+
+// Admin returns an AdminService client of the peer at addr whose calls are
+// marked as forwarded by this node, for the admin calls its owner serves.
+func (p *Peers) Admin(addr string) v1connect.AdminServiceClient {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	c, ok := p.admin[addr]
+	if !ok {
+		c = v1connect.NewAdminServiceClient(p.unary, "http://"+addr, connect.WithInterceptors(p.sign(true)))
+		p.admin[addr] = c
 	}
 	return c
 }

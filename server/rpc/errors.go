@@ -56,6 +56,13 @@ const (
 	// CodeTooManySubscribers is the SDK's name for a Watch past the
 	// project's subscribers per document.
 	CodeTooManySubscribers = "ErrTooManySubscribers"
+	// CodeRevisionNotFound is upstream's name for a revision the document
+	// does not have.
+	CodeRevisionNotFound = "ErrRevisionNotFound"
+	// CodeEpochMismatch is the SDK's name for a PushPull of a client that
+	// attached before a compaction: the SDK publishes its epoch-mismatch
+	// event and stops syncing the document.
+	CodeEpochMismatch = "ErrEpochMismatch"
 )
 
 // classify returns the Connect code and code name of a known sentinel error.
@@ -67,6 +74,8 @@ func classify(err error) (connect.Code, string, bool) {
 		return connect.CodeFailedPrecondition, CodeClientNotActivated, true
 	case errors.Is(err, database.ErrDocumentNotFound):
 		return connect.CodeNotFound, CodeDocumentNotFound, true
+	case errors.Is(err, database.ErrRevisionNotFound):
+		return connect.CodeNotFound, CodeRevisionNotFound, true
 	case errors.Is(err, backend.ErrDocumentNotAttached), errors.Is(err, database.ErrAttachmentNotFound):
 		return connect.CodeFailedPrecondition, CodeDocumentNotAttached, true
 	case errors.Is(err, backend.ErrDocumentRemoved):
@@ -95,6 +104,8 @@ func classify(err error) (connect.Code, string, bool) {
 		return connect.CodeResourceExhausted, CodeTooManySubscribers, true
 	case errors.Is(err, backend.ErrInvalidChangePack):
 		return connect.CodeInvalidArgument, CodeInvalidChangePack, true
+	case errors.Is(err, backend.ErrEpochMismatch):
+		return connect.CodeFailedPrecondition, CodeEpochMismatch, true
 	case errors.Is(err, fault.ErrShuttingDown):
 		return connect.CodeUnavailable, CodeShuttingDown, true
 	case fault.IsRetryable(err):

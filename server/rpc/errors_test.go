@@ -36,6 +36,7 @@ func TestToConnectError(t *testing.T) {
 		{backend.ErrDocumentRemoved, connect.CodeFailedPrecondition, CodeDocumentRemoved},
 		{backend.ErrInvalidClientSeq, connect.CodeInvalidArgument, CodeInvalidClientSeq},
 		{backend.ErrInvalidChangePack, connect.CodeInvalidArgument, CodeInvalidChangePack},
+		{backend.ErrEpochMismatch, connect.CodeFailedPrecondition, CodeEpochMismatch},
 		{fault.ErrShuttingDown, connect.CodeUnavailable, CodeShuttingDown},
 		{affinity.ErrStopped, connect.CodeUnavailable, CodeShuttingDown},
 		{sessionstore.ErrUnavailable, connect.CodeUnavailable, CodeUnavailable},

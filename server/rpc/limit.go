@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"connectrpc.com/connect"
@@ -26,6 +27,10 @@ const (
 	// DefaultSmallRequestBytes bounds the requests of the endpoints whose
 	// messages are tiny: health checks and node-to-node calls.
 	DefaultSmallRequestBytes = 64 << 10
+	// DefaultMaxInflightBytes bounds the request bytes a node holds at once,
+	// read and decompressed, over all requests: each is bounded on its own,
+	// and this bounds their sum (gzip makes a small request large).
+	DefaultMaxInflightBytes = 256 << 20
 )
 
 // envelopePrefix is the framing the gRPC, gRPC-web and Connect streaming
@@ -40,6 +45,9 @@ var (
 	errRequestTooLarge = errors.New("request is too large")
 	// errBodyTimeout is the cause of a request whose body came too slowly.
 	errBodyTimeout = errors.New("request body not received in time")
+	// errBusy is the cause of a request refused because the node holds too
+	// many request bytes already.
+	errBusy = errors.New("the server holds too many request bytes at once; try again")
 )
 
 // Bounds says what a request may send before any handler sees it.
@@ -51,7 +59,54 @@ type Bounds struct {
 	Rules []BoundRule
 	// ReadBodyTimeout bounds reading a body (0: DefaultReadBodyTimeout).
 	ReadBodyTimeout time.Duration
+	// MaxInflightBytes bounds the sum of the bodies, read and decompressed,
+	// of the requests being served (0: DefaultMaxInflightBytes; negative: no
+	// bound). A request that would take it past the bound is refused with
+	// unavailable (ErrUnavailable), which clients retry.
+	MaxInflightBytes int64
 }
+
+// byteBudget counts bytes held against a bound shared by all requests.
+type byteBudget struct {
+	mu   sync.Mutex
+	used int64
+	max  int64 // negative: no bound
+}
+
+// take holds n more bytes, or reports false when that would pass the bound.
+func (b *byteBudget) take(n int64) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.max >= 0 && b.used+n > b.max {
+		return false
+	}
+	b.used += n
+	return true
+}
+
+func (b *byteBudget) give(n int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.used -= n
+}
+
+// holding is what one request holds of a byteBudget.
+type holding struct {
+	budget *byteBudget
+	held   int64
+}
+
+// grow holds n more bytes for the request, or fails with errBusy.
+func (h *holding) grow(n int) error {
+	if !h.budget.take(int64(n)) {
+		return errBusy
+	}
+	h.held += int64(n)
+	return nil
+}
+
+// release gives back everything the request held.
+func (h *holding) release() { h.budget.give(h.held) }
 
 // BoundRule bounds the requests under one path prefix.
 type BoundRule struct {
@@ -82,6 +137,10 @@ func BoundRequests(next http.Handler, b Bounds) http.Handler {
 	if b.ReadBodyTimeout <= 0 {
 		b.ReadBodyTimeout = DefaultReadBodyTimeout
 	}
+	if b.MaxInflightBytes == 0 {
+		b.MaxInflightBytes = DefaultMaxInflightBytes
+	}
+	budget := &byteBudget{max: b.MaxInflightBytes}
 	errWriter := connect.NewErrorWriter()
 	refuse := func(w http.ResponseWriter, r *http.Request, err *connect.Error) {
 		if r.ProtoMajor == 1 {
@@ -116,8 +175,13 @@ func BoundRequests(next http.Handler, b Bounds) http.Handler {
 			refuse(w, r, tooLarge(fmt.Sprintf("a body of %d bytes", r.ContentLength), rule.MaxBytes))
 			return
 		}
-		body, err := readBody(w, r, wireLimit, b.ReadBodyTimeout)
+		hold := &holding{budget: budget}
+		defer hold.release()
+		body, err := readBody(w, r, wireLimit, b.ReadBodyTimeout, hold)
 		switch {
+		case errors.Is(err, errBusy):
+			refuse(w, r, busy())
+			return
 		case errors.Is(err, errRequestTooLarge):
 			refuse(w, r, tooLarge(fmt.Sprintf("a body of over %d bytes", wireLimit), rule.MaxBytes))
 			return
@@ -128,9 +192,11 @@ func BoundRequests(next http.Handler, b Bounds) http.Handler {
 			refuse(w, r, connect.NewError(connect.CodeCanceled, err))
 			return
 		}
-		body, err = decompress(r, body, rule.MaxBytes)
+		body, err = decompress(r, body, rule.MaxBytes, hold)
 		if err != nil {
-			if errors.Is(err, errRequestTooLarge) {
+			if errors.Is(err, errBusy) {
+				refuse(w, r, busy())
+			} else if errors.Is(err, errRequestTooLarge) {
 				refuse(w, r, tooLarge("a body over the limit once decompressed", rule.MaxBytes))
 			} else {
 				refuse(w, r, invalidArgument(err))
@@ -156,6 +222,12 @@ func BoundRequests(next http.Handler, b Bounds) http.Handler {
 	})
 }
 
+// busy is the answer to a request refused because the node holds too many
+// request bytes: unavailable, which clients retry after a while.
+func busy() *connect.Error {
+	return newError(connect.CodeUnavailable, CodeUnavailable, errBusy)
+}
+
 // tooLarge is the answer to a request over its bound.
 func tooLarge(what string, limit int) *connect.Error {
 	return newError(connect.CodeInvalidArgument, CodeRequestTooLarge,
@@ -171,14 +243,15 @@ type readBodyBuffer interface {
 }
 
 // readBody reads r's body, at most limit bytes, within timeout.
-func readBody(w http.ResponseWriter, r *http.Request, limit int64, timeout time.Duration) ([]byte, error) {
+func readBody(w http.ResponseWriter, r *http.Request, limit int64, timeout time.Duration, hold *holding) ([]byte, error) {
 	if fb, ok := r.Body.(readBodyBuffer); ok {
-		return fb.Bytes(), nil
+		body := fb.Bytes()
+		return body, hold.grow(len(body))
 	}
 	rc := http.NewResponseController(w)
 	_ = rc.SetReadDeadline(time.Now().Add(timeout))
-	body, err := readAtMost(r.Body, int(limit), int(r.ContentLength))
-	if err != nil && !errors.Is(err, errRequestTooLarge) {
+	body, err := readAtMost(r.Body, int(limit), int(r.ContentLength), hold)
+	if err != nil && !errors.Is(err, errRequestTooLarge) && !errors.Is(err, errBusy) {
 		// The deadline stays: net/http may not drain the rest without one.
 		_ = r.Body.Close()
 		if isTimeout(err) {
@@ -196,18 +269,27 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64, timeout time.
 
 // readAtMost reads r to its end, refusing more than limit bytes; sizeHint,
 // if positive, is the expected size. Its buffer never grows past limit+1,
-// so it allocates at most about twice the limit.
-func readAtMost(r io.Reader, limit, sizeHint int) ([]byte, error) {
+// so it allocates at most about twice the limit. Every allocation is held
+// against hold first (errBusy when the node holds too much).
+func readAtMost(r io.Reader, limit, sizeHint int, hold *holding) ([]byte, error) {
 	if sizeHint <= 0 {
 		sizeHint = 4 << 10
 	}
-	buf := make([]byte, 0, min(sizeHint, limit)+1)
+	size := min(sizeHint, limit) + 1
+	if err := hold.grow(size); err != nil {
+		return nil, err
+	}
+	buf := make([]byte, 0, size)
 	for {
 		if len(buf) == cap(buf) {
 			if len(buf) > limit {
 				return nil, errRequestTooLarge
 			}
-			buf = slices.Grow(buf, min(cap(buf), limit+1-len(buf)))
+			more := min(cap(buf), limit+1-len(buf))
+			if err := hold.grow(more); err != nil {
+				return nil, err
+			}
+			buf = slices.Grow(buf, more)
 		}
 		n, err := r.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]
@@ -255,7 +337,7 @@ func envelopeProtocol(r *http.Request) bool {
 // decompress inflates a gzip request body, no message beyond maxBytes, and
 // removes the encoding header so the handler takes the body as it is.
 // Encodings other than gzip are left to the handler, which refuses them.
-func decompress(r *http.Request, body []byte, maxBytes int) ([]byte, error) {
+func decompress(r *http.Request, body []byte, maxBytes int, hold *holding) ([]byte, error) {
 	header := "Content-Encoding"
 	ct := r.Header.Get("Content-Type")
 	switch {
@@ -272,14 +354,14 @@ func decompress(r *http.Request, body []byte, maxBytes int) ([]byte, error) {
 		return body, nil
 	}
 	if header == "Content-Encoding" {
-		out, err := gunzip(body, maxBytes)
+		out, err := gunzip(body, maxBytes, hold)
 		if err != nil {
 			return nil, err
 		}
 		r.Header.Del(header)
 		return out, nil
 	}
-	out, err := inflateEnvelopes(body, maxBytes)
+	out, err := inflateEnvelopes(body, maxBytes, hold)
 	if err != nil {
 		return nil, err
 	}
@@ -290,7 +372,7 @@ func decompress(r *http.Request, body []byte, maxBytes int) ([]byte, error) {
 // inflateEnvelopes rewrites enveloped messages with every compressed one
 // inflated, the whole at most maxBytes of messages. A malformed envelope is
 // passed on as it is, for the handler to refuse in its protocol.
-func inflateEnvelopes(body []byte, maxBytes int) ([]byte, error) {
+func inflateEnvelopes(body []byte, maxBytes int, hold *holding) ([]byte, error) {
 	out := make([]byte, 0, len(body))
 	total := 0
 	for rest := body; len(rest) > 0; {
@@ -305,13 +387,16 @@ func inflateEnvelopes(body []byte, maxBytes int) ([]byte, error) {
 		rest = rest[envelopePrefix+int(size):]
 		if flags&flagCompressed != 0 {
 			var err error
-			if msg, err = gunzip(msg, maxBytes-total); err != nil {
+			if msg, err = gunzip(msg, maxBytes-total, hold); err != nil {
 				return nil, err
 			}
 		}
 		total += len(msg)
 		if total > maxBytes {
 			return nil, errRequestTooLarge
+		}
+		if err := hold.grow(len(msg)); err != nil { // its copy below
+			return nil, err
 		}
 		out = append(out, flags&^flagCompressed, 0, 0, 0, 0)
 		binary.BigEndian.PutUint32(out[len(out)-4:], uint32(len(msg)))
@@ -321,13 +406,13 @@ func inflateEnvelopes(body []byte, maxBytes int) ([]byte, error) {
 }
 
 // gunzip inflates data, refusing output beyond maxBytes.
-func gunzip(data []byte, maxBytes int) ([]byte, error) {
+func gunzip(data []byte, maxBytes int, hold *holding) ([]byte, error) {
 	zr, err := gzip.NewReader(bytes.NewReader(data))
 	if err != nil {
 		return nil, fmt.Errorf("decompress request: %w", err)
 	}
-	out, err := readAtMost(zr, maxBytes, 4*len(data))
-	if err != nil && !errors.Is(err, errRequestTooLarge) {
+	out, err := readAtMost(zr, maxBytes, 4*len(data), hold)
+	if err != nil && !errors.Is(err, errRequestTooLarge) && !errors.Is(err, errBusy) {
 		return nil, fmt.Errorf("decompress request: %w", err)
 	}
 	return out, err

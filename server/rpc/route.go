@@ -42,8 +42,10 @@ func (s *Service) route(ctx context.Context, call routing.DocumentCall) (routing
 			// A client the server does not know (a restart lost its state)
 			// must hear that first: the SDK then starts over, while a document
 			// error would stop its sync without a word.
-			if cerr := s.backend.CheckClient(ctx, call.ClientID); cerr != nil {
-				err = cerr
+			if call.ClientID != "" {
+				if cerr := s.backend.CheckClient(ctx, call.ClientID); cerr != nil {
+					err = cerr
+				}
 			}
 			return routing.Route{}, err
 		}

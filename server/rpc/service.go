@@ -360,14 +360,31 @@ func documentCall[Req, Res any](ctx context.Context, s *Service, req *connect.Re
 	if err := validateDocumentCall(clientID, docID, pack); err != nil {
 		return nil, err
 	}
-	procedure := req.Spec().Procedure
 	call := routing.DocumentCall{Kind: kind, ClientID: clientID, DocumentID: docID, Header: req.Header()}
+	return routedCall(ctx, s, req, call, s.documentByID(docID, packVerb(pack)), method,
+		func(epoch int64) (*Res, error) {
+			return servePack(ctx, s, pack, func() (*Res, error) { return serve(epoch, clientID, docID, pack) })
+		})
+}
+
+// routedCall routes a validated unary call on a document, authorizes it,
+// and either relays it to the owner or serves it here with the owner epoch,
+// answering with the owner's session key either way.
+func routedCall[Req, Res any](ctx context.Context, s *Service, req *connect.Request[Req], call routing.DocumentCall,
+	attrs attributes, method func(v1connect.YorkieServiceClient) relayFunc[Req, Res],
+	serve func(epoch int64) (*Res, error),
+) (*connect.Response[Res], error) {
+	procedure := req.Spec().Procedure
 	rt, err := s.route(ctx, call)
 	if err != nil {
 		return nil, toConnectError(err)
 	}
-	if err := s.authorize(ctx, procedure, req.Header(), s.documentByID(docID, packVerb(pack))); err != nil {
-		return nil, s.failRouted(ctx, procedure, rt, err)
+	// An operator's call relayed by a node asks no webhook: the operator
+	// was authorised where the call began.
+	if call.Kind != routing.CallAdmin {
+		if err := s.authorize(ctx, procedure, req.Header(), attrs); err != nil {
+			return nil, s.failRouted(ctx, procedure, rt, err)
+		}
 	}
 	for attempt := 0; ; attempt++ {
 		if rt.Owner != nil {
@@ -378,7 +395,7 @@ func documentCall[Req, Res any](ctx context.Context, s *Service, req *connect.Re
 			}
 			return resp, err
 		}
-		resp, err := servePack(ctx, s, pack, func() (*Res, error) { return serve(rt.Epoch, clientID, docID, pack) })
+		resp, err := serve(rt.Epoch)
 		if errors.Is(err, backend.ErrStaleRoute) && attempt < maxReroutes {
 			// This node's binding was older than the document's claim (its
 			// owner changed while the binding stood) and has been dropped:

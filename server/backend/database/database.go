@@ -88,6 +88,12 @@ type DocInfo struct {
 	ServerSeq int64
 	// Epoch is the highest owner epoch that claimed the document (0: never).
 	Epoch int64
+	// DocEpoch is upstream's document epoch: it counts the compactions of
+	// the document. Not to be confused with Epoch, the owner's fencing token.
+	DocEpoch int64
+	// CompactedSeq is the server_seq of the change the last compaction
+	// stored, the first of the log since (0: never compacted).
+	CompactedSeq int64
 	// RemovedAt is zero while the document is live.
 	RemovedAt time.Time
 	CreatedAt time.Time
@@ -123,7 +129,10 @@ type Attachment struct {
 	// VersionVector is the client's last reported document version vector
 	// (wire form: standard base64 of the actor ID bytes -> lamport).
 	VersionVector map[string]int64
-	UpdatedAt     time.Time
+	// DocEpoch is the document's DocEpoch when the attachment began: a
+	// client attached before a compaction cannot sync with the new history.
+	DocEpoch  int64
+	UpdatedAt time.Time
 }
 
 // Change is one stored change. Body holds the change as the client sent it,
@@ -235,6 +244,10 @@ type Database interface {
 
 	// Accounts: the admin API's users and projects.
 	Accounts
+	// Revisions: documents' named copies of their content.
+	Revisions
+	// Compaction: replacing a document's history with one change.
+	Compaction
 	// Schemas: the projects' document schemas.
 	Schemas
 	// AccountChanges: password changes, account removal, key rotation.

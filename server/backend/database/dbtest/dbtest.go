@@ -50,6 +50,8 @@ func Run(t *testing.T, newDB NewDB) {
 	t.Run("Contexts", func(t *testing.T) { testContexts(t, newDB) })
 	t.Run("Snapshots", func(t *testing.T) { testSnapshots(t, newDB) })
 	t.Run("ProjectScope", func(t *testing.T) { testProjectScope(t, newDB) })
+	t.Run("Revisions", func(t *testing.T) { testRevisions(t, newDB) })
+	t.Run("Compaction", func(t *testing.T) { testCompaction(t, newDB) })
 	t.Run("Listing", func(t *testing.T) { testListing(t, newDB) })
 	t.Run("Schemas", func(t *testing.T) { testSchemas(t, newDB) })
 	RunShared(t, pair)

@@ -44,6 +44,7 @@ type DB struct {
 
 	snaps    snapshotStore // see snapshots.go; its zero value is ready
 	accounts accountStore  // see projects.go; its zero value is ready
+	revs     revisionStore // see revisions.go; its zero value is ready
 	schemas  schemaStore   // see schemas.go; its zero value is ready
 	members  memberStore   // see members.go; its zero value is ready
 }
@@ -53,8 +54,10 @@ type DB struct {
 type doc struct {
 	mu   sync.RWMutex
 	info database.DocInfo
-	// log[i].ServerSeq == i+1: the log is gapless from 1 by construction.
+	// log[i].ServerSeq == base+i+1: the log is gapless from base+1 by
+	// construction. base is 0 until a compaction replaces the log.
 	log         []*database.Change
+	base        int64
 	attachments map[string]*database.Attachment // by client ID
 }
 
@@ -252,7 +255,7 @@ func (db *DB) ClaimDocument(ctx context.Context, docID string, epoch int64) (*da
 	if epoch > d.info.Epoch {
 		d.info.Epoch = epoch
 	}
-	d.info.ServerSeq = int64(len(d.log))
+	d.info.ServerSeq = d.head()
 	info := d.info
 	return &info, nil
 }
@@ -455,7 +458,7 @@ func (db *DB) AppendChanges(ctx context.Context, docID string, epoch int64, chan
 	if err := d.fenced(epoch); err != nil {
 		return fmt.Errorf("append changes: %w", err)
 	}
-	head := int64(len(d.log))
+	head := d.head()
 	if first := changes[0].ServerSeq; first != head+1 {
 		// first <= head: a server_seq is taken. first > head+1: the writer's
 		// idea of the head is wrong. Either way it must reload and retry.
@@ -463,7 +466,7 @@ func (db *DB) AppendChanges(ctx context.Context, docID string, epoch int64, chan
 			docID, first, head, database.ErrConflict)
 	}
 	d.log = append(d.log, changes...)
-	d.info.ServerSeq = int64(len(d.log))
+	d.info.ServerSeq = d.head()
 	return nil
 }
 
@@ -480,13 +483,13 @@ func (db *DB) FindChanges(ctx context.Context, docID string, from, to int64) ([]
 	}
 	d.mu.RLock()
 	defer d.mu.RUnlock()
-	from = max(from, 1)
-	to = min(to, int64(len(d.log)))
+	from = max(from, d.base+1)
+	to = min(to, d.head())
 	if from > to {
 		return nil, nil
 	}
 	out := make([]*database.Change, to-from+1)
-	copy(out, d.log[from-1:to])
+	copy(out, d.log[from-d.base-1:to-d.base])
 	return out, nil
 }
 
@@ -510,6 +513,10 @@ func (db *DB) LastClientSeq(ctx context.Context, docID, actorID string, after in
 	}
 	return last, nil
 }
+
+// head is the server_seq of the last change of the log. The caller holds
+// d.mu.
+func (d *doc) head() int64 { return d.base + int64(len(d.log)) }
 
 // Close makes every later call fail with an error wrapping ErrUnavailable.
 func (db *DB) Close(ctx context.Context) error {

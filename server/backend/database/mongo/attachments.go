@@ -29,6 +29,8 @@ type attachmentRecord struct {
 	UpdatedAt     time.Time `bson:"updated_at"`
 	// Epoch is the owner epoch that wrote the record.
 	Epoch int64 `bson:"epoch"`
+	// DocEpoch is database.Attachment's (absent: 0).
+	DocEpoch int64 `bson:"doc_epoch,omitempty"`
 }
 
 func toAttachmentRecord(a *database.Attachment) *attachmentRecord {
@@ -41,6 +43,7 @@ func toAttachmentRecord(a *database.Attachment) *attachmentRecord {
 		ClientSeq:  int64(a.ClientSeq),
 		AttachedAt: a.AttachedAt,
 		UpdatedAt:  a.UpdatedAt.UTC().Truncate(time.Millisecond),
+		DocEpoch:   a.DocEpoch,
 	}
 	if a.UpdatedAt.IsZero() {
 		rec.UpdatedAt = now()
@@ -59,6 +62,7 @@ func (r *attachmentRecord) attachment() *database.Attachment {
 		AttachedAt:    r.AttachedAt,
 		UpdatedAt:     r.UpdatedAt.UTC(),
 		VersionVector: fromList(r.VersionVector),
+		DocEpoch:      r.DocEpoch,
 	}
 	return a
 }

@@ -30,6 +30,10 @@ type batchRecord struct {
 	// Nonce tells this call's insert from another writer's batch of the
 	// same _id when a driver retry reports a duplicate.
 	Nonce primitive.ObjectID `bson:"nonce"`
+	// DocEpoch, on a batch CompactDocument stored, is the document epoch
+	// the compaction commits; until the document record has it, the batch
+	// is not part of the log (see settleCompaction).
+	DocEpoch int64 `bson:"doc_epoch,omitempty"`
 	// Actors lists the distinct actors of the batch, for LastClientSeq.
 	Actors    []string       `bson:"actors"`
 	Changes   []changeRecord `bson:"changes"`

@@ -27,6 +27,10 @@ type docRecord struct {
 	// HeadHint is the end of a stored batch of the log, at most the head:
 	// where head lookups start. See raiseHeadHint.
 	HeadHint int64 `bson:"head_hint"`
+	// DocEpoch and CompactedSeq are database.DocInfo's, set by
+	// CompactDocument (absent: never compacted).
+	DocEpoch     int64 `bson:"doc_epoch,omitempty"`
+	CompactedSeq int64 `bson:"compacted_seq,omitempty"`
 	// Schema is the key of the schema the document is bound to.
 	Schema string `bson:"schema,omitempty"`
 }
@@ -74,7 +78,10 @@ func (r *docRecord) info(serverSeq, epoch int64) *database.DocInfo {
 		ServerSeq: serverSeq,
 		Epoch:     epoch,
 		CreatedAt: r.CreatedAt.UTC(),
-		Schema:    r.Schema,
+
+		DocEpoch:     r.DocEpoch,
+		CompactedSeq: r.CompactedSeq,
+		Schema:       r.Schema,
 	}
 	if r.RemovedAt != nil {
 		info.RemovedAt = r.RemovedAt.UTC()
@@ -229,6 +236,11 @@ func (db *DB) ClaimDocument(ctx context.Context, docID string, epoch int64) (*da
 	}
 	head, err := db.head(ctx, docID, rec.HeadHint)
 	if err != nil {
+		return nil, fmt.Errorf("claim document: %w", err)
+	}
+	// A compaction its owner did not finish is undone or completed here,
+	// before the new owner reads the log.
+	if head, err = db.settleCompaction(ctx, rec, head); err != nil {
 		return nil, fmt.Errorf("claim document: %w", err)
 	}
 	return rec.info(head, owner), nil

@@ -107,6 +107,7 @@ type DB struct {
 	changes     *mongo.Collection
 
 	snaps snapshotState // see snapshots.go; its zero value is ready
+	revs  snapshotState // the codec of revisions' content (revisions.go)
 }
 
 var _ database.Database = (*DB)(nil)
@@ -161,7 +162,7 @@ func Dial(ctx context.Context, cfg Config) (*DB, error) {
 		attachments: mdb.Collection(colAttachments),
 		changes:     mdb.Collection(colChanges),
 	}
-	if err := errors.Join(db.ensureIndexes(ctx), db.ensureAccountIndexes(ctx), db.ensureSchemaIndexes(ctx)); err != nil {
+	if err := errors.Join(db.ensureIndexes(ctx), db.ensureAccountIndexes(ctx), db.ensureRevisionIndexes(ctx), db.ensureSchemaIndexes(ctx)); err != nil {
 		_ = client.Disconnect(context.Background())
 		return nil, err
 	}

@@ -152,8 +152,8 @@ func (db *DB) SaveSnapshot(ctx context.Context, docID string, epoch int64, s *da
 	if err != nil {
 		return fmt.Errorf("save snapshot: %w", err)
 	}
-	if s.ServerSeq < 1 || s.ServerSeq > head {
-		return fmt.Errorf("save snapshot of %q: server_seq %d outside the log 1..%d", docID, s.ServerSeq, head)
+	if first := max(doc.CompactedSeq, 1); s.ServerSeq < first || s.ServerSeq > head {
+		return fmt.Errorf("save snapshot of %q: server_seq %d outside the log %d..%d", docID, s.ServerSeq, first, head)
 	}
 	existing, err := db.headerByID(ctx, snapshotID(docID, s.ServerSeq))
 	if err != nil {

@@ -1,0 +1,180 @@
+package backend
+
+import (
+	"context"
+	"fmt"
+
+	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
+	"github.com/yorkie-affinity/yorkie/server/backend/database"
+	"github.com/yorkie-affinity/yorkie/server/document"
+	"github.com/yorkie-affinity/yorkie/server/document/crdt"
+	"github.com/yorkie-affinity/yorkie/server/project"
+)
+
+// Revisions are named copies of a document's content. The owner makes
+// them, from the document it holds built, and restores them as a change of
+// its own that every attached client pulls like any other.
+
+// systemActor is the actor of the changes the server makes itself (a
+// restore): the all-zero initial actor, which every document knows.
+var systemActor = crdt.InitialActorID.String()
+
+// CreateRevision stores the document's content at its head as a revision
+// with the label and description. clientID, when not empty, must be an
+// activated client of the call's project.
+func (b *Backend) CreateRevision(ctx context.Context, epoch int64, clientID, docID, label, description string) (*database.Revision, error) {
+	if err := b.checkOpen(); err != nil {
+		return nil, err
+	}
+	if clientID != "" {
+		if err := b.ensureActivated(ctx, clientID); err != nil {
+			return nil, fmt.Errorf("create revision: %w", err)
+		}
+	}
+	ds, err := b.lockDoc(ctx, epoch, docID)
+	if err != nil {
+		return nil, fmt.Errorf("create revision: %w", err)
+	}
+	defer b.release(ctx, ds)
+	if err := ds.inProject(ctx); err != nil {
+		return nil, fmt.Errorf("create revision: %w", err)
+	}
+	doc, err := b.useDoc(ctx, ds)
+	if err != nil {
+		return nil, fmt.Errorf("create revision of document %s: %w", docID, err)
+	}
+	rev, err := b.storeRevision(ctx, ds.epoch, ds.project, docID, ds.head, doc, label, description)
+	if err != nil {
+		b.writeFailed(ds, err)
+		return nil, fmt.Errorf("create revision: %w", err)
+	}
+	return rev, nil
+}
+
+// storeRevision stores doc, the document's state at seq, as a revision.
+func (b *Backend) storeRevision(ctx context.Context, epoch int64, projectID, docID string, seq int64, doc *document.Document,
+	label, description string,
+) (*database.Revision, error) {
+	content, yson, err := doc.Revision()
+	if err != nil {
+		return nil, fmt.Errorf("document %s: %w", docID, err)
+	}
+	rev, err := b.db.CreateRevision(ctx, epoch, &database.Revision{
+		ProjectID:   projectID,
+		DocID:       docID,
+		Label:       label,
+		Description: description,
+		Snapshot:    []byte(yson),
+		Content:     content,
+		ServerSeq:   seq,
+	})
+	if err != nil {
+		return nil, err
+	}
+	b.metrics.RevisionsStored.Add(1)
+	return rev, nil
+}
+
+// ListRevisions returns a page of the document's revisions, without their
+// content. clientID as in CreateRevision.
+func (b *Backend) ListRevisions(ctx context.Context, clientID, docID string, p database.RevisionPaging) ([]*database.Revision, error) {
+	if err := b.checkRevisionCall(ctx, clientID, docID); err != nil {
+		return nil, fmt.Errorf("list revisions: %w", err)
+	}
+	revs, err := b.db.ListRevisions(ctx, project.ID(ctx), docID, p)
+	if err != nil {
+		return nil, fmt.Errorf("list revisions: %w", err)
+	}
+	return revs, nil
+}
+
+// GetRevision returns one of the document's revisions whole.
+// database.ErrRevisionNotFound if it has none with the ID. clientID as in
+// CreateRevision.
+func (b *Backend) GetRevision(ctx context.Context, clientID, docID, revisionID string) (*database.Revision, error) {
+	if err := b.checkRevisionCall(ctx, clientID, docID); err != nil {
+		return nil, fmt.Errorf("get revision: %w", err)
+	}
+	rev, err := b.db.FindRevision(ctx, project.ID(ctx), docID, revisionID)
+	if err != nil {
+		return nil, fmt.Errorf("get revision: %w", err)
+	}
+	return rev, nil
+}
+
+// checkRevisionCall checks a read of revisions: the client, when named,
+// is activated, and the document is one of the call's project.
+func (b *Backend) checkRevisionCall(ctx context.Context, clientID, docID string) error {
+	if err := b.checkOpen(); err != nil {
+		return err
+	}
+	if clientID != "" {
+		if err := b.ensureActivated(ctx, clientID); err != nil {
+			return err
+		}
+	}
+	_, err := b.DocumentKey(ctx, docID)
+	return err
+}
+
+// RestoreRevision brings the document back to a revision's content: the
+// owner makes the change that replaces the root with it (see
+// document.RestoreChange), applies and stores it like a pushed one, and tells
+// the watchers, so every attached client pulls it and converges. A removed
+// document is refused with ErrDocumentRemoved, an unknown revision with
+// database.ErrRevisionNotFound; either way nothing changes. clientID as in
+// CreateRevision.
+func (b *Backend) RestoreRevision(ctx context.Context, epoch int64, clientID, docID, revisionID string) (err error) {
+	if err := b.checkOpen(); err != nil {
+		return err
+	}
+	if clientID != "" {
+		if err := b.ensureActivated(ctx, clientID); err != nil {
+			return fmt.Errorf("restore revision: %w", err)
+		}
+	}
+	ds, err := b.lockDoc(ctx, epoch, docID)
+	if err != nil {
+		return fmt.Errorf("restore revision: %w", err)
+	}
+	defer b.release(ctx, ds)
+	if err := ds.inProject(ctx); err != nil {
+		return fmt.Errorf("restore revision: %w", err)
+	}
+	if ds.removed {
+		return fmt.Errorf("restore revision %s of document %s: %w", revisionID, docID, ErrDocumentRemoved)
+	}
+	rev, err := b.db.FindRevision(ctx, ds.project, docID, revisionID)
+	if err != nil {
+		return fmt.Errorf("restore revision: %w", err)
+	}
+	doc, err := b.useDoc(ctx, ds)
+	if err != nil {
+		return fmt.Errorf("restore revision %s of document %s: %w", revisionID, docID, err)
+	}
+	change, err := doc.RestoreChange(rev.Content)
+	if err != nil {
+		return fmt.Errorf("restore revision %s of document %s: %w", revisionID, docID, err)
+	}
+	if err := b.applyPushed(ctx, ds, []*api.Change{change}); err != nil {
+		return fmt.Errorf("restore revision %s of document %s: %w", revisionID, docID, err)
+	}
+	seq := ds.head + 1
+	change.Id.ServerSeq = seq
+	row := &database.Change{ServerSeq: seq, ActorID: systemActor, ClientSeq: change.Id.ClientSeq, Body: change}
+	if err := b.db.AppendChanges(ctx, ds.id, ds.epoch, []*database.Change{row}); err != nil {
+		// The document holds the change now: the state is reloaded on the
+		// next call, whatever became of the write.
+		b.writeFailed(ds, err)
+		return fmt.Errorf("restore revision %s of document %s: %w", revisionID, docID, err)
+	}
+	ds.head, ds.docSeq = seq, seq
+	b.metrics.ChangesStored.Add(1)
+	b.metrics.RevisionsRestored.Add(1)
+	b.publishChanged(ds.id, systemActor)
+	if b.changed != nil {
+		b.changed(ctx, ds.key)
+	}
+	b.maybeSnapshot(ctx, ds, ds.synced.vector(nil))
+	return nil
+}

@@ -1,0 +1,68 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+
+	"connectrpc.com/connect"
+
+	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
+	"github.com/yorkie-affinity/yorkie/server/backend/database"
+	"github.com/yorkie-affinity/yorkie/server/project"
+	"github.com/yorkie-affinity/yorkie/server/routing"
+)
+
+// compactor serves the AdminService's compactions: the node that owns the
+// document compacts it with its owner epoch; another node relays the call
+// there, marked as forwarded, with the caller's credentials.
+type compactor struct{ s *Server }
+
+// CompactDocument implements admin.Compactor.
+func (c compactor) CompactDocument(ctx context.Context, p *database.ProjectInfo, key string, force bool, header http.Header) (bool, error) {
+	s := c.s
+	ctx = project.NewContext(ctx, p)
+	info, err := s.db.FindDocumentByKey(ctx, p.ID, key)
+	if err != nil {
+		return false, err
+	}
+	var epoch int64
+	if router := s.routerInUse(); router != nil {
+		rt, err := router.Route(ctx, routing.DocumentCall{Kind: routing.CallAdmin, DocumentKey: key, Header: header})
+		if err != nil {
+			return false, err
+		}
+		if rt.Owner != nil {
+			return s.relayCompaction(ctx, rt, key, force, header)
+		}
+		epoch = rt.Epoch
+	}
+	return s.backend.CompactDocument(ctx, epoch, info.ID, force)
+}
+
+// routerInUse is the router the RPC port routes with, nil before Start.
+func (s *Server) routerInUse() interface {
+	Route(ctx context.Context, call routing.DocumentCall) (routing.Route, error)
+} {
+	if s.router != nil {
+		return s.router
+	}
+	if s.cfg.Router != nil {
+		return s.cfg.Router
+	}
+	return nil
+}
+
+// relayCompaction asks the owner to compact the document.
+func (s *Server) relayCompaction(ctx context.Context, rt routing.Route, key string, force bool, header http.Header) (bool, error) {
+	if s.peers == nil || rt.Addr == "" {
+		return false, fmt.Errorf("compact document %q: the owner is another node: %w", key, routing.ErrOwnerUnreachable)
+	}
+	req := connect.NewRequest(&api.CompactDocumentByAdminRequest{DocumentKey: key, Force: force})
+	req.Header().Set("Authorization", header.Get("Authorization"))
+	res, err := s.peers.Admin(rt.Addr).CompactDocumentByAdmin(ctx, req)
+	if err != nil {
+		return false, err
+	}
+	return res.Msg.Compacted, nil
+}
