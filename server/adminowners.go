@@ -29,7 +29,7 @@ func (a adminOwners) owners() (*rpc.AdminOwners, error) {
 	return a.s.service.AdminOwners(), nil
 }
 
-func (a adminOwners) DocumentSummary(ctx context.Context, p *database.ProjectInfo, doc *database.DocInfo, root, presences bool) (*api.DocumentSummary, error) {
+func (a adminOwners) DocumentSummary(ctx context.Context, p *database.ProjectInfo, doc *database.DocInfo, root, presences bool) (*admin.OwnerState, error) {
 	o, err := a.owners()
 	if err != nil {
 		return nil, err

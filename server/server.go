@@ -376,6 +376,7 @@ func New(cfg Config) (*Server, error) {
 
 	if s.admin, err = admin.New(admin.Config{
 		Settings: cfg.Admin, DB: s.db, Logger: logger, Registerer: s.registry,
+		DefaultClientDeactivateThreshold: cfg.ClientDeactivateThreshold,
 		OnProjectUpdated: func(p *database.ProjectInfo) {
 			s.projects.Updated(p)
 		},
@@ -504,7 +505,7 @@ func (s *Server) newProfilingServer() error {
 	pmux.Handle("/metrics", promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{Registry: s.registry}))
 	// Operators' read-only views, on the operators' port only: they name
 	// documents by key and show their content.
-	views, err := docview.New(docview.Config{DB: s.db, Logger: logger, Registerer: s.registry, AdminUser: adminUser(cfg.Admin)})
+	views, err := docview.New(docview.Config{Source: s.admin, Logger: logger, Registerer: s.registry})
 	if err != nil {
 		return fmt.Errorf("server: create document view: %w", err)
 	}
@@ -522,14 +523,6 @@ func (s *Server) newProfilingServer() error {
 		s.profilingServer.TLSConfig = s.profilingCerts.ServerConfig("http/1.1")
 	}
 	return nil
-}
-
-// adminUser is the name of the default admin account.
-func adminUser(a admin.Settings) string {
-	if a.User == "" {
-		return admin.DefaultUser
-	}
-	return a.User
 }
 
 // newHousekeeper builds the node's housekeeping: it deactivates clients as

@@ -24,13 +24,14 @@ const defaultAdminAddr = "http://127.0.0.1:8081"
 // by default, and its JSON a small multiple of that.
 const maxViewBytes = 256 << 20
 
-const documentUsage = `usage: yorkie document get KEY [--project NAME|ID] [--addr URL] [--timeout DURATION]
+const documentUsage = `usage: yorkie document get KEY [--project NAME|ID] [--addr URL] [--token TOKEN] [--timeout DURATION]
 
-Prints the stored state of the document with the key, as JSON: its ID,
-project, server_seq, size, garbage length, newest snapshot and content
+Prints the document with the key as its owner holds it now, as JSON: its
+ID, project, server_seq, size, garbage length, newest snapshot and content
 (root). --project names the document's project by ID, or by name among the
-admin account's projects; without it, the default project. The server
-answers on its profiling port (--profiling-port, default 8081).
+projects of the token's user; without it, the default project. The server
+answers on its profiling port (--profiling-port, default 8081), with the
+admin token of --token or of yorkie login.
 `
 
 // runDocument runs "yorkie document ...".
@@ -52,6 +53,7 @@ func runDocument(args []string, stdout, stderr io.Writer) int {
 	addr := fs.String("addr", defaultAdminAddr, "base URL of the server's profiling port")
 	timeout := fs.Duration("timeout", 30*time.Second, "time the server has to answer")
 	projectName := fs.String("project", "", "the document's project, by name or ID (default: the default project)")
+	token := fs.String("token", "", "an admin token (default: the one yorkie login stored for the current server)")
 	// Flags may come before or after the key.
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -82,7 +84,16 @@ func runDocument(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	out, err := getDocument(ctx, base.String(), *projectName, key)
+	if *token == "" {
+		if conf, err := loadConfig(); err == nil {
+			*token = conf.Auths[conf.RPCAddr].Token
+		}
+	}
+	if *token == "" {
+		fmt.Fprintln(stderr, "yorkie document get: not logged in: run yorkie login, or pass --token")
+		return 1
+	}
+	out, err := getDocument(ctx, base.String(), *projectName, key, *token)
 	if err != nil {
 		fmt.Fprintf(stderr, "yorkie document get: %v\n", err)
 		return 1
@@ -94,7 +105,7 @@ func runDocument(args []string, stdout, stderr io.Writer) int {
 // getDocument fetches the admin view of key from the server at base and
 // returns it indented, or an error saying what went wrong in an operator's
 // terms.
-func getDocument(ctx context.Context, base, projectName, key string) ([]byte, error) {
+func getDocument(ctx context.Context, base, projectName, key, token string) ([]byte, error) {
 	target := base + docview.DocumentsPath + url.PathEscape(key)
 	if projectName != "" {
 		target += "?" + url.Values{docview.ProjectParam: {projectName}}.Encode()
@@ -103,6 +114,7 @@ func getDocument(ctx context.Context, base, projectName, key string) ([]byte, er
 	if err != nil {
 		return nil, fmt.Errorf("request %s: %w", target, err)
 	}
+	req.Header.Set("Authorization", "Bearer "+token)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("cannot reach the server at %s (is it running, and is --addr its profiling port?): %w", base, err)
@@ -119,6 +131,9 @@ func getDocument(ctx context.Context, base, projectName, key string) ([]byte, er
 		}
 		if refusal.Code == "document_not_found" {
 			return nil, fmt.Errorf("no document with key %q on the server at %s", key, base)
+		}
+		if refusal.Code == "unauthenticated" {
+			return nil, fmt.Errorf("the server at %s refused the admin token: run yorkie login again, or pass --token", base)
 		}
 		if refusal.Code == "project_not_found" {
 			return nil, fmt.Errorf("no project %q on the server at %s", projectName, base)

@@ -82,6 +82,9 @@ type Config struct {
 	Registerer prometheus.Registerer
 	// Now is the clock of token expiry (nil: time.Now).
 	Now func() time.Time
+	// DefaultClientDeactivateThreshold is the server's threshold, shown for
+	// projects that set none (0: shown empty).
+	DefaultClientDeactivateThreshold time.Duration
 	// OnProjectUpdated, when set, is told every project UpdateProject
 	// stored, so this node applies the new settings without waiting for its
 	// caches to expire.

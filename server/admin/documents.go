@@ -45,6 +45,19 @@ const (
 	codeDocumentAlreadyExists = "ErrDocumentAlreadyExists"
 )
 
+// OwnerState is a document as its owner holds it now.
+type OwnerState struct {
+	// Summary has the owner's fields: root, size, presences, attached
+	// clients.
+	Summary *api.DocumentSummary
+	// ServerSeq is the owner's head; GarbageLen its tombstones not
+	// collected yet and SnapshotSeq its newest snapshot (0: none), both
+	// only with the root.
+	ServerSeq   int64
+	GarbageLen  int
+	SnapshotSeq int64
+}
+
 // Owners serves what the AdminService shows of documents and channels at
 // the node that owns each (rpc.AdminOwners). Its errors are Connect errors
 // with upstream's codes.
@@ -52,7 +65,7 @@ type Owners interface {
 	// DocumentSummary returns the owner's root (and size) when root, the
 	// attached clients' presences when presences, and the count of
 	// attached clients.
-	DocumentSummary(ctx context.Context, p *database.ProjectInfo, doc *database.DocInfo, root, presences bool) (*api.DocumentSummary, error)
+	DocumentSummary(ctx context.Context, p *database.ProjectInfo, doc *database.DocInfo, root, presences bool) (*OwnerState, error)
 	// RemoveDocument removes the document at its owner, refusing one with
 	// clients attached unless force.
 	RemoveDocument(ctx context.Context, p *database.ProjectInfo, doc *database.DocInfo, force bool) error
@@ -135,10 +148,11 @@ func (s *Service) liveDocument(ctx context.Context, p *database.ProjectInfo, key
 // summary fills a document's summary with its stored fields and what its
 // owner shows.
 func (s *Service) summary(ctx context.Context, o Owners, p *database.ProjectInfo, doc *database.DocInfo, root, presences bool) (*api.DocumentSummary, error) {
-	sum, err := o.DocumentSummary(ctx, p, doc, root, presences)
+	st, err := o.DocumentSummary(ctx, p, doc, root, presences)
 	if err != nil {
 		return nil, s.docError(ctx, err)
 	}
+	sum := st.Summary
 	sum.Id, sum.Key = doc.ID, doc.Key
 	sum.CreatedAt = timestamppb.New(doc.CreatedAt)
 	sum.SchemaKey = doc.Schema

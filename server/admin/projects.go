@@ -27,7 +27,7 @@ func (s *Service) CreateProject(ctx context.Context, req *connect.Request[api.Cr
 	if err != nil {
 		return nil, s.toConnect(ctx, err)
 	}
-	return connect.NewResponse(&api.CreateProjectResponse{Project: toProject(p)}), nil
+	return connect.NewResponse(&api.CreateProjectResponse{Project: s.toAPIProject(p)}), nil
 }
 
 // ListProjects lists the projects the caller owns or is a member of, in
@@ -43,7 +43,7 @@ func (s *Service) ListProjects(ctx context.Context, req *connect.Request[api.Lis
 	}
 	res := &api.ListProjectsResponse{Projects: make([]*api.Project, 0, len(ps))}
 	for _, p := range ps {
-		res.Projects = append(res.Projects, toProject(p))
+		res.Projects = append(res.Projects, s.toAPIProject(p))
 	}
 	return connect.NewResponse(res), nil
 }
@@ -79,7 +79,7 @@ func (s *Service) GetProject(ctx context.Context, req *connect.Request[api.GetPr
 	if err != nil {
 		return nil, err
 	}
-	return connect.NewResponse(&api.GetProjectResponse{Project: toProject(c.Project)}), nil
+	return connect.NewResponse(&api.GetProjectResponse{Project: s.toAPIProject(c.Project)}), nil
 }
 
 // UpdateProject changes the fields the request sets; the caller must be the
@@ -98,7 +98,7 @@ func (s *Service) UpdateProject(ctx context.Context, req *connect.Request[api.Up
 		return nil, s.toConnect(ctx, err)
 	}
 	s.projectChanged(p)
-	return connect.NewResponse(&api.UpdateProjectResponse{Project: toProject(p)}), nil
+	return connect.NewResponse(&api.UpdateProjectResponse{Project: s.toAPIProject(p)}), nil
 }
 
 // RotateProjectKeys gives the project new public and secret keys; the old
@@ -113,7 +113,19 @@ func (s *Service) RotateProjectKeys(ctx context.Context, req *connect.Request[ap
 		return nil, s.toConnect(ctx, err)
 	}
 	s.projectChanged(p)
-	return connect.NewResponse(&api.RotateProjectKeysResponse{Project: toProject(p)}), nil
+	return connect.NewResponse(&api.RotateProjectKeysResponse{Project: s.toAPIProject(p)}), nil
+}
+
+// toAPIProject is a project as the admin API shows it: a setting the
+// project leaves to the server reads as the server's value, which is what
+// applies to it (upstream's projects always carry one, and the dashboard
+// requires it).
+func (s *Service) toAPIProject(p *database.ProjectInfo) *api.Project {
+	out := toProject(p)
+	if out.ClientDeactivateThreshold == "" && s.cfg.DefaultClientDeactivateThreshold > 0 {
+		out.ClientDeactivateThreshold = s.cfg.DefaultClientDeactivateThreshold.String()
+	}
+	return out
 }
 
 // projectChanged tells this node's caches about a stored project change.

@@ -34,6 +34,11 @@ type Summary struct {
 	Presences map[string]map[string]string
 	// ServerSeq is the head the summary was taken at.
 	ServerSeq int64
+	// GarbageLen counts the tombstones not collected yet, and SnapshotSeq
+	// is the server_seq of the newest snapshot stored or being stored (0:
+	// none); both only with Root.
+	GarbageLen  int
+	SnapshotSeq int64
 }
 
 // DocumentSummary returns the summary of a live document this node owns,
@@ -65,6 +70,7 @@ func (b *Backend) DocumentSummary(ctx context.Context, epoch int64, docID string
 			ds.json, ds.jsonOf, ds.jsonSeq = doc.JSON(), doc, ds.docSeq
 		}
 		s.Root, s.Size = ds.json, doc.Size()
+		s.GarbageLen, s.SnapshotSeq = doc.GarbageLen(), ds.snapSeq
 	}
 	if presences {
 		s.Presences = make(map[string]map[string]string, len(ds.atts))

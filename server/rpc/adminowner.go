@@ -12,6 +12,7 @@ import (
 	clusterv1 "github.com/yorkie-affinity/yorkie/api/yorkie/cluster/v1"
 	"github.com/yorkie-affinity/yorkie/api/yorkie/cluster/v1/clusterv1connect"
 	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
+	"github.com/yorkie-affinity/yorkie/server/admin"
 	"github.com/yorkie-affinity/yorkie/server/backend"
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
 	"github.com/yorkie-affinity/yorkie/server/channel"
@@ -95,7 +96,7 @@ func (s *Service) remoteFailed(ctx context.Context, rt routing.Route, err error)
 // DocumentSummary returns the owner's summary of a live document: root and
 // size when root, the attached clients' presences when presences, and the
 // count of attached clients. doc names the document in p.
-func (a *AdminOwners) DocumentSummary(ctx context.Context, p *database.ProjectInfo, doc *database.DocInfo, root, presences bool) (*api.DocumentSummary, error) {
+func (a *AdminOwners) DocumentSummary(ctx context.Context, p *database.ProjectInfo, doc *database.DocInfo, root, presences bool) (*admin.OwnerState, error) {
 	s := a.s
 	ctx = project.NewContext(ctx, p)
 	rt, owner, err := s.routeAdmin(ctx, doc.Key)
@@ -109,18 +110,23 @@ func (a *AdminOwners) DocumentSummary(ctx context.Context, p *database.ProjectIn
 		if err != nil {
 			return nil, s.remoteFailed(ctx, rt, err)
 		}
-		return resp.Msg.GetDocument(), nil
+		m := resp.Msg
+		if m.GetDocument() == nil {
+			return nil, newError(connect.CodeUnavailable, CodeUnavailable, errors.New("the owner sent no summary"))
+		}
+		return &admin.OwnerState{Summary: m.GetDocument(), ServerSeq: m.GetServerSeq(),
+			GarbageLen: int(m.GetGarbageLen()), SnapshotSeq: m.GetSnapshotServerSeq()}, nil
 	}
-	sum, err := s.localSummary(ctx, rt.Epoch, doc.ID, root, presences)
+	st, err := s.localSummary(ctx, rt.Epoch, doc.ID, root, presences)
 	if err != nil {
 		return nil, s.ownerError(ctx, err)
 	}
-	return sum, nil
+	return st, nil
 }
 
 // localSummary is DocumentSummary at the owner: the fields the owner's
 // state gives (the caller adds the stored ones: ID, key, times).
-func (s *Service) localSummary(ctx context.Context, epoch int64, docID string, root, presences bool) (*api.DocumentSummary, error) {
+func (s *Service) localSummary(ctx context.Context, epoch int64, docID string, root, presences bool) (*admin.OwnerState, error) {
 	sum, err := s.backend.DocumentSummary(ctx, epoch, docID, root, presences)
 	if err != nil {
 		return nil, err
@@ -138,7 +144,7 @@ func (s *Service) localSummary(ctx context.Context, epoch int64, docID string, r
 			out.Presences[id] = &api.Presence{Data: data}
 		}
 	}
-	return out, nil
+	return &admin.OwnerState{Summary: out, ServerSeq: sum.ServerSeq, GarbageLen: sum.GarbageLen, SnapshotSeq: sum.SnapshotSeq}, nil
 }
 
 // RemoveDocument removes a live document at its owner; unless force, a

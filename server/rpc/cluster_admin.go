@@ -55,11 +55,12 @@ func (c *ClusterService) GetDocumentSummary(ctx context.Context, req *connect.Re
 	if err != nil {
 		return nil, err
 	}
-	sum, err := c.cfg.Service.localSummary(ctx, epoch, m.GetDocumentId(), m.GetIncludeRoot(), m.GetIncludePresences())
+	st, err := c.cfg.Service.localSummary(ctx, epoch, m.GetDocumentId(), m.GetIncludeRoot(), m.GetIncludePresences())
 	if err != nil {
 		return nil, c.cfg.Service.ownerError(ctx, err)
 	}
-	return connect.NewResponse(&clusterv1.GetDocumentSummaryResponse{Document: sum}), nil
+	return connect.NewResponse(&clusterv1.GetDocumentSummaryResponse{Document: st.Summary, ServerSeq: st.ServerSeq,
+		GarbageLen: int32(st.GarbageLen), SnapshotServerSeq: st.SnapshotSeq}), nil
 }
 
 // RemoveDocumentByAdmin removes a document this node owns.

@@ -182,6 +182,16 @@ func TestCLICommands(t *testing.T) {
 		for _, h := range hist {
 			assert.Contains(t, h, "snapshot")
 		}
+		// Newest first; the newest snapshot is the document as the server
+		// lists it (the list cuts long roots short with "...").
+		assert.Greater(t, hist[0]["server_seq"], hist[len(hist)-1]["server_seq"])
+		for _, d := range decode[[]map[string]any](t, c.ok("document", "ls", "default", "-o", "json")) {
+			if d["Key"] == docKey {
+				root := strings.TrimSuffix(d["Root"].(string), "...")
+				require.NotEmpty(t, root)
+				assert.True(t, strings.HasPrefix(hist[0]["snapshot"].(string), root), "%s\n%s", root, hist[0]["snapshot"])
+			}
+		}
 		c.ok("history", "default", docKey, "-o", "yaml")
 	}
 	c.servedOr("RemoveDocumentByAdmin", "", "document", "remove", "default", docKey, "--force")

@@ -4,13 +4,17 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"net/http"
 	"os/exec"
 	"reflect"
 	"strconv"
 	"strings"
 	"testing"
 
+	"connectrpc.com/connect"
+
 	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
+	"github.com/yorkie-affinity/yorkie/api/yorkie/v1/v1connect"
 	"github.com/yorkie-affinity/yorkie/server/admin/docview"
 	"github.com/yorkie-affinity/yorkie/server/servertest/wire"
 )
@@ -58,11 +62,15 @@ func TestDocumentGetCommand(t *testing.T) {
 	editRoot(b, 4, want)
 	b.MustPushPull()
 	addr := "http://127.0.0.1:" + strconv.Itoa(s.ProfilingPort)
+	login, err := v1connect.NewAdminServiceClient(http.DefaultClient, s.URL()).LogIn(wire.Context(t),
+		connect.NewRequest(&api.LogInRequest{Username: "admin", Password: "admin"}))
+	wire.Must(t, err, "log in")
+	token := login.Msg.Token
 
 	// The flag may come after the key or before it.
 	for _, args := range [][]string{
-		{"document", "get", key, "--addr", addr},
-		{"document", "get", "--addr", addr, key},
+		{"document", "get", key, "--addr", addr, "--token", token},
+		{"document", "get", "--addr", addr, "--token", token, key},
 	} {
 		stdout, stderr, code := runCLI(t, args...)
 		if code != 0 {
@@ -82,17 +90,23 @@ func TestDocumentGetCommand(t *testing.T) {
 	}
 
 	unknown := wire.UniqueKey(t, "never-used")
-	stdout, stderr, code := runCLI(t, "document", "get", unknown, "--addr", addr)
+	stdout, stderr, code := runCLI(t, "document", "get", unknown, "--addr", addr, "--token", token)
 	if code != 1 || stdout != "" || !strings.Contains(stderr, `no document with key "`+unknown+`"`) {
 		t.Errorf("unknown key: exit %d, stdout %q, stderr %q; want 1 and a message naming the key", code, stdout, stderr)
 	}
-	stdout, stderr, code = runCLI(t, "document", "get", "not a key", "--addr", addr)
+	stdout, stderr, code = runCLI(t, "document", "get", "not a key", "--addr", addr, "--token", token)
 	if code != 1 || stdout != "" || !strings.Contains(stderr, "invalid_key") {
 		t.Errorf("invalid key: exit %d, stdout %q, stderr %q; want 1 and invalid_key", code, stdout, stderr)
 	}
 
+	// Without a valid admin token nothing is shown.
+	stdout, stderr, code = runCLI(t, "document", "get", key, "--addr", addr, "--token", "forged")
+	if code != 1 || stdout != "" || !strings.Contains(stderr, "refused the admin token") {
+		t.Errorf("forged token: exit %d, stdout %q, stderr %q; want 1 and a refusal", code, stdout, stderr)
+	}
+
 	// The RPC port is not the admin port: the answer says so.
-	stdout, stderr, code = runCLI(t, "document", "get", key, "--addr", s.URL())
+	stdout, stderr, code = runCLI(t, "document", "get", key, "--addr", s.URL(), "--token", token)
 	if code != 1 || stdout != "" || !strings.Contains(stderr, "not a Yorkie admin endpoint") {
 		t.Errorf("RPC port as --addr: exit %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
@@ -100,19 +114,19 @@ func TestDocumentGetCommand(t *testing.T) {
 	// --project names the project by name or ID: the default one holds the
 	// document, an unknown one is said to be unknown.
 	for _, p := range []string{"default", "000000000000000000000000"} {
-		stdout, stderr, code = runCLI(t, "document", "get", key, "--project", p, "--addr", addr)
+		stdout, stderr, code = runCLI(t, "document", "get", key, "--project", p, "--addr", addr, "--token", token)
 		var view docview.DocumentView
 		if code != 0 || json.Unmarshal([]byte(stdout), &view) != nil || view.ID != a.DocID {
 			t.Errorf("--project %s: exit %d, stdout %q, stderr %q; want the document %s", p, code, stdout, stderr, a.DocID)
 		}
 	}
-	stdout, stderr, code = runCLI(t, "document", "get", key, "--project", "no-such-project", "--addr", addr)
+	stdout, stderr, code = runCLI(t, "document", "get", key, "--project", "no-such-project", "--addr", addr, "--token", token)
 	if code != 1 || stdout != "" || !strings.Contains(stderr, `no project "no-such-project"`) {
 		t.Errorf("unknown project: exit %d, stdout %q, stderr %q; want 1 and a message naming the project", code, stdout, stderr)
 	}
 
 	s.Kill()
-	stdout, stderr, code = runCLI(t, "document", "get", key, "--addr", addr)
+	stdout, stderr, code = runCLI(t, "document", "get", key, "--addr", addr, "--token", token)
 	if code != 1 || stdout != "" || !strings.Contains(stderr, "cannot reach the server at "+addr) {
 		t.Errorf("stopped server: exit %d, stdout %q, stderr %q; want 1 and cannot reach", code, stdout, stderr)
 	}

@@ -19,7 +19,7 @@ const yorkie = require('@yorkie-js/sdk');
 const { Session, singleTarget } = require('../lib/session');
 const { waitConverged, waitPushed } = require('../lib/replicas');
 const { waitFor } = require('../lib/wait');
-const { documentView, assertRootIs } = require('../lib/admin');
+const { documentView: viewWith, assertRootIs, logIn } = require('../lib/admin');
 const { skipUnlessPresent } = require('./lib/processes');
 const { startEtcdCluster } = require('./lib/yorkie-cluster');
 const { explainFailure, runCleanups } = require('./lib/failure');
@@ -155,6 +155,8 @@ test(
         editors.push(new Editor({ label: `c${i}`, client, doc }));
       }
       const docs = () => editors.map((e) => e.doc);
+      const token = await logIn(cluster.live()[0].rpcAddr);
+      const documentView = (base, k) => viewWith(base, k, { token });
       const liveView = async () => documentView(adminOf(cluster.live()[0]), key);
       const stored = async (atLeast, what) => {
         let last;
@@ -187,9 +189,17 @@ test(
       const killAt = Date.now();
       await cluster.kill(victim);
       t.diagnostic(`SIGKILL ${victim.name} at server_seq ${beforeKill.server_seq}, newest snapshot at ${beforeKill.snapshot.server_seq}`);
-      // The view is read from the database: a live node answers it before
-      // anyone has taken the document over.
-      const duringOutage = await documentView(adminOf(cluster.live()[0]), key);
+      // The view is the owner's state: once another node has taken the
+      // document over (rebuilt from the newest snapshot and the log), any
+      // live node answers it from there.
+      let duringOutage = null;
+      await waitFor(
+        async () => {
+          duringOutage = await liveView().catch(() => null);
+          return duringOutage !== null && duringOutage.snapshot !== null;
+        },
+        { timeoutMs: LIVENESS_MS, what: 'the view from the new owner after the SIGKILL' },
+      );
       assert.ok(
         duringOutage.server_seq >= beforeKill.server_seq && duringOutage.snapshot.server_seq >= beforeKill.snapshot.server_seq,
         `view right after the SIGKILL: ${JSON.stringify({ server_seq: duringOutage.server_seq, snapshot: duringOutage.snapshot })}`,

@@ -1,14 +1,19 @@
 'use strict';
 // Reads a server's operator view of a document (GET /admin/documents/{key}
-// on the profiling port) and compares it with SDK replicas.
+// on the profiling port, with an admin token) and compares it with SDK
+// replicas.
 
 const assert = require('node:assert/strict');
 
-/** The view of `key` from the profiling port at `base` (http://host:port); throws on a non-200 answer. */
-async function documentView(base, key, { timeoutMs = 10000 } = {}) {
+/**
+ * The view of `key` from the profiling port at `base` (http://host:port), read
+ * with the admin `token` (see logIn); throws on a non-200 answer.
+ */
+async function documentView(base, key, { timeoutMs = 10000, token } = {}) {
   const [name, query] = key.split('?');
   const url = `${base}/admin/documents/${encodeURIComponent(name)}${query ? `?${query}` : ''}`;
-  const res = await fetch(url, { signal: AbortSignal.timeout(timeoutMs) });
+  const headers = token ? { authorization: `Bearer ${token}` } : {};
+  const res = await fetch(url, { headers, signal: AbortSignal.timeout(timeoutMs) });
   const text = await res.text();
   if (res.status !== 200) {
     const err = new Error(`GET ${url}: ${res.status} ${text.slice(0, 500)}`);

@@ -11,7 +11,7 @@ const { singleServerSkipReason, externalAddrs } = require('../lib/suite');
 const { waitFor, withTimeout } = require('../lib/wait');
 const { Session, singleTarget, newDocKey, yorkie } = require('../lib/session');
 const { waitConverged } = require('../lib/replicas');
-const { projectDocumentView, documentView } = require('../lib/admin');
+const { projectDocumentView, documentView, logIn } = require('../lib/admin');
 const { twoProjects, assertProjectsApart, yorkieCode } = require('../lib/projects');
 
 const skip = externalAddrs().length ? 'starts servers with its own flags' : singleServerSkipReason();
@@ -72,19 +72,20 @@ describe('projects', { skip }, () => {
         root.in = 'default';
       });
       await waitConverged([doc], { expect: (j) => j.in === 'a' });
+      const token = await logIn(server.rpcAddr);
       const byName = await waitFor(async () => {
-        const v = await projectDocumentView(viewBase(), projects.a.name, key);
+        const v = await projectDocumentView(viewBase(), projects.a.name, key, { token });
         return v.root && v.root.in === 'a' ? v : null;
       });
       assert.equal(byName.project_id, projects.a.id);
-      const byID = await projectDocumentView(viewBase(), projects.a.id, key);
+      const byID = await projectDocumentView(viewBase(), projects.a.id, key, { token });
       assert.equal(byID.id, byName.id);
       const inDefault = await waitFor(async () => {
-        const v = await documentView(viewBase(), key);
+        const v = await documentView(viewBase(), key, { token });
         return v.root && v.root.in === 'default' ? v : null;
       });
       assert.notEqual(inDefault.id, byName.id, 'the default project has a document of its own');
-      await assert.rejects(projectDocumentView(viewBase(), projects.b.name, key), (err) => err.status === 404);
+      await assert.rejects(projectDocumentView(viewBase(), projects.b.name, key, { token }), (err) => err.status === 404);
     } finally {
       await Promise.all([s.close(), plain.close()]);
     }

@@ -214,10 +214,15 @@ func (x *GetDocumentSummaryRequest) GetIncludePresences() bool {
 }
 
 type GetDocumentSummaryResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Document      *v1.DocumentSummary    `protobuf:"bytes,1,opt,name=document,proto3" json:"document,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Document *v1.DocumentSummary    `protobuf:"bytes,1,opt,name=document,proto3" json:"document,omitempty"`
+	// The owner's head, tombstones not collected yet and newest snapshot
+	// (stored or being stored), for the operators' document view.
+	ServerSeq         int64 `protobuf:"varint,2,opt,name=server_seq,json=serverSeq,proto3" json:"server_seq,omitempty"`
+	GarbageLen        int32 `protobuf:"varint,3,opt,name=garbage_len,json=garbageLen,proto3" json:"garbage_len,omitempty"`
+	SnapshotServerSeq int64 `protobuf:"varint,4,opt,name=snapshot_server_seq,json=snapshotServerSeq,proto3" json:"snapshot_server_seq,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *GetDocumentSummaryResponse) Reset() {
@@ -255,6 +260,27 @@ func (x *GetDocumentSummaryResponse) GetDocument() *v1.DocumentSummary {
 		return x.Document
 	}
 	return nil
+}
+
+func (x *GetDocumentSummaryResponse) GetServerSeq() int64 {
+	if x != nil {
+		return x.ServerSeq
+	}
+	return 0
+}
+
+func (x *GetDocumentSummaryResponse) GetGarbageLen() int32 {
+	if x != nil {
+		return x.GarbageLen
+	}
+	return 0
+}
+
+func (x *GetDocumentSummaryResponse) GetSnapshotServerSeq() int64 {
+	if x != nil {
+		return x.SnapshotServerSeq
+	}
+	return 0
 }
 
 // RemoveDocumentByAdminRequest asks the owner of a document to remove it.
@@ -700,9 +726,14 @@ const file_yorkie_cluster_v1_cluster_proto_rawDesc = "" +
 	"documentId\x12!\n" +
 	"\fdocument_key\x18\x03 \x01(\tR\vdocumentKey\x12!\n" +
 	"\finclude_root\x18\x04 \x01(\bR\vincludeRoot\x12+\n" +
-	"\x11include_presences\x18\x05 \x01(\bR\x10includePresences\"T\n" +
+	"\x11include_presences\x18\x05 \x01(\bR\x10includePresences\"\xc4\x01\n" +
 	"\x1aGetDocumentSummaryResponse\x126\n" +
-	"\bdocument\x18\x01 \x01(\v2\x1a.yorkie.v1.DocumentSummaryR\bdocument\"\x97\x01\n" +
+	"\bdocument\x18\x01 \x01(\v2\x1a.yorkie.v1.DocumentSummaryR\bdocument\x12\x1d\n" +
+	"\n" +
+	"server_seq\x18\x02 \x01(\x03R\tserverSeq\x12\x1f\n" +
+	"\vgarbage_len\x18\x03 \x01(\x05R\n" +
+	"garbageLen\x12.\n" +
+	"\x13snapshot_server_seq\x18\x04 \x01(\x03R\x11snapshotServerSeq\"\x97\x01\n" +
 	"\x1cRemoveDocumentByAdminRequest\x12\x1d\n" +
 	"\n" +
 	"project_id\x18\x01 \x01(\tR\tprojectId\x12\x1f\n" +
