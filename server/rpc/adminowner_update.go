@@ -32,10 +32,10 @@ func (a *AdminOwners) UpdateDocument(ctx context.Context, p *database.ProjectInf
 	if err != nil {
 		return nil, s.ownerError(ctx, err)
 	}
-	sum, err := s.localSummary(ctx, rt.Epoch, doc.ID, true, false)
+	st, err := s.localSummary(ctx, rt.Epoch, doc.ID, true, false)
 	if err != nil {
 		return nil, s.ownerError(ctx, err)
 	}
-	sum.SchemaKey = key
-	return sum, nil
+	st.Summary.SchemaKey = key
+	return st.Summary, nil
 }
