@@ -117,8 +117,8 @@ func printReport(w io.Writer, r *migrate.Report) {
 	if r == nil {
 		return
 	}
-	fmt.Fprintf(w, "source: %d users, %d projects, %d members, %d schemas, %d documents (%d unchanged), %d clients (%d waiting for a failed document)\n",
-		r.Users, r.Projects, r.Members, r.Schemas, r.Documents, r.DocumentsUnchanged, r.Clients, r.ClientsDeferred)
+	fmt.Fprintf(w, "source: %d users, %d projects, %d members, %d schemas, %d documents (%d unchanged), %d revisions, %d clients (%d waiting for a failed document)\n",
+		r.Users, r.Projects, r.Members, r.Schemas, r.Documents, r.DocumentsUnchanged, r.Revisions, r.Clients, r.ClientsDeferred)
 	fmt.Fprintf(w, "changes copied: %d, placeholders for unstored presence-only changes: %d\n", r.ChangesCopied, r.Placeholders)
 	kinds := make([]string, 0, len(r.Written))
 	for k := range r.Written {

@@ -55,7 +55,7 @@ type Config struct {
 
 // Report counts what a run saw and wrote.
 type Report struct {
-	Projects, Users, Members, Schemas, Documents, Clients int
+	Projects, Users, Members, Schemas, Documents, Revisions, Clients int
 	// Written counts the records a run created or changed, by kind; a run
 	// over an unchanged source writes nothing.
 	Written map[string]int
@@ -142,6 +142,9 @@ func (im *Importer) Run(ctx context.Context) (*Report, error) {
 	}
 	imported, err := im.importDocuments(ctx, r)
 	if err != nil {
+		return r, err
+	}
+	if err := im.importRevisions(ctx, r, imported); err != nil {
 		return r, err
 	}
 	if err := im.importClients(ctx, r, imported); err != nil {

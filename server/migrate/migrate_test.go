@@ -46,6 +46,13 @@ type expected struct {
 		ChangesPushed int64   `json:"changes_pushed"`
 		ChangesStored int64   `json:"changes_stored"`
 	} `json:"documents"`
+	Revisions []struct {
+		ID          string `json:"id"`
+		Project     string `json:"project"`
+		DocKey      string `json:"doc_key"`
+		Label       string `json:"label"`
+		Description string `json:"description"`
+	} `json:"revisions"`
 	AttachedClients []struct {
 		ClientID   string `json:"client_id"`
 		DocID      string `json:"doc_id"`
@@ -170,6 +177,21 @@ func TestImportUpstreamDataSet(t *testing.T) {
 			require.Equal(t, r.Path, got.Rules[i].Path)
 			require.Equal(t, r.Type, got.Rules[i].Type)
 		}
+	}
+
+	require.NotEmpty(t, want.Revisions)
+	docOf := map[string]string{}
+	for _, d := range want.Documents {
+		docOf[d.Project+"/"+d.Key] = d.ID
+	}
+	for _, rv := range want.Revisions {
+		got, err := target.FindRevision(ctx, projectID[rv.Project], docOf[rv.Project+"/"+rv.DocKey], rv.ID)
+		require.NoError(t, err, rv.Label)
+		require.Equal(t, rv.Label, got.Label)
+		require.Equal(t, rv.Description, got.Description)
+		require.NotEmpty(t, got.Snapshot)
+		require.NotEmpty(t, got.Content)
+		require.Positive(t, got.ServerSeq, rv.Label)
 	}
 
 	// A second run over the same source writes nothing.

@@ -3,6 +3,7 @@ package rpc
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"connectrpc.com/connect"
 
@@ -149,6 +150,7 @@ func (s *Service) WatchChannel(ctx context.Context, req *connect.Request[api.Wat
 		}}); err != nil {
 			return s.streamEnded(ctx, procedure, err)
 		}
+		defer announceLater(w)()
 		err = s.pumpChannel(ctx, procedure, w, func(ev *api.ChannelEvent) error {
 			return stream.Send(&api.WatchChannelResponse{Body: &api.WatchChannelResponse_Event{Event: ev}})
 		})
@@ -166,6 +168,20 @@ func (s *Service) openChannelWatch(ctx context.Context, clientID, key string) (*
 		return nil, err
 	}
 	return w, nil
+}
+
+// presenceAnnounceDelay is how long after a channel stream's initialization
+// the watcher's count is announced again (channel.Watcher.Announce): the SDK
+// handles the initialization before attach() returns, so the count event
+// must reach it after the caller had the chance to subscribe to 'presence',
+// in a read of its own rather than in the chunk of the initialization.
+const presenceAnnounceDelay = 100 * time.Millisecond
+
+// announceLater announces w's count after presenceAnnounceDelay, unless
+// the returned stop runs first.
+func announceLater(w *channel.Watcher) (stop func()) {
+	t := time.AfterFunc(presenceAnnounceDelay, w.Announce)
+	return func() { t.Stop() }
 }
 
 // pumpChannel sends a watcher's counts and broadcasts until the client

@@ -2,6 +2,7 @@ package rpc
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net/http"
@@ -133,7 +134,14 @@ func (s *Service) relayFailed(ctx context.Context, procedure string, rt routing.
 		ce = newError(connect.CodeUnavailable, CodeUnavailable, fmt.Errorf("relay to owner: %w", err))
 	}
 	s.router.RelayFailed(ctx, rt, ce)
-	if ce.Code() == connect.CodeUnavailable || ce.Code() == connect.CodeUnknown {
+	var badCert *tls.CertificateVerificationError
+	switch {
+	case errors.As(err, &badCert):
+		// Not a node going away: the nodes' TLS settings disagree, and no
+		// retry will get past it.
+		s.logger.ErrorContext(ctx, "relay to owner failed: its certificate does not verify (check --cluster-ca-file and the owner's --rpc-cert-file)",
+			"procedure", procedure, "error", err)
+	case ce.Code() == connect.CodeUnavailable || ce.Code() == connect.CodeUnknown:
 		s.logger.DebugContext(ctx, "relay to owner failed", "procedure", procedure, "error", err)
 	}
 	s.stamp(ce.Meta(), rt)

@@ -154,6 +154,7 @@ func (s *Service) openSource(ctx context.Context, procedure, clientID string, re
 				ChannelKey: key, SessionCount: c.Sessions, Seq: c.Seq,
 			}}},
 			run: func(ctx context.Context, send func(*api.WatchEvent) error) error {
+				defer announceLater(w)()
 				return s.pumpChannel(ctx, procedure, w, func(ev *api.ChannelEvent) error {
 					return send(&api.WatchEvent{Event: &api.WatchEvent_ChannelEvent{
 						ChannelEvent: &api.ChannelWatchEvent{ChannelKey: key, Event: ev},

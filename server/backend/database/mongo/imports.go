@@ -431,3 +431,48 @@ func (db *DB) ImportSchema(ctx context.Context, s *database.SchemaInfo, mark str
 	}
 	return upsertRaw(ctx, col, id, d, mark)
 }
+
+// ImportRevision stores r with its ID and server_seq; mark as
+// ImportProject.
+func (db *DB) ImportRevision(ctx context.Context, r *database.Revision, mark string) (bool, error) {
+	id, err := primitive.ObjectIDFromHex(r.ID)
+	if err != nil {
+		return false, fmt.Errorf("import revision %q: %w", r.ID, err)
+	}
+	packed, err := db.revs.codec.Compress(r.Content)
+	if err != nil {
+		return false, fmt.Errorf("import revision %s: %w", r.ID, err)
+	}
+	d, err := toD(&revisionRecord{
+		ID: id, ProjectID: r.ProjectID, DocID: r.DocID, Label: r.Label, Description: r.Description,
+		Snapshot: r.Snapshot, Content: packed, ContentLen: int64(len(r.Content)), ServerSeq: r.ServerSeq,
+		CreatedAt: ms(r.CreatedAt),
+	}, nil)
+	if err != nil {
+		return false, fmt.Errorf("import revision %s: %w", r.ID, err)
+	}
+	return upsertRaw(ctx, db.revisions(), id, d, mark)
+}
+
+// ImportSources returns the source mark of every record of the collection
+// an import wrote with one, by _id (hex): what a run compares with the
+// source before it does the work of importing a record again.
+func (db *DB) ImportSources(ctx context.Context, collection string) (map[string]string, error) {
+	cur, err := db.db.Collection(collection).Find(ctx, bson.D{{Key: "import_source", Value: bson.D{{Key: "$exists", Value: true}}}},
+		options.Find().SetProjection(bson.D{{Key: "import_source", Value: 1}}))
+	if err != nil {
+		return nil, wrapErr("read import sources of "+collection, err)
+	}
+	var recs []struct {
+		ID     primitive.ObjectID `bson:"_id"`
+		Source string             `bson:"import_source"`
+	}
+	if err := cur.All(ctx, &recs); err != nil {
+		return nil, wrapErr("read import sources of "+collection, err)
+	}
+	out := make(map[string]string, len(recs))
+	for _, r := range recs {
+		out[r.ID.Hex()] = r.Source
+	}
+	return out, nil
+}
