@@ -147,6 +147,12 @@ func runServer(args []string, stderr io.Writer) int {
 	for _, f := range ignoredFlagsGiven(fs) {
 		logger.Info("upstream flag accepted with no effect", "flag", f[0], "why", f[1])
 	}
+	if *projectCacheTTL > time.Minute {
+		// Upstream's 5m (10m in its config file) relies on a broadcast this
+		// server does not make.
+		logger.Warn("project cache TTL above a minute: an UpdateProject reaches the other nodes only when it expires",
+			"project-cache-ttl", *projectCacheTTL)
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
