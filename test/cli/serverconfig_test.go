@@ -19,6 +19,7 @@ import (
 
 	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
 	"github.com/yorkie-affinity/yorkie/api/yorkie/v1/v1connect"
+	"github.com/yorkie-affinity/yorkie/server/servertest/poll"
 	"github.com/yorkie-affinity/yorkie/test/testenv"
 )
 
@@ -124,11 +125,22 @@ func TestServerWithUpstreamConfigFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "config.yml")
 	require.NoError(t, os.WriteFile(path, []byte(file), 0o600))
 
-	addr := startServer(t, bin, "-c", path)
+	port := testenv.FreePort(t)
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	p := startYorkie(t, bin, addr, "server", "-c", path, "--rpc-port", strconv.Itoa(port), "--profiling-port", "-1")
 	c := &cli{t: t, bin: bin, config: t.TempDir()}
 	c.ok("login", "--username", "ops", "--password", "upstream-pw", "--rpc-addr", addr, "--insecure")
 	c.ok("project", "create", "from-upstream-config")
 	assert.Contains(t, c.ok("project", "ls"), "from-upstream-config")
+
+	// The log says what the file sets that does nothing here, and what
+	// upstream's project cache TTL costs.
+	for _, want := range []string{
+		"config file: Kafka.Addresses: this server publishes no analytics events to Kafka",
+		"project cache TTL above a minute",
+	} {
+		poll.UntilTrue(t, 30*time.Second, "log line "+want, func() bool { return strings.Contains(p.Output(), want) })
+	}
 }
 
 // upstream's yorkie-cluster Helm chart (build/charts/yorkie-cluster, v0.7.17)
