@@ -155,6 +155,7 @@ func (s *Service) summary(ctx context.Context, o Owners, p *database.ProjectInfo
 	sum := st.Summary
 	sum.Id, sum.Key = doc.ID, doc.Key
 	stamp(sum, doc)
+	sum.SchemaKey = doc.Schema
 	return sum, nil
 }
 
@@ -348,7 +349,7 @@ func (s *Service) SearchDocuments(ctx context.Context, req *connect.Request[api.
 	}
 	res := &api.SearchDocumentsResponse{TotalCount: int32(total), Documents: make([]*api.DocumentSummary, 0, len(docs))}
 	for _, doc := range docs {
-		sum := &api.DocumentSummary{Id: doc.ID, Key: doc.Key}
+		sum := &api.DocumentSummary{Id: doc.ID, Key: doc.Key, SchemaKey: doc.Schema}
 		stamp(sum, doc)
 		res.Documents = append(res.Documents, sum)
 	}
