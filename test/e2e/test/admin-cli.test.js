@@ -33,6 +33,11 @@ function yorkieCLI(configDir, args) {
   });
 }
 
+/** Upstream's CLI reaches a server over TLS unless --insecure. */
+function insecure(server) {
+  return new URL(server.rpcAddr).protocol === 'http:' ? ['--insecure'] : [];
+}
+
 /** An auth webhook that allows every call, counting them. */
 async function allowingWebhook() {
   const calls = [];
@@ -58,7 +63,7 @@ describe('the yorkie command against a running server, and the SDK with the proj
     const target = singleTarget(server.rpcAddr, { describe: () => `--- server log ---\n${server.logTail(3000)}` });
     try {
       const addr = new URL(server.rpcAddr).host;
-      await yorkieCLI(configDir, ['login', '--username', 'admin', '--password', 'admin', '--rpc-addr', addr]);
+      await yorkieCLI(configDir, ['login', '--username', 'admin', '--password', 'admin', '--rpc-addr', addr, ...insecure(server)]);
       const name = `app-${process.pid}`;
       const created = JSON.parse(await yorkieCLI(configDir, ['project', 'create', name]));
       assert.equal(created.name, name);
@@ -69,7 +74,7 @@ describe('the yorkie command against a running server, and the SDK with the proj
         ['default', name],
       );
       const table = await yorkieCLI(configDir, ['project', 'ls']);
-      assert.match(table, new RegExp(`^${name}\\s+${created.public_key}`, 'm'), `the table lists the project:\n${table}`);
+      assert.match(table, new RegExp(`^\\s*${name}\\s+${created.public_key}`, 'm'), `the table lists the project:\n${table}`);
 
       await runInSession({ target, transport: 'json' }, async (session) => {
         // Two clients with the project's public key share its documents.
@@ -93,7 +98,7 @@ describe('the yorkie command against a running server, and the SDK with the proj
         );
         assert.equal(updated.auth_webhook_url, webhook.url);
         assert.deepEqual(updated.auth_webhook_methods, ['AttachDocument']);
-        assert.equal(updated.max_subscribers_per_document, 10);
+        assert.equal(updated.MaxSubscribersPerDocument, 10, "upstream's JSON: untagged fields under their Go names");
         const admin = await ProjectAdmin.logIn(server.rpcAddr);
         const stored = await admin.project(name);
         assert.equal(stored.authWebhookUrl, webhook.url, 'the admin API reads the update back');
@@ -158,7 +163,7 @@ describe('the yorkie command against a running server, and the SDK with the proj
     const target = singleTarget(server.rpcAddr, { describe: () => `--- server log ---\n${server.logTail(3000)}` });
     try {
       const addr = new URL(server.rpcAddr).host;
-      await yorkieCLI(configDir, ['login', '--username', 'admin', '--password', 'admin', '--rpc-addr', addr]);
+      await yorkieCLI(configDir, ['login', '--username', 'admin', '--password', 'admin', '--rpc-addr', addr, ...insecure(server)]);
       await yorkieCLI(configDir, ['project', 'update', 'default', '--max-attachments-per-document', '1']);
       await runInSession({ target, transport: 'json' }, async (session) => {
         const [a, b] = await session.activateClients(2);
