@@ -1,6 +1,9 @@
 package server_test
 
 import (
+	"context"
+	"io"
+	"net/http"
 	"testing"
 	"time"
 
@@ -126,4 +129,63 @@ func TestHousekeepingEndsChannelSessions(t *testing.T) {
 	require.NoError(t, r.Err)
 	require.EqualValues(t, 1, r.Deactivated)
 	require.EqualValues(t, 1, attach(), "a new client counts itself only: the deactivated client's session is gone")
+}
+
+// gatedDB holds TouchClients until gate is closed, so a test can look at a
+// node in the middle of its shutdown (housekeeping writes the activity it
+// saw first).
+type gatedDB struct {
+	*memory.DB
+	entered chan struct{}
+	gate    chan struct{}
+}
+
+func (db *gatedDB) TouchClients(ctx context.Context, ids []string, at time.Time) error {
+	select {
+	case db.entered <- struct{}{}:
+	default:
+	}
+	select {
+	case <-db.gate:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return db.DB.TouchClients(ctx, ids, at)
+}
+
+// TestHealthzReportsDrainingAtOnce: once a node begins to shut down, GET
+// /healthz answers 503 "draining" while the node still finishes its work,
+// so a balancer's readiness check stops sending it calls.
+func TestHealthzReportsDrainingAtOnce(t *testing.T) {
+	db := &gatedDB{DB: memory.New(), entered: make(chan struct{}, 1), gate: make(chan struct{})}
+	srv := servertest.Start(t, func(cfg *server.Config) {
+		cfg.DB = db
+		cfg.HousekeepingInterval = time.Hour
+	})
+	health := func() (int, string) {
+		resp, err := http.Get(servertest.BaseURL(srv) + "/healthz")
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	code, body := health()
+	require.Equal(t, http.StatusOK, code)
+	require.Equal(t, "ok", body)
+	r := wire.NewReplica(t, servertest.Client(t, srv, servertest.ConnectJSON))
+	r.MustAttach(wire.UniqueKey(t, "doc")) // activity to write at shutdown
+
+	done := make(chan error, 1)
+	go func() { done <- srv.Shutdown(context.Background()) }()
+	select {
+	case <-db.entered:
+	case <-time.After(time.Minute): // a hang guard, not a synchronisation
+		close(db.gate)
+		t.Fatal("shutdown never wrote the activity it saw")
+	}
+	code, body = health()
+	close(db.gate)
+	require.Equal(t, http.StatusServiceUnavailable, code)
+	require.Equal(t, "draining", body)
+	require.NoError(t, <-done)
 }

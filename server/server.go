@@ -15,6 +15,7 @@ import (
 	"net/http/pprof"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"connectrpc.com/connect"
@@ -164,6 +165,10 @@ type Config struct {
 	// Clock replaces time.Now for housekeeping and the caches of projects,
 	// so tests can move time on.
 	Clock func() time.Time
+	// HousekeepingCompactionMinChanges is how many changes a document's
+	// log must hold for housekeeping to compact it, when no client has it
+	// attached (0: housekeeping.DefaultCompactionMinChanges, 1000).
+	HousekeepingCompactionMinChanges int
 	// OnHousekeeping, when set, is told the outcome of every housekeeping
 	// run on this node.
 	OnHousekeeping func(housekeeping.Report)
@@ -231,6 +236,8 @@ type Server struct {
 	channels *channel.Manager
 	service  *rpc.Service
 	health   *grpchealth.StaticChecker
+	// draining is set when shutdown begins: /healthz then answers 503.
+	draining atomic.Bool
 	// router routes in a cluster; nil when Config.Router replaces it.
 	router   *routing.Router
 	peers    *routing.Peers
@@ -467,6 +474,13 @@ func (s *Server) newRPC(router rpc.Router) error {
 	mux.Handle(grpchealth.NewHandler(s.health, connect.WithReadMaxBytes(rpc.DefaultSmallRequestBytes)))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		// A node shutting down says so at once, so a balancer's readiness
+		// check stops sending it new calls while it hands its work over.
+		if s.draining.Load() {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = w.Write([]byte("draining"))
+			return
+		}
 		_, _ = w.Write([]byte("ok"))
 	})
 	bounded := rpc.BoundRequests(mux, bounds)
@@ -553,6 +567,11 @@ func (s *Server) newHousekeeper(svc *rpc.Service) error {
 		Logger:     s.logger,
 		Registerer: s.registry,
 		OnRun:      s.cfg.OnHousekeeping,
+		Compaction: &housekeeping.Compaction{
+			MinChanges: s.cfg.HousekeepingCompactionMinChanges,
+			Documents:  s.db,
+			Compact:    s.compactIdle,
+		},
 	})
 	if err != nil {
 		return fmt.Errorf("server: %w", err)
@@ -885,6 +904,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 }
 
 func (s *Server) shutdown(ctx context.Context) error {
+	s.draining.Store(true)
 	s.health.SetStatus(v1connect.YorkieServiceName, grpchealth.StatusNotServing)
 	s.health.SetStatus("", grpchealth.StatusNotServing)
 	var errs []error

@@ -102,7 +102,30 @@ func TestAdminDocumentsAcrossNodes(t *testing.T) {
 				require.Contains(t, got.Msg.Document.Root, writer.SetKey(writer.LastSeq))
 			}
 
+			// The other calls from a node that does not own the document.
 			far := otherNodes(c, owner)[0]
+			fa := adminOf(far)
+			many, err := fa.GetDocuments(ctx, withSecret(&api.GetDocumentsRequest{DocumentKeys: []string{key}, IncludeRoot: true, IncludePresences: true}, secret))
+			require.NoError(t, err)
+			require.Len(t, many.Msg.Documents, 1)
+			require.Contains(t, many.Msg.Documents[0].Root, writer.SetKey(writer.LastSeq))
+			require.Contains(t, many.Msg.Documents[0].Presences, writer.ID)
+			found, err := fa.SearchDocuments(ctx, withSecret(&api.SearchDocumentsRequest{Query: key, PageSize: 5}, secret))
+			require.NoError(t, err)
+			require.EqualValues(t, 1, found.Msg.TotalCount)
+			changes, err := fa.ListChanges(ctx, withSecret(&api.ListChangesRequest{DocumentKey: key}, secret))
+			require.NoError(t, err)
+			head := int64(len(changes.Msg.Changes))
+			require.Positive(t, head)
+			meta, err := fa.GetSnapshotMeta(ctx, withSecret(&api.GetSnapshotMetaRequest{DocumentKey: key, ServerSeq: head}, secret))
+			require.NoError(t, err)
+			require.NotEmpty(t, meta.Msg.Snapshot)
+			created, err := fa.CreateDocument(ctx, withSecret(&api.CreateDocumentRequest{DocumentKey: key + "-new"}, secret))
+			require.NoError(t, err)
+			require.Equal(t, "{}", created.Msg.Document.Root)
+			_, err = fa.CreateDocument(ctx, withSecret(&api.CreateDocumentRequest{DocumentKey: key}, secret))
+			require.Equal(t, connect.CodeAlreadyExists, connect.CodeOf(err))
+
 			_, err = adminOf(far).GetDocument(ctx, withSecret(&api.GetDocumentRequest{DocumentKey: "missing-" + key}, secret))
 			require.Equal(t, connect.CodeNotFound, connect.CodeOf(err))
 			_, err = adminOf(far).RemoveDocumentByAdmin(ctx, withSecret(&api.RemoveDocumentByAdminRequest{DocumentKey: key}, secret))
