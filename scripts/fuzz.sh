@@ -20,6 +20,7 @@ targets=(
 	"./server/document FuzzTreeOps"
 	"./server/webhook/authwebhook FuzzDecodeAnswer"
 	"./server/schema FuzzCheckBody"
+	"./server/yson FuzzParseObject"
 )
 cache=$(go env GOCACHE)/fuzz
 module=$(go list -m)

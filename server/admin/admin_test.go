@@ -311,7 +311,7 @@ func TestAdminService(t *testing.T) {
 				}
 			}
 			_, err = c.UpdateProject(ctx, authed(&api.UpdateProjectRequest{Id: p.Id, Fields: &api.UpdatableProjectFields{
-				SnapshotInterval: wrapperspb.Int64(3),
+				AutoRevisionEnabled: wrapperspb.Bool(true),
 			}}, token))
 			wantCode(t, err, connect.CodeUnimplemented, "ErrUnimplemented")
 			// Sent back unchanged, as upstream's CLI does, such a field is fine.

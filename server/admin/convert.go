@@ -3,10 +3,10 @@ package admin
 import (
 	"errors"
 	"fmt"
-	"maps"
 	"net/url"
 	"regexp"
 	"slices"
+	"strings"
 	"time"
 
 	"connectrpc.com/connect"
@@ -69,6 +69,16 @@ func validateWebhookURL(what, raw string) error {
 	return nil
 }
 
+// validOriginPattern reports whether o is "*" or a plain origin
+// (scheme://host[:port], no path) whose host labels may be patterns.
+func validOriginPattern(o string) bool {
+	if o == "*" {
+		return true
+	}
+	u, err := url.Parse(o)
+	return err == nil && u.Scheme != "" && u.Host != "" && u.User == nil && u.Path == "" && u.RawQuery == "" && u.Fragment == ""
+}
+
 func validateAll(what string, got, known []string) error {
 	for _, v := range got {
 		if !slices.Contains(known, v) {
@@ -87,22 +97,11 @@ func projectUpdate(f *api.UpdatableProjectFields) (*database.ProjectUpdate, erro
 		return nil, invalidArgument(errors.New("no fields to update"))
 	}
 	// Upstream's CLI sends every field back as it read it, so a field this
-	// server does not keep is refused only when it would change something
-	// (what this server reports for it is the zero value).
-	str := func(w *wrapperspb.StringValue) bool { return w != nil && w.Value != "" }
-	i64 := func(w *wrapperspb.Int64Value) bool { return w != nil && w.Value != 0 }
-	unsupported := map[string]bool{
-		"snapshot_threshold":    i64(f.SnapshotThreshold),
-		"snapshot_interval":     i64(f.SnapshotInterval),
-		"auto_revision_enabled": f.AutoRevisionEnabled != nil && f.AutoRevisionEnabled.Value,
-		"channel_session_ttl":   str(f.ChannelSessionTtl),
-		"allowed_origins":       f.AllowedOrigins != nil && len(f.AllowedOrigins.Origins) > 0,
-	}
-	for _, name := range slices.Sorted(maps.Keys(unsupported)) {
-		if unsupported[name] {
-			return nil, newError(connect.CodeUnimplemented, CodeUnimplemented,
-				fmt.Errorf("project field %s is not supported by this server yet", name))
-		}
+	// server does not keep yet is refused only when it would change
+	// something (what this server reports for it is the zero value).
+	if f.AutoRevisionEnabled != nil && f.AutoRevisionEnabled.Value {
+		return nil, newError(connect.CodeUnimplemented, CodeUnimplemented,
+			errors.New("project field auto_revision_enabled is not supported by this server yet"))
 	}
 	u := &database.ProjectUpdate{}
 	var errs []error
@@ -158,6 +157,43 @@ func projectUpdate(f *api.UpdatableProjectFields) (*database.ProjectUpdate, erro
 	}
 	if f.RemoveOnDetach != nil {
 		u.RemoveOnDetach = &f.RemoveOnDetach.Value
+	}
+	for _, n := range []struct {
+		name string
+		w    *wrapperspb.Int64Value
+		dst  **int64
+	}{
+		{"snapshot threshold", f.SnapshotThreshold, &u.SnapshotThreshold},
+		{"snapshot interval", f.SnapshotInterval, &u.SnapshotInterval},
+	} {
+		if n.w == nil {
+			continue
+		}
+		v := n.w.Value
+		*n.dst = &v
+		if v < 0 {
+			errs = append(errs, fmt.Errorf("%s %d: want 0 (the server's flag) or more", n.name, v))
+		}
+	}
+	if f.ChannelSessionTtl != nil {
+		v := f.ChannelSessionTtl.Value
+		u.ChannelSessionTTL = &v
+		if d, err := time.ParseDuration(v); v != "" && (err != nil || d <= 0) {
+			errs = append(errs, fmt.Errorf("channel session ttl %q: want a positive duration such as 60s, or empty", v))
+		}
+	}
+	if f.AllowedOrigins != nil {
+		var origins []string
+		for _, o := range f.AllowedOrigins.Origins {
+			if o = strings.TrimRight(strings.TrimSpace(o), "/"); o == "" {
+				continue
+			}
+			origins = append(origins, o)
+			if !validOriginPattern(o) {
+				errs = append(errs, fmt.Errorf("allowed origin %q: want * or scheme://host[:port], the host's labels may be *", o))
+			}
+		}
+		u.AllowedOrigins = &origins
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, invalidArgument(err)
@@ -230,6 +266,10 @@ func toProject(p *database.ProjectInfo) *api.Project {
 		MaxAttachmentsPerDocument:   int32(p.MaxAttachmentsPerDocument),
 		MaxSizePerDocument:          int32(p.MaxSizePerDocument),
 		RemoveOnDetach:              p.RemoveOnDetach,
+		SnapshotThreshold:           p.SnapshotThreshold,
+		SnapshotInterval:            p.SnapshotInterval,
+		ChannelSessionTtl:           p.ChannelSessionTTL,
+		AllowedOrigins:              p.AllowedOrigins,
 		CreatedAt:                   timestamppb.New(p.CreatedAt),
 		UpdatedAt:                   timestamppb.New(p.UpdatedAt),
 	}

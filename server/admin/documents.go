@@ -155,6 +155,7 @@ func (s *Service) summary(ctx context.Context, o Owners, p *database.ProjectInfo
 	sum := st.Summary
 	sum.Id, sum.Key = doc.ID, doc.Key
 	sum.CreatedAt = timestamppb.New(doc.CreatedAt)
+	sum.SchemaKey = doc.Schema
 	return sum, nil
 }
 

@@ -185,6 +185,80 @@ func TestSchemas(t *testing.T) {
 			}
 			assert.Equal(t, []string{"count"}, keys, "only the change that keeps the rules is stored")
 		})
+
+		t.Run("UpdateDocument", func(t *testing.T) {
+			yc := servertest.Client(t, srv, servertest.ConnectJSON)
+			update := func(key, root, schemaKey string) (*api.DocumentSummary, error) {
+				res, err := c.UpdateDocument(ctx, withKey(&api.UpdateDocumentRequest{DocumentKey: key, Root: root, SchemaKey: schemaKey}, secret))
+				if err != nil {
+					return nil, err
+				}
+				return res.Msg.Document, nil
+			}
+			current := func(key string) *api.DocumentSummary {
+				res, err := c.GetDocument(ctx, withKey(&api.GetDocumentRequest{DocumentKey: key}, secret))
+				require.NoError(t, err)
+				return res.Msg.Document
+			}
+			docKey := wire.UniqueKey(t, "upd")
+			r := wire.NewReplica(t, yc)
+			_, err := attachWithSchema(t, r, docKey, "")
+			require.NoError(t, err)
+
+			// Changing the schema while a client is attached is refused.
+			_, err = update(docKey, "", "note@1")
+			wantCode(t, err, connect.CodeFailedPrecondition, "ErrDocumentAttached")
+			// A root update reaches the attached client.
+			sum, err := update(docKey, `{"count":Int(5),"tags":["a",Long(2)]}`, "")
+			require.NoError(t, err)
+			assert.JSONEq(t, `{"count":5,"tags":["a",2]}`, sum.Root)
+			_, err = r.PushPull(ctx)
+			require.NoError(t, err)
+			keys := []string{}
+			for _, ch := range r.Pulled {
+				for _, op := range ch.Operations {
+					if set := op.GetSet(); set != nil {
+						keys = append(keys, set.GetKey())
+					}
+				}
+			}
+			assert.ElementsMatch(t, []string{"count", "tags"}, keys, "the attached client pulled the update")
+			_, err = r.Detach(ctx)
+			require.NoError(t, err)
+
+			// Bad input, each changing nothing.
+			_, err = update(docKey, `{"count":Int(5)`, "")
+			wantCode(t, err, connect.CodeInvalidArgument, "ErrInvalidArgument")
+			_, err = update(docKey, "", "note")
+			wantCode(t, err, connect.CodeInvalidArgument, "ErrInvalidSchemaKey")
+			_, err = update(docKey, "", "nothing@1")
+			wantCode(t, err, connect.CodeNotFound, "ErrSchemaNotFound")
+			_, err = update("no-such-doc", `{}`, "")
+			wantCode(t, err, connect.CodeNotFound, "ErrDocumentNotFound")
+			// A schema the root breaks, alone or with a root that breaks it.
+			_, err = update(docKey, `{"count":"five"}`, "note@1")
+			wantCode(t, err, connect.CodeInvalidArgument, "ErrSchemaValidationFailed")
+			assert.JSONEq(t, `{"count":5,"tags":["a",2]}`, current(docKey).Root)
+			assert.Empty(t, current(docKey).SchemaKey)
+
+			// The schema alone, then a root it refuses, then detaching it.
+			sum, err = update(docKey, "", "note@1")
+			require.NoError(t, err)
+			assert.Equal(t, "note@1", sum.SchemaKey)
+			assert.Equal(t, "note@1", current(docKey).SchemaKey)
+			_, err = update(docKey, `{"count":"x"}`, "")
+			wantCode(t, err, connect.CodeInvalidArgument, "ErrSchemaValidationFailed")
+			assert.JSONEq(t, `{"count":5,"tags":["a",2]}`, current(docKey).Root)
+			sum, err = update(docKey, `{"count":Int(6)}`, "")
+			require.NoError(t, err)
+			assert.JSONEq(t, `{"count":6,"tags":["a",2]}`, sum.Root)
+			sum, err = update(docKey, "", "")
+			require.NoError(t, err)
+			assert.Empty(t, sum.SchemaKey)
+			sum, err = update(docKey, `{"count":"free again"}`, "")
+			require.NoError(t, err)
+			assert.JSONEq(t, `{"count":"free again","tags":["a",2]}`, sum.Root)
+		})
 	})
 }
 

@@ -33,6 +33,9 @@ func (p projectInterceptor) resolve(ctx context.Context, h http.Header) (context
 	case err != nil:
 		return nil, newError(connect.CodeUnavailable, CodeUnavailable, fmt.Errorf("resolve project: %w", err))
 	}
+	if err := checkOrigin(info, h.Get("Origin")); err != nil {
+		return nil, err
+	}
 	return project.NewContext(ctx, info), nil
 }
 

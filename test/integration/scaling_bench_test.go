@@ -51,7 +51,7 @@ func BenchmarkAttachAfterHistory(b *testing.B) {
 			for i := range b.N {
 				cycle(i, "measured")
 			}
-			b.ReportMetric(float64((processCPU(b) - before).Microseconds())/float64(b.N), "cpu-us/op")
+			b.ReportMetric(float64((processCPU(b)-before).Microseconds())/float64(b.N), "cpu-us/op")
 		})
 	}
 }
@@ -86,12 +86,12 @@ func BenchmarkCallsAtDatabaseSize(b *testing.B) {
 					r := newReplica(b, c)
 					r.MustAttach(wire.UniqueKey(b, "doc"))
 				}
-				b.ReportMetric(float64((processCPU(b) - before).Microseconds())/float64(b.N), "cpu-us/op")
+				b.ReportMetric(float64((processCPU(b)-before).Microseconds())/float64(b.N), "cpu-us/op")
 			})
 			b.Run("pushpull", func(b *testing.B) {
 				before := processCPU(b)
 				pushPullLoop(b, c)
-				b.ReportMetric(float64((processCPU(b) - before).Microseconds())/float64(b.N), "cpu-us/op")
+				b.ReportMetric(float64((processCPU(b)-before).Microseconds())/float64(b.N), "cpu-us/op")
 			})
 		})
 	}

@@ -354,6 +354,15 @@ type ProjectInfo struct {
 	MaxSizePerDocument        int
 	// RemoveOnDetach removes a document once its last client detaches.
 	RemoveOnDetach bool
+	// SnapshotThreshold and SnapshotInterval are the project's snapshot
+	// settings (0: the server's flags). ChannelSessionTTL is a Go duration
+	// ("" : the server's flag).
+	SnapshotThreshold int64
+	SnapshotInterval  int64
+	ChannelSessionTTL string
+	// AllowedOrigins lists the web origins browsers may call YorkieService
+	// from for this project ("*" any; empty: no check).
+	AllowedOrigins []string
 
 	CreatedAt time.Time
 	UpdatedAt time.Time
@@ -406,6 +415,10 @@ type ProjectUpdate struct {
 	MaxAttachmentsPerDocument *int
 	MaxSizePerDocument        *int
 	RemoveOnDetach            *bool
+	SnapshotThreshold         *int64
+	SnapshotInterval          *int64
+	ChannelSessionTTL         *string
+	AllowedOrigins            *[]string
 }
 
 // Apply writes the set fields of u into p.
@@ -439,6 +452,16 @@ func (u *ProjectUpdate) Apply(p *ProjectInfo) {
 	}
 	if u.RemoveOnDetach != nil {
 		p.RemoveOnDetach = *u.RemoveOnDetach
+	}
+	if u.SnapshotThreshold != nil {
+		p.SnapshotThreshold = *u.SnapshotThreshold
+	}
+	if u.SnapshotInterval != nil {
+		p.SnapshotInterval = *u.SnapshotInterval
+	}
+	set(&p.ChannelSessionTTL, u.ChannelSessionTTL)
+	if u.AllowedOrigins != nil {
+		p.AllowedOrigins = append([]string(nil), (*u.AllowedOrigins)...)
 	}
 	u.AuthWebhook.apply(&p.AuthWebhook)
 	u.EventWebhook.apply(&p.EventWebhook)

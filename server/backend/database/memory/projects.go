@@ -34,6 +34,7 @@ func cloneProject(p *database.ProjectInfo) *database.ProjectInfo {
 	c := *p
 	c.AuthWebhookMethods = slices.Clone(p.AuthWebhookMethods)
 	c.EventWebhookEvents = slices.Clone(p.EventWebhookEvents)
+	c.AllowedOrigins = slices.Clone(p.AllowedOrigins)
 	return &c
 }
 

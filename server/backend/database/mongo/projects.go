@@ -56,6 +56,10 @@ type projectRecord struct {
 	MaxAttachmentsPerDocument int                `bson:"max_attachments_per_document"`
 	MaxSizePerDocument        int                `bson:"max_size_per_document"`
 	RemoveOnDetach            bool               `bson:"remove_on_detach"`
+	SnapshotThreshold         int64              `bson:"snapshot_threshold,omitempty"`
+	SnapshotInterval          int64              `bson:"snapshot_interval,omitempty"`
+	ChannelSessionTTL         string             `bson:"channel_session_ttl,omitempty"`
+	AllowedOrigins            []string           `bson:"allowed_origins,omitempty"`
 	CreatedAt                 time.Time          `bson:"created_at"`
 	UpdatedAt                 time.Time          `bson:"updated_at"`
 }
@@ -81,6 +85,10 @@ func (r *projectRecord) info() *database.ProjectInfo {
 		MaxAttachmentsPerDocument: r.MaxAttachmentsPerDocument,
 		MaxSizePerDocument:        r.MaxSizePerDocument,
 		RemoveOnDetach:            r.RemoveOnDetach,
+		SnapshotThreshold:         r.SnapshotThreshold,
+		SnapshotInterval:          r.SnapshotInterval,
+		ChannelSessionTTL:         r.ChannelSessionTTL,
+		AllowedOrigins:            r.AllowedOrigins,
 		CreatedAt:                 r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
 	}
 }
@@ -101,6 +109,10 @@ func projectRecordOf(p *database.ProjectInfo) (*projectRecord, error) {
 		MaxAttachmentsPerDocument: p.MaxAttachmentsPerDocument,
 		MaxSizePerDocument:        p.MaxSizePerDocument,
 		RemoveOnDetach:            p.RemoveOnDetach,
+		SnapshotThreshold:         p.SnapshotThreshold,
+		SnapshotInterval:          p.SnapshotInterval,
+		ChannelSessionTTL:         p.ChannelSessionTTL,
+		AllowedOrigins:            p.AllowedOrigins,
 		CreatedAt:                 p.CreatedAt, UpdatedAt: p.UpdatedAt,
 	}, nil
 }
