@@ -2,13 +2,16 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 
 	"connectrpc.com/connect"
 
 	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
+	"github.com/yorkie-affinity/yorkie/server/backend"
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
+	"github.com/yorkie-affinity/yorkie/server/housekeeping"
 	"github.com/yorkie-affinity/yorkie/server/project"
 	"github.com/yorkie-affinity/yorkie/server/routing"
 )
@@ -65,4 +68,21 @@ func (s *Server) relayCompaction(ctx context.Context, rt routing.Route, key stri
 		return false, err
 	}
 	return res.Msg.Compacted, nil
+}
+
+// compactIdle compacts a document housekeeping found long, at its owner,
+// unless a client has it attached.
+func (s *Server) compactIdle(ctx context.Context, d *database.DocInfo) (bool, error) {
+	p, err := s.db.FindProjectByID(ctx, d.ProjectID)
+	if err != nil {
+		return false, fmt.Errorf("project %s: %w", d.ProjectID, err)
+	}
+	// A relay to the owner authenticates with the project's secret key.
+	h := http.Header{}
+	h.Set("Authorization", "API-Key "+p.SecretKey)
+	compacted, err := compactor{s}.CompactDocument(ctx, p, d.Key, false, h)
+	if errors.Is(err, backend.ErrDocumentAttached) || connect.CodeOf(err) == connect.CodeFailedPrecondition {
+		return false, fmt.Errorf("%w: %w", housekeeping.ErrSkipCompaction, err)
+	}
+	return compacted, err
 }

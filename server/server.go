@@ -165,6 +165,10 @@ type Config struct {
 	// Clock replaces time.Now for housekeeping and the caches of projects,
 	// so tests can move time on.
 	Clock func() time.Time
+	// HousekeepingCompactionMinChanges is how many changes a document's
+	// log must hold for housekeeping to compact it, when no client has it
+	// attached (0: housekeeping.DefaultCompactionMinChanges, 1000).
+	HousekeepingCompactionMinChanges int
 	// OnHousekeeping, when set, is told the outcome of every housekeeping
 	// run on this node.
 	OnHousekeeping func(housekeeping.Report)
@@ -379,6 +383,7 @@ func New(cfg Config) (*Server, error) {
 
 	if s.admin, err = admin.New(admin.Config{
 		Settings: cfg.Admin, DB: s.db, Logger: logger, Registerer: s.registry,
+		Interceptors:                     []connect.Interceptor{s.upstream.Interceptor(false)},
 		DefaultClientDeactivateThreshold: cfg.ClientDeactivateThreshold,
 		OnProjectUpdated: func(p *database.ProjectInfo) {
 			s.projects.Updated(p)
@@ -563,6 +568,11 @@ func (s *Server) newHousekeeper(svc *rpc.Service) error {
 		Logger:     s.logger,
 		Registerer: s.registry,
 		OnRun:      s.cfg.OnHousekeeping,
+		Compaction: &housekeeping.Compaction{
+			MinChanges: s.cfg.HousekeepingCompactionMinChanges,
+			Documents:  s.db,
+			Compact:    s.compactIdle,
+		},
 	})
 	if err != nil {
 		return fmt.Errorf("server: %w", err)

@@ -84,6 +84,7 @@ func runServer(args []string, stderr io.Writer) int {
 	housekeepingInterval := fs.Duration("housekeeping-interval", housekeeping.DefaultInterval, "time between housekeeping runs")
 	admin := adminFlags(fs)
 	hooks := serverWebhookFlagSet(fs)
+	compactionMinChanges := fs.Int("housekeeping-compaction-min-changes", housekeeping.DefaultCompactionMinChanges, "minimum number of changes to compact a document for housekeeping run (documents no client has attached)")
 	candidatesLimit := fs.Int("housekeeping-candidates-limit", housekeeping.DefaultCandidatesLimit, "most clients one housekeeping run deactivates")
 	channelTTL := fs.Duration("channel-session-ttl", channel.DefaultSessionTTL, "a channel session not refreshed (the SDK's heartbeat, every 30s) for longer is removed from its counts")
 	channelPayload := fs.Int("channel-max-payload-bytes", channel.DefaultMaxPayloadBytes, "largest broadcast payload a channel relays")
@@ -196,6 +197,7 @@ func runServer(args []string, stderr io.Writer) int {
 		Webhooks:                    webhooks,
 	}
 	cfg.SizeHardLimitFactor = *sizeHardFactor
+	cfg.HousekeepingCompactionMinChanges = *compactionMinChanges
 	tlsMetrics.apply(&cfg)
 	store, err := openSessionStore(ctx, *storeKind, *etcdEndpoints, *redisAddr, !*redisCloseOnReadOnly, logger)
 	if err != nil {

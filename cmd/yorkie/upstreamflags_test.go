@@ -62,7 +62,7 @@ func upstreamServerFlags() []upstreamFlag {
 		{"housekeeping-interval", "30s", served, ""},
 		{"housekeeping-candidates-limit", "2000", served, "ours 500: one run's deactivations stay short beside the calls it shares the node with"},
 		{"housekeeping-deactivate-concurrency", "8", ignored, ""},
-		{"housekeeping-compaction-min-changes", "1000", pending, "compaction: housekeeping compaction"},
+		{"housekeeping-compaction-min-changes", "1000", served, ""},
 		{"housekeeping-project-stats-refresh-interval", "5m0s", ignored, ""},
 		{"mongo-connection-uri", "", served, ""},
 		{"mongo-connection-timeout", "5s", served, ""},

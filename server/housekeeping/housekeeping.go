@@ -96,6 +96,9 @@ type Config struct {
 	Registerer prometheus.Registerer
 	// OnRun, when set, is told the outcome of every run, after it ended.
 	OnRun func(Report)
+	// Compaction, when set, is run by the scanning node after the
+	// deactivations of every run.
+	Compaction *Compaction
 }
 
 // Report is the outcome of one run.
@@ -112,6 +115,8 @@ type Report struct {
 	Spared int
 	// Deactivated counts the candidates deactivated.
 	Deactivated int
+	// Compacted counts the documents compacted.
+	Compacted int
 	// Err joins what failed; the run went on past single clients.
 	Err error
 }
@@ -125,6 +130,8 @@ type Housekeeper struct {
 	runMu  sync.Mutex // one run at a time; guards cursor and led
 	cursor string     // the last client ID the previous run examined
 	led    bool
+	// docCursor is where the compaction task goes on (guarded by runMu).
+	docCursor string
 
 	mu     sync.Mutex
 	cancel context.CancelFunc
@@ -154,6 +161,14 @@ func New(cfg Config) (*Housekeeper, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if c := cfg.Compaction; c != nil {
+		if c.Documents == nil || c.Compact == nil || c.MinChanges < 0 {
+			return nil, errors.New("housekeeping: Compaction needs Documents, Compact and a positive MinChanges")
+		}
+		if c.MinChanges == 0 {
+			c.MinChanges = DefaultCompactionMinChanges
+		}
 	}
 	m, err := newMetrics(cfg.Registerer)
 	if err != nil {
@@ -317,6 +332,7 @@ func (h *Housekeeper) run(ctx context.Context) Report {
 		r.Deactivated++
 		h.log.Info("deactivated inactive client", "client", c.ID, "last_activity", c.UpdatedAt)
 	}
+	errs = append(errs, h.compact(ctx, &r)...)
 	r.Err = errors.Join(errs...)
 	return r
 }

@@ -13,6 +13,7 @@ const { singleServerSkipReason, externalAddrs } = require('../lib/suite');
 const { withTimeout, waitFor } = require('../lib/wait');
 const { runInSession, singleTarget, newDocKey, yorkie } = require('../lib/session');
 const { ProjectAdmin, connectCall } = require('../lib/project-admin');
+const { counter } = require('../lib/metrics');
 
 const skip = externalAddrs().length ? 'starts a server of its own' : singleServerSkipReason();
 const STOP_GRACE_MS = 10000;
@@ -164,5 +165,36 @@ describe('compaction with the JS SDK', { skip }, () => {
       assert.equal(noKey.status, 401, JSON.stringify(noKey.body));
       assert.equal(d2.toSortedJSON(), before);
     });
+  });
+});
+
+describe('housekeeping compaction with the JS SDK', { skip }, () => {
+  test('a long document no client has attached is compacted; its content stays', async () => {
+    const server = await startServer({
+      extraArgs: ['--housekeeping-interval', '1s', '--housekeeping-compaction-min-changes', '20'],
+    });
+    const target = singleTarget(server.rpcAddr, { describe: () => `--- server log ---\n${server.logTail(3000)}` });
+    try {
+      await runInSession({ target, transport: 'json' }, async (session) => {
+        const key = newDocKey('housekeeping');
+        const [c1] = await session.activateClients(1);
+        const d1 = new yorkie.Document(key);
+        await c1.attach(d1, { syncMode: yorkie.SyncMode.Manual });
+        for (let round = 1; round <= 25; round++) {
+          edit(d1, round);
+          await c1.sync(d1);
+        }
+        const before = d1.toSortedJSON();
+        await c1.detach(d1);
+        await waitFor(async () => (await counter(server, 'yorkie_backend_compactions_total')) >= 1, {
+          timeoutMs: 30000, what: 'housekeeping compacts the document',
+        });
+        const [late] = await session.activateClients(1);
+        const d2 = await session.attach(late, key);
+        assert.equal(d2.toSortedJSON(), before);
+      });
+    } finally {
+      await withTimeout(server.stop({ graceMs: STOP_GRACE_MS }), STOP_GRACE_MS + 5000, 'server stop');
+    }
   });
 });
