@@ -320,8 +320,10 @@ func (im *Importer) importDocument(ctx context.Context, d *upDocument, marks map
 	}
 
 	if head < d.ServerSeq {
+		// Upstream's index of changes is (doc_id, project_id, server_seq).
 		filter := bson.D{
 			{Key: "doc_id", Value: d.ID},
+			{Key: "project_id", Value: d.ProjectID},
 			{Key: "server_seq", Value: bson.D{{Key: "$gt", Value: head}, {Key: "$lte", Value: d.ServerSeq}}},
 		}
 		bySeq := bson.D{{Key: "server_seq", Value: 1}}
@@ -403,7 +405,7 @@ func (im *Importer) importDocument(ctx context.Context, d *upDocument, marks map
 func (im *Importer) readSnapshots(ctx context.Context, d *upDocument) ([]*database.Snapshot, error) {
 	var rows []*upSnapshot
 	err := each(ctx, im.src.Collection("snapshots"),
-		bson.D{{Key: "doc_id", Value: d.ID}, {Key: "server_seq", Value: bson.D{{Key: "$lte", Value: d.ServerSeq}}}},
+		bson.D{{Key: "doc_id", Value: d.ID}, {Key: "project_id", Value: d.ProjectID}, {Key: "server_seq", Value: bson.D{{Key: "$lte", Value: d.ServerSeq}}}},
 		bson.D{{Key: "server_seq", Value: -1}},
 		func(s *upSnapshot, _ bson.Raw) error {
 			if len(rows) < database.SnapshotsKept {
