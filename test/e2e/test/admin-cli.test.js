@@ -58,7 +58,7 @@ describe('the yorkie command against a running server, and the SDK with the proj
     const target = singleTarget(server.rpcAddr, { describe: () => `--- server log ---\n${server.logTail(3000)}` });
     try {
       const addr = new URL(server.rpcAddr).host;
-      await yorkieCLI(configDir, ['login', '--username', 'admin', '--password', 'admin', '--rpc-addr', addr]);
+      await yorkieCLI(configDir, ['login', '--username', 'admin', '--password', 'admin', '--rpc-addr', addr, '--insecure']);
       const name = `app-${process.pid}`;
       const created = JSON.parse(await yorkieCLI(configDir, ['project', 'create', name]));
       assert.equal(created.name, name);
@@ -69,7 +69,7 @@ describe('the yorkie command against a running server, and the SDK with the proj
         ['default', name],
       );
       const table = await yorkieCLI(configDir, ['project', 'ls']);
-      assert.match(table, new RegExp(`^${name}\\s+${created.public_key}`, 'm'), `the table lists the project:\n${table}`);
+      assert.match(table, new RegExp(`^\\s*${name}\\s+${created.public_key}`, 'm'), `the table lists the project:\n${table}`);
 
       await runInSession({ target, transport: 'json' }, async (session) => {
         // Two clients with the project's public key share its documents.
@@ -93,7 +93,8 @@ describe('the yorkie command against a running server, and the SDK with the proj
         );
         assert.equal(updated.auth_webhook_url, webhook.url);
         assert.deepEqual(updated.auth_webhook_methods, ['AttachDocument']);
-        assert.equal(updated.max_subscribers_per_document, 10);
+        // Upstream's CLI prints the fields its project type has no JSON name for under their Go names.
+        assert.equal(updated.MaxSubscribersPerDocument, 10);
         const admin = await ProjectAdmin.logIn(server.rpcAddr);
         const stored = await admin.project(name);
         assert.equal(stored.authWebhookUrl, webhook.url, 'the admin API reads the update back');
@@ -158,7 +159,7 @@ describe('the yorkie command against a running server, and the SDK with the proj
     const target = singleTarget(server.rpcAddr, { describe: () => `--- server log ---\n${server.logTail(3000)}` });
     try {
       const addr = new URL(server.rpcAddr).host;
-      await yorkieCLI(configDir, ['login', '--username', 'admin', '--password', 'admin', '--rpc-addr', addr]);
+      await yorkieCLI(configDir, ['login', '--username', 'admin', '--password', 'admin', '--rpc-addr', addr, '--insecure']);
       await yorkieCLI(configDir, ['project', 'update', 'default', '--max-attachments-per-document', '1']);
       await runInSession({ target, transport: 'json' }, async (session) => {
         const [a, b] = await session.activateClients(2);
