@@ -400,7 +400,7 @@ func (b *Backend) exchange(ctx context.Context, ds *docState, clientID string, e
 	)
 	if pushOnly {
 		respSeq = from
-	} else if b.snapThreshold > 0 && headBefore-from >= b.snapThreshold {
+	} else if threshold := b.snapThresholdFor(ctx); threshold > 0 && headBefore-from >= threshold {
 		// Far behind: the document as it is now costs its size, the
 		// changes its history. It holds the requester's pushed changes
 		// and presence, as the SDK expects of a snapshot.

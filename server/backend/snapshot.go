@@ -144,7 +144,7 @@ func sameMap(a, b map[string]int64) bool {
 // encodes and stores it there. The caller holds the lock and has stored the
 // changes up to the head.
 func (b *Backend) maybeSnapshot(ctx context.Context, ds *docState, minSynced map[string]int64) {
-	if b.snapInterval <= 0 || ds.doc == nil || ds.docSeq != ds.head || ds.head-ds.snapSeq < b.snapInterval {
+	if interval := b.snapIntervalFor(ctx); interval <= 0 || ds.doc == nil || ds.docSeq != ds.head || ds.head-ds.snapSeq < interval {
 		return
 	}
 	start := time.Now()

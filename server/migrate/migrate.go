@@ -307,7 +307,8 @@ func (im *Importer) importDocument(ctx context.Context, d *upDocument, marks map
 	t := im.cfg.Target
 	docID := d.ID.Hex()
 	want := ymongo.ImportMark{SourceServerSeq: d.ServerSeq, SourceUpdatedAt: d.UpdatedAt.UTC().Truncate(time.Millisecond), SourceRemoved: !d.RemovedAt.IsZero()}
-	if mark, ok := marks[docID]; ok && mark == want {
+	mark, marked := marks[docID]
+	if marked && mark == want {
 		r.DocumentsUnchanged++
 		return nil
 	}
@@ -315,13 +316,19 @@ func (im *Importer) importDocument(ctx context.Context, d *upDocument, marks map
 	if err != nil {
 		return err
 	}
+	if marked && head != mark.SourceServerSeq {
+		// A server numbered changes of its own after the last import.
+		return fmt.Errorf("this server wrote its changes up to server_seq %d after the import of %d: %w", head, mark.SourceServerSeq, ymongo.ErrImportDiverged)
+	}
 	if head > d.ServerSeq {
 		return fmt.Errorf("the log here ends at server_seq %d, past the source's %d: %w", head, d.ServerSeq, ymongo.ErrImportDiverged)
 	}
 
 	if head < d.ServerSeq {
+		// Upstream's index of changes is (doc_id, project_id, server_seq).
 		filter := bson.D{
 			{Key: "doc_id", Value: d.ID},
+			{Key: "project_id", Value: d.ProjectID},
 			{Key: "server_seq", Value: bson.D{{Key: "$gt", Value: head}, {Key: "$lte", Value: d.ServerSeq}}},
 		}
 		bySeq := bson.D{{Key: "server_seq", Value: 1}}
@@ -403,7 +410,7 @@ func (im *Importer) importDocument(ctx context.Context, d *upDocument, marks map
 func (im *Importer) readSnapshots(ctx context.Context, d *upDocument) ([]*database.Snapshot, error) {
 	var rows []*upSnapshot
 	err := each(ctx, im.src.Collection("snapshots"),
-		bson.D{{Key: "doc_id", Value: d.ID}, {Key: "server_seq", Value: bson.D{{Key: "$lte", Value: d.ServerSeq}}}},
+		bson.D{{Key: "doc_id", Value: d.ID}, {Key: "project_id", Value: d.ProjectID}, {Key: "server_seq", Value: bson.D{{Key: "$lte", Value: d.ServerSeq}}}},
 		bson.D{{Key: "server_seq", Value: -1}},
 		func(s *upSnapshot, _ bson.Raw) error {
 			if len(rows) < database.SnapshotsKept {

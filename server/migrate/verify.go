@@ -68,7 +68,7 @@ func (im *Importer) Verify(ctx context.Context) (*VerifyReport, error) {
 		}
 		var snap *upSnapshot
 		err = each(ctx, im.src.Collection("snapshots"),
-			bson.D{{Key: "doc_id", Value: d.ID}, {Key: "server_seq", Value: bson.D{{Key: "$lte", Value: d.ServerSeq}}}},
+			bson.D{{Key: "doc_id", Value: d.ID}, {Key: "project_id", Value: d.ProjectID}, {Key: "server_seq", Value: bson.D{{Key: "$lte", Value: d.ServerSeq}}}},
 			bson.D{{Key: "server_seq", Value: -1}},
 			func(s *upSnapshot, _ bson.Raw) error {
 				if snap == nil {
