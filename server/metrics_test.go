@@ -152,6 +152,10 @@ func TestUpstreamMetrics(t *testing.T) {
 	_, err = client.AttachChannel(ctx, connect.NewRequest(&api.AttachChannelRequest{ClientId: a.ID, ChannelKey: "room.1"}))
 	require.NoError(t, err)
 
+	// An AdminService call, whatever its answer, is counted too.
+	admin := v1connect.NewAdminServiceClient(hc, servertest.BaseURL(srv))
+	_, _ = admin.GetServerVersion(ctx, connect.NewRequest(&api.GetServerVersionRequest{}))
+
 	fams := scrape(t, srv)
 	for name, want := range upstreamSeries {
 		f := fams[name]
@@ -176,6 +180,7 @@ func TestUpstreamMetrics(t *testing.T) {
 	moved("yorkie_rpc_server_handled_total", pushPull)
 	moved("yorkie_rpc_server_handled_response_seconds", pushPull)
 	moved("yorkie_rpc_server_handled_total", map[string]string{"rpc_type": "unary", "rpc_method": "PushPullChanges", "rpc_code": "failed_precondition"})
+	moved("yorkie_rpc_server_handled_total", map[string]string{"rpc_service": "yorkie.v1.AdminService", "rpc_method": "GetServerVersion"})
 	moved("yorkie_pushpull_response_seconds", nil)
 	for _, name := range []string{"received_changes", "sent_changes", "received_operations", "sent_operations", "errors", "snapshot_bytes"} {
 		moved("yorkie_pushpull_"+name+"_total", def)

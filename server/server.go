@@ -383,6 +383,7 @@ func New(cfg Config) (*Server, error) {
 
 	if s.admin, err = admin.New(admin.Config{
 		Settings: cfg.Admin, DB: s.db, Logger: logger, Registerer: s.registry,
+		Interceptors:                     []connect.Interceptor{s.upstream.Interceptor(false)},
 		DefaultClientDeactivateThreshold: cfg.ClientDeactivateThreshold,
 		OnProjectUpdated: func(p *database.ProjectInfo) {
 			s.projects.Updated(p)

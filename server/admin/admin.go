@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -80,6 +81,9 @@ type Config struct {
 	Logger *slog.Logger
 	// Registerer receives the service's metrics (nil: not registered).
 	Registerer prometheus.Registerer
+	// Interceptors wrap every call, outside the service's own (the
+	// server's upstream metric series, say).
+	Interceptors []connect.Interceptor
 	// Now is the clock of token expiry (nil: time.Now).
 	Now func() time.Time
 	// DefaultClientDeactivateThreshold is the server's threshold, shown for
@@ -200,7 +204,7 @@ func (s *Service) Start(ctx context.Context) error {
 // Handler returns the path prefix and handler of the AdminService.
 func (s *Service) Handler() (string, http.Handler) {
 	return v1connect.NewAdminServiceHandler(s, connect.WithReadMaxBytes(maxRequestBytes),
-		connect.WithInterceptors(connect.UnaryInterceptorFunc(s.count)))
+		connect.WithInterceptors(append(slices.Clone(s.cfg.Interceptors), connect.UnaryInterceptorFunc(s.count))...))
 }
 
 // count records the outcome of every call.

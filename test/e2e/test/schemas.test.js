@@ -184,6 +184,54 @@ describe('document schemas', { skip }, () => {
     assert.deepEqual(JSON.parse(docA.toSortedJSON()).content.children, []);
   });
 
+  test('UpdateDocument: the root from YSON reaches the SDK; schema changes refused while attached or when the root breaks them', async () => {
+    const update = (documentKey, root, schemaKey) =>
+      schemaCall(server.rpcAddr, project.secretKey, 'UpdateDocument', { documentKey, root, schemaKey });
+    const key = newDocKey('update');
+    const a = await newClient();
+    const docA = await attachedNote(a, key);
+    docA.update((root) => { root.seen = true; });
+    await withTimeout(a.sync(docA), 15000, 'sync');
+
+    // A root update is applied as a change the attached client pulls.
+    let res = await update(key, '{"title":"from admin","n":Int(3)}', '');
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    await withTimeout(a.sync(docA), 15000, 'sync after the update');
+    assert.equal(docA.toSortedJSON(), '{"n":3,"seen":true,"title":"from admin"}');
+
+    // A schema change is refused while a client is attached.
+    res = await update(key, '', 'note@1');
+    assert.equal(res.body.code, 'failed_precondition', JSON.stringify(res.body));
+    await withTimeout(a.detach(docA), 15000, 'detach');
+
+    // The schema alone is refused: the root has no tree.
+    res = await update(key, '', 'note@1');
+    assert.equal(res.body.code, 'invalid_argument', JSON.stringify(res.body));
+    // Bad YSON is refused.
+    res = await update(key, '{"content":Tree(', 'note@1');
+    assert.equal(res.body.code, 'invalid_argument', JSON.stringify(res.body));
+    // A root that keeps the rules, with the schema.
+    res = await update(key, '{"content":Tree({"type":"doc","children":[{"type":"paragraph","children":[{"type":"text","value":"hi"}]}]})}', 'note@1');
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    assert.equal(res.body.document.schemaKey, 'note@1');
+
+    // A client attaching now gets the tree and the rules, and the SDK keeps them.
+    const b = await newClient();
+    const docB = await attachedNote(b, key);
+    assert.equal(docB.getSchemaRules().length, 3);
+    assert.equal(docB.getRoot().content.toXML(), '<doc><paragraph>hi</paragraph></doc>');
+    assert.throws(() => docB.update((root) => { root.content.edit(0, 4); }), (e) => e.code === 'ErrDocumentSchemaValidationFailed');
+    docB.update((root) => { root.content.edit(1, 1, { type: 'text', value: 'oh ' }); });
+    await withTimeout(b.sync(docB), 15000, 'sync');
+    assert.equal(docB.getRoot().content.toXML(), '<doc><paragraph>oh hi</paragraph></doc>');
+    await withTimeout(b.detach(docB), 15000, 'detach');
+
+    // An empty update detaches the schema.
+    res = await update(key, '', '');
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    assert.equal(res.body.document.schemaKey || '', '');
+  });
+
   test('schema calls: versions, list, bad input', async () => {
     const call = (m, msg) => schemaCall(server.rpcAddr, project.secretKey, m, msg);
     const v2 = await call('CreateSchema', { schemaName: 'note', schemaVersion: 2, schemaBody: 'type Document = { title: string; };', rules: await rulesOf('type Document = { title: string; };') });
