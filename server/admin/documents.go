@@ -154,9 +154,18 @@ func (s *Service) summary(ctx context.Context, o Owners, p *database.ProjectInfo
 	}
 	sum := st.Summary
 	sum.Id, sum.Key = doc.ID, doc.Key
-	sum.CreatedAt = timestamppb.New(doc.CreatedAt)
+	stamp(sum, doc)
 	sum.SchemaKey = doc.Schema
 	return sum, nil
+}
+
+// stamp sets a summary's times. Access and update times are not kept: they
+// are the creation time, so that clients that read every timestamp (the
+// dashboard does) get one.
+func stamp(sum *api.DocumentSummary, doc *database.DocInfo) {
+	sum.CreatedAt = timestamppb.New(doc.CreatedAt)
+	sum.AccessedAt = sum.CreatedAt
+	sum.UpdatedAt = sum.CreatedAt
 }
 
 // pageSize checks a request's page size against max; 0 asks for max.
@@ -340,9 +349,9 @@ func (s *Service) SearchDocuments(ctx context.Context, req *connect.Request[api.
 	}
 	res := &api.SearchDocumentsResponse{TotalCount: int32(total), Documents: make([]*api.DocumentSummary, 0, len(docs))}
 	for _, doc := range docs {
-		res.Documents = append(res.Documents, &api.DocumentSummary{
-			Id: doc.ID, Key: doc.Key, CreatedAt: timestamppb.New(doc.CreatedAt),
-		})
+		sum := &api.DocumentSummary{Id: doc.ID, Key: doc.Key, SchemaKey: doc.Schema}
+		stamp(sum, doc)
+		res.Documents = append(res.Documents, sum)
 	}
 	return connect.NewResponse(res), nil
 }

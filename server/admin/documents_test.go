@@ -78,6 +78,8 @@ func TestAdminDocuments(t *testing.T) {
 		require.Positive(t, doc.DocumentSize.GetLive().GetData())
 		require.Equal(t, `"ann"`, doc.Presences[r.ID].GetData()["name"])
 		require.NotNil(t, doc.CreatedAt)
+		require.NotNil(t, doc.AccessedAt, "the dashboard reads every timestamp")
+		require.NotNil(t, doc.UpdatedAt)
 
 		// Created documents are empty; their keys cannot be created twice.
 		for _, k := range []string{"doc-b", "doc-c", "other"} {
@@ -121,6 +123,7 @@ func TestAdminDocuments(t *testing.T) {
 		found, err := c.SearchDocuments(ctx, byKey(&api.SearchDocumentsRequest{Query: "doc-", PageSize: 2}, secret))
 		require.NoError(t, err)
 		require.EqualValues(t, 3, found.Msg.TotalCount)
+		require.NotNil(t, found.Msg.Documents[0].UpdatedAt)
 		require.Equal(t, []string{"doc-a", "doc-b"}, summaryKeys(found.Msg.Documents))
 
 		// History: every stored change, in pages, and the state at each.
