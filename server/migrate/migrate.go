@@ -307,13 +307,18 @@ func (im *Importer) importDocument(ctx context.Context, d *upDocument, marks map
 	t := im.cfg.Target
 	docID := d.ID.Hex()
 	want := ymongo.ImportMark{SourceServerSeq: d.ServerSeq, SourceUpdatedAt: d.UpdatedAt.UTC().Truncate(time.Millisecond), SourceRemoved: !d.RemovedAt.IsZero()}
-	if mark, ok := marks[docID]; ok && mark == want {
+	mark, marked := marks[docID]
+	if marked && mark == want {
 		r.DocumentsUnchanged++
 		return nil
 	}
 	head, err := t.ImportedDocument(ctx, docID)
 	if err != nil {
 		return err
+	}
+	if marked && head != mark.SourceServerSeq {
+		// A server numbered changes of its own after the last import.
+		return fmt.Errorf("this server wrote its changes up to server_seq %d after the import of %d: %w", head, mark.SourceServerSeq, ymongo.ErrImportDiverged)
 	}
 	if head > d.ServerSeq {
 		return fmt.Errorf("the log here ends at server_seq %d, past the source's %d: %w", head, d.ServerSeq, ymongo.ErrImportDiverged)
