@@ -35,7 +35,7 @@ func (b *Backend) CreateRevision(ctx context.Context, epoch int64, clientID, doc
 	if err != nil {
 		return nil, fmt.Errorf("create revision: %w", err)
 	}
-	defer b.release(ctx, ds)
+	defer ds.unlock()
 	if err := ds.inProject(ctx); err != nil {
 		return nil, fmt.Errorf("create revision: %w", err)
 	}
@@ -137,7 +137,7 @@ func (b *Backend) RestoreRevision(ctx context.Context, epoch int64, clientID, do
 	if err != nil {
 		return fmt.Errorf("restore revision: %w", err)
 	}
-	defer b.release(ctx, ds)
+	defer ds.unlock()
 	if err := ds.inProject(ctx); err != nil {
 		return fmt.Errorf("restore revision: %w", err)
 	}
