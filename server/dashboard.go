@@ -36,6 +36,13 @@ func dashboardHandler(dir string) (http.Handler, error) {
 		}
 		rel := strings.TrimPrefix(path.Clean(r.URL.Path), "/dashboard")
 		rel = strings.TrimPrefix(rel, "/")
+		if strings.HasPrefix(rel, "auth/") {
+			// The dashboard links its GitHub log-in under its own base.
+			u := *r.URL
+			u.Path = "/" + rel
+			http.Redirect(w, r, u.RequestURI(), http.StatusTemporaryRedirect)
+			return
+		}
 		if rel != "" && rel != "index.html" {
 			if st, err := os.Stat(filepath.Join(dir, filepath.FromSlash(rel))); err == nil && !st.IsDir() {
 				if strings.HasPrefix(rel, "assets/") {

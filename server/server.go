@@ -390,6 +390,7 @@ func New(cfg Config) (*Server, error) {
 		},
 		Compactor: compactor{s},
 		Owners:    adminOwners{s},
+		Revisions: revisionRestorer{s},
 	}); err != nil {
 		s.channels.Close()
 		return nil, fmt.Errorf("server: %w", err)

@@ -21,8 +21,9 @@ const migrateUsage = `usage: yorkie migrate upstream --from-mongo-connection-uri
                                --mongo-connection-uri URI [--mongo-yorkie-database yorkie-meta] [--verify]
 
 Imports an upstream Yorkie 0.7.17 MongoDB database into this server's database:
-projects and their keys, users, documents with their whole history, clients and
-their attachments, with upstream's IDs. The source is only read. Run it again to
+users, projects with their keys and settings, members, schemas, documents with their
+whole history and snapshots, revisions, clients and their attachments with their
+checkpoints, all with upstream's IDs. The source is only read. Run it again to
 resume an interrupted import or to copy what changed since the last run.
 --verify writes nothing: it rebuilds every imported document and compares it with
 upstream's snapshot.

@@ -98,6 +98,9 @@ type Config struct {
 	// Owners serves the document and channel calls at the owners of the
 	// documents and channel groups (nil: those calls answer unavailable).
 	Owners Owners
+	// Revisions restores revisions at the documents' owners (nil:
+	// RestoreRevisionByAdmin answers unavailable).
+	Revisions RevisionRestorer
 }
 
 // Service implements the AdminService; the calls it does not serve yet

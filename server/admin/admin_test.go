@@ -310,10 +310,11 @@ func TestAdminService(t *testing.T) {
 					t.Fatalf("%s: got %v, want invalid_argument", name, err)
 				}
 			}
-			_, err = c.UpdateProject(ctx, authed(&api.UpdateProjectRequest{Id: p.Id, Fields: &api.UpdatableProjectFields{
+			if kept, err := c.UpdateProject(ctx, authed(&api.UpdateProjectRequest{Id: p.Id, Fields: &api.UpdatableProjectFields{
 				AutoRevisionEnabled: wrapperspb.Bool(true),
-			}}, token))
-			wantCode(t, err, connect.CodeUnimplemented, "ErrUnimplemented")
+			}}, token)); err != nil || !kept.Msg.Project.AutoRevisionEnabled {
+				t.Fatalf("auto_revision_enabled not kept: %v", err)
+			}
 			// Sent back unchanged, as upstream's CLI does, such a field is fine.
 			if _, err = c.UpdateProject(ctx, authed(&api.UpdateProjectRequest{Id: p.Id, Fields: &api.UpdatableProjectFields{
 				SnapshotThreshold: wrapperspb.Int64(0), SnapshotInterval: wrapperspb.Int64(0),

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"connectrpc.com/connect"
 	"google.golang.org/protobuf/types/known/timestamppb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
@@ -89,19 +88,10 @@ func validateAll(what string, got, known []string) error {
 }
 
 // projectUpdate checks the fields a request sets and turns them into a
-// database update: every webhook and limit field. The fields this server
-// does not keep (snapshot settings, revisions, channel TTL, origins) are
-// refused with unimplemented rather than dropped when they carry a value.
+// database update: every field of the project this server keeps.
 func projectUpdate(f *api.UpdatableProjectFields) (*database.ProjectUpdate, error) {
 	if f == nil {
 		return nil, invalidArgument(errors.New("no fields to update"))
-	}
-	// Upstream's CLI sends every field back as it read it, so a field this
-	// server does not keep yet is refused only when it would change
-	// something (what this server reports for it is the zero value).
-	if f.AutoRevisionEnabled != nil && f.AutoRevisionEnabled.Value {
-		return nil, newError(connect.CodeUnimplemented, CodeUnimplemented,
-			errors.New("project field auto_revision_enabled is not supported by this server yet"))
 	}
 	u := &database.ProjectUpdate{}
 	var errs []error
@@ -157,6 +147,9 @@ func projectUpdate(f *api.UpdatableProjectFields) (*database.ProjectUpdate, erro
 	}
 	if f.RemoveOnDetach != nil {
 		u.RemoveOnDetach = &f.RemoveOnDetach.Value
+	}
+	if f.AutoRevisionEnabled != nil {
+		u.AutoRevisionEnabled = &f.AutoRevisionEnabled.Value
 	}
 	for _, n := range []struct {
 		name string
@@ -266,6 +259,7 @@ func toProject(p *database.ProjectInfo) *api.Project {
 		MaxAttachmentsPerDocument:   int32(p.MaxAttachmentsPerDocument),
 		MaxSizePerDocument:          int32(p.MaxSizePerDocument),
 		RemoveOnDetach:              p.RemoveOnDetach,
+		AutoRevisionEnabled:         p.AutoRevisionEnabled,
 		SnapshotThreshold:           p.SnapshotThreshold,
 		SnapshotInterval:            p.SnapshotInterval,
 		ChannelSessionTtl:           p.ChannelSessionTTL,

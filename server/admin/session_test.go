@@ -156,6 +156,10 @@ func TestSessions(t *testing.T) {
 		}
 		res = do(t, "GET", base+"/dashboard/assets/missing.js", "", nil)
 		assert.Equal(t, http.StatusNotFound, res.StatusCode)
+		// The dashboard's GitHub link, under its base, goes to /auth/.
+		res = do(t, "GET", base+"/dashboard/auth/github/login?x=1", "", nil)
+		assert.Equal(t, http.StatusTemporaryRedirect, res.StatusCode)
+		assert.Equal(t, "/auth/github/login?x=1", res.Header.Get("Location"))
 	})
 }
 

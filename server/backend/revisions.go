@@ -178,3 +178,23 @@ func (b *Backend) RestoreRevision(ctx context.Context, epoch int64, clientID, do
 	b.maybeSnapshot(ctx, ds, ds.synced.vector(nil))
 	return nil
 }
+
+// autoRevision stores the state a snapshot run just stored as a revision
+// when the document's project keeps one at every snapshot
+// (AutoRevisionEnabled), labelled as upstream labels them. A failure is
+// logged: the snapshot stands.
+func (b *Backend) autoRevision(ctx context.Context, job snapshotJob, doc *document.Document) {
+	p, err := b.project(job.ctx)
+	if err != nil {
+		b.logger.Warn("auto revision: project", "document", job.docID, "error", err)
+		return
+	}
+	if !p.AutoRevisionEnabled {
+		return
+	}
+	label := fmt.Sprintf("snapshot-%d", job.seq)
+	description := fmt.Sprintf("Auto created revision of snapshot #%d", job.seq)
+	if _, err := b.storeRevision(ctx, job.epoch, p.ID, job.docID, job.seq, doc, label, description); err != nil {
+		b.logger.Warn("auto revision", "document", job.docID, "server_seq", job.seq, "error", err)
+	}
+}

@@ -238,6 +238,7 @@ func (b *Backend) takeSnapshot(s *docSnapshots, job snapshotJob) {
 		return
 	}
 	b.metrics.SnapshotsStored.Add(1)
+	b.autoRevision(ctx, job, base)
 	s.mu.Lock()
 	if s.gen == gen {
 		s.base, s.baseSeq = base, job.seq

@@ -108,7 +108,7 @@ func (r *Resolver) Default(ctx context.Context) (*database.ProjectInfo, error) {
 	p, old, err := r.lookup(ctx, "")
 	switch {
 	case errors.Is(err, database.ErrProjectNotFound):
-		return &database.ProjectInfo{ID: database.DefaultProjectID, Name: database.DefaultProjectName}, nil
+		return &database.ProjectInfo{ID: database.DefaultProjectID, Name: database.DefaultProjectName, AutoRevisionEnabled: true}, nil
 	case err != nil && old != nil:
 		return old, nil
 	case err != nil:

@@ -354,6 +354,9 @@ type ProjectInfo struct {
 	MaxSizePerDocument        int
 	// RemoveOnDetach removes a document once its last client detaches.
 	RemoveOnDetach bool
+	// AutoRevisionEnabled stores a revision of a document at each of its
+	// snapshots (on by default, as upstream).
+	AutoRevisionEnabled bool
 	// SnapshotThreshold and SnapshotInterval are the project's snapshot
 	// settings (0: the server's flags). ChannelSessionTTL is a Go duration
 	// ("" : the server's flag).
@@ -415,6 +418,7 @@ type ProjectUpdate struct {
 	MaxAttachmentsPerDocument *int
 	MaxSizePerDocument        *int
 	RemoveOnDetach            *bool
+	AutoRevisionEnabled       *bool
 	SnapshotThreshold         *int64
 	SnapshotInterval          *int64
 	ChannelSessionTTL         *string
@@ -452,6 +456,9 @@ func (u *ProjectUpdate) Apply(p *ProjectInfo) {
 	}
 	if u.RemoveOnDetach != nil {
 		p.RemoveOnDetach = *u.RemoveOnDetach
+	}
+	if u.AutoRevisionEnabled != nil {
+		p.AutoRevisionEnabled = *u.AutoRevisionEnabled
 	}
 	if u.SnapshotThreshold != nil {
 		p.SnapshotThreshold = *u.SnapshotThreshold

@@ -178,7 +178,7 @@ async function viewMatchesReplicas(t, { extraArgs = [], snapshots = false } = {}
 test('the admin view of a document equals the SDK replicas', { skip: skipReason(), timeout: 120000 }, (t) => viewMatchesReplicas(t));
 
 test(
-  'the admin view rebuilt from a stored snapshot equals the SDK replicas',
+  'the admin view of a document with stored snapshots equals the SDK replicas',
   { skip: skipReason(), timeout: 120000 },
   (t) => viewMatchesReplicas(t, { extraArgs: ['--snapshot-interval', '2', '--snapshot-threshold', '2'], snapshots: true }),
 );

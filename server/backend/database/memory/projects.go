@@ -98,7 +98,8 @@ func (s *accountStore) create(id, owner, name string) (*database.ProjectInfo, er
 	p := &database.ProjectInfo{
 		ID: id, Name: name, Owner: owner,
 		PublicKey: database.NewProjectKey(), SecretKey: database.NewProjectKey(),
-		CreatedAt: now, UpdatedAt: now,
+		AutoRevisionEnabled: true,
+		CreatedAt:           now, UpdatedAt: now,
 	}
 	s.projects[id] = p
 	return p, nil

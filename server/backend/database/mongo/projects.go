@@ -60,8 +60,11 @@ type projectRecord struct {
 	SnapshotInterval          int64              `bson:"snapshot_interval,omitempty"`
 	ChannelSessionTTL         string             `bson:"channel_session_ttl,omitempty"`
 	AllowedOrigins            []string           `bson:"allowed_origins,omitempty"`
-	CreatedAt                 time.Time          `bson:"created_at"`
-	UpdatedAt                 time.Time          `bson:"updated_at"`
+	// AutoRevisionEnabled is absent from records stored before it
+	// existed, which keep upstream's default: on.
+	AutoRevisionEnabled *bool     `bson:"auto_revision_enabled,omitempty"`
+	CreatedAt           time.Time `bson:"created_at"`
+	UpdatedAt           time.Time `bson:"updated_at"`
 }
 
 // webhookRecord is a project's webhook call settings. Records stored before
@@ -85,6 +88,7 @@ func (r *projectRecord) info() *database.ProjectInfo {
 		MaxAttachmentsPerDocument: r.MaxAttachmentsPerDocument,
 		MaxSizePerDocument:        r.MaxSizePerDocument,
 		RemoveOnDetach:            r.RemoveOnDetach,
+		AutoRevisionEnabled:       r.AutoRevisionEnabled == nil || *r.AutoRevisionEnabled,
 		SnapshotThreshold:         r.SnapshotThreshold,
 		SnapshotInterval:          r.SnapshotInterval,
 		ChannelSessionTTL:         r.ChannelSessionTTL,
@@ -109,6 +113,7 @@ func projectRecordOf(p *database.ProjectInfo) (*projectRecord, error) {
 		MaxAttachmentsPerDocument: p.MaxAttachmentsPerDocument,
 		MaxSizePerDocument:        p.MaxSizePerDocument,
 		RemoveOnDetach:            p.RemoveOnDetach,
+		AutoRevisionEnabled:       &p.AutoRevisionEnabled,
 		SnapshotThreshold:         p.SnapshotThreshold,
 		SnapshotInterval:          p.SnapshotInterval,
 		ChannelSessionTTL:         p.ChannelSessionTTL,
