@@ -284,11 +284,13 @@ func TestTLSCertificateRotation(t *testing.T) {
 	waitCalls(5)
 
 	// An expired replacement does not load: the second stays.
-	expired, _, _ := ca.Issue(t, certtest.Leaf{NotBefore: time.Now().Add(-48 * time.Hour), NotAfter: time.Now().Add(-time.Hour)})
-	certtest.WriteFile(t, files.Cert, expired)
+	// (Replacing the key before the certificate may have failed a reload
+	// already: the pair did not match for a moment.)
+	failedBefore := labelled(t, srv, "yorkie_tls_certificate_reloads_total", "failed")
+	ca.WriteLeaf(t, dir, "rpc", certtest.Leaf{NotBefore: time.Now().Add(-48 * time.Hour), NotAfter: time.Now().Add(-time.Hour)})
 	poll.UntilTrue(t, 30*time.Second, "the failed reload is counted", func() bool {
 		_ = serialOf(t, srv.RPCAddr(), pool) // a handshake looks at the files
-		return labelled(t, srv, "yorkie_tls_certificate_reloads_total", "failed") > 0
+		return labelled(t, srv, "yorkie_tls_certificate_reloads_total", "failed") > failedBefore
 	})
 	assert.Equal(t, 0, serialOf(t, srv.RPCAddr(), pool).Cmp(second), "the current certificate stays in service")
 	waitCalls(5)

@@ -159,8 +159,14 @@ func (b *Backend) RestoreRevision(ctx context.Context, epoch int64, clientID, do
 	if err := b.applyPushed(ctx, ds, []*api.Change{change}); err != nil {
 		return fmt.Errorf("restore revision %s of document %s: %w", revisionID, docID, err)
 	}
+	// The server's changes of a document are numbered like a client's, so
+	// that (actor, client_seq) names one change of the log.
+	last, err := b.db.LastClientSeq(ctx, ds.id, systemActor, 0)
+	if err != nil {
+		return fmt.Errorf("restore revision %s of document %s: %w", revisionID, docID, err)
+	}
 	seq := ds.head + 1
-	change.Id.ServerSeq = seq
+	change.Id.ServerSeq, change.Id.ClientSeq = seq, last+1
 	row := &database.Change{ServerSeq: seq, ActorID: systemActor, ClientSeq: change.Id.ClientSeq, Body: change}
 	if err := b.db.AppendChanges(ctx, ds.id, ds.epoch, []*database.Change{row}); err != nil {
 		// The document holds the change now: the state is reloaded on the

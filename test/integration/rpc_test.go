@@ -371,28 +371,6 @@ func TestOversizedRequest(t *testing.T) {
 	}, func(cfg *server.Config) { cfg.MaxRequestBytes = limit })
 }
 
-func TestUnimplementedRPCs(t *testing.T) {
-	forEachProtocol(t, func(t *testing.T, c v1connect.YorkieServiceClient, _ *server.Server) {
-		ctx := wire.Context(t)
-		r := newReplica(t, c)
-		calls := map[string]func() error{
-			"CreateRevision": func() error {
-				_, err := c.CreateRevision(ctx, connect.NewRequest(&api.CreateRevisionRequest{ClientId: r.ID}))
-				return err
-			},
-			"ListRevisions": func() error {
-				_, err := c.ListRevisions(ctx, connect.NewRequest(&api.ListRevisionsRequest{ClientId: r.ID}))
-				return err
-			},
-		}
-		for name, call := range calls {
-			t.Run(name, func(t *testing.T) {
-				wantError(t, call(), connect.CodeUnimplemented, rpc.CodeUnimplemented)
-			})
-		}
-	})
-}
-
 // TestReattach checks a client that detaches (or deactivates) and attaches
 // the same document again with a fresh replica, as the SDK does: the attach
 // answer carries the client's own changes of its earlier attachment, its
