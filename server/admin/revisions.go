@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
+	"github.com/yorkie-affinity/yorkie/server/backend"
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
 )
 
@@ -56,6 +57,9 @@ func (s *Service) revisionDocument(ctx context.Context, p *database.ProjectInfo,
 func (s *Service) revisionError(ctx context.Context, err error) error {
 	if errors.Is(err, database.ErrRevisionNotFound) {
 		return newError(connect.CodeNotFound, codeRevisionNotFound, err)
+	}
+	if errors.Is(err, backend.ErrRevisionNotRestorable) {
+		return newError(connect.CodeFailedPrecondition, "ErrFailedPrecondition", err)
 	}
 	return s.documentError(ctx, err)
 }

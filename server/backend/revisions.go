@@ -2,6 +2,7 @@ package backend
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
@@ -15,6 +16,10 @@ import (
 // Revisions are named copies of a document's content. The owner makes
 // them, from the document it holds built, and restores them as a change of
 // its own that every attached client pulls like any other.
+
+// ErrRevisionNotRestorable: the revision keeps its content only in YSON
+// (one stored by upstream Yorkie), not the element a restore is built from.
+var ErrRevisionNotRestorable = errors.New("revision has no content to restore from")
 
 // systemActor is the actor of the changes the server makes itself (a
 // restore): the all-zero initial actor, which every document knows.
@@ -148,6 +153,9 @@ func (b *Backend) RestoreRevision(ctx context.Context, epoch int64, clientID, do
 	rev, err := b.db.FindRevision(ctx, ds.project, docID, revisionID)
 	if err != nil {
 		return fmt.Errorf("restore revision: %w", err)
+	}
+	if len(rev.Content) == 0 {
+		return fmt.Errorf("restore revision %s of document %s: %w", revisionID, docID, ErrRevisionNotRestorable)
 	}
 	doc, err := b.useDoc(ctx, ds)
 	if err != nil {

@@ -95,6 +95,15 @@ func TestRevisionBadInput(t *testing.T) {
 			assert.Len(t, storedLog(t, db, a.docID), 1)
 			assert.Empty(t, storedLog(t, db, c.docID))
 
+			// A revision kept only in YSON (as upstream stores them) is read,
+			// not restored.
+			yson, err := db.CreateRevision(ctx, 0, &database.Revision{
+				ProjectID: database.DefaultProjectID, DocID: a.docID, Label: "upstream", Snapshot: []byte(`{"k":"v"}`),
+			})
+			require.NoError(t, err)
+			require.ErrorIs(t, b.RestoreRevision(ctx, 0, a.id, a.docID, yson.ID), backend.ErrRevisionNotRestorable)
+			assert.Len(t, storedLog(t, db, a.docID), 1)
+
 			_, err = b.RemoveDocument(ctx, 0, a.id, a.docID, pack(1, 1))
 			require.NoError(t, err)
 			before := len(storedLog(t, db, a.docID))

@@ -59,6 +59,8 @@ const (
 	// CodeRevisionNotFound is upstream's name for a revision the document
 	// does not have.
 	CodeRevisionNotFound = "ErrRevisionNotFound"
+	// CodeFailedPrecondition names a call the state of its subject refuses.
+	CodeFailedPrecondition = "ErrFailedPrecondition"
 	// CodeEpochMismatch is the SDK's name for a PushPull of a client that
 	// attached before a compaction: the SDK publishes its epoch-mismatch
 	// event and stops syncing the document.
@@ -76,6 +78,8 @@ func classify(err error) (connect.Code, string, bool) {
 		return connect.CodeNotFound, CodeDocumentNotFound, true
 	case errors.Is(err, database.ErrRevisionNotFound):
 		return connect.CodeNotFound, CodeRevisionNotFound, true
+	case errors.Is(err, backend.ErrRevisionNotRestorable):
+		return connect.CodeFailedPrecondition, CodeFailedPrecondition, true
 	case errors.Is(err, backend.ErrDocumentNotAttached), errors.Is(err, database.ErrAttachmentNotFound):
 		return connect.CodeFailedPrecondition, CodeDocumentNotAttached, true
 	case errors.Is(err, backend.ErrDocumentRemoved):
