@@ -556,4 +556,3 @@ func ysonQuote(s string) string {
 	}
 	return string(append(b, '"'))
 }
-
