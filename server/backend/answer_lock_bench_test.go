@@ -15,27 +15,14 @@ import (
 // BenchmarkPushPullWhileLateJoinersAttach measures PushPulls of one change
 // each, by 4 clients at once, on a document of 10,000 keys while late
 // joiners keep attaching (and detaching), each answered with a snapshot of
-// the head: with the answer encoded under the document's lock (the baseline)
-// and off it. Besides the time per PushPull it reports the 99th percentile
+// the head. Besides the time per PushPull it reports the 99th percentile
 // and the slowest PushPull, and how long the lock was held per answer.
 func BenchmarkPushPullWhileLateJoinersAttach(b *testing.B) {
-	for _, mode := range []struct {
-		name      string
-		underLock bool
-	}{{"under-lock", true}, {"off-lock", false}} {
-		b.Run("answer="+mode.name, func(b *testing.B) {
-			benchLateJoiners(b, mode.underLock)
-		})
-	}
-}
-
-func benchLateJoiners(b *testing.B, underLock bool) {
 	ctx := context.Background()
 	be, err := backend.New(backend.Config{DB: memory.New(), SnapshotInterval: 200, SnapshotThreshold: 100})
 	if err != nil {
 		b.Fatal(err)
 	}
-	backend.SetAnswerUnderLock(be, underLock)
 	ws := attachWriters(b, be)
 	m := be.Metrics()
 	heldBefore, sentBefore := m.AnswerLockNanos.Load(), m.SnapshotsSent.Load()

@@ -226,16 +226,9 @@ type Backend struct {
 	snapMu     sync.Mutex
 	snapClosed bool
 	snapRuns   sync.WaitGroup
-	// encodeUnderLock makes snapshots be encoded under the document's lock
-	// as before the snapshotter: the baseline its benchmark measures.
-	encodeUnderLock bool
 	// beforeEncode, when set by a test, runs in a snapshot run before it
 	// encodes, so a test can hold a run there.
 	beforeEncode func(docID string, seq int64)
-	// answerUnderLock makes snapshot answers be encoded under the
-	// document's lock, from the live document: the baseline their
-	// benchmark measures.
-	answerUnderLock bool
 	// beforeAnswer, when set by a test, runs before a snapshot answer is
 	// encoded off the lock, so a test can hold it there.
 	beforeAnswer func(docID string, seq int64)

@@ -67,9 +67,6 @@ type docState struct {
 	// collections are the last collections that purged something, for
 	// snapshot answers rebuilt off the lock to repeat.
 	collections []collection
-	// pending is a snapshot encoded under the lock, to store after it
-	// (only when Backend.encodeUnderLock).
-	pending *pendingSnapshot
 	// snap takes the document's snapshots off the lock; it has a lock of
 	// its own.
 	snap *docSnapshots

@@ -10,6 +10,7 @@ import (
 	"github.com/yorkie-affinity/yorkie/server/document"
 	"github.com/yorkie-affinity/yorkie/server/document/crdt"
 	"github.com/yorkie-affinity/yorkie/server/project"
+	"github.com/yorkie-affinity/yorkie/server/yson"
 )
 
 // Revisions are named copies of a document's content. The owner makes
@@ -40,7 +41,7 @@ func (b *Backend) CreateRevision(ctx context.Context, epoch int64, clientID, doc
 	if err != nil {
 		return nil, fmt.Errorf("create revision: %w", err)
 	}
-	defer b.release(ctx, ds)
+	defer ds.unlock()
 	if err := ds.inProject(ctx); err != nil {
 		return nil, fmt.Errorf("create revision: %w", err)
 	}
@@ -142,7 +143,7 @@ func (b *Backend) RestoreRevision(ctx context.Context, epoch int64, clientID, do
 	if err != nil {
 		return fmt.Errorf("restore revision: %w", err)
 	}
-	defer b.release(ctx, ds)
+	defer ds.unlock()
 	if err := ds.inProject(ctx); err != nil {
 		return fmt.Errorf("restore revision: %w", err)
 	}
@@ -160,7 +161,7 @@ func (b *Backend) RestoreRevision(ctx context.Context, epoch int64, clientID, do
 	if err != nil {
 		return fmt.Errorf("restore revision %s of document %s: %w", revisionID, docID, err)
 	}
-	change, err := doc.RestoreChange(rev.Content)
+	change, err := restoreChange(doc, rev)
 	if err != nil {
 		return fmt.Errorf("restore revision %s of document %s: %w", revisionID, docID, err)
 	}
@@ -211,4 +212,18 @@ func (b *Backend) autoRevision(ctx context.Context, job snapshotJob, doc *docume
 	if _, err := b.storeRevision(ctx, job.epoch, p.ID, job.docID, job.seq, doc, label, description); err != nil {
 		b.logger.Warn("auto revision", "document", job.docID, "server_seq", job.seq, "error", err)
 	}
+}
+
+// restoreChange makes the change that restores rev: from its content, or,
+// for a revision kept as YSON only (imported from upstream Yorkie), from
+// its YSON.
+func restoreChange(doc *document.Document, rev *database.Revision) (*api.Change, error) {
+	if len(rev.Content) > 0 || len(rev.Snapshot) == 0 {
+		return doc.RestoreChange(rev.Content)
+	}
+	root, err := yson.ParseObject(string(rev.Snapshot))
+	if err != nil {
+		return nil, fmt.Errorf("read the revision's YSON: %w", err)
+	}
+	return doc.RestoreChangeFromYSON(root)
 }

@@ -157,3 +157,23 @@ func TestAutoRevisions(t *testing.T) {
 		}
 	}
 }
+
+// TestRestoreRevisionKeptAsYSON restores a revision that has no binary
+// content, only upstream's YSON, as one imported from upstream Yorkie is:
+// the document comes back to the YSON's content.
+func TestRestoreRevisionKeptAsYSON(t *testing.T) {
+	ctx := context.Background()
+	b, db := newBackend(t, databases()[0].open(t))
+	a := newWriter(t, b, "a")
+	a.attach("doc")
+	a.mustPush(a.set("k1", "v1"))
+	doc, err := db.FindDocument(ctx, database.DefaultProjectID, a.docID)
+	require.NoError(t, err)
+	rev, err := db.CreateRevision(ctx, 0, &database.Revision{
+		ProjectID: doc.ProjectID, DocID: a.docID, Label: "imported",
+		Snapshot: []byte(`{"k1":"old","n":Int(7),"t":Text([{"val":"hi"}])}`),
+	})
+	require.NoError(t, err)
+	require.NoError(t, b.RestoreRevision(ctx, 0, a.id, a.docID, rev.ID))
+	assert.Equal(t, `{"k1":"old","n":7,"t":[{"val":"hi"}]}`, replayJSON(t, db, a.docID, 1<<62))
+}

@@ -8,9 +8,7 @@ import (
 	"time"
 
 	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
-	"github.com/yorkie-affinity/yorkie/server/backend/database"
 	"github.com/yorkie-affinity/yorkie/server/document"
-	"github.com/yorkie-affinity/yorkie/server/document/crdt"
 )
 
 // maxCollections bounds the live document's collections a snapshot answer
@@ -20,35 +18,6 @@ const maxCollections = 16
 // snapshotSaveTimeout bounds storing one snapshot after its call has been
 // answered or abandoned.
 const snapshotSaveTimeout = 30 * time.Second
-
-// pendingSnapshot is a snapshot encoded under the document's lock, stored
-// once the lock is released so other calls on the document do not wait for
-// the write.
-type pendingSnapshot struct {
-	docID string
-	epoch int64
-	snap  database.Snapshot
-}
-
-// release unlocks the document, then stores the snapshot its call encoded,
-// if any. A failed save is logged and counted: the log stays the truth, and
-// the next interval tries again.
-func (b *Backend) release(ctx context.Context, ds *docState) {
-	p := ds.pending
-	ds.pending = nil
-	ds.unlock()
-	if p == nil {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), snapshotSaveTimeout)
-	defer cancel()
-	if err := b.db.SaveSnapshot(ctx, p.docID, p.epoch, &p.snap); err != nil {
-		b.metrics.SnapshotFailures.Add(1)
-		b.logger.Warn("store snapshot", "document", p.docID, "server_seq", p.snap.ServerSeq, "error", err)
-		return
-	}
-	b.metrics.SnapshotsStored.Add(1)
-}
 
 // applyPushed applies the changes about to be stored to the built document,
 // refusing them (and dropping the document, which may be half-applied) when
@@ -152,10 +121,6 @@ func (b *Backend) maybeSnapshot(ctx context.Context, ds *docState, minSynced map
 	// Advanced now, so a failed save is tried again an interval later rather
 	// than on every call.
 	ds.snapSeq = ds.head
-	if b.encodeUnderLock {
-		b.snapshotUnderLock(ds)
-		return
-	}
 	b.submitSnapshot(ds.snap, snapshotJob{
 		ctx:       context.WithoutCancel(ctx),
 		docID:     ds.id,
@@ -164,30 +129,6 @@ func (b *Backend) maybeSnapshot(ctx context.Context, ds *docState, minSynced map
 		vv:        ds.doc.VersionVector(),
 		minSynced: minSynced,
 	})
-}
-
-// snapshotUnderLock encodes the snapshot while holding the lock, leaving it
-// for release to store: how snapshots were taken before the snapshotter,
-// kept as the baseline its benchmark compares with.
-func (b *Backend) snapshotUnderLock(ds *docState) {
-	data, err := ds.doc.Snapshot()
-	if err != nil {
-		b.metrics.SnapshotFailures.Add(1)
-		b.logger.Warn("encode snapshot", "document", ds.id, "error", err)
-		return
-	}
-	vv := ds.doc.VersionVector()
-	ds.pending = &pendingSnapshot{
-		docID: ds.id,
-		epoch: ds.epoch,
-		snap: database.Snapshot{
-			ServerSeq:     ds.head,
-			Lamport:       vv[crdt.InitialActorID],
-			VersionVector: document.VersionVectorToPB(vv).GetVector(),
-			Data:          data,
-			CreatedAt:     time.Now(),
-		},
-	}
 }
 
 // snapshotAnswer prepares the answer to a client far behind: the document
@@ -206,18 +147,6 @@ func (b *Backend) snapshotAnswer(ctx context.Context, ds *docState, minSynced ma
 	vv := doc.VersionVector()
 	pb := document.VersionVectorToPB(vv)
 	if data := ds.snap.cachedAnswer(ds.head, ds.collected); data != nil {
-		return data, nil, pb, nil
-	}
-	if b.answerUnderLock {
-		encStart := time.Now()
-		data, err := doc.Snapshot()
-		if err != nil {
-			return nil, nil, nil, fmt.Errorf("document %s: %w", ds.id, err)
-		}
-		observeSince(b.metrics.AnswerSnapshotSeconds, encStart)
-		ds.snap.mu.Lock()
-		ds.snap.keepAnswerLocked(ds.head, ds.collected, data)
-		ds.snap.mu.Unlock()
 		return data, nil, pb, nil
 	}
 	return nil, &snapshotJob{
@@ -239,7 +168,7 @@ func (b *Backend) snapshotAnswer(ctx context.Context, ds *docState, minSynced ma
 func (b *Backend) settle(ctx context.Context, ds *docState, resp *api.ChangePack, err error) error {
 	job := ds.answerJob
 	ds.answerJob = nil
-	b.release(ctx, ds)
+	ds.unlock()
 	if err != nil || job == nil {
 		return err
 	}

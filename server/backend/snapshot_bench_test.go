@@ -11,28 +11,15 @@ import (
 
 // BenchmarkPushPullWhileSnapshotting measures PushPulls of one change each,
 // by 4 clients at once, on a document of 10,000 keys that takes a snapshot
-// every 200 changes: with the snapshot encoded under the document's lock (the
-// baseline) and off it. Besides the time per PushPull it reports the 99th
+// every 200 changes. Besides the time per PushPull it reports the 99th
 // percentile and the slowest PushPull, and how long the lock was held per
 // snapshot. Run it with -benchtime=2000x or more so that snapshots are taken.
 func BenchmarkPushPullWhileSnapshotting(b *testing.B) {
-	for _, mode := range []struct {
-		name      string
-		underLock bool
-	}{{"under-lock", true}, {"off-lock", false}} {
-		b.Run("snapshot="+mode.name, func(b *testing.B) {
-			benchSnapshotting(b, mode.underLock)
-		})
-	}
-}
-
-func benchSnapshotting(b *testing.B, underLock bool) {
 	ctx := context.Background()
 	be, err := backend.New(backend.Config{DB: memory.New(), SnapshotInterval: 200, SnapshotThreshold: -1})
 	if err != nil {
 		b.Fatal(err)
 	}
-	backend.SetEncodeUnderLock(be, underLock)
 	ws := attachWriters(b, be)
 	m := be.Metrics()
 	heldBefore := m.SnapshotLockNanos.Load()

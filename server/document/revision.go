@@ -363,7 +363,7 @@ func writeYSON(b *strings.Builder, e *api.JSONElement) error {
 			if i > 0 {
 				b.WriteByte(',')
 			}
-			b.WriteString(strconv.Quote(k))
+			b.WriteString(ysonQuote(k))
 			b.WriteByte(':')
 			if err := writeYSON(b, live[k]); err != nil {
 				return err
@@ -402,7 +402,7 @@ func writeYSON(b *strings.Builder, e *api.JSONElement) error {
 			}
 			first = false
 			b.WriteString(`{"val":`)
-			b.WriteString(strconv.Quote(n.GetValue()))
+			b.WriteString(ysonQuote(n.GetValue()))
 			writeAttrsYSON(b, n.GetAttributes())
 			b.WriteByte('}')
 		}
@@ -433,9 +433,9 @@ func writeAttrsYSON(b *strings.Builder, attrs map[string]*api.NodeAttr) {
 			b.WriteByte(',')
 		}
 		first = false
-		b.WriteString(strconv.Quote(k))
+		b.WriteString(ysonQuote(k))
 		b.WriteByte(':')
-		b.WriteString(strconv.Quote(attrs[k].GetValue()))
+		b.WriteString(ysonQuote(attrs[k].GetValue()))
 	}
 	if !first {
 		b.WriteByte('}')
@@ -444,10 +444,10 @@ func writeAttrsYSON(b *strings.Builder, attrs map[string]*api.NodeAttr) {
 
 func writeTreeYSON(b *strings.Builder, n *treeNode) {
 	b.WriteString(`{"type":`)
-	b.WriteString(strconv.Quote(n.pb.GetType()))
+	b.WriteString(ysonQuote(n.pb.GetType()))
 	if n.pb.GetType() == "text" {
 		b.WriteString(`,"value":`)
-		b.WriteString(strconv.Quote(n.pb.GetValue()))
+		b.WriteString(ysonQuote(n.pb.GetValue()))
 		b.WriteByte('}')
 		return
 	}
@@ -485,7 +485,7 @@ func writePrimitiveYSON(b *strings.Builder, t api.ValueType, value []byte) error
 	case crdt.PrimitiveLong:
 		fmt.Fprintf(b, "Long(%d)", p.Long())
 	case crdt.PrimitiveString:
-		b.WriteString(strconv.Quote(p.StringValue()))
+		b.WriteString(ysonQuote(p.StringValue()))
 	case crdt.PrimitiveBytes:
 		fmt.Fprintf(b, "BinData(%q)", base64.StdEncoding.EncodeToString(value))
 	case crdt.PrimitiveDate:
@@ -498,7 +498,7 @@ func writePrimitiveYSON(b *strings.Builder, t api.ValueType, value []byte) error
 // formatDouble writes a double as Go's %v does, as upstream's server does.
 func formatDouble(f float64) string {
 	if math.IsInf(f, 0) || math.IsNaN(f) {
-		return strconv.Quote(strconv.FormatFloat(f, 'g', -1, 64))
+		return ysonQuote(strconv.FormatFloat(f, 'g', -1, 64))
 	}
 	return fmt.Sprintf("%v", f)
 }
@@ -524,3 +524,35 @@ func writeCounterYSON(b *strings.Builder, c *api.JSONElement_Counter) error {
 }
 
 func counterJSON(c *crdt.Counter) string { return string(c.JSON(nil)) }
+
+// ysonQuote writes s as a quoted JSON string the way upstream's YSON does
+// (its crdt.EscapeString): quote, backslash and the named control characters
+// escaped, other control characters as \u00XX, everything else as it is, so
+// JSON readers (the SDK's YSON parser among them) read it back.
+func ysonQuote(s string) string {
+	const hex = "0123456789abcdef"
+	b := make([]byte, 0, len(s)+2)
+	b = append(b, '"')
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '\\' || c == '"':
+			b = append(b, '\\', c)
+		case c >= 0x20:
+			b = append(b, c)
+		case c == '\n':
+			b = append(b, '\\', 'n')
+		case c == '\f':
+			b = append(b, '\\', 'f')
+		case c == '\b':
+			b = append(b, '\\', 'b')
+		case c == '\r':
+			b = append(b, '\\', 'r')
+		case c == '\t':
+			b = append(b, '\\', 't')
+		default:
+			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
+		}
+	}
+	return string(append(b, '"'))
+}
