@@ -17,8 +17,10 @@ import (
 // them, from the document it holds built, and restores them as a change of
 // its own that every attached client pulls like any other.
 
-// ErrRevisionNotRestorable: the revision keeps its content only in YSON
-// (one stored by upstream Yorkie), not the element a restore is built from.
+// ErrRevisionNotRestorable: the revision keeps neither the element a restore
+// is built from nor YSON this server reads (a revision stored by upstream
+// Yorkie keeps YSON only, which serves unless it holds what the YSON parser
+// does not read, such as a DedupCounter).
 var ErrRevisionNotRestorable = errors.New("revision has no content to restore from")
 
 // systemActor is the actor of the changes the server makes itself (a
@@ -154,9 +156,6 @@ func (b *Backend) RestoreRevision(ctx context.Context, epoch int64, clientID, do
 	if err != nil {
 		return fmt.Errorf("restore revision: %w", err)
 	}
-	if len(rev.Content) == 0 {
-		return fmt.Errorf("restore revision %s of document %s: %w", revisionID, docID, ErrRevisionNotRestorable)
-	}
 	doc, err := b.useDoc(ctx, ds)
 	if err != nil {
 		return fmt.Errorf("restore revision %s of document %s: %w", revisionID, docID, err)
@@ -218,12 +217,12 @@ func (b *Backend) autoRevision(ctx context.Context, job snapshotJob, doc *docume
 // for a revision kept as YSON only (imported from upstream Yorkie), from
 // its YSON.
 func restoreChange(doc *document.Document, rev *database.Revision) (*api.Change, error) {
-	if len(rev.Content) > 0 || len(rev.Snapshot) == 0 {
+	if len(rev.Content) > 0 {
 		return doc.RestoreChange(rev.Content)
 	}
 	root, err := yson.ParseObject(string(rev.Snapshot))
 	if err != nil {
-		return nil, fmt.Errorf("read the revision's YSON: %w", err)
+		return nil, fmt.Errorf("%w: its YSON: %w", ErrRevisionNotRestorable, err)
 	}
 	return doc.RestoreChangeFromYSON(root)
 }

@@ -95,10 +95,10 @@ func TestRevisionBadInput(t *testing.T) {
 			assert.Len(t, storedLog(t, db, a.docID), 1)
 			assert.Empty(t, storedLog(t, db, c.docID))
 
-			// A revision kept only in YSON (as upstream stores them) is read,
-			// not restored.
+			// A revision kept only in YSON the parser does not read is
+			// refused, and nothing is stored.
 			yson, err := db.CreateRevision(ctx, 0, &database.Revision{
-				ProjectID: database.DefaultProjectID, DocID: a.docID, Label: "upstream", Snapshot: []byte(`{"k":"v"}`),
+				ProjectID: database.DefaultProjectID, DocID: a.docID, Label: "upstream", Snapshot: []byte(`{"k":DedupCounter(1)}`),
 			})
 			require.NoError(t, err)
 			require.ErrorIs(t, b.RestoreRevision(ctx, 0, a.id, a.docID, yson.ID), backend.ErrRevisionNotRestorable)
