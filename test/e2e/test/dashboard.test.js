@@ -5,8 +5,8 @@
 // logs in, creates a project, changes its settings, rotates its keys, sees
 // a document the JS SDK wrote counted on the overview, finds it in the
 // documents list, opens it (its JSON root is what the SDK wrote) and its
-// history tab, sees the channels list, invites a second user who accepts in a browser of their own, and
-// logs out. Every step leaves a screenshot in artifacts/dashboard/; any
+// history tab, creates a schema, sees the channels list, invites a second
+// user who accepts in a browser of their own, and logs out. Every step leaves a screenshot in artifacts/dashboard/; any
 // failed request, HTTP error or console error fails the walk, except the
 // dashboard's own probe of GET /auth/me while no one is logged in (401, as
 // against upstream).
@@ -251,6 +251,23 @@ describe('dashboard in a browser', { skip: skipReason() }, () => {
     // ListRevisions answer is an empty list.
     await page.getByText('No revisions found').waitFor();
     await owner.shot('document-history');
+
+    // A schema, created with the editor's starting body.
+    await page.goto(`${base}/dashboard/projects/walk/schemas/new`);
+    // The form resets itself once the (empty) schema list has loaded: fill
+    // it after that, or the name is wiped.
+    await page.getByText('No Schema Found').waitFor();
+    await page.getByText('type Document').first().waitFor();
+    await page.waitForLoadState('networkidle');
+    await page.fill('#name', 'walk-schema');
+    await page.click('button[type=submit]:has-text("Create")');
+    await page.waitForURL('**/dashboard/projects/walk/schemas/walk-schema');
+    await page.locator('a[href="/dashboard/projects/walk/schemas/walk-schema"]').first().waitFor();
+    const { schemas } = await adminCall(server, 'GetSchemas', { projectName: 'walk', schemaName: 'walk-schema' },
+      { authorization: `API-Key ${rotated.secretKey}` });
+    assert.deepEqual(schemas.map((s) => `${s.name}@${s.version}`), ['walk-schema@1']);
+    assert.match(schemas[0].body, /type Document = \{/);
+    await owner.shot('schema-created');
 
     // The channels list.
     await page.goto(`${base}/dashboard/projects/walk/channels`);
