@@ -3,8 +3,9 @@
 // BUILD.md) in headless Chromium against `yorkie server --dashboard-dir`:
 // the dashboard and its session cookie share the server's origin. The walk
 // logs in, creates a project, changes its settings, rotates its keys, sees
-// a document the JS SDK wrote counted on the overview, sees the channels
-// list, invites a second user who accepts in a browser of their own, and
+// a document the JS SDK wrote counted on the overview, finds it in the
+// documents list, opens it (its JSON root is what the SDK wrote) and its
+// history tab, sees the channels list, invites a second user who accepts in a browser of their own, and
 // logs out. Every step leaves a screenshot in artifacts/dashboard/; any
 // failed request, HTTP error or console error fails the walk, except the
 // dashboard's own probe of GET /auth/me while no one is logged in (401, as
@@ -213,18 +214,43 @@ describe('dashboard in a browser', { skip: skipReason() }, () => {
       root.count = 2;
     });
     await withTimeout(client.sync(), 15000, 'sync');
+    const written = JSON.parse(doc.toSortedJSON());
+    assert.deepEqual(written, { count: 2, title: 'written by the SDK' });
     await withTimeout(client.detach(doc), 15000, 'detach');
     await withTimeout(client.deactivate(), 15000, 'deactivate');
 
-    // The overview counts it (GetProjectStats). The documents list, a
-    // document's JSON and its history are left out: this server's document
-    // summaries lack the timestamps this dashboard build reads.
+    // The overview counts it (GetProjectStats).
     await page.goto(`${base}/dashboard/projects/walk`);
     await page.getByText('Active Users').first().waitFor();
     await withTimeout((async () => {
       while (!/Documents\s+1\s/.test(await page.innerText('body'))) await new Promise((r) => setTimeout(r, 100));
     })(), 15000, 'the overview to count the document');
     await owner.shot('overview-counts-document');
+
+    // The documents list shows it.
+    await page.goto(`${base}/dashboard/projects/walk/documents`);
+    const listed = page.locator('a[href="/dashboard/projects/walk/documents/walk-doc"]').first();
+    await listed.waitFor();
+    await owner.shot('documents');
+
+    // Opened, it shows the JSON root the SDK wrote.
+    await listed.click();
+    await page.waitForURL('**/dashboard/projects/walk/documents/walk-doc');
+    await page.getByText('written by the SDK').first().waitFor();
+    // The code block numbers its lines ("1\t{"): strip the numbers, parse.
+    const shown = (await page.locator('.detail_content').first().innerText()).split('\n')
+      .filter((line) => /^\d+\t/.test(line)).map((line) => line.replace(/^\d+\t/, '')).join('\n');
+    assert.deepEqual(JSON.parse(shown), written, "the document's JSON root is what the SDK wrote");
+    await owner.shot('document-root');
+
+    // Its history tab.
+    await page.getByRole('link', { name: 'History' }).click();
+    await page.waitForURL('**/dashboard/projects/walk/documents/walk-doc/history');
+    await page.getByText('walk-doc - History').waitFor();
+    // The project keeps no revisions (auto revisions are off): the
+    // ListRevisions answer is an empty list.
+    await page.getByText('No revisions found').waitFor();
+    await owner.shot('document-history');
 
     // The channels list.
     await page.goto(`${base}/dashboard/projects/walk/channels`);
