@@ -198,8 +198,8 @@ func (im *Importer) importUsers(ctx context.Context, r *Report) error {
 func (im *Importer) importProjects(ctx context.Context, r *Report) error {
 	return each(ctx, im.src.Collection("projects"), bson.D{}, byID, func(p *upProject, raw bson.Raw) error {
 		r.Projects++
-		info, extra := p.info()
-		w, err := im.cfg.Target.ImportProject(ctx, info, extra, sourceMark(raw))
+		info := p.info()
+		w, err := im.cfg.Target.ImportProject(ctx, info, sourceMark(raw))
 		if err != nil {
 			return fmt.Errorf("project %s (%s): %w", p.ID.Hex(), p.Name, err)
 		}

@@ -116,9 +116,8 @@ type upProject struct {
 	UpdatedAt                   time.Time          `bson:"updated_at"`
 }
 
-// info is the project as this server keeps it; extra holds the settings
-// with upstream's field names that the project record keeps beside it.
-func (p *upProject) info() (*database.ProjectInfo, bson.D) {
+// info is the project as this server keeps it, every setting included.
+func (p *upProject) info() *database.ProjectInfo {
 	info := &database.ProjectInfo{
 		ID: p.ID.Hex(), Name: p.Name, Owner: p.Owner.Hex(), PublicKey: p.PublicKey, SecretKey: p.SecretKey,
 		AuthWebhookURL: p.AuthWebhookURL, AuthWebhookMethods: p.AuthWebhookMethods,
@@ -136,20 +135,18 @@ func (p *upProject) info() (*database.ProjectInfo, bson.D) {
 		MaxAttachmentsPerDocument: p.MaxAttachmentsPerDocument,
 		MaxSizePerDocument:        p.MaxSizePerDocument,
 		RemoveOnDetach:            p.RemoveOnDetach,
+		AutoRevisionEnabled:       p.AutoRevisionEnabled,
+		SnapshotThreshold:         p.SnapshotThreshold,
+		SnapshotInterval:          p.SnapshotInterval,
+		ChannelSessionTTL:         p.ChannelSessionTTL,
+		AllowedOrigins:            p.AllowedOrigins,
 		CreatedAt:                 p.CreatedAt,
 		UpdatedAt:                 p.UpdatedAt,
 	}
 	if p.UpdatedAt.IsZero() {
 		info.UpdatedAt = p.CreatedAt
 	}
-	extra := bson.D{
-		{Key: "channel_session_ttl", Value: p.ChannelSessionTTL},
-		{Key: "snapshot_threshold", Value: p.SnapshotThreshold},
-		{Key: "snapshot_interval", Value: p.SnapshotInterval},
-		{Key: "auto_revision_enabled", Value: p.AutoRevisionEnabled},
-		{Key: "allowed_origins", Value: p.AllowedOrigins},
-	}
-	return info, extra
+	return info
 }
 
 // upUser is a row of users.

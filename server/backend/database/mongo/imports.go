@@ -93,12 +93,10 @@ func toD(rec any, extra bson.D) (bson.D, error) {
 	return append(d, extra...), nil
 }
 
-// ImportProject stores p with its ID, keys and settings, and extra fields
-// the project record of this server does not name (yet): they are kept for
-// the code that reads them. mark names the source record's state: a
+// ImportProject stores p with its ID, keys and settings. mark names the source record's state: a
 // project imported from it before is left as it is. ErrImportConflict if
 // another project has one of its keys or the owner's project of that name.
-func (db *DB) ImportProject(ctx context.Context, p *database.ProjectInfo, extra bson.D, mark string) (bool, error) {
+func (db *DB) ImportProject(ctx context.Context, p *database.ProjectInfo, mark string) (bool, error) {
 	r, err := projectRecordOf(p)
 	if err != nil {
 		return false, fmt.Errorf("import project %s: %w", p.ID, err)
@@ -123,7 +121,7 @@ func (db *DB) ImportProject(ctx context.Context, p *database.ProjectInfo, extra 
 			return false, wrapErr("import project", err)
 		}
 	}
-	d, err := toD(r, extra)
+	d, err := toD(r, nil)
 	if err != nil {
 		return false, fmt.Errorf("import project %s: %w", p.ID, err)
 	}
