@@ -79,7 +79,7 @@ func (d *Document) RestoreChange(content []byte) (*api.Change, error) {
 		})
 	}
 	for _, n := range obj.GetNodes() {
-		if n.GetElement() == nil || removed(n.GetElement()) {
+		if n.GetElement() == nil || ticketRemoved(n.GetElement()) {
 			continue
 		}
 		set, err := r.set(rootAt, n.GetKey(), n.GetElement())
@@ -113,25 +113,6 @@ type restorer struct {
 func (r *restorer) next() *api.TimeTicket {
 	r.delim++
 	return ticketToPB(crdt.Ticket{Lamport: r.lamport, Delimiter: r.delim, Actor: crdt.InitialActorID})
-}
-
-// removed reports whether an encoded element carries a removal ticket.
-func removed(e *api.JSONElement) bool {
-	switch b := e.GetBody().(type) {
-	case *api.JSONElement_JsonObject:
-		return b.JsonObject.GetRemovedAt() != nil
-	case *api.JSONElement_JsonArray:
-		return b.JsonArray.GetRemovedAt() != nil
-	case *api.JSONElement_Primitive_:
-		return b.Primitive.GetRemovedAt() != nil
-	case *api.JSONElement_Counter_:
-		return b.Counter.GetRemovedAt() != nil
-	case *api.JSONElement_Text_:
-		return b.Text.GetRemovedAt() != nil
-	case *api.JSONElement_Tree_:
-		return b.Tree.GetRemovedAt() != nil
-	}
-	return false
 }
 
 // set returns the operations that put a copy of e under key of the parent:
@@ -207,7 +188,7 @@ func (r *restorer) copy(e *api.JSONElement) (*api.JSONElement, error) {
 	case *api.JSONElement_JsonObject:
 		out := &api.JSONElement_JSONObject{CreatedAt: r.next()}
 		for _, n := range b.JsonObject.GetNodes() {
-			if n.GetElement() == nil || removed(n.GetElement()) {
+			if n.GetElement() == nil || ticketRemoved(n.GetElement()) {
 				continue
 			}
 			c, err := r.copy(n.GetElement())
@@ -220,7 +201,7 @@ func (r *restorer) copy(e *api.JSONElement) (*api.JSONElement, error) {
 	case *api.JSONElement_JsonArray:
 		out := &api.JSONElement_JSONArray{CreatedAt: r.next()}
 		for _, n := range b.JsonArray.GetNodes() {
-			if n.GetElement() == nil || removed(n.GetElement()) {
+			if n.GetElement() == nil || ticketRemoved(n.GetElement()) {
 				continue // a dead position, or a removed element
 			}
 			c, err := r.copy(n.GetElement())
@@ -354,7 +335,7 @@ func writeYSON(b *strings.Builder, e *api.JSONElement) error {
 	case *api.JSONElement_JsonObject:
 		live := make(map[string]*api.JSONElement)
 		for _, n := range body.JsonObject.GetNodes() {
-			if n.GetElement() != nil && !removed(n.GetElement()) {
+			if n.GetElement() != nil && !ticketRemoved(n.GetElement()) {
 				live[n.GetKey()] = n.GetElement()
 			}
 		}
@@ -374,7 +355,7 @@ func writeYSON(b *strings.Builder, e *api.JSONElement) error {
 		b.WriteByte('[')
 		first := true
 		for _, n := range body.JsonArray.GetNodes() {
-			if n.GetElement() == nil || removed(n.GetElement()) {
+			if n.GetElement() == nil || ticketRemoved(n.GetElement()) {
 				continue
 			}
 			if !first {
