@@ -200,8 +200,11 @@ test(
         },
         { timeoutMs: LIVENESS_MS, what: 'the view from the new owner after the SIGKILL' },
       );
+      // The view shows the owner's newest snapshot, stored or being stored:
+      // one the killed owner was still storing is lost with it, so the new
+      // owner may name an older one. No acknowledged change is lost.
       assert.ok(
-        duringOutage.server_seq >= beforeKill.server_seq && duringOutage.snapshot.server_seq >= beforeKill.snapshot.server_seq,
+        duringOutage.server_seq >= beforeKill.server_seq,
         `view right after the SIGKILL: ${JSON.stringify({ server_seq: duringOutage.server_seq, snapshot: duringOutage.snapshot })}`,
       );
 
