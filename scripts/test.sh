@@ -15,6 +15,8 @@ need=()
 command -v redis-server >/dev/null || need+=(redis-server)
 command -v etcd >/dev/null || need+=(etcd-server)
 command -v haproxy >/dev/null || need+=(haproxy)
+# The dashboard test drives Yorkie's web dashboard in headless Chromium.
+command -v chromium >/dev/null || need+=(chromium)
 if [ ${#need[@]} -gt 0 ]; then
 	if [ "$(id -u)" -ne 0 ]; then
 		echo "missing ${need[*]}: install them (apt-get install ${need[*]}) or run this as root" >&2
@@ -31,6 +33,7 @@ node -e 'process.exit(Number(process.versions.node.split(".")[0]) >= 20 ? 0 : 1)
 redis-server --version
 etcd --version | sed -n 1p
 haproxy -v | sed -n 1p
+chromium --version
 node --version
 
 step "build"
