@@ -21,17 +21,13 @@ const (
 	ignored
 	// refused: start-up stops naming the flag.
 	refused
-	// pending: another engineer is adding it; checked like served once
-	// it is registered.
-	pending
 )
 
 type upstreamFlag struct {
 	name   string
 	def    string // upstream's default, as the flag package prints it
 	status upstreamFlagStatus
-	// diverges says why our default differs from upstream's (served only),
-	// or who is adding a pending flag.
+	// why says why our default differs from upstream's (served only).
 	why string
 }
 
@@ -51,14 +47,14 @@ func upstreamServerFlags() []upstreamFlag {
 		{"profiling-port", "8081", served, ""},
 		{"pprof-enabled", "false", served, ""},
 		{"backend-admin-token-duration", "168h0m0s", served, ""},
-		{"auth-github-client-id", "", pending, "admin-accounts: GitHub OAuth"},
-		{"auth-github-client-secret", "", pending, "admin-accounts: GitHub OAuth"},
-		{"auth-github-redirect-url", "http://localhost:8080/auth/github/callback", pending, "admin-accounts: GitHub OAuth"},
-		{"auth-github-callback-redirect-url", "http://localhost:5173/dashboard", pending, "admin-accounts: GitHub OAuth"},
-		{"auth-github-user-url", "https://api.github.com/user", pending, "admin-accounts: GitHub OAuth"},
-		{"auth-github-auth-url", "https://github.com/login/oauth/authorize", pending, "admin-accounts: GitHub OAuth"},
-		{"auth-github-token-url", "https://github.com/login/oauth/access_token", pending, "admin-accounts: GitHub OAuth"},
-		{"auth-github-device-auth-url", "https://github.com/login/device/code", pending, "admin-accounts: GitHub OAuth"},
+		{"auth-github-client-id", "", served, ""},
+		{"auth-github-client-secret", "", served, ""},
+		{"auth-github-redirect-url", "http://localhost:8080/auth/github/callback", served, ""},
+		{"auth-github-callback-redirect-url", "http://localhost:5173/dashboard", served, ""},
+		{"auth-github-user-url", "https://api.github.com/user", served, ""},
+		{"auth-github-auth-url", "https://github.com/login/oauth/authorize", served, ""},
+		{"auth-github-token-url", "https://github.com/login/oauth/access_token", served, ""},
+		{"auth-github-device-auth-url", "https://github.com/login/device/code", ignored, ""},
 		{"housekeeping-interval", "30s", served, ""},
 		{"housekeeping-candidates-limit", "2000", served, "ours 500: one run's deactivations stay short beside the calls it shares the node with"},
 		{"housekeeping-deactivate-concurrency", "8", ignored, ""},
@@ -147,19 +143,11 @@ func TestEveryUpstreamServerFlag(t *testing.T) {
 				f.def = "" // the help prints no zero default
 			}
 			status := f.status
-			if status == pending {
-				if !ok {
-					t.Logf("pending (%s)", f.why)
-					counts[pending]++
-					return
-				}
-				status = served // landed: hold it to upstream's default
-			}
 			counts[status]++
 			require.True(t, ok, "--%s is not a flag of yorkie server", f.name)
 			switch status {
 			case served:
-				if f.why != "" && f.status != pending {
+				if f.why != "" {
 					assert.NotEqual(t, f.def, got, "--%s now has upstream's default: drop the divergence note", f.name)
 					return
 				}
@@ -175,8 +163,8 @@ func TestEveryUpstreamServerFlag(t *testing.T) {
 			}
 		})
 	}
-	t.Logf("upstream flags: %d served, %d accepted with no effect, %d refused, %d pending",
-		counts[served], counts[ignored], counts[refused], counts[pending])
+	t.Logf("upstream flags: %d served, %d accepted with no effect, %d refused",
+		counts[served], counts[ignored], counts[refused])
 }
 
 // Start-up errors that name what is wrong, before anything listens.
