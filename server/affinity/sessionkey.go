@@ -33,6 +33,11 @@ func ParseSessionKey(key string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("%w: %v", ErrMalformedSessionKey, err)
 	}
+	// The decoder skips line breaks: a key must be the encoding of what it
+	// names, so that one address has one key.
+	if base64.StdEncoding.EncodeToString(raw) != key {
+		return "", fmt.Errorf("%w: not in canonical base64", ErrMalformedSessionKey)
+	}
 	addr := string(raw)
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil || host == "" {
