@@ -19,6 +19,7 @@ import (
 	"github.com/yorkie-affinity/yorkie/server/servertest"
 	"github.com/yorkie-affinity/yorkie/server/servertest/poll"
 	"github.com/yorkie-affinity/yorkie/server/servertest/wire"
+	"github.com/yorkie-affinity/yorkie/test/testenv"
 )
 
 // sdkResult is the last line tls_sdk.cjs prints.
@@ -34,12 +35,7 @@ type sdkResult struct {
 // test when they are missing (fails it under YORKIE_TEST_REQUIRE_SERVERS=1).
 func nodeSDK(t *testing.T) (node, modules string) {
 	t.Helper()
-	missing := func(why string) {
-		if os.Getenv("YORKIE_TEST_REQUIRE_SERVERS") == "1" {
-			t.Fatalf("the JS SDK test cannot run: %s", why)
-		}
-		t.Skipf("skipping the JS SDK test: %s", why)
-	}
+	missing := func(why string) { testenv.Unavailable(t, "the JS SDK test cannot run: %s", why) }
 	node, err := exec.LookPath("node")
 	if err != nil {
 		missing("node not found")
