@@ -146,6 +146,11 @@ type Config struct {
 	// NodeTTL is the node's lease TTL (default affinity.DefaultTTL, or a
 	// minute on a session store of its own, where no node could take over).
 	NodeTTL time.Duration
+	// ShutdownDrainTimeout bounds the drain that starts a shutdown: the node
+	// hands its documents on to their next owners (see drain.go) for at most
+	// this long, then releases what is left as a plain shutdown does
+	// (default DefaultShutdownDrainTimeout; negative: no drain).
+	ShutdownDrainTimeout time.Duration
 	// ClusterSecret authenticates node-to-node calls; "" uses the secret the
 	// session store holds for the cluster.
 	ClusterSecret string
@@ -274,6 +279,9 @@ type Server struct {
 	serveDone     sync.WaitGroup
 	shutdownOnce  sync.Once
 	shutdownErr   error
+	// drainCut ends a shutdown's drain early (SkipDrain).
+	drainCut     chan struct{}
+	drainCutOnce sync.Once
 }
 
 // New builds a server from cfg; Start makes it listen.
@@ -297,7 +305,7 @@ func New(cfg Config) (*Server, error) {
 	var lc net.ListenConfig
 	s := &Server{
 		cfg: cfg, logger: logger, registry: prometheus.NewRegistry(), db: cfg.DB,
-		listen: lc.Listen, failed: make(chan struct{}),
+		listen: lc.Listen, failed: make(chan struct{}), drainCut: make(chan struct{}),
 	}
 	if s.db == nil {
 		s.db = memory.New()
@@ -910,6 +918,7 @@ func (s *Server) shutdown(ctx context.Context) error {
 	s.health.SetStatus(v1connect.YorkieServiceName, grpchealth.StatusNotServing)
 	s.health.SetStatus("", grpchealth.StatusNotServing)
 	var errs []error
+	s.drainOnShutdown(ctx)
 	// Write the activity seen here and hand the housekeeping role over
 	// while the node is still a member.
 	if s.house != nil {

@@ -154,6 +154,15 @@ func (r *Router) Route(ctx context.Context, call DocumentCall) (Route, error) {
 	if err != nil {
 		return Route{}, fmt.Errorf("find owner: %w", err)
 	}
+	if forwarded && !owner.Self {
+		// The sender holds this node for the owner: a binding handed to this
+		// node by a draining owner leaves that owner in this node's cache
+		// while it lives. Ask the store once.
+		r.cfg.Owners.Forget(binding)
+		if owner, err = r.cfg.Owners.Owner(ctx, binding); err != nil {
+			return Route{}, fmt.Errorf("find owner: %w", err)
+		}
+	}
 	rt := Route{Binding: binding, SessionKey: owner.SessionKey}
 	if owner.Self {
 		rt.Epoch = owner.Epoch
@@ -162,8 +171,10 @@ func (r *Router) Route(ctx context.Context, call DocumentCall) (Route, error) {
 	// A forwarded call is never forwarded again: two nodes with different
 	// views of the owner must not pass a call back and forth. An attach is
 	// handed to the owner even in redirect mode: it must succeed wherever it
-	// lands, and its answer tells the client the owner's session key.
-	if forwarded || (r.cfg.Mode == Redirect && !call.Kind.handedOn()) {
+	// lands, and its answer tells the client the owner's session key. A
+	// draining node relays in redirect mode too: its answers name the new
+	// owner, so clients move before it exits, and no error tells them.
+	if forwarded || (r.cfg.Mode == Redirect && !call.Kind.handedOn() && !r.cfg.Owners.Draining()) {
 		r.redirects.Inc()
 		return Route{}, &WrongNodeError{Header: r.cfg.Header, SessionKey: owner.SessionKey,
 			Err: fmt.Errorf("document %q is owned by another node", call.DocumentKey)}
