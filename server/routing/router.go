@@ -171,10 +171,8 @@ func (r *Router) Route(ctx context.Context, call DocumentCall) (Route, error) {
 	// A forwarded call is never forwarded again: two nodes with different
 	// views of the owner must not pass a call back and forth. An attach is
 	// handed to the owner even in redirect mode: it must succeed wherever it
-	// lands, and its answer tells the client the owner's session key. A
-	// draining node relays in redirect mode too: its answers name the new
-	// owner, so clients move before it exits, and no error tells them.
-	if forwarded || (r.cfg.Mode == Redirect && !call.Kind.handedOn() && !r.cfg.Owners.Draining()) {
+	// lands, and its answer tells the client the owner's session key.
+	if forwarded || (r.cfg.Mode == Redirect && !call.Kind.handedOn() && r.refuses(call)) {
 		r.redirects.Inc()
 		return Route{}, &WrongNodeError{Header: r.cfg.Header, SessionKey: owner.SessionKey,
 			Err: fmt.Errorf("document %q is owned by another node", call.DocumentKey)}
@@ -184,6 +182,19 @@ func (r *Router) Route(ctx context.Context, call DocumentCall) (Route, error) {
 	rt.Addr = owner.Addr
 	rt.OwnerGone = r.cfg.Owners.Gone(owner.Addr)
 	return rt, nil
+}
+
+// refuses reports whether a redirect-mode node refuses a call for a
+// document another node owns, naming the owner, rather than relay it. It
+// refuses only a call that carries no session key: that is how a client
+// learns its first key. A call that carries one came here by a key that has
+// gone stale (its owner handed the document on, is draining, or is down and
+// the proxy fell back to hashing), and a draining node answers every call:
+// such calls are relayed, and the answer's key moves the client, so a
+// rolling restart or a failover tells no client where to go with an error.
+// The key is never dialled: the call goes to the binding's owner.
+func (r *Router) refuses(call DocumentCall) bool {
+	return call.Header.Get(r.cfg.Header) == "" && !r.cfg.Owners.Draining()
 }
 
 // RelayFailed forgets the owner of rt, which could not be reached or no

@@ -396,7 +396,7 @@ func routedCall[Req, Res any](ctx context.Context, s *Service, req *connect.Requ
 			return resp, err
 		}
 		resp, err := serve(rt.Epoch)
-		if errors.Is(err, backend.ErrStaleRoute) && attempt < maxReroutes {
+		if staleServe(call, err) && attempt < maxReroutes {
 			// This node's binding was older than the document's claim (its
 			// owner changed while the binding stood) and has been dropped:
 			// route once more, so a failback costs the client no error.

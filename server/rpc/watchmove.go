@@ -8,6 +8,8 @@ import (
 	"connectrpc.com/connect"
 
 	"github.com/yorkie-affinity/yorkie/api/yorkie/v1/v1connect"
+	"github.com/yorkie-affinity/yorkie/server/backend"
+	"github.com/yorkie-affinity/yorkie/server/backend/database"
 	"github.com/yorkie-affinity/yorkie/server/routing"
 )
 
@@ -98,4 +100,17 @@ func thenSend[Res any](send func(*Res) error, extra *Res) func(*Res) error {
 		}
 		return nil
 	}
+}
+
+// staleServe reports whether a call served here failed because this node's
+// route went stale while it ran, so that routing it again is safe and costs
+// the client no error: the binding was older than the document's claim
+// (backend.ErrStaleRoute), or, for a PushPull, a newer owner claimed the
+// document in the middle of the call (a handoff or takeover) and fenced its
+// writes. The next owner drops the changes of the PushPull it already has.
+func staleServe(call routing.DocumentCall, err error) bool {
+	if errors.Is(err, backend.ErrStaleRoute) {
+		return true
+	}
+	return call.Kind == routing.CallPushPull && errors.Is(err, database.ErrFenced)
 }
