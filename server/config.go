@@ -15,8 +15,11 @@ import (
 
 // Defaults applied by New to zero Config fields.
 const (
-	DefaultMaxRequestBytes   = rpc.DefaultMaxRequestBytes
-	DefaultMaxChangesPerPack = 1000
+	DefaultMaxRequestBytes = rpc.DefaultMaxRequestBytes
+	// DefaultMaxInflightRequestBytes bounds the request bytes the RPC port
+	// holds at once, read and decompressed, over all requests.
+	DefaultMaxInflightRequestBytes = rpc.DefaultMaxInflightBytes
+	DefaultMaxChangesPerPack       = 1000
 	// DefaultReadHeaderTimeout bounds the arrival of a request head, as
 	// net/http's ReadHeaderTimeout does.
 	DefaultReadHeaderTimeout = rpc.DefaultReadHeaderTimeout
@@ -54,6 +57,13 @@ type Config struct {
 	// MaxRequestBytes bounds a YorkieService request message after
 	// decompression (0: DefaultMaxRequestBytes).
 	MaxRequestBytes int
+	// MaxInflightRequestBytes bounds the bytes the requests being served on
+	// the RPC port hold at once, read and decompressed (0:
+	// DefaultMaxInflightRequestBytes; negative: no bound). A request that
+	// would pass it gets unavailable, which clients retry. A positive value
+	// must be at least twice MaxRequestBytes: a compressed request of the
+	// largest size holds its wire bytes and its inflated ones.
+	MaxInflightRequestBytes int64
 	// ReadHeaderTimeout bounds the arrival of a request head on the RPC
 	// port (0: DefaultReadHeaderTimeout).
 	ReadHeaderTimeout time.Duration
@@ -187,6 +197,9 @@ func (c *Config) applyDefaults() {
 	if c.MaxRequestBytes <= 0 {
 		c.MaxRequestBytes = DefaultMaxRequestBytes
 	}
+	if c.MaxInflightRequestBytes == 0 {
+		c.MaxInflightRequestBytes = DefaultMaxInflightRequestBytes
+	}
 	if c.MaxChangesPerPack <= 0 {
 		c.MaxChangesPerPack = DefaultMaxChangesPerPack
 	}
@@ -206,6 +219,10 @@ func (c *Config) applyDefaults() {
 
 // Validate reports the first setting that cannot work, after defaults.
 func (c *Config) Validate() error {
+	if c.MaxInflightRequestBytes > 0 && c.MaxInflightRequestBytes < 2*int64(c.MaxRequestBytes) {
+		return fmt.Errorf("server: in-flight request bytes %d below twice the largest request (%d bytes)",
+			c.MaxInflightRequestBytes, c.MaxRequestBytes)
+	}
 	switch c.AffinityMode {
 	case "", routing.Forward, routing.Redirect:
 	default:

@@ -353,8 +353,9 @@ func (s *Server) newRPCPort(router *routing.Router) (port, error) {
 	}
 	// Every body is bounded, after decompression, before any handler runs.
 	bounds := rpc.Bounds{
-		Rules:           []rpc.BoundRule{{Prefix: path, MaxBytes: cfg.MaxRequestBytes}},
-		ReadBodyTimeout: cfg.ReadBodyTimeout,
+		Rules:            []rpc.BoundRule{{Prefix: path, MaxBytes: cfg.MaxRequestBytes}},
+		ReadBodyTimeout:  cfg.ReadBodyTimeout,
+		MaxInflightBytes: cfg.MaxInflightRequestBytes,
 	}
 	if router != nil {
 		csvc, err := rpc.NewCluster(rpc.ClusterConfig{
