@@ -645,9 +645,12 @@ func (s *Server) joinCluster(ctx context.Context, rpcAddr string) error {
 		Store:         s.store,
 		AdvertiseAddr: advertise,
 		TTL:           s.cfg.NodeTTL,
-		OnLost:        routing.Lost(s.backend, s.channels, 0, s.logger),
-		Logger:        s.logger,
-		Registerer:    s.registry,
+		// Crashed peers are found by heartbeats and refused relays, not
+		// only when their leases run out (affinity/suspect.go).
+		HeartbeatInterval: affinity.HeartbeatFor(s.cfg.NodeTTL),
+		OnLost:            routing.Lost(s.backend, s.channels, 0, s.logger),
+		Logger:            s.logger,
+		Registerer:        s.registry,
 	})
 	if err != nil {
 		return fmt.Errorf("server: %w", err)
