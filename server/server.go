@@ -46,8 +46,11 @@ import (
 
 // Defaults applied by New to zero Config fields.
 const (
-	DefaultMaxRequestBytes   = rpc.DefaultMaxRequestBytes
-	DefaultMaxChangesPerPack = 1000
+	DefaultMaxRequestBytes = rpc.DefaultMaxRequestBytes
+	// DefaultMaxInflightRequestBytes bounds the request bytes the RPC port
+	// holds at once, read and decompressed, over all requests.
+	DefaultMaxInflightRequestBytes = rpc.DefaultMaxInflightBytes
+	DefaultMaxChangesPerPack       = 1000
 	// DefaultReadHeaderTimeout bounds the arrival of a request head, as
 	// net/http's ReadHeaderTimeout does.
 	DefaultReadHeaderTimeout = rpc.DefaultReadHeaderTimeout
@@ -85,6 +88,13 @@ type Config struct {
 	// MaxRequestBytes bounds a YorkieService request message after
 	// decompression (0: DefaultMaxRequestBytes).
 	MaxRequestBytes int
+	// MaxInflightRequestBytes bounds the bytes the requests being served on
+	// the RPC port hold at once, read and decompressed (0:
+	// DefaultMaxInflightRequestBytes; negative: no bound). A request that
+	// would pass it gets unavailable, which clients retry. A positive value
+	// must be at least twice MaxRequestBytes: a compressed request of the
+	// largest size holds its wire bytes and its inflated ones.
+	MaxInflightRequestBytes int64
 	// ReadHeaderTimeout bounds the arrival of a request head on the RPC
 	// port (0: DefaultReadHeaderTimeout).
 	ReadHeaderTimeout time.Duration
@@ -281,6 +291,13 @@ func New(cfg Config) (*Server, error) {
 	if cfg.MaxRequestBytes <= 0 {
 		cfg.MaxRequestBytes = DefaultMaxRequestBytes
 	}
+	if cfg.MaxInflightRequestBytes == 0 {
+		cfg.MaxInflightRequestBytes = DefaultMaxInflightRequestBytes
+	}
+	if cfg.MaxInflightRequestBytes > 0 && cfg.MaxInflightRequestBytes < 2*int64(cfg.MaxRequestBytes) {
+		return nil, fmt.Errorf("server: in-flight request bytes %d below twice the largest request (%d bytes)",
+			cfg.MaxInflightRequestBytes, cfg.MaxRequestBytes)
+	}
 	if cfg.MaxChangesPerPack <= 0 {
 		cfg.MaxChangesPerPack = DefaultMaxChangesPerPack
 	}
@@ -459,8 +476,9 @@ func (s *Server) newRPC(router rpc.Router) error {
 	}
 	// Every body is bounded, after decompression, before any handler runs.
 	bounds := rpc.Bounds{
-		Rules:           []rpc.BoundRule{{Prefix: path, MaxBytes: cfg.MaxRequestBytes}},
-		ReadBodyTimeout: cfg.ReadBodyTimeout,
+		Rules:            []rpc.BoundRule{{Prefix: path, MaxBytes: cfg.MaxRequestBytes}},
+		ReadBodyTimeout:  cfg.ReadBodyTimeout,
+		MaxInflightBytes: cfg.MaxInflightRequestBytes,
 	}
 	if s.router != nil {
 		csvc, err := rpc.NewCluster(rpc.ClusterConfig{
