@@ -47,6 +47,14 @@ func refusingAddr(t *testing.T) string {
 // the test ends.
 func answeringAddr(t *testing.T) string {
 	t.Helper()
+	addr, _ := listening(t)
+	return addr
+}
+
+// listening returns a loopback address that accepts connections until the
+// returned function (or the end of the test) closes it; then it refuses.
+func listening(t *testing.T) (string, func()) {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = l.Close() })
@@ -59,7 +67,7 @@ func answeringAddr(t *testing.T) string {
 			_ = c.Close()
 		}
 	}()
-	return l.Addr().String()
+	return l.Addr().String(), func() { _ = l.Close() }
 }
 
 // keyOwnedBy returns a document key that placement binds to owner.
@@ -148,9 +156,12 @@ func TestSuspectSparesAnsweringMember(t *testing.T) {
 func TestHeartbeatEvictsCrashedMember(t *testing.T) {
 	st := memory.New(memory.Config{})
 	a := start(t, st, affinity.Config{AdvertiseAddr: answeringAddr(t), HeartbeatInterval: 20 * time.Millisecond})
-	b := start(t, st, affinity.Config{AdvertiseAddr: refusingAddr(t)})
+	addr, crash := listening(t)
+	b := start(t, st, affinity.Config{AdvertiseAddr: addr})
+	waitMembers(t, a, a.Addr(), b.Addr())
 	key, old := keyOwnedBy(t, b)
 	b.Abandon()
+	crash()
 
 	waitMembers(t, a, a.Addr())
 	o, err := a.Owner(context.Background(), key)
@@ -179,6 +190,7 @@ func TestMissedHeartbeatsEvictMember(t *testing.T) {
 		HeartbeatMisses: 2, Dial: dial})
 	b := start(t, st, affinity.Config{AdvertiseAddr: silent})
 	c := start(t, st, affinity.Config{AdvertiseAddr: local})
+	waitMembers(t, a, a.Addr(), b.Addr(), c.Addr())
 	b.Abandon()
 
 	waitMembers(t, a, a.Addr(), c.Addr())
