@@ -162,9 +162,6 @@ func (s *Server) handOff(ctx context.Context, mgr *affinity.Manager, key string)
 // Config.ShutdownDrainTimeout, ctx and SkipDrain.
 func (s *Server) drainOnShutdown(ctx context.Context) {
 	timeout := s.cfg.ShutdownDrainTimeout
-	if timeout == 0 {
-		timeout = DefaultShutdownDrainTimeout
-	}
 	if timeout < 0 || s.Affinity() == nil {
 		return
 	}

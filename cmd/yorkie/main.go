@@ -59,6 +59,7 @@ func runServer(args []string, stderr io.Writer) int {
 	fastHTTP1 := fs.Bool("rpc-fast-http1", true, "answer unary calls over HTTP/1.1 on the server's own loop; false: net/http serves every request")
 	fastJSON := fs.Bool("rpc-fast-json", true, "read and write Connect JSON with the server's own codec; false: protojson, connect's default")
 	maxRequestBytes := fs.Int("rpc-max-request-bytes", server.DefaultMaxRequestBytes, "largest request message accepted, in bytes")
+	maxInflight := fs.Int64("rpc-max-inflight-request-bytes", server.DefaultMaxInflightRequestBytes, "bytes the requests being served may hold at once, read and decompressed; a request past it gets unavailable, which clients retry (at least twice --rpc-max-request-bytes; negative: no bound)")
 	maxChanges := fs.Int("max-changes-per-pack", server.DefaultMaxChangesPerPack, "most changes one pushed pack may hold")
 	snapshotInterval := fs.Int("snapshot-interval", backend.DefaultSnapshotInterval, "changes between stored snapshots of a document; negative: none")
 	snapshotThreshold := fs.Int("snapshot-threshold", backend.DefaultSnapshotThreshold, "changes a client must be behind to get a snapshot instead of changes; negative: never")
@@ -117,6 +118,15 @@ func runServer(args []string, stderr io.Writer) int {
 	host, err := rpcHost(*rpcAddr)
 	if err != nil {
 		fmt.Fprintf(stderr, "yorkie server: %v\n", err)
+		return 2
+	}
+	if *maxRequestBytes <= 0 {
+		fmt.Fprintf(stderr, "yorkie server: --rpc-max-request-bytes must be positive\n")
+		return 2
+	}
+	if *maxInflight == 0 || (*maxInflight > 0 && *maxInflight < 2*int64(*maxRequestBytes)) {
+		fmt.Fprintf(stderr, "yorkie server: --rpc-max-inflight-request-bytes %d: want at least twice --rpc-max-request-bytes (%d), or negative for no bound\n",
+			*maxInflight, 2*int64(*maxRequestBytes))
 		return 2
 	}
 	if *deactivateThreshold <= 0 || *housekeepingInterval <= 0 || *candidatesLimit <= 0 {
@@ -208,6 +218,7 @@ func runServer(args []string, stderr io.Writer) int {
 		ProjectCacheTTL:             *projectCacheTTL,
 		Webhooks:                    webhooks,
 	}
+	cfg.MaxInflightRequestBytes = *maxInflight
 	cfg.SizeHardLimitFactor = *sizeHardFactor
 	cfg.HousekeepingCompactionMinChanges = *compactionMinChanges
 	tlsMetrics.apply(&cfg)
@@ -254,12 +265,13 @@ func openSessionStore(ctx context.Context, kind, etcdEndpoints, redisAddr string
 // documents on for up to cfg.ShutdownDrainTimeout, unless another signal
 // comes first, then shuts down within shutdownTimeout.
 func serve(ctx context.Context, logger *slog.Logger, cfg server.Config, signals <-chan os.Signal) error {
-	srv, err := server.New(cfg)
+	srv, err := server.New(ctx, cfg)
 	if err != nil {
 		return fmt.Errorf("create server: %w", err)
 	}
 	if err := srv.Start(ctx); err != nil {
-		return fmt.Errorf("start server: %w", err)
+		// Release the ports and whatever New made.
+		return errors.Join(fmt.Errorf("start server: %w", err), srv.Shutdown(context.WithoutCancel(ctx)))
 	}
 	logger.Info("yorkie server running", "version", version)
 	select {
