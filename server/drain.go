@@ -159,11 +159,12 @@ func (s *Server) handOff(ctx context.Context, mgr *affinity.Manager, key string)
 }
 
 // drainOnShutdown runs the drain that begins a shutdown, bounded by
-// Config.ShutdownDrainTimeout, ctx and SkipDrain.
-func (s *Server) drainOnShutdown(ctx context.Context) {
+// Config.ShutdownDrainTimeout, ctx and SkipDrain, and reports whether it
+// handed every document on.
+func (s *Server) drainOnShutdown(ctx context.Context) bool {
 	timeout := s.cfg.ShutdownDrainTimeout
 	if timeout < 0 || s.Affinity() == nil {
-		return
+		return false
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -176,7 +177,9 @@ func (s *Server) drainOnShutdown(ctx context.Context) {
 	}()
 	if err := s.Drain(ctx); err != nil {
 		s.logger.WarnContext(ctx, "releasing the documents the drain left", "error", err)
+		return false
 	}
+	return true
 }
 
 // SkipDrain ends the drain of a shutdown in progress (or of one to come):

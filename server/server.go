@@ -673,16 +673,21 @@ func (s *Server) shutdown(ctx context.Context) error {
 	s.health.SetStatus(v1connect.YorkieServiceName, grpchealth.StatusNotServing)
 	s.health.SetStatus("", grpchealth.StatusNotServing)
 	var errs []error
-	s.drainOnShutdown(ctx)
+	drained := s.drainOnShutdown(ctx)
 	// Write the activity seen here and hand the housekeeping role over
 	// while the node is still a member.
 	if err := s.house.Stop(ctx); err != nil {
 		errs = append(errs, err)
 	}
-	// Release the bindings first: by the time clients reconnect, their
-	// documents can be bound to another node.
-	if err := s.cluster.leave(ctx); err != nil {
-		errs = append(errs, err)
+	leave := func() {
+		if err := s.cluster.leave(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if !drained {
+		// Release the bindings first: by the time clients reconnect, their
+		// documents can be bound to another node.
+		leave()
 	}
 	s.service.CloseStreams()
 	for _, p := range s.ports {
@@ -692,6 +697,12 @@ func (s *Server) shutdown(ctx context.Context) error {
 		}
 		// A port never served still holds its listener.
 		_ = p.ln.Close()
+	}
+	if drained {
+		// Every document was handed on: the calls still in flight or
+		// arriving on open connections were relayed to the new owners
+		// while the ports closed, which needs the membership.
+		leave()
 	}
 	s.serveDone.Wait()
 	s.channels.Close()
