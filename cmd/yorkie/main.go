@@ -244,12 +244,13 @@ func runServer(args []string, stderr io.Writer) int {
 
 // serve runs a server until ctx ends, then shuts it down.
 func serve(ctx context.Context, logger *slog.Logger, cfg server.Config) error {
-	srv, err := server.New(cfg)
+	srv, err := server.New(ctx, cfg)
 	if err != nil {
 		return fmt.Errorf("create server: %w", err)
 	}
 	if err := srv.Start(ctx); err != nil {
-		return fmt.Errorf("start server: %w", err)
+		// Release the ports and whatever New made.
+		return errors.Join(fmt.Errorf("start server: %w", err), srv.Shutdown(context.WithoutCancel(ctx)))
 	}
 	logger.Info("yorkie server running", "version", version)
 	select {
