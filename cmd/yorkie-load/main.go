@@ -18,6 +18,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"strings"
 	"time"
 )
 
@@ -46,6 +47,7 @@ type common struct {
 	concurrency int
 	verbose     bool
 	gzip        bool
+	sourceAddrs string
 }
 
 func (c *common) register(fs *flag.FlagSet) {
@@ -58,6 +60,7 @@ func (c *common) register(fs *flag.FlagSet) {
 	fs.IntVar(&c.concurrency, "c", 64, "calls in flight while setting up clients and streams")
 	fs.BoolVar(&c.verbose, "v", false, "log progress at debug level")
 	fs.BoolVar(&c.gzip, "gzip", false, "accept gzipped answers (the JS SDK's answers are not compressed)")
+	fs.StringVar(&c.sourceAddrs, "source-addrs", "", "comma-separated local IPs the connections are dialled from, in turn (e.g. 127.0.0.2,127.0.0.3): one source address has about 28,000 ephemeral ports towards one server address")
 }
 
 // check validates the shared flags.
@@ -68,6 +71,9 @@ func (c *common) check() error {
 		}
 	}
 	if _, err := parseTransport(c.transport); err != nil {
+		return err
+	}
+	if _, err := parseSourceAddrs(c.sourceAddrs, c.allowRemote); err != nil {
 		return err
 	}
 	if c.concurrency < 1 {
@@ -90,6 +96,26 @@ func checkLoopback(addr string, allowRemote bool) error {
 		return nil
 	}
 	return fmt.Errorf("address %q is not a loopback address (pass -allow-remote to load it anyway)", addr)
+}
+
+// parseSourceAddrs reads -source-addrs: loopback IPs unless remote
+// addresses are allowed.
+func parseSourceAddrs(list string, allowRemote bool) ([]net.IP, error) {
+	if list == "" {
+		return nil, nil
+	}
+	var ips []net.IP
+	for a := range strings.SplitSeq(list, ",") {
+		ip := net.ParseIP(strings.TrimSpace(a))
+		if ip == nil {
+			return nil, fmt.Errorf("-source-addrs: %q is not an IP address", a)
+		}
+		if !allowRemote && !ip.IsLoopback() {
+			return nil, fmt.Errorf("-source-addrs: %s is not a loopback address (pass -allow-remote to use it anyway)", ip)
+		}
+		ips = append(ips, ip)
+	}
+	return ips, nil
 }
 
 // scenario is one subcommand: it registers its flags and runs.
