@@ -1,8 +1,9 @@
 // Command yorkie-load drives a Yorkie server with synthetic clients and
 // reports what it measured: memory per idle Watch stream (watch-idle), the
 // delay from a push to the CHANGED event at the other watchers
-// (changed-latency), and PushPull throughput and server CPU per operation
-// (pushpull).
+// (changed-latency), PushPull throughput and server CPU per operation
+// (pushpull), and long-lived clients attaching fresh documents over time
+// (attach-churn).
 //
 // Every run is bounded in size and time, talks to one loopback address
 // unless told otherwise, and prints a plain table (or JSON with -json).
@@ -28,6 +29,7 @@ scenarios:
   watch-idle       open N idle Watch streams and report server memory per stream
   changed-latency  measure push -> CHANGED delay at the other watchers
   pushpull         closed-loop PushPull throughput, latency and server CPU per op
+  attach-churn     long-lived clients attaching fresh documents: rate and CPU per window
 
 run "yorkie-load <scenario> -h" for the flags of a scenario.
 `
@@ -153,6 +155,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		scenarioOf("watch-idle", watchIdleFlags, runWatchIdle),
 		scenarioOf("changed-latency", changedLatencyFlags, runChangedLatency),
 		scenarioOf("pushpull", pushPullFlags, runPushPull),
+		scenarioOf("attach-churn", attachChurnFlags, runAttachChurn),
 	}
 	var sc *scenario
 	for i := range scenarios {
