@@ -29,31 +29,15 @@ func (c compactor) CompactDocument(ctx context.Context, p *database.ProjectInfo,
 	if err != nil {
 		return false, err
 	}
-	var epoch int64
-	if router := s.routerInUse(); router != nil {
-		rt, err := router.Route(ctx, routing.DocumentCall{Kind: routing.CallAdmin, DocumentKey: key, Header: header})
-		if err != nil {
-			return false, err
-		}
-		if rt.Owner != nil {
-			return s.relayCompaction(ctx, rt, key, force, header)
-		}
-		epoch = rt.Epoch
+	rt, err := s.routes.Route(ctx, routing.DocumentCall{Kind: routing.CallAdmin, DocumentKey: key, Header: header})
+	if err != nil {
+		return false, err
 	}
+	if rt.Owner != nil {
+		return s.relayCompaction(ctx, rt, key, force, header)
+	}
+	epoch := rt.Epoch
 	return s.backend.CompactDocument(ctx, epoch, info.ID, force)
-}
-
-// routerInUse is the router the RPC port routes with, nil before Start.
-func (s *Server) routerInUse() interface {
-	Route(ctx context.Context, call routing.DocumentCall) (routing.Route, error)
-} {
-	if s.router != nil {
-		return s.router
-	}
-	if s.cfg.Router != nil {
-		return s.cfg.Router
-	}
-	return nil
 }
 
 // relayCompaction asks the owner to compact the document.

@@ -52,19 +52,16 @@ func (l *breakableListener) Break() {
 func TestFailedRPCPortGivesUpLease(t *testing.T) {
 	store := sessmemory.New(sessmemory.Config{})
 	t.Cleanup(func() { _ = store.Close() })
-	s, err := New(Config{Host: "127.0.0.1", ProfilingPort: -1, SessionStore: store, Logger: slog.New(slog.DiscardHandler)})
+	var lc net.ListenConfig
+	inner, err := lc.Listen(context.Background(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ln *breakableListener
-	s.listen = func(ctx context.Context, network, addr string) (net.Listener, error) {
-		var lc net.ListenConfig
-		inner, err := lc.Listen(ctx, network, addr)
-		if err != nil {
-			return nil, err
-		}
-		ln = &breakableListener{Listener: inner, broken: make(chan struct{})}
-		return ln, nil
+	ln := &breakableListener{Listener: inner, broken: make(chan struct{})}
+	s, err := New(context.Background(), Config{ProfilingPort: -1, SessionStore: store, Logger: slog.New(slog.DiscardHandler)},
+		WithListeners(ln, nil))
+	if err != nil {
+		t.Fatal(err)
 	}
 	if err := s.Start(context.Background()); err != nil {
 		t.Fatal(err)

@@ -36,11 +36,10 @@ func TestHousekeepingHonoursProjectThresholds(t *testing.T) {
 
 func testProjectThresholds(t *testing.T, db database.Database) {
 	clock := &testclock.Clock{}
-	srv := servertest.Start(t, func(cfg *server.Config) {
+	srv := servertest.StartWith(t, []server.Option{server.WithClock(clock.Now)}, func(cfg *server.Config) {
 		cfg.DB = db
 		cfg.ClientDeactivateThreshold = 24 * time.Hour
 		cfg.HousekeepingInterval = time.Hour // runs only when the test says
-		cfg.Clock = clock.Now
 	})
 	ctx := t.Context()
 	silent := map[string]string{} // project name -> its client's ID
@@ -104,11 +103,10 @@ func testProjectThresholds(t *testing.T, db database.Database) {
 // at once, as when the client deactivates itself, not after its TTL.
 func TestHousekeepingEndsChannelSessions(t *testing.T) {
 	clock := &testclock.Clock{}
-	srv := servertest.Start(t, func(cfg *server.Config) {
+	srv := servertest.StartWith(t, []server.Option{server.WithClock(clock.Now)}, func(cfg *server.Config) {
 		cfg.ClientDeactivateThreshold = time.Hour
 		cfg.HousekeepingInterval = time.Hour // runs only when the test says
 		cfg.ChannelSessionTTL = 24 * time.Hour
-		cfg.Clock = clock.Now
 	})
 	c := servertest.Client(t, srv, servertest.ConnectJSON)
 	ctx := wire.Context(t)

@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -40,192 +41,10 @@ import (
 	"github.com/yorkie-affinity/yorkie/server/rpc"
 	"github.com/yorkie-affinity/yorkie/server/rpc/http1"
 	"github.com/yorkie-affinity/yorkie/server/rpc/jsoncodec"
-	"github.com/yorkie-affinity/yorkie/server/sessionstore"
-	sessmemory "github.com/yorkie-affinity/yorkie/server/sessionstore/memory"
 )
 
-// Defaults applied by New to zero Config fields.
-const (
-	DefaultMaxRequestBytes   = rpc.DefaultMaxRequestBytes
-	DefaultMaxChangesPerPack = 1000
-	// DefaultReadHeaderTimeout bounds the arrival of a request head, as
-	// net/http's ReadHeaderTimeout does.
-	DefaultReadHeaderTimeout = rpc.DefaultReadHeaderTimeout
-	// DefaultReadBodyTimeout bounds the arrival of a request body.
-	DefaultReadBodyTimeout = rpc.DefaultReadBodyTimeout
-	// failedShutdownTimeout bounds the shutdown of a node whose RPC port
-	// failed for good.
-	failedShutdownTimeout = 30 * time.Second
-	// soloNodeTTL is the lease of a node on a session store of its own.
-	soloNodeTTL = time.Minute
-	// fencedReleaseTimeout bounds releasing a binding the database fenced.
-	fencedReleaseTimeout = 2 * time.Second
-)
-
-// DefaultIdleTimeout is how long a keep-alive connection may stay idle
-// before the server closes it, upstream's --rpc-idle-timeout default.
-const DefaultIdleTimeout = 2 * time.Minute
-
-// Config configures a Server.
-type Config struct {
-	// Host is the address both ports listen on; "" listens on all interfaces.
-	Host string
-	// RPCPort serves the YorkieService and health checks; 0 picks a free port.
-	RPCPort int
-	// ProfilingPort serves /metrics, the document view (package docview) and,
-	// with PprofEnabled, /debug/pprof/; 0 picks a free port and a negative
-	// value disables the profiling server.
-	ProfilingPort int
-	// ProfilingHost is the address the profiling port listens on ("": Host).
-	ProfilingHost string
-	// PprofEnabled serves /debug/pprof/ on the profiling port. It is off by
-	// default: profiles show the command line (secrets included) and cost
-	// CPU, and the port has no authentication.
-	PprofEnabled bool
-	// MaxRequestBytes bounds a YorkieService request message after
-	// decompression (0: DefaultMaxRequestBytes).
-	MaxRequestBytes int
-	// ReadHeaderTimeout bounds the arrival of a request head on the RPC
-	// port (0: DefaultReadHeaderTimeout).
-	ReadHeaderTimeout time.Duration
-	// IdleTimeout is how long a keep-alive connection of the RPC port may
-	// wait for its next request (0: DefaultIdleTimeout). It should exceed
-	// the idle timeout of a load balancer in front.
-	IdleTimeout time.Duration
-	// ReadBodyTimeout bounds the arrival of a request body on the RPC port
-	// once its head is in (0: DefaultReadBodyTimeout).
-	ReadBodyTimeout time.Duration
-	// DisableFastHTTP1 serves the RPC port with net/http alone, without the
-	// HTTP/1.1 loop of package http1 (whose metric then is not exported).
-	DisableFastHTTP1 bool
-	// DisableFastJSON reads and writes Connect JSON with connect's own
-	// codec, protojson, instead of package jsoncodec.
-	DisableFastJSON bool
-	// MaxChangesPerPack bounds the changes of one pushed pack (0: default).
-	MaxChangesPerPack int
-	// SnapshotInterval, SnapshotThreshold, MaxSizePerDocument and
-	// DocumentCacheBytes are the backend's document options (0: the
-	// backend's defaults; negative interval, threshold or size: off).
-	SnapshotInterval   int
-	SnapshotThreshold  int
-	MaxSizePerDocument int
-	DocumentCacheBytes int64
-	// SizeHardLimitFactor is how many times its size limit a push may take
-	// a document to (0: backend.DefaultSizeHardLimitFactor; negative: no
-	// bound). The SDK refuses local edits past the limit itself.
-	SizeHardLimitFactor int
-	// Logger receives the server's logs (nil: slog.Default()).
-	Logger *slog.Logger
-	// DB stores the server's data; nil gives the server its own in-memory
-	// database, which it then closes on Shutdown. A DB passed in is left open.
-	DB database.Database
-	// AllowedOrigins lists the web origins browsers may call the RPC port
-	// from (CORS); empty allows every origin.
-	AllowedOrigins []string
-	// AdminAllowedOrigins lists the web origins (besides the server's own)
-	// browsers may call the AdminService and /auth/ from, with
-	// credentials; empty: only the server's own origin.
-	AdminAllowedOrigins []string
-	// DashboardDir, when set, is a dashboard build served under
-	// /dashboard/ on the RPC port.
-	DashboardDir string
-
-	// SessionStore records the cluster's members and which node owns each
-	// document. Nodes sharing a store (and a database) form one cluster;
-	// nil gives the server a memory store of its own, a cluster of one.
-	SessionStore sessionstore.Store
-	// AdvertiseAddr is the host:port other nodes and proxies reach this node
-	// at; "" means 127.0.0.1 and the bound RPC port.
-	AdvertiseAddr string
-	// AffinityMode is what the node does with a call for a document another
-	// node owns: Forward (the default) or Redirect.
-	AffinityMode routing.Mode
-	// SessionKeyHeader names the response header carrying the owner's
-	// session key (default routing.DefaultSessionKeyHeader).
-	SessionKeyHeader string
-	// NodeTTL is the node's lease TTL (default affinity.DefaultTTL, or a
-	// minute on a session store of its own, where no node could take over).
-	NodeTTL time.Duration
-	// ClusterSecret authenticates node-to-node calls; "" uses the secret the
-	// session store holds for the cluster.
-	ClusterSecret string
-
-	// Limits bound what one client may hold: metadata bytes, Watch streams
-	// and attached documents (zero fields: the rpc package's defaults).
-	Limits rpc.Limits
-	// ClientDeactivateThreshold is how long a client may stay silent before
-	// housekeeping deactivates it (default 24h).
-	ClientDeactivateThreshold time.Duration
-	// HousekeepingInterval is the time between housekeeping runs, and the
-	// most a client's recorded activity lags (default 30s).
-	HousekeepingInterval time.Duration
-	// HousekeepingCandidatesLimit bounds the clients one housekeeping run
-	// deactivates (default 500).
-	HousekeepingCandidatesLimit int
-	// Clock replaces time.Now for housekeeping and the caches of projects,
-	// so tests can move time on.
-	Clock func() time.Time
-	// HousekeepingCompactionMinChanges is how many changes a document's
-	// log must hold for housekeeping to compact it, when no client has it
-	// attached (0: housekeeping.DefaultCompactionMinChanges, 1000).
-	HousekeepingCompactionMinChanges int
-	// OnHousekeeping, when set, is told the outcome of every housekeeping
-	// run on this node.
-	OnHousekeeping func(housekeeping.Report)
-
-	// DisableDefaultProject refuses YorkieService calls without an API key
-	// (unauthenticated) instead of serving them in the default project.
-	DisableDefaultProject bool
-	// ProjectCacheTTL is how long a node reuses a project it looked up by
-	// API key, and the default project's settings for internal calls (0:
-	// project.DefaultCacheTTL): an UpdateProject reaches every node within
-	// it, and the node that served it at once.
-	ProjectCacheTTL time.Duration
-
-	// Webhooks holds the server-wide settings of the projects' auth and
-	// event webhooks: policies, the answer cache, private addresses.
-	Webhooks WebhookConfig
-
-	// Admin configures the AdminService: the token secret and duration,
-	// the default admin account and the version it reports.
-	Admin admin.Settings
-
-	// ChannelSessionTTL is how long a channel session lives after its
-	// attach or last heartbeat (0: channel.DefaultSessionTTL, 60s).
-	ChannelSessionTTL time.Duration
-	// ChannelMaxPayloadBytes bounds a broadcast payload (0:
-	// channel.DefaultMaxPayloadBytes).
-	ChannelMaxPayloadBytes int
-
-	// RPCCertFile and RPCKeyFile, both set, serve the RPC port over TLS
-	// (upstream's --rpc-cert-file and --rpc-key-file): HTTP/1.1 and HTTP/2
-	// by ALPN, for Connect, gRPC and gRPC-web. The files are looked at
-	// again (at most every CertCheckInterval) and a replaced certificate
-	// serves new connections without a restart. Nodes then call each
-	// other over TLS too, verified with ClusterCAFile.
-	RPCCertFile, RPCKeyFile string
-	// ClusterCAFile holds the CA certificates that verify other nodes' RPC
-	// ports ("": the system's roots). It needs RPCCertFile.
-	ClusterCAFile string
-	// ProfilingCertFile and ProfilingKeyFile, both set, serve the profiling
-	// port over TLS, reloaded as the RPC port's are.
-	ProfilingCertFile, ProfilingKeyFile string
-	// CertCheckInterval is how often, at most, handshakes look at the
-	// certificate files (0: certfile.DefaultCheckInterval).
-	CertCheckInterval time.Duration
-
-	// Hostname is the hostname label of upstream's metric series
-	// (upstream's --hostname).
-	Hostname string
-
-	// Router replaces the cluster layer, for tests that stage routing
-	// decisions themselves (say, two nodes that both believe they own a
-	// document, each with its own epoch in the routes it returns). With it
-	// set the node joins no cluster.
-	Router rpc.Router
-}
-
-// Server is one Yorkie server node.
+// Server is one Yorkie server node. New builds every part of it and binds
+// its ports; nothing is added later, and Start only starts the parts.
 type Server struct {
 	cfg      Config
 	logger   *slog.Logger
@@ -238,30 +57,31 @@ type Server struct {
 	health   *grpchealth.StaticChecker
 	// draining is set when shutdown begins: /healthz then answers 503.
 	draining atomic.Bool
-	// router routes in a cluster; nil when Config.Router replaces it.
-	router   *routing.Router
+	// routes is the router the RPC port routes with: the cluster's, or the
+	// one a test staged (WithRouter).
+	routes rpc.Router
+	// cluster is the node's part in its cluster (nothing when a test
+	// staged the routing); mgr and peers are its manager and peer
+	// connections, nil then.
+	cluster  membership
+	mgr      *affinity.Manager
 	peers    *routing.Peers
 	tracker  *housekeeping.Tracker
 	projects *project.Resolver
-	store    sessionstore.Store
-	ownStore bool
-	mgr      *affinity.Manager
 	house    *housekeeping.Housekeeper
 	admin    *admin.Service
 	webhooks *webhooks
 	upstream *metrics.Metrics
 
-	rpcServer       *http.Server
-	rpcPort         port // serves the RPC port: rpcServer, or http1 in front of it
-	profilingServer *http.Server
+	// ports are what the node serves: the RPC port and, unless disabled,
+	// the profiling port, each with its bound listener.
+	ports []*boundPort
 
 	// rpcCerts and profilingCerts serve the ports' certificates (nil in
 	// cleartext); peerTLS is how this node calls others (nil: cleartext).
 	rpcCerts, profilingCerts *certfile.Reloader
 	peerTLS                  *tls.Config
 
-	// listen opens the ports (tests replace it to make listeners fail).
-	listen func(ctx context.Context, network, addr string) (net.Listener, error)
 	// failed closes when the RPC port fails for good; failErr says why.
 	failed   chan struct{}
 	failOnce sync.Once
@@ -276,36 +96,71 @@ type Server struct {
 	shutdownErr   error
 }
 
-// New builds a server from cfg; Start makes it listen.
-func New(cfg Config) (*Server, error) {
-	if cfg.MaxRequestBytes <= 0 {
-		cfg.MaxRequestBytes = DefaultMaxRequestBytes
+// boundPort is one port of the node: what serves it and its listener.
+type boundPort struct {
+	name string
+	port port
+	ln   net.Listener
+	// onFail, if set, learns that the port stopped serving for another
+	// reason than a shutdown.
+	onFail func(error)
+}
+
+// New builds a whole node in dependency order: it binds the ports (or takes
+// the listeners WithListeners gives), then builds the metrics, the backend,
+// the cluster membership and router, the RPC services, housekeeping and the
+// AdminService, each with all it needs. ctx bounds what New asks the session
+// store (the cluster secret). Start starts the node; Shutdown or Abort
+// releases it, started or not.
+func New(ctx context.Context, cfg Config, opts ...Option) (_ *Server, err error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
 	}
-	if cfg.MaxChangesPerPack <= 0 {
-		cfg.MaxChangesPerPack = DefaultMaxChangesPerPack
-	}
-	if cfg.ReadHeaderTimeout <= 0 {
-		cfg.ReadHeaderTimeout = DefaultReadHeaderTimeout
-	}
-	if cfg.ReadBodyTimeout <= 0 {
-		cfg.ReadBodyTimeout = DefaultReadBodyTimeout
+	cfg.applyDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
 	logger := cfg.Logger
 	if logger == nil {
 		logger = slog.Default()
 	}
-	var lc net.ListenConfig
 	s := &Server{
 		cfg: cfg, logger: logger, registry: prometheus.NewRegistry(), db: cfg.DB,
-		listen: lc.Listen, failed: make(chan struct{}),
+		failed: make(chan struct{}),
+	}
+	// What New made is released again when a later step fails.
+	var undo []func()
+	defer func() {
+		if err != nil {
+			for _, f := range slices.Backward(undo) {
+				f()
+			}
+		}
+	}()
+
+	rpcLn, profLn, err := s.bind(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	undo = append(undo, func() { _ = rpcLn.Close() })
+	if profLn != nil {
+		undo = append(undo, func() { _ = profLn.Close() })
+	}
+	s.rpcAddr = rpcLn.Addr().String()
+	if profLn != nil {
+		s.profilingAddr = profLn.Addr().String()
 	}
 	if s.db == nil {
 		s.db = memory.New()
 		s.ownsDB = true
+		undo = append(undo, func() { _ = s.db.Close(context.Background()) })
 	}
 	if err := s.loadTLS(); err != nil {
 		return nil, err
 	}
+
+	// Metrics, channels, projects and webhooks depend on nothing else.
 	if err := s.registry.Register(collectors.NewGoCollector()); err != nil {
 		return nil, fmt.Errorf("server: register go collector: %w", err)
 	}
@@ -316,12 +171,22 @@ func New(cfg Config) (*Server, error) {
 	if err := registerBackendMetrics(s.registry, backendMetrics); err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
-	var err error
+	channelMetrics, err := channel.NewMetrics(s.registry)
+	if err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	s.channels = channel.New(channel.Config{
+		SessionTTL:      cfg.ChannelSessionTTL,
+		MaxPayloadBytes: cfg.ChannelMaxPayloadBytes,
+		Logger:          logger,
+		Metrics:         channelMetrics,
+	})
+	undo = append(undo, s.channels.Close)
 	if s.upstream, err = metrics.New(metrics.Config{
 		Registerer: s.registry,
 		Hostname:   cfg.Hostname,
 		Version:    cfg.Admin.Version,
-		Channels:   s.channelSessions,
+		Channels:   s.channels.Sessions,
 	}); err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
@@ -331,56 +196,84 @@ func New(cfg Config) (*Server, error) {
 		DB:                s.db,
 		UseDefaultProject: !cfg.DisableDefaultProject,
 		CacheTTL:          cfg.ProjectCacheTTL,
-		Now:               cfg.Clock,
+		Now:               o.clock,
 	}); err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
 	if s.webhooks, err = newWebhooks(cfg.Webhooks, s.projects, logger, s.registry); err != nil {
 		return nil, err
 	}
+	undo = append(undo, func() { _ = s.webhooks.close(context.Background()) })
+
+	// The backend and the affinity manager refer to each other: the
+	// backend reports fenced writes to the manager, the manager hands the
+	// documents it lost back to the backend. The backend is built first,
+	// with a report that reaches the manager built right after it; neither
+	// calls the other before Start.
+	var mgr *affinity.Manager
 	bcfg := backend.Config{
-		OnRootChanged:      s.webhooks.rootChanged,
-		DB:                 s.db,
-		MaxChangesPerPack:  cfg.MaxChangesPerPack,
-		Logger:             logger,
-		Metrics:            backendMetrics,
-		SnapshotInterval:   cfg.SnapshotInterval,
-		SnapshotThreshold:  cfg.SnapshotThreshold,
-		MaxSizePerDocument: cfg.MaxSizePerDocument,
-		DocumentCacheBytes: cfg.DocumentCacheBytes,
-		Projects:           s.projects,
+		OnRootChanged:       s.webhooks.rootChanged,
+		DB:                  s.db,
+		MaxChangesPerPack:   cfg.MaxChangesPerPack,
+		Logger:              logger,
+		Metrics:             backendMetrics,
+		SnapshotInterval:    cfg.SnapshotInterval,
+		SnapshotThreshold:   cfg.SnapshotThreshold,
+		MaxSizePerDocument:  cfg.MaxSizePerDocument,
+		DocumentCacheBytes:  cfg.DocumentCacheBytes,
+		SizeHardLimitFactor: cfg.SizeHardLimitFactor,
+		Projects:            s.projects,
 	}
-	bcfg.SizeHardLimitFactor = cfg.SizeHardLimitFactor
-	if s.clustered() {
-		if err := s.checkCluster(); err != nil {
-			return nil, err
-		}
+	if o.router == nil {
 		bcfg.OnFenced = func(_ string, name backend.DocName) {
-			if mgr := s.Affinity(); mgr != nil {
-				ctx, cancel := context.WithTimeout(context.Background(), fencedReleaseTimeout)
-				defer cancel()
-				mgr.Fenced(ctx, project.ScopedKey(name.Project, name.Key))
-			}
+			ctx, cancel := context.WithTimeout(context.Background(), fencedReleaseTimeout)
+			defer cancel()
+			mgr.Fenced(ctx, project.ScopedKey(name.Project, name.Key))
 		}
 	}
-	b, err := backend.New(bcfg)
-	if err != nil {
+	if s.backend, err = backend.New(bcfg); err != nil {
 		return nil, fmt.Errorf("server: create backend: %w", err)
 	}
-	s.backend = b
-	channelMetrics, err := channel.NewMetrics(s.registry)
-	if err != nil {
-		return nil, fmt.Errorf("server: %w", err)
-	}
-	s.tracker = housekeeping.NewTracker()
-	s.channels = channel.New(channel.Config{
-		SessionTTL:      cfg.ChannelSessionTTL,
-		MaxPayloadBytes: cfg.ChannelMaxPayloadBytes,
-		Logger:          logger,
-		Metrics:         channelMetrics,
-	})
-	s.health = grpchealth.NewStaticChecker(v1connect.YorkieServiceName)
+	undo = append(undo, func() { _ = s.backend.Close(context.Background()) })
 
+	var router *routing.Router
+	if o.router != nil {
+		s.routes, s.cluster = o.router, staged{}
+	} else {
+		j, err := s.newCluster(ctx)
+		if err != nil {
+			return nil, err
+		}
+		undo = append(undo, func() { _ = j.close() })
+		mgr, router, s.peers = j.mgr, j.router, j.peers
+		s.mgr, s.routes, s.cluster = j.mgr, j.router, j
+	}
+
+	s.tracker = housekeeping.NewTracker()
+	s.health = grpchealth.NewStaticChecker(v1connect.YorkieServiceName)
+	var forwarded func(http.Header) bool
+	if router != nil {
+		forwarded = func(h http.Header) bool { return forwardedBy(h, router.Authentic) }
+	}
+	if s.service, err = rpc.New(rpc.Config{
+		Backend:         s.backend,
+		Logger:          logger,
+		Registerer:      s.registry,
+		MaxRequestBytes: cfg.MaxRequestBytes,
+		Router:          s.routes,
+		Limits:          cfg.Limits,
+		Activity:        s.tracker,
+		Channels:        s.channels,
+		Codecs:          jsonCodecs(cfg.DisableFastJSON),
+		Projects:        s.projects,
+		Auth:            s.webhooks.rpcAuth(forwarded),
+		Upstream:        s.upstream,
+	}); err != nil {
+		return nil, fmt.Errorf("server: create rpc service: %w", err)
+	}
+	if s.house, err = s.newHousekeeper(o); err != nil {
+		return nil, err
+	}
 	if s.admin, err = admin.New(admin.Config{
 		Settings: cfg.Admin, DB: s.db, Logger: logger, Registerer: s.registry,
 		Interceptors:                     []connect.Interceptor{s.upstream.Interceptor(false)},
@@ -389,60 +282,61 @@ func New(cfg Config) (*Server, error) {
 			s.projects.Updated(p)
 		},
 		Compactor: compactor{s},
-		Owners:    adminOwners{s},
-		Revisions: revisionRestorer{s},
+		Owners:    s.service.AdminOwners(),
+		Revisions: s.service,
 	}); err != nil {
-		s.channels.Close()
 		return nil, fmt.Errorf("server: %w", err)
 	}
-	if cfg.ProfilingPort >= 0 {
-		if err := s.newProfilingServer(); err != nil {
-			s.channels.Close()
+
+	rpcPort, err := s.newRPCPort(router)
+	if err != nil {
+		return nil, err
+	}
+	s.ports = append(s.ports, &boundPort{name: "rpc", port: rpcPort, ln: rpcLn, onFail: s.fail})
+	if profLn != nil {
+		prof, err := s.newProfilingPort()
+		if err != nil {
 			return nil, err
 		}
+		s.ports = append(s.ports, &boundPort{name: "profiling", port: prof, ln: profLn})
 	}
 	return s, nil
 }
 
-// channelSessions lists the channel sessions of this node for the metrics
-// (none before the channel manager exists).
-func (s *Server) channelSessions() []channel.KeySessions {
-	if s.channels == nil {
-		return nil
+// bind opens the RPC port and, unless it is disabled, the profiling port,
+// or takes the listeners WithListeners gave.
+func (s *Server) bind(ctx context.Context, o options) (rpcLn, profLn net.Listener, err error) {
+	var lc net.ListenConfig
+	cfg := s.cfg
+	rpcLn = o.rpcListener
+	if rpcLn == nil {
+		if rpcLn, err = lc.Listen(ctx, "tcp", net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.RPCPort))); err != nil {
+			return nil, nil, fmt.Errorf("server: listen rpc port: %w", err)
+		}
 	}
-	return s.channels.Sessions()
+	if cfg.ProfilingPort < 0 {
+		return rpcLn, nil, nil
+	}
+	profLn = o.profilingListener
+	if profLn == nil {
+		profHost := cfg.ProfilingHost
+		if profHost == "" {
+			profHost = cfg.Host
+		}
+		if profLn, err = lc.Listen(ctx, "tcp", net.JoinHostPort(profHost, strconv.Itoa(cfg.ProfilingPort))); err != nil {
+			_ = rpcLn.Close()
+			return nil, nil, fmt.Errorf("server: listen profiling port: %w", err)
+		}
+	}
+	return rpcLn, profLn, nil
 }
 
-// clustered reports whether the node joins a cluster: it does unless a test
-// stages routing with Config.Router.
-func (s *Server) clustered() bool { return s.cfg.Router == nil }
-
-// newRPC builds what serves the RPC port once routing exists: the
-// YorkieService, in a cluster the node-to-node service, and housekeeping.
-func (s *Server) newRPC(router rpc.Router) error {
-	cfg, logger := s.cfg, s.logger
-	svc, err := rpc.New(rpc.Config{
-		Backend:         s.backend,
-		Logger:          logger,
-		Registerer:      s.registry,
-		MaxRequestBytes: cfg.MaxRequestBytes,
-		Router:          router,
-		Limits:          cfg.Limits,
-		Activity:        s.tracker,
-		Channels:        s.channels,
-		Codecs:          jsonCodecs(cfg.DisableFastJSON),
-		Projects:        s.projects,
-		Auth:            s.webhooks.rpcAuth(s.forwarded()),
-		Upstream:        s.upstream,
-	})
-	if err != nil {
-		return fmt.Errorf("server: create rpc service: %w", err)
-	}
-	s.service = svc
-	if err := s.newHousekeeper(svc); err != nil {
-		return err
-	}
-
+// newRPCPort builds what serves the RPC port: the YorkieService, in a
+// cluster the node-to-node service, the AdminService, health checks and the
+// dashboard, behind the request bounds and CORS, over net/http or the fast
+// HTTP/1.1 loop.
+func (s *Server) newRPCPort(router *routing.Router) (port, error) {
+	cfg, logger, svc := s.cfg, s.logger, s.service
 	mux := http.NewServeMux()
 	path, yorkieHandler := svc.Handler()
 	mux.Handle(path, yorkieHandler)
@@ -452,23 +346,24 @@ func (s *Server) newRPC(router rpc.Router) error {
 	if cfg.DashboardDir != "" {
 		dash, err := dashboardHandler(cfg.DashboardDir)
 		if err != nil {
-			return fmt.Errorf("server: %w", err)
+			return nil, fmt.Errorf("server: %w", err)
 		}
 		mux.Handle(dashboardPrefix, dash)
 		mux.Handle("GET /dashboard", dash)
 	}
 	// Every body is bounded, after decompression, before any handler runs.
 	bounds := rpc.Bounds{
-		Rules:           []rpc.BoundRule{{Prefix: path, MaxBytes: cfg.MaxRequestBytes}},
-		ReadBodyTimeout: cfg.ReadBodyTimeout,
+		Rules:            []rpc.BoundRule{{Prefix: path, MaxBytes: cfg.MaxRequestBytes}},
+		ReadBodyTimeout:  cfg.ReadBodyTimeout,
+		MaxInflightBytes: cfg.MaxInflightRequestBytes,
 	}
-	if s.router != nil {
+	if router != nil {
 		csvc, err := rpc.NewCluster(rpc.ClusterConfig{
-			Backend: s.backend, Router: s.router, Authentic: s.router.Authentic, Logger: logger, FindProject: s.db.FindProjectByID,
+			Backend: s.backend, Router: router, Authentic: router.Authentic, Logger: logger, FindProject: s.db.FindProjectByID,
 			Service: svc, Upstream: s.upstream,
 		})
 		if err != nil {
-			return fmt.Errorf("server: create cluster service: %w", err)
+			return nil, fmt.Errorf("server: create cluster service: %w", err)
 		}
 		mux.Handle(csvc.Handler())
 		bounds.Rules = append(bounds.Rules, csvc.Bound())
@@ -486,36 +381,37 @@ func (s *Server) newRPC(router rpc.Router) error {
 		_, _ = w.Write([]byte("ok"))
 	})
 	bounded := rpc.BoundRequests(mux, bounds)
-	s.rpcServer = newHTTPServer(withAdminCORS(withCORS(bounded, cfg.AllowedOrigins, s.exposedHeaders()), bounded, cfg.AdminAllowedOrigins),
+	srv := newHTTPServer(withAdminCORS(withCORS(bounded, cfg.AllowedOrigins, s.exposedHeaders()), bounded, cfg.AdminAllowedOrigins),
 		logger, cfg.ReadHeaderTimeout)
 	if cfg.IdleTimeout > 0 {
-		s.rpcServer.IdleTimeout = cfg.IdleTimeout
+		srv.IdleTimeout = cfg.IdleTimeout
 	}
-	s.rpcPort = s.rpcServer
-	s.serveRPCOverTLS()
-	if s.rpcServer.TLSConfig != nil {
-		s.rpcPort = tlsPort{s.rpcServer}
+	var served port = srv
+	if s.rpcCerts != nil {
+		srv.TLSConfig = s.rpcCerts.ServerConfig(rpcNextProtos...)
+		srv.Protocols.SetHTTP2(true)
+		served = tlsPort{srv}
 	}
-	if !cfg.DisableFastHTTP1 {
-		fast, err := http1.New(http1.Config{
-			Fallback:        s.rpcServer,
-			Paths:           rpc.UnaryPaths(),
-			Logger:          logger,
-			MaxRequestBytes: cfg.MaxRequestBytes,
-			ReadBodyTimeout: cfg.ReadBodyTimeout,
-			Registerer:      s.registry,
-			TLS:             s.rpcServer.TLSConfig,
-		})
-		if err != nil {
-			return fmt.Errorf("server: %w", err)
-		}
-		s.rpcPort = fast
+	if cfg.DisableFastHTTP1 {
+		return served, nil
 	}
-	return nil
+	fast, err := http1.New(http1.Config{
+		Fallback:        srv,
+		Paths:           rpc.UnaryPaths(),
+		Logger:          logger,
+		MaxRequestBytes: cfg.MaxRequestBytes,
+		ReadBodyTimeout: cfg.ReadBodyTimeout,
+		Registerer:      s.registry,
+		TLS:             srv.TLSConfig,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	return fast, nil
 }
 
-// newProfilingServer builds the operators' port.
-func (s *Server) newProfilingServer() error {
+// newProfilingPort builds the operators' port.
+func (s *Server) newProfilingPort() (port, error) {
 	cfg, logger := s.cfg, s.logger
 	pmux := http.NewServeMux()
 	pmux.Handle("/metrics", promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{Registry: s.registry}))
@@ -523,7 +419,7 @@ func (s *Server) newProfilingServer() error {
 	// documents by key and show their content.
 	views, err := docview.New(docview.Config{Source: s.admin, Logger: logger, Registerer: s.registry})
 	if err != nil {
-		return fmt.Errorf("server: create document view: %w", err)
+		return nil, fmt.Errorf("server: create document view: %w", err)
 	}
 	views.Register(pmux)
 	if cfg.PprofEnabled {
@@ -533,22 +429,24 @@ func (s *Server) newProfilingServer() error {
 		pmux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 		pmux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	}
-	s.profilingServer = newHTTPServer(rpc.BoundRequests(pmux, rpc.Bounds{ReadBodyTimeout: cfg.ReadBodyTimeout}),
+	srv := newHTTPServer(rpc.BoundRequests(pmux, rpc.Bounds{ReadBodyTimeout: cfg.ReadBodyTimeout}),
 		logger, cfg.ReadHeaderTimeout)
-	if s.profilingCerts != nil {
-		s.profilingServer.TLSConfig = s.profilingCerts.ServerConfig("http/1.1")
+	if s.profilingCerts == nil {
+		return srv, nil
 	}
-	return nil
+	srv.TLSConfig = s.profilingCerts.ServerConfig("http/1.1")
+	return tlsPort{srv}, nil
 }
 
 // newHousekeeper builds the node's housekeeping: it deactivates clients as
 // DeactivateClient does, detaching at the owners first, and in a cluster
 // scans only while this node holds the housekeeping role.
-func (s *Server) newHousekeeper(svc *rpc.Service) error {
+func (s *Server) newHousekeeper(o options) (*housekeeping.Housekeeper, error) {
 	var role housekeeping.Role
 	if s.mgr != nil {
 		role = s.mgr
 	}
+	svc := s.service
 	h, err := housekeeping.New(housekeeping.Config{
 		Interval:            s.cfg.HousekeepingInterval,
 		DeactivateThreshold: s.cfg.ClientDeactivateThreshold,
@@ -565,10 +463,10 @@ func (s *Server) newHousekeeper(svc *rpc.Service) error {
 			return svc.Deactivate(project.NewContext(ctx, p), c.ID)
 		},
 		Role:       role,
-		Now:        s.cfg.Clock,
+		Now:        o.clock,
 		Logger:     s.logger,
 		Registerer: s.registry,
-		OnRun:      s.cfg.OnHousekeeping,
+		OnRun:      o.onHousekeeping,
 		Compaction: &housekeeping.Compaction{
 			MinChanges: s.cfg.HousekeepingCompactionMinChanges,
 			Documents:  s.db,
@@ -576,103 +474,18 @@ func (s *Server) newHousekeeper(svc *rpc.Service) error {
 		},
 	})
 	if err != nil {
-		return fmt.Errorf("server: %w", err)
+		return nil, fmt.Errorf("server: %w", err)
 	}
-	s.house = h
-	return nil
+	return h, nil
 }
 
 // exposedHeaders lists the response headers a browser page may read: the
 // owner's session key, which the redirect wrapper sends back.
 func (s *Server) exposedHeaders() []string {
-	if !s.clustered() {
+	if s.mgr == nil {
 		return nil
 	}
 	return []string{s.cfg.SessionKeyHeader}
-}
-
-// checkCluster validates the cluster settings and picks the session store;
-// Start joins the cluster once the RPC port is bound.
-func (s *Server) checkCluster() error {
-	cfg := &s.cfg
-	switch cfg.AffinityMode {
-	case "":
-		cfg.AffinityMode = routing.Forward
-	case routing.Forward, routing.Redirect:
-	default:
-		return fmt.Errorf("server: affinity mode %q: want %q or %q", cfg.AffinityMode, routing.Forward, routing.Redirect)
-	}
-	if cfg.SessionKeyHeader == "" {
-		cfg.SessionKeyHeader = routing.DefaultSessionKeyHeader
-	}
-	if cfg.AdvertiseAddr != "" {
-		if _, err := affinity.ParseSessionKey(affinity.SessionKey(cfg.AdvertiseAddr)); err != nil {
-			return fmt.Errorf("server: advertise address: %w", err)
-		}
-	}
-	s.store = cfg.SessionStore
-	if s.store == nil {
-		s.store = sessmemory.New(sessmemory.Config{Logger: s.logger})
-		s.ownStore = true
-		if cfg.NodeTTL == 0 {
-			// No other node shares this store, so none could take over: a short
-			// lease would only let a CPU-starved process drop its own documents.
-			cfg.NodeTTL = soloNodeTTL
-		}
-	}
-	return nil
-}
-
-// joinCluster registers the node in the session store under its advertised
-// address and builds the router on the membership it joined.
-func (s *Server) joinCluster(ctx context.Context, rpcAddr string) error {
-	advertise := s.cfg.AdvertiseAddr
-	if advertise == "" {
-		_, port, err := net.SplitHostPort(rpcAddr)
-		if err != nil {
-			return fmt.Errorf("server: bound address %q: %w", rpcAddr, err)
-		}
-		advertise = net.JoinHostPort("127.0.0.1", port)
-	}
-	secret := s.cfg.ClusterSecret
-	if secret == "" {
-		var err error
-		if secret, err = s.store.ClusterSecret(ctx); err != nil {
-			return fmt.Errorf("server: cluster secret: %w", err)
-		}
-	}
-	mgr, err := affinity.New(affinity.Config{
-		Store:         s.store,
-		AdvertiseAddr: advertise,
-		TTL:           s.cfg.NodeTTL,
-		OnLost:        routing.Lost(s.backend, s.channels, 0, s.logger),
-		Logger:        s.logger,
-		Registerer:    s.registry,
-	})
-	if err != nil {
-		return fmt.Errorf("server: %w", err)
-	}
-	if err := mgr.Start(ctx); err != nil {
-		return fmt.Errorf("server: join cluster: %w", err)
-	}
-	peers := routing.NewPeers(routing.PeersConfig{Secret: secret, Self: advertise, TLS: s.peerTLS})
-	router, err := routing.New(routing.Config{
-		Owners:     mgr,
-		Peers:      peers,
-		Backend:    s.backend,
-		Channels:   s.channels,
-		Mode:       s.cfg.AffinityMode,
-		Header:     s.cfg.SessionKeyHeader,
-		Secret:     secret,
-		Logger:     s.logger,
-		Registerer: s.registry,
-	})
-	if err != nil {
-		peers.Close()
-		return errors.Join(fmt.Errorf("server: %w", err), mgr.Stop(ctx))
-	}
-	s.mgr, s.router, s.peers = mgr, router, peers
-	return nil
 }
 
 // port is what serves a port: an http.Server, or an http1.Server in front
@@ -759,83 +572,38 @@ func registerBackendMetrics(reg prometheus.Registerer, m *backend.Metrics) error
 	return nil
 }
 
-// Start listens on the configured ports and serves in the background. It
-// returns once both ports accept connections.
+// Start joins the cluster and serves the bound ports in the background.
 func (s *Server) Start(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.started {
-		return errors.New("server: already started")
+		return errAlreadyStarted
 	}
-	rpcLn, err := s.listen(ctx, "tcp", net.JoinHostPort(s.cfg.Host, strconv.Itoa(s.cfg.RPCPort)))
-	if err != nil {
-		return fmt.Errorf("server: listen rpc port: %w", err)
-	}
-	var profLn net.Listener
-	if s.profilingServer != nil {
-		profHost := s.cfg.ProfilingHost
-		if profHost == "" {
-			profHost = s.cfg.Host
-		}
-		profLn, err = s.listen(ctx, "tcp", net.JoinHostPort(profHost, strconv.Itoa(s.cfg.ProfilingPort)))
-		if err != nil {
-			_ = rpcLn.Close()
-			return fmt.Errorf("server: listen profiling port: %w", err)
-		}
-		s.profilingAddr = profLn.Addr().String()
-		serveProfiling := s.profilingServer.Serve
-		if s.profilingServer.TLSConfig != nil {
-			serveProfiling = tlsPort{s.profilingServer}.Serve
-		}
-		s.serve(serveProfiling, profLn, "profiling", nil)
-	}
-	s.rpcAddr = rpcLn.Addr().String()
 	if err := s.admin.Start(ctx); err != nil {
-		_ = rpcLn.Close()
-		if profLn != nil {
-			_ = s.profilingServer.Close()
-		}
 		return fmt.Errorf("server: %w", err)
 	}
-	closePorts := func() {
-		_ = rpcLn.Close()
-		if profLn != nil {
-			_ = s.profilingServer.Close()
-		}
-	}
-	router := s.cfg.Router
-	if s.clustered() {
-		if err := s.joinCluster(ctx, s.rpcAddr); err != nil {
-			closePorts()
-			return err
-		}
-		router = s.router
-	}
-	if err := s.newRPC(router); err != nil {
-		closePorts()
-		if s.mgr != nil {
-			err = errors.Join(err, s.mgr.Stop(ctx))
-		}
+	if err := s.cluster.join(ctx); err != nil {
 		return err
 	}
-	s.serve(s.rpcPort.Serve, rpcLn, "rpc", s.fail)
+	for _, p := range s.ports {
+		s.serve(p)
+	}
 	s.house.Start()
 	s.started = true
 	s.logger.InfoContext(ctx, "server started", "rpc_addr", s.rpcAddr, "profiling_addr", s.profilingAddr)
 	return nil
 }
 
-// serve runs a server's Serve on ln until it is shut down; onFail, if set,
-// learns that it stopped for another reason.
-func (s *Server) serve(serve func(net.Listener) error, ln net.Listener, name string, onFail func(error)) {
+// serve runs a port until it is shut down.
+func (s *Server) serve(p *boundPort) {
 	s.serveDone.Add(1)
 	go func() {
 		defer s.serveDone.Done()
-		if err := serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			s.logger.Error("server stopped serving", "port", name, "error", err)
-			if onFail != nil {
+		if err := p.port.Serve(p.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.logger.Error("server stopped serving", "port", p.name, "error", err)
+			if p.onFail != nil {
 				// Shutdown waits for this goroutine.
-				go onFail(err)
+				go p.onFail(err)
 			}
 		}
 	}()
@@ -870,26 +638,18 @@ func (s *Server) Err() error {
 	}
 }
 
-// RPCAddr returns the host:port the RPC port is bound to ("" before Start).
-func (s *Server) RPCAddr() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.rpcAddr
-}
+// RPCAddr returns the host:port the RPC port is bound to.
+func (s *Server) RPCAddr() string { return s.rpcAddr }
 
-// ProfilingAddr returns the host:port of the profiling port ("" before Start
-// or when it is disabled).
-func (s *Server) ProfilingAddr() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.profilingAddr
-}
+// ProfilingAddr returns the host:port of the profiling port ("" when it is
+// disabled).
+func (s *Server) ProfilingAddr() string { return s.profilingAddr }
 
 // Registry returns the server's own Prometheus registry.
 func (s *Server) Registry() *prometheus.Registry { return s.registry }
 
-// Housekeeper returns the node's housekeeping (nil before Start), so tests
-// can run it at a moment they choose.
+// Housekeeper returns the node's housekeeping, so tests can run it at a
+// moment they choose.
 func (s *Server) Housekeeper() *housekeeping.Housekeeper { return s.house }
 
 // Backend returns the server's document logic, for tests and cluster wiring.
@@ -912,30 +672,22 @@ func (s *Server) shutdown(ctx context.Context) error {
 	var errs []error
 	// Write the activity seen here and hand the housekeeping role over
 	// while the node is still a member.
-	if s.house != nil {
-		if err := s.house.Stop(ctx); err != nil {
-			errs = append(errs, err)
-		}
+	if err := s.house.Stop(ctx); err != nil {
+		errs = append(errs, err)
 	}
-	if s.mgr != nil {
-		// Release the bindings first: by the time clients reconnect, their
-		// documents can be bound to another node.
-		if err := s.mgr.Stop(ctx); err != nil {
-			errs = append(errs, fmt.Errorf("leave cluster: %w", err))
-		}
+	// Release the bindings first: by the time clients reconnect, their
+	// documents can be bound to another node.
+	if err := s.cluster.leave(ctx); err != nil {
+		errs = append(errs, err)
 	}
-	if s.service != nil { // nil before Start
-		s.service.CloseStreams()
-		if err := s.rpcPort.Shutdown(ctx); err != nil {
-			errs = append(errs, fmt.Errorf("shut down rpc port: %w", err))
-			_ = s.rpcPort.Close()
+	s.service.CloseStreams()
+	for _, p := range s.ports {
+		if err := p.port.Shutdown(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("shut down %s port: %w", p.name, err))
+			_ = p.port.Close()
 		}
-	}
-	if s.profilingServer != nil {
-		if err := s.profilingServer.Shutdown(ctx); err != nil {
-			errs = append(errs, fmt.Errorf("shut down profiling port: %w", err))
-			_ = s.profilingServer.Close()
-		}
+		// A port never served still holds its listener.
+		_ = p.ln.Close()
 	}
 	s.serveDone.Wait()
 	s.channels.Close()
@@ -950,25 +702,14 @@ func (s *Server) shutdown(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("close database: %w", err))
 		}
 	}
-	s.closeCluster(&errs)
+	if err := s.cluster.close(); err != nil {
+		errs = append(errs, err)
+	}
 	s.logger.InfoContext(ctx, "server stopped")
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("server: %w", err)
 	}
 	return nil
-}
-
-// closeCluster closes the peer connections and the session store if the
-// server made it.
-func (s *Server) closeCluster(errs *[]error) {
-	if s.peers != nil {
-		s.peers.Close()
-	}
-	if s.ownStore {
-		if err := s.store.Close(); err != nil {
-			*errs = append(*errs, fmt.Errorf("close session store: %w", err))
-		}
-	}
 }
 
 // errAborted is what Shutdown returns after Abort.
@@ -982,48 +723,21 @@ var errAborted = errors.New("server: aborted")
 func (s *Server) Abort() {
 	s.shutdownOnce.Do(func() {
 		s.shutdownErr = errAborted
-		if s.house != nil {
-			s.house.Abandon()
-		}
-		if s.mgr != nil {
-			s.mgr.Abandon()
-		}
-		if s.rpcPort != nil {
-			_ = s.rpcPort.Close()
-		}
-		if s.profilingServer != nil {
-			_ = s.profilingServer.Close()
+		s.house.Abandon()
+		s.cluster.abandon()
+		for _, p := range s.ports {
+			_ = p.port.Close()
+			_ = p.ln.Close()
 		}
 		s.serveDone.Wait()
 		s.channels.Close()
-		if s.store != nil {
-			_ = s.store.Close()
-		}
 		_ = s.backend.Close(context.Background())
 		canceled, cancel := context.WithCancel(context.Background())
 		cancel()
 		_ = s.webhooks.close(canceled)
-		if s.peers != nil {
-			s.peers.Close()
-		}
 	})
 }
 
-// Affinity returns the node's affinity manager (nil before Start or when
-// Config.Router replaces the cluster layer).
-func (s *Server) Affinity() *affinity.Manager {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.mgr
-}
-
-// forwarded tells the calls another node forwarded with the cluster secret;
-// nil when a test stages routing itself (no call is forwarded then). It is
-// asked for once the node has joined its cluster.
-func (s *Server) forwarded() func(http.Header) bool {
-	if s.router == nil {
-		return nil
-	}
-	r := s.router
-	return func(h http.Header) bool { return forwardedBy(h, r.Authentic) }
-}
+// Affinity returns the node's affinity manager (nil when WithRouter
+// replaces the cluster layer).
+func (s *Server) Affinity() *affinity.Manager { return s.mgr }

@@ -71,12 +71,3 @@ type tlsPort struct {
 func (p tlsPort) Serve(ln net.Listener) error {
 	return p.Server.Serve(tls.NewListener(ln, p.TLSConfig))
 }
-
-// serveRPCOverTLS makes the RPC port's servers speak TLS.
-func (s *Server) serveRPCOverTLS() {
-	if s.rpcCerts == nil {
-		return
-	}
-	s.rpcServer.TLSConfig = s.rpcCerts.ServerConfig(rpcNextProtos...)
-	s.rpcServer.Protocols.SetHTTP2(true)
-}

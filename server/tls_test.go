@@ -219,7 +219,7 @@ func TestTLSStartErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := server.Config{Host: "127.0.0.1"}
 			tc.cfg(&cfg)
-			_, err := server.New(cfg)
+			_, err := server.New(context.Background(), cfg)
 			require.Error(t, err)
 			if tc.is != nil {
 				assert.ErrorIs(t, err, tc.is)

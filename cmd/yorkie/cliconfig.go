@@ -194,21 +194,31 @@ func request[T any](s *adminSession, msg *T) (*connect.Request[T], error) {
 	return req, nil
 }
 
-// projectRequest wraps msg for a call about one project's documents: the
-// project is looked up with the token, and the call carries its secret key
-// (upstream's "Authorization: API-Key").
-func projectRequest[T any](ctx context.Context, s *adminSession, project string, msg *T) (*connect.Request[T], error) {
+// projectCall sends msg to one AdminService method about a project's
+// documents: the project is looked up with the session's token, and the
+// call carries its secret key (upstream's "Authorization: API-Key"). call is
+// the method, e.g. v1connect.AdminServiceClient.ListDocuments; errors name
+// what the call was for.
+func projectCall[Req, Res any](
+	ctx context.Context, s *adminSession, project string, msg *Req, what string,
+	call func(v1connect.AdminServiceClient, context.Context, *connect.Request[Req]) (*connect.Response[Res], error),
+) (*Res, error) {
 	get, err := request(s, &api.GetProjectRequest{Name: project})
 	if err != nil {
 		return nil, err
 	}
-	res, err := s.client.GetProject(ctx, get)
+	found, err := s.client.GetProject(ctx, get)
 	if err != nil {
 		return nil, fmt.Errorf("find project %q: %w", project, s.explain("GetProject", err))
 	}
 	req := connect.NewRequest(msg)
-	req.Header().Set("Authorization", "API-Key "+res.Msg.Project.SecretKey)
-	return req, nil
+	req.Header().Set("Authorization", "API-Key "+found.Msg.Project.SecretKey)
+	res, err := call(s.client, ctx, req)
+	if err != nil {
+		method := strings.TrimPrefix(fmt.Sprintf("%T", msg), "*v1.")
+		return nil, fmt.Errorf("%s: %w", what, s.explain(strings.TrimSuffix(method, "Request"), err))
+	}
+	return res.Msg, nil
 }
 
 // explain turns an AdminService method the server does not serve into an

@@ -46,11 +46,12 @@ func configSections() map[string]map[string]configKey {
 			"ReadHeaderTimeout": {flag: "rpc-read-header-timeout"},
 			"IdleTimeout":       {flag: "rpc-idle-timeout"},
 			// ours
-			"Addr":            {flag: "rpc-addr"},
-			"ReadBodyTimeout": {flag: "rpc-read-body-timeout"},
-			"MaxRequestBytes": {flag: "rpc-max-request-bytes"},
-			"FastHTTP1":       {flag: "rpc-fast-http1"},
-			"FastJSON":        {flag: "rpc-fast-json"},
+			"Addr":                    {flag: "rpc-addr"},
+			"ReadBodyTimeout":         {flag: "rpc-read-body-timeout"},
+			"MaxRequestBytes":         {flag: "rpc-max-request-bytes"},
+			"MaxInflightRequestBytes": {flag: "rpc-max-inflight-request-bytes"},
+			"FastHTTP1":               {flag: "rpc-fast-http1"},
+			"FastJSON":                {flag: "rpc-fast-json"},
 		},
 		"RPC.Auth": {
 			"GitHubClientID":            {flag: "auth-github-client-id"},

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
+	"github.com/yorkie-affinity/yorkie/api/yorkie/v1/v1connect"
 	"github.com/yorkie-affinity/yorkie/server/document"
 )
 
@@ -84,18 +85,14 @@ func (c *cli) documentListCommand() *cobra.Command {
 			}
 			ctx, cancel := callContext()
 			defer cancel()
-			req, err := projectRequest(ctx, s, args[0], &api.ListDocumentsRequest{
+			res, err := projectCall(ctx, s, args[0], &api.ListDocumentsRequest{
 				PreviousId: previousID, PageSize: pageSize, IsForward: forward, IncludeRoot: true,
-			})
+			}, "list documents", v1connect.AdminServiceClient.ListDocuments)
 			if err != nil {
 				return err
 			}
-			res, err := s.client.ListDocuments(ctx, req)
-			if err != nil {
-				return fmt.Errorf("list documents: %w", s.explain("ListDocuments", err))
-			}
-			docs := make([]*cliDocument, 0, len(res.Msg.Documents))
-			for _, d := range res.Msg.Documents {
+			docs := make([]*cliDocument, 0, len(res.Documents))
+			for _, d := range res.Documents {
 				docs = append(docs, toCLIDocument(d))
 			}
 			if c.output != tableOutput {
@@ -127,15 +124,12 @@ func (c *cli) documentCreateCommand() *cobra.Command {
 			}
 			ctx, cancel := callContext()
 			defer cancel()
-			req, err := projectRequest(ctx, s, args[0], &api.CreateDocumentRequest{DocumentKey: args[1], InitialRoot: root})
+			res, err := projectCall(ctx, s, args[0], &api.CreateDocumentRequest{DocumentKey: args[1], InitialRoot: root},
+				"create document", v1connect.AdminServiceClient.CreateDocument)
 			if err != nil {
 				return err
 			}
-			res, err := s.client.CreateDocument(ctx, req)
-			if err != nil {
-				return fmt.Errorf("create document: %w", s.explain("CreateDocument", err))
-			}
-			fmt.Fprintf(c.stdout, "Document created: %s (%s)\n", res.Msg.Document.GetKey(), res.Msg.Document.GetId())
+			fmt.Fprintf(c.stdout, "Document created: %s (%s)\n", res.Document.GetKey(), res.Document.GetId())
 			return nil
 		},
 	}
@@ -156,15 +150,12 @@ func (c *cli) documentUpdateCommand() *cobra.Command {
 			}
 			ctx, cancel := callContext()
 			defer cancel()
-			req, err := projectRequest(ctx, s, args[0], &api.UpdateDocumentRequest{DocumentKey: args[1], Root: root})
+			res, err := projectCall(ctx, s, args[0], &api.UpdateDocumentRequest{DocumentKey: args[1], Root: root},
+				"update document", v1connect.AdminServiceClient.UpdateDocument)
 			if err != nil {
 				return err
 			}
-			res, err := s.client.UpdateDocument(ctx, req)
-			if err != nil {
-				return fmt.Errorf("update document: %w", s.explain("UpdateDocument", err))
-			}
-			fmt.Fprintf(c.stdout, "Document updated: %s (%s)\n", res.Msg.Document.GetKey(), res.Msg.Document.GetId())
+			fmt.Fprintf(c.stdout, "Document updated: %s (%s)\n", res.Document.GetKey(), res.Document.GetId())
 			return nil
 		},
 	}
@@ -187,14 +178,9 @@ func (c *cli) documentRemoveCommand() *cobra.Command {
 			}
 			ctx, cancel := callContext()
 			defer cancel()
-			req, err := projectRequest(ctx, s, args[0], &api.RemoveDocumentByAdminRequest{DocumentKey: args[1], Force: force})
-			if err != nil {
-				return err
-			}
-			if _, err := s.client.RemoveDocumentByAdmin(ctx, req); err != nil {
-				return fmt.Errorf("remove document: %w", s.explain("RemoveDocumentByAdmin", err))
-			}
-			return nil
+			_, err = projectCall(ctx, s, args[0], &api.RemoveDocumentByAdminRequest{DocumentKey: args[1], Force: force},
+				"remove document", v1connect.AdminServiceClient.RemoveDocumentByAdmin)
+			return err
 		},
 	}
 	cmd.Flags().BoolVar(&force, "force", false, "remove the document even while clients are attached")
@@ -231,31 +217,24 @@ func (c *cli) historyCommand() *cobra.Command {
 			}
 			ctx, cancel := callContext()
 			defer cancel()
-			req, err := projectRequest(ctx, s, args[0], &api.ListChangesRequest{
+			res, err := projectCall(ctx, s, args[0], &api.ListChangesRequest{
 				DocumentKey: args[1], PreviousSeq: previousSeq, PageSize: pageSize, IsForward: forward,
-			})
+			}, "list changes", v1connect.AdminServiceClient.ListChanges)
 			if err != nil {
 				return err
 			}
-			res, err := s.client.ListChanges(ctx, req)
-			if err != nil {
-				return fmt.Errorf("list changes: %w", s.explain("ListChanges", err))
-			}
 			summaries := []changeSummary{}
-			if changes := res.Msg.Changes; len(changes) > 0 {
+			if changes := res.Changes; len(changes) > 0 {
 				first := changes[0].GetId().GetServerSeq()
 				for _, ch := range changes {
 					first = min(first, ch.GetId().GetServerSeq())
 				}
-				metaReq, err := projectRequest(ctx, s, args[0], &api.GetSnapshotMetaRequest{DocumentKey: args[1], ServerSeq: first - 1})
+				meta, err := projectCall(ctx, s, args[0], &api.GetSnapshotMetaRequest{DocumentKey: args[1], ServerSeq: first - 1},
+					fmt.Sprintf("get the snapshot before change %d", first), v1connect.AdminServiceClient.GetSnapshotMeta)
 				if err != nil {
 					return err
 				}
-				meta, err := s.client.GetSnapshotMeta(ctx, metaReq)
-				if err != nil {
-					return fmt.Errorf("get the snapshot before change %d: %w", first, s.explain("GetSnapshotMeta", err))
-				}
-				if summaries, err = replay(meta.Msg, changes); err != nil {
+				if summaries, err = replay(meta, changes); err != nil {
 					return err
 				}
 			}

@@ -21,7 +21,7 @@ const migrateUsage = `usage: yorkie migrate upstream --from-mongo-connection-uri
                                --mongo-connection-uri URI [--mongo-yorkie-database yorkie-meta] [--verify]
 
 Imports an upstream Yorkie 0.7.17 MongoDB database into this server's database:
-users, projects with their keys and settings, members, schemas, documents with their
+users, projects with their keys and settings, members, pending invites, schemas, documents with their
 whole history and snapshots, revisions, clients and their attachments with their
 checkpoints, all with upstream's IDs. The source is only read. Run it again to
 resume an interrupted import or to copy what changed since the last run.
@@ -118,8 +118,8 @@ func printReport(w io.Writer, r *migrate.Report) {
 	if r == nil {
 		return
 	}
-	fmt.Fprintf(w, "source: %d users, %d projects, %d members, %d schemas, %d documents (%d unchanged), %d revisions, %d clients (%d waiting for a failed document)\n",
-		r.Users, r.Projects, r.Members, r.Schemas, r.Documents, r.DocumentsUnchanged, r.Revisions, r.Clients, r.ClientsDeferred)
+	fmt.Fprintf(w, "source: %d users, %d projects, %d members, %d invites, %d schemas, %d documents (%d unchanged), %d revisions, %d clients (%d waiting for a failed document)\n",
+		r.Users, r.Projects, r.Members, r.Invites, r.Schemas, r.Documents, r.DocumentsUnchanged, r.Revisions, r.Clients, r.ClientsDeferred)
 	fmt.Fprintf(w, "changes copied: %d, placeholders for unstored presence-only changes: %d\n", r.ChangesCopied, r.Placeholders)
 	kinds := make([]string, 0, len(r.Written))
 	for k := range r.Written {

@@ -180,6 +180,9 @@ func TestServerFlagErrors(t *testing.T) {
 		{[]string{"--starrocks-dsn", "dsn"}, "--starrocks-dsn: this server writes no analytics to StarRocks"},
 		{[]string{"--kafka-addresses", "k:9092"}, "--kafka-addresses: this server publishes no analytics events to Kafka"},
 		{[]string{"--mongo-yorkie-database"}, "flag needs an argument"},
+		{[]string{"--rpc-max-inflight-request-bytes", "0"}, "--rpc-max-inflight-request-bytes 0: want at least twice --rpc-max-request-bytes (67108864)"},
+		{[]string{"--rpc-max-request-bytes", "1000", "--rpc-max-inflight-request-bytes", "1999"}, "want at least twice --rpc-max-request-bytes (2000)"},
+		{[]string{"--rpc-max-request-bytes", "0"}, "--rpc-max-request-bytes must be positive"},
 	} {
 		var stdout, stderr bytes.Buffer
 		assert.Equal(t, 2, run(append([]string{"server"}, tc.args...), &stdout, &stderr), "%v", tc.args)

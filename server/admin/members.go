@@ -3,9 +3,7 @@ package admin
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/base64"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"time"
@@ -41,12 +39,6 @@ func grantableRole(s string) (database.MemberRole, error) {
 		err = errors.New("role owner: the owner is the user who created the project; grant admin or member")
 	}
 	return r, err
-}
-
-// inviteDigest is what the database keeps of an invite token.
-func inviteDigest(token string) string {
-	sum := sha256.Sum256([]byte(token))
-	return hex.EncodeToString(sum[:])
 }
 
 // ListMembers lists the project's owner, then its members, oldest first;
@@ -161,7 +153,7 @@ func (s *Service) CreateInvite(ctx context.Context, req *connect.Request[api.Cre
 	token := base64.RawURLEncoding.EncodeToString(b[:])
 	now := s.cfg.Now().UTC().Truncate(time.Millisecond)
 	if err := s.db.CreateInvite(ctx, &database.InviteInfo{
-		TokenHash: inviteDigest(token), ProjectID: c.Project.ID, Role: role,
+		TokenHash: database.InviteTokenHash(token), ProjectID: c.Project.ID, Role: role,
 		CreatedBy: c.User.ID, CreatedAt: now, ExpiresAt: now.Add(life),
 	}); err != nil {
 		return nil, s.toConnect(ctx, err)
@@ -179,11 +171,11 @@ func (s *Service) AcceptInvite(ctx context.Context, req *connect.Request[api.Acc
 	if req.Msg.Token == "" {
 		return nil, invalidArgument(errors.New("no invite token"))
 	}
-	inv, err := s.db.FindInvite(ctx, inviteDigest(req.Msg.Token))
+	inv, err := s.db.FindInvite(ctx, database.InviteTokenHash(req.Msg.Token))
 	if err != nil {
 		return nil, s.toConnect(ctx, err)
 	}
-	if !s.cfg.Now().Before(inv.ExpiresAt) {
+	if !inv.ExpiresAt.IsZero() && !s.cfg.Now().Before(inv.ExpiresAt) {
 		return nil, newError(connect.CodeInvalidArgument, CodeInviteExpired, errors.New("the invite has expired"))
 	}
 	p, err := s.db.FindProjectByID(ctx, inv.ProjectID)

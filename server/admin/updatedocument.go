@@ -8,7 +8,6 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
-	"github.com/yorkie-affinity/yorkie/server/backend"
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
 	"github.com/yorkie-affinity/yorkie/server/yson"
 )
@@ -18,9 +17,19 @@ const (
 	CodeInvalidSchemaKey = "ErrInvalidSchemaKey"
 )
 
+// DocumentUpdate is an admin's UpdateDocument as the document's owner gets
+// it: the root's members as YSON (empty: the root stays) and, when
+// SetSchema, the schema key to bind ("" detaches the schema). The root is
+// sent as text so that a node relaying it to the owner sends what it got.
+type DocumentUpdate struct {
+	Root      string
+	SetSchema bool
+	SchemaKey string
+}
+
 // documentUpdater is the owner side of UpdateDocument (rpc.AdminOwners).
 type documentUpdater interface {
-	UpdateDocument(ctx context.Context, p *database.ProjectInfo, doc *database.DocInfo, u backend.DocumentUpdate) (*api.DocumentSummary, error)
+	UpdateDocument(ctx context.Context, p *database.ProjectInfo, doc *database.DocInfo, u DocumentUpdate) (*api.DocumentSummary, error)
 }
 
 // UpdateDocument sets members of a document's root from YSON and/or
@@ -36,9 +45,11 @@ func (s *Service) UpdateDocument(ctx context.Context, req *connect.Request[api.U
 		return nil, err
 	}
 	m := req.Msg
-	u := backend.DocumentUpdate{SetSchema: m.GetSchemaKey() != "" || m.GetRoot() == "", SchemaKey: m.GetSchemaKey()}
-	if m.GetRoot() != "" {
-		if u.Root, err = yson.ParseObject(m.GetRoot()); err != nil {
+	u := DocumentUpdate{Root: m.GetRoot(), SetSchema: m.GetSchemaKey() != "" || m.GetRoot() == "", SchemaKey: m.GetSchemaKey()}
+	if u.Root != "" {
+		// Checked here too, so a malformed root is refused before any
+		// owner is looked for.
+		if _, err := yson.ParseObject(u.Root); err != nil {
 			return nil, invalidArgument(err)
 		}
 	}

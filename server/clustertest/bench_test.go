@@ -71,9 +71,8 @@ func micros(d time.Duration) float64 { return float64(d) / float64(time.Microsec
 // so machine noise hits both alike; the ratio of their medians is the price
 // of affinity on the owner's hot path. ns/op is one round of both calls.
 func BenchmarkPushPullAffinityCost(b *testing.B) {
-	plain := servertest.Start(b, func(cfg *server.Config) {
+	plain := servertest.StartWith(b, []server.Option{server.WithRouter(servertest.OwnerRouter(0))}, func(cfg *server.Config) {
 		cfg.ProfilingPort = -1
-		cfg.Router = servertest.OwnerRouter(0)
 	})
 	c := clustertest.Start(b, 3)
 	docKey := wire.UniqueKey(b, "doc")

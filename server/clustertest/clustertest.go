@@ -50,6 +50,7 @@ type options struct {
 	mode    routing.Mode
 	ttl     time.Duration
 	configs []func(i int, cfg *server.Config)
+	seams   []func(i int) []server.Option
 }
 
 // WithMode sets the affinity mode of every node (default routing.Forward).
@@ -68,6 +69,12 @@ func WithNodeTTL(ttl time.Duration) Option {
 // mode and the TTL first, so f may override them.
 func WithConfig(f func(i int, cfg *server.Config)) Option {
 	return func(o *options) { o.configs = append(o.configs, f) }
+}
+
+// WithSeams builds every node with the test seams f returns (say,
+// server.WithClock); i is the node's index.
+func WithSeams(f func(i int) []server.Option) Option {
+	return func(o *options) { o.seams = append(o.seams, f) }
 }
 
 // Cluster is a set of in-process nodes sharing one session store and one
@@ -132,12 +139,17 @@ func (c *Cluster) Add() *Node {
 	for _, f := range c.opts.configs {
 		f(i, &cfg)
 	}
-	srv, err := server.New(cfg)
+	var seams []server.Option
+	for _, f := range c.opts.seams {
+		seams = append(seams, f(i)...)
+	}
+	srv, err := server.New(context.Background(), cfg, seams...)
 	if err != nil {
 		_ = client.Close()
 		c.t.Fatalf("create node %d: %v", i, err)
 	}
 	if err := srv.Start(context.Background()); err != nil {
+		_ = srv.Shutdown(context.Background())
 		_ = client.Close()
 		c.t.Fatalf("start node %d: %v", i, err)
 	}

@@ -135,9 +135,10 @@ func TestHousekeepingRunsOnOneNodeAtATime(t *testing.T) {
 	log := newRunLog()
 	// A long lease: a CPU-starved node must not lose the role by a stall;
 	// the handover below goes through a graceful shutdown.
-	c := clustertest.Start(t, 3, clustertest.WithNodeTTL(time.Minute), clustertest.WithConfig(func(i int, cfg *server.Config) {
+	c := clustertest.Start(t, 3, clustertest.WithNodeTTL(time.Minute), clustertest.WithConfig(func(_ int, cfg *server.Config) {
 		cfg.HousekeepingInterval = 5 * time.Millisecond
-		cfg.OnHousekeeping = func(r housekeeping.Report) { log.record(i, r) }
+	}), clustertest.WithSeams(func(i int) []server.Option {
+		return []server.Option{server.WithHousekeepingReports(func(r housekeeping.Report) { log.record(i, r) })}
 	}))
 
 	runs := log.waitFor(t, "five runs on every node", 0, everyNodeRan([]int{0, 1, 2}, 5))
@@ -198,8 +199,7 @@ func TestHousekeepingDetachesAtTheOwner(t *testing.T) {
 	c := clustertest.Start(t, 2, clustertest.WithNodeTTL(time.Minute), clustertest.WithConfig(func(_ int, cfg *server.Config) {
 		cfg.ClientDeactivateThreshold = time.Second
 		cfg.HousekeepingInterval = time.Hour // runs only when the test says
-		cfg.Clock = clock.Now
-	}))
+	}), clustertest.WithSeams(func(int) []server.Option { return []server.Option{server.WithClock(clock.Now)} }))
 	docKey := wire.UniqueKey(t, "doc")
 	idle := newReplicaOn(t, c.Node(0))
 	idle.MustAttach(docKey)

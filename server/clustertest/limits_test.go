@@ -60,9 +60,8 @@ func TestProjectLimitsAreCountedAtTheOwner(t *testing.T) {
 		t.Run(string(mode), func(t *testing.T) {
 			clock := &testclock.Clock{}
 			c := clustertest.Start(t, 2, clustertest.WithMode(mode), clustertest.WithConfig(func(_ int, cfg *server.Config) {
-				cfg.Clock = clock.Now
 				cfg.ProjectCacheTTL = projectCacheTTL
-			}))
+			}), clustertest.WithSeams(func(int) []server.Option { return []server.Option{server.WithClock(clock.Now)} }))
 			docKey := wire.UniqueKey(t, "limited")
 			first := wire.NewReplica(t, c.Node(0).ConnectJSON())
 			resp, err := first.Attach(wire.Context(t), docKey)

@@ -15,6 +15,7 @@ import (
 
 	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
 	"github.com/yorkie-affinity/yorkie/server/document/crdt"
+	"github.com/yorkie-affinity/yorkie/test/testenv"
 )
 
 // textRun is one seeded run of testdata/text_sdk.cjs: the changes in server order, the
@@ -50,25 +51,16 @@ type textSDKState struct {
 }
 
 // runSDK runs the text generator with the real SDK; without Node or the SDK installed the
-// test is skipped, unless YORKIE_TEST_REQUIRE_SERVERS=1 says it must run.
+// test is skipped, or fails where the servers are required (testenv).
 func runSDK(t *testing.T, script string, input any) []byte {
 	t.Helper()
-	missing := func(why string) {
-		if os.Getenv("YORKIE_TEST_REQUIRE_SERVERS") == "1" {
-			t.Fatalf("the SDK differential test cannot run: %s", why)
-		}
-		t.Skipf("skipping the SDK differential test: %s", why)
-	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		missing("node not found")
-	}
+	node := testenv.LookBinary(t, "node")
 	modules, err := filepath.Abs(filepath.Join("..", "..", "test", "e2e", "node_modules"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(filepath.Join(modules, "@yorkie-js", "sdk")); err != nil {
-		missing("run npm ci in test/e2e")
+		testenv.Unavailable(t, "the SDK differential test needs the SDK: run npm ci in test/e2e")
 	}
 	arg, err := json.Marshal(input)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.mongodb.org/mongo-driver/bson"
 
 	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
@@ -163,4 +164,40 @@ func TestCatchUpRefusesADocumentThatDiverged(t *testing.T) {
 	info, err := target.FindDocument(ctx, database.DefaultProjectID, docID)
 	require.NoError(t, err)
 	require.EqualValues(t, 11, info.ServerSeq, "this server's change stays")
+}
+
+// A source that returns a document's changes out of server_seq order (not
+// upstream's insertion order) still imports it whole: the pass leaves that
+// document, and it is read again by itself, sorted.
+func TestImportsChangesStoredOutOfOrder(t *testing.T) {
+	g, im, target, ctx := generatedEnv(t, 3, 30)
+	changes := g.db.Collection("changes")
+	cur, err := changes.Find(ctx, bson.D{{Key: "doc_id", Value: g.docs[1]}})
+	require.NoError(t, err)
+	var rows []bson.D
+	require.NoError(t, cur.All(ctx, &rows))
+	require.Len(t, rows, 30)
+	_, err = changes.DeleteMany(ctx, bson.D{{Key: "doc_id", Value: g.docs[1]}})
+	require.NoError(t, err)
+	reversed := make([]any, 0, len(rows))
+	for i := len(rows) - 1; i >= 0; i-- {
+		reversed = append(reversed, rows[i])
+	}
+	_, err = changes.InsertMany(ctx, reversed)
+	require.NoError(t, err)
+
+	rep, err := im.Run(ctx)
+	require.NoError(t, err)
+	require.EqualValues(t, 90, rep.ChangesCopied)
+	require.Zero(t, rep.Placeholders)
+	got, err := target.FindChanges(ctx, g.docs[1].Hex(), 1, 30)
+	require.NoError(t, err)
+	require.Len(t, got, 30)
+	for i, c := range got {
+		require.EqualValues(t, i+1, c.ServerSeq)
+		require.EqualValues(t, i+1, c.ClientSeq)
+	}
+	v, err := im.Verify(ctx)
+	require.NoError(t, err)
+	require.Empty(t, v.Differences)
 }

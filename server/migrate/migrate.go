@@ -55,7 +55,7 @@ type Config struct {
 
 // Report counts what a run saw and wrote.
 type Report struct {
-	Projects, Users, Members, Schemas, Documents, Revisions, Clients int
+	Projects, Users, Members, Invites, Schemas, Documents, Revisions, Clients int
 	// Written counts the records a run created or changed, by kind; a run
 	// over an unchanged source writes nothing.
 	Written map[string]int
@@ -137,6 +137,9 @@ func (im *Importer) Run(ctx context.Context) (*Report, error) {
 	if err := im.importMembers(ctx, r); err != nil {
 		return r, err
 	}
+	if err := im.importInvites(ctx, r); err != nil {
+		return r, err
+	}
 	if err := im.importSchemas(ctx, r); err != nil {
 		return r, err
 	}
@@ -158,7 +161,11 @@ func (im *Importer) Run(ctx context.Context) (*Report, error) {
 
 // each decodes every row of a collection matching filter, in _id order.
 func each[T any](ctx context.Context, col *mongo.Collection, filter bson.D, sortBy bson.D, fn func(*T, bson.Raw) error) error {
-	cur, err := col.Find(ctx, filter, options.Find().SetSort(sortBy))
+	opts := options.Find()
+	if len(sortBy) > 0 {
+		opts.SetSort(sortBy)
+	}
+	cur, err := col.Find(ctx, filter, opts)
 	if err != nil {
 		return fmt.Errorf("read %s: %w", col.Name(), err)
 	}
@@ -235,6 +242,39 @@ func (im *Importer) importMembers(ctx context.Context, r *Report) error {
 	})
 }
 
+// importInvites imports the projects' pending invites, so that a token
+// handed out upstream is accepted here. Upstream keeps the token, this
+// server its digest; an expired invite is copied too (it is refused as
+// upstream refuses it, until upstream's cleanup would have removed it).
+func (im *Importer) importInvites(ctx context.Context, r *Report) error {
+	return each(ctx, im.src.Collection("invites"), bson.D{}, byID, func(v *upInvite, raw bson.Raw) error {
+		r.Invites++
+		role, err := database.ParseMemberRole(v.Role)
+		if err == nil && role == database.RoleOwner {
+			err = errors.New("an invite cannot grant the owner role")
+		}
+		if err == nil && v.Token == "" {
+			err = errors.New("no token")
+		}
+		if err != nil {
+			return fmt.Errorf("invite %s to project %s: %w: %w", v.ID.Hex(), v.ProjectID.Hex(), ErrAnotherLayout, err)
+		}
+		inv := &database.InviteInfo{
+			TokenHash: database.InviteTokenHash(v.Token), ProjectID: v.ProjectID.Hex(), Role: role,
+			CreatedBy: v.CreatedBy.Hex(), CreatedAt: v.CreatedAt,
+		}
+		if v.ExpiresAt != nil {
+			inv.ExpiresAt = *v.ExpiresAt
+		}
+		w, err := im.cfg.Target.ImportInvite(ctx, inv, sourceMark(raw))
+		if err != nil {
+			return fmt.Errorf("invite %s to project %s: %w", v.ID.Hex(), v.ProjectID.Hex(), err)
+		}
+		r.count("invites", w)
+		return nil
+	})
+}
+
 // importSchemas imports the projects' schemas with their IDs.
 func (im *Importer) importSchemas(ctx context.Context, r *Report) error {
 	return each(ctx, im.src.Collection("schemas"), bson.D{}, byID, func(s *upSchema, raw bson.Raw) error {
@@ -261,7 +301,10 @@ func (r *Report) count(kind string, written bool) {
 }
 
 // importDocuments imports every document and returns whether each is
-// complete in the target, by ID.
+// complete in the target, by ID. The documents that changed since the last
+// run get their new changes from one pass over the source's changes, and
+// their snapshots from one pass over its snapshots; then each is completed
+// and published in turn.
 func (im *Importer) importDocuments(ctx context.Context, r *Report) (map[primitive.ObjectID]bool, error) {
 	var docs []*upDocument
 	err := each(ctx, im.src.Collection("documents"), bson.D{}, byID, func(d *upDocument, _ bson.Raw) error {
@@ -278,113 +321,108 @@ func (im *Importer) importDocuments(ctx context.Context, r *Report) (map[primiti
 	prog := newProgress(im.cfg.Progress, im.cfg.ProgressEvery, docs)
 	defer prog.finish()
 	done := make(map[primitive.ObjectID]bool, len(docs))
+	fail := func(d *upDocument, err error) {
+		im.log.Error("document not imported", "document", d.Key, "id", d.ID.Hex(), "error", err)
+		r.Failures = append(r.Failures, fmt.Errorf("%s: %w", d.name(), err))
+		done[d.ID] = false
+	}
+
+	// Which documents have work, and from where.
+	var work, withChanges []*docWork
 	for _, d := range docs {
 		r.Documents++
-		err := im.importDocument(ctx, d, marks, r, prog)
-		prog.docDone(d.ServerSeq)
+		w, err := im.startDocument(ctx, d, marks, r, prog)
 		if err != nil {
 			if ctx.Err() != nil {
 				return done, ctx.Err()
 			}
-			im.log.Error("document not imported", "document", d.Key, "id", d.ID.Hex(), "error", err)
-			r.Failures = append(r.Failures, fmt.Errorf("%s: %w", d.name(), err))
-			done[d.ID] = false
+			prog.docDone(d.ServerSeq)
+			fail(d, err)
 			continue
 		}
-		done[d.ID] = true
+		if w == nil {
+			prog.docDone(d.ServerSeq)
+			done[d.ID] = true
+			continue
+		}
+		work = append(work, w)
+		if w.head < d.ServerSeq {
+			withChanges = append(withChanges, w)
+		}
+	}
+	if len(withChanges) > 0 {
+		if err := im.copyChanges(ctx, withChanges, prog); err != nil {
+			return done, err
+		}
+	}
+	if len(work) > 0 {
+		if err := im.readSnapshotHeads(ctx, work); err != nil {
+			return done, err
+		}
+	}
+	for _, w := range work {
+		err := w.err
+		if err == nil {
+			err = im.finishDocument(ctx, w, r)
+		}
+		prog.docDone(w.d.ServerSeq)
+		if err != nil {
+			if ctx.Err() != nil {
+				return done, ctx.Err()
+			}
+			fail(w.d, err)
+			continue
+		}
+		done[w.d.ID] = true
 	}
 	return done, nil
 }
 
-// maxHeldBytes bounds the changes of one document converted in memory
-// before any is written: beyond it, the rest are checked in a first pass
-// and written in a second, so a change that does not decode still leaves
-// nothing of the document written.
-const maxHeldBytes = 32 << 20
-
-// importDocument brings one document up to the source's state.
-func (im *Importer) importDocument(ctx context.Context, d *upDocument, marks map[string]ymongo.ImportMark, r *Report, prog *progress) error {
-	t := im.cfg.Target
+// startDocument returns the work of bringing the document up to the
+// source's state, or nil if the target has it in that state already.
+func (im *Importer) startDocument(ctx context.Context, d *upDocument, marks map[string]ymongo.ImportMark, r *Report, prog *progress) (*docWork, error) {
 	docID := d.ID.Hex()
 	want := ymongo.ImportMark{SourceServerSeq: d.ServerSeq, SourceUpdatedAt: d.UpdatedAt.UTC().Truncate(time.Millisecond), SourceRemoved: !d.RemovedAt.IsZero()}
 	mark, marked := marks[docID]
 	if marked && mark == want {
 		r.DocumentsUnchanged++
-		return nil
+		return nil, nil
 	}
-	head, err := t.ImportedDocument(ctx, docID)
+	head, err := im.cfg.Target.ImportedDocument(ctx, docID)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if marked && head != mark.SourceServerSeq {
 		// A server numbered changes of its own after the last import.
-		return fmt.Errorf("this server wrote its changes up to server_seq %d after the import of %d: %w", head, mark.SourceServerSeq, ymongo.ErrImportDiverged)
+		return nil, fmt.Errorf("this server wrote its changes up to server_seq %d after the import of %d: %w", head, mark.SourceServerSeq, ymongo.ErrImportDiverged)
 	}
 	if head > d.ServerSeq {
-		return fmt.Errorf("the log here ends at server_seq %d, past the source's %d: %w", head, d.ServerSeq, ymongo.ErrImportDiverged)
+		return nil, fmt.Errorf("the log here ends at server_seq %d, past the source's %d: %w", head, d.ServerSeq, ymongo.ErrImportDiverged)
 	}
+	return &docWork{d: d, head: head, w: &logWriter{t: im.cfg.Target, docID: docID, next: head + 1, prog: prog}}, nil
+}
 
-	if head < d.ServerSeq {
-		// Upstream's index of changes is (doc_id, project_id, server_seq).
-		filter := bson.D{
-			{Key: "doc_id", Value: d.ID},
-			{Key: "project_id", Value: d.ProjectID},
-			{Key: "server_seq", Value: bson.D{{Key: "$gt", Value: head}, {Key: "$lte", Value: d.ServerSeq}}},
-		}
-		bySeq := bson.D{{Key: "server_seq", Value: 1}}
-		// First pass: convert, holding the changes up to maxHeldBytes.
-		var held []*database.Change
-		heldBytes, complete := 0, true
-		err := each(ctx, im.src.Collection("changes"), filter, bySeq, func(c *upChange, raw bson.Raw) error {
-			ch, err := c.change()
-			if err != nil {
-				return fmt.Errorf("change %s (server_seq %d): %w", c.ID.Hex(), c.ServerSeq, err)
-			}
-			if complete {
-				held = append(held, ch)
-				heldBytes += len(raw)
-				complete = heldBytes <= maxHeldBytes
-				if !complete {
-					held = nil
-				}
-			}
-			return nil
-		})
-		if err != nil {
+// finishDocument completes a document whose new changes were copied:
+// the rest of its log, its snapshots, its record, then its key record.
+func (im *Importer) finishDocument(ctx context.Context, w *docWork, r *Report) error {
+	t, d := im.cfg.Target, w.d
+	if w.unordered {
+		if err := im.copyChangesInOrder(ctx, w); err != nil {
 			return err
 		}
-		w := &logWriter{t: t, docID: docID, next: head + 1, prog: prog}
-		if complete {
-			for _, ch := range held {
-				if err := w.add(ctx, ch); err != nil {
-					return err
-				}
-			}
-		} else {
-			err = each(ctx, im.src.Collection("changes"), filter, bySeq, func(c *upChange, _ bson.Raw) error {
-				ch, err := c.change()
-				if err != nil {
-					return fmt.Errorf("change %s (server_seq %d): %w", c.ID.Hex(), c.ServerSeq, err)
-				}
-				return w.add(ctx, ch)
-			})
-			if err != nil {
-				return err
-			}
-		}
-		if err := w.fillTo(ctx, d.ServerSeq); err != nil {
-			return err
-		}
-		r.ChangesCopied += w.copied
-		r.Placeholders += w.placeholders
-		if w.copied+w.placeholders > 0 {
-			r.Written["changes"] += int(w.copied + w.placeholders)
-		}
+	}
+	if err := w.w.fillTo(ctx, d.ServerSeq); err != nil {
+		return err
+	}
+	r.ChangesCopied += w.w.copied
+	r.Placeholders += w.w.placeholders
+	if n := w.w.copied + w.w.placeholders; n > 0 {
+		r.Written["changes"] += int(n)
 	}
 
 	// Snapshots are read whole before the document record is written: one
 	// that does not decode leaves no record of the document behind.
-	snaps, err := im.readSnapshots(ctx, d)
+	snaps, err := im.loadSnapshots(ctx, w)
 	if err != nil {
 		return err
 	}
@@ -393,11 +431,12 @@ func (im *Importer) importDocument(ctx context.Context, d *upDocument, marks map
 		return err
 	}
 	for _, s := range snaps {
-		if err := t.SaveSnapshot(ctx, docID, 0, s); err != nil {
+		if err := t.SaveSnapshot(ctx, d.ID.Hex(), 0, s); err != nil {
 			return fmt.Errorf("snapshot at server_seq %d: %w", s.ServerSeq, err)
 		}
 		r.Written["snapshots"]++
 	}
+	want := ymongo.ImportMark{SourceServerSeq: d.ServerSeq, SourceUpdatedAt: d.UpdatedAt.UTC().Truncate(time.Millisecond), SourceRemoved: !d.RemovedAt.IsZero()}
 	if err := t.PublishImportedDocument(ctx, info, &want); err != nil {
 		return err
 	}
@@ -405,32 +444,28 @@ func (im *Importer) importDocument(ctx context.Context, d *upDocument, marks map
 	return nil
 }
 
-// readSnapshots reads the document's newest snapshots (as many as the
-// target keeps) up to the source's head, oldest first.
-func (im *Importer) readSnapshots(ctx context.Context, d *upDocument) ([]*database.Snapshot, error) {
-	var rows []*upSnapshot
-	err := each(ctx, im.src.Collection("snapshots"),
-		bson.D{{Key: "doc_id", Value: d.ID}, {Key: "project_id", Value: d.ProjectID}, {Key: "server_seq", Value: bson.D{{Key: "$lte", Value: d.ServerSeq}}}},
-		bson.D{{Key: "server_seq", Value: -1}},
-		func(s *upSnapshot, _ bson.Raw) error {
-			if len(rows) < database.SnapshotsKept {
-				rows = append(rows, s)
-			}
-			return nil
-		})
-	if err != nil {
-		return nil, err
+// copyChangesInOrder copies the changes of a document the source returned
+// out of order: what the pass wrote of it goes, and its changes are read
+// again by themselves, sorted by server_seq.
+func (im *Importer) copyChangesInOrder(ctx context.Context, w *docWork) error {
+	d := w.d
+	if err := im.cfg.Target.DiscardImportedChanges(ctx, d.ID.Hex(), w.head); err != nil {
+		return err
 	}
-	out := make([]*database.Snapshot, 0, len(rows))
-	for i := len(rows) - 1; i >= 0; i-- {
-		s := rows[i]
-		snap, err := s.snapshot(ctx, im.src)
+	w.w = &logWriter{t: im.cfg.Target, docID: d.ID.Hex(), next: w.head + 1, prog: w.w.prog}
+	// Upstream's index of changes is (doc_id, project_id, server_seq).
+	filter := bson.D{
+		{Key: "doc_id", Value: d.ID},
+		{Key: "project_id", Value: d.ProjectID},
+		{Key: "server_seq", Value: bson.D{{Key: "$gt", Value: w.head}, {Key: "$lte", Value: d.ServerSeq}}},
+	}
+	return each(ctx, im.src.Collection("changes"), filter, bson.D{{Key: "server_seq", Value: 1}}, func(c *upChange, _ bson.Raw) error {
+		ch, err := c.change()
 		if err != nil {
-			return nil, fmt.Errorf("snapshot %s (server_seq %d): %w", s.ID.Hex(), s.ServerSeq, err)
+			return fmt.Errorf("change %s (server_seq %d): %w", c.ID.Hex(), c.ServerSeq, err)
 		}
-		out = append(out, snap)
-	}
-	return out, nil
+		return w.w.add(ctx, ch)
+	})
 }
 
 // logWriter appends a document's changes to the target in chunks, filling

@@ -192,6 +192,18 @@ type upMember struct {
 	InvitedAt time.Time          `bson:"invited_at"`
 }
 
+// upInvite is a row of invites: upstream keeps the token itself.
+type upInvite struct {
+	ID        primitive.ObjectID `bson:"_id"`
+	ProjectID primitive.ObjectID `bson:"project_id"`
+	Token     string             `bson:"token"`
+	Role      string             `bson:"role"`
+	CreatedBy primitive.ObjectID `bson:"created_by"`
+	CreatedAt time.Time          `bson:"created_at"`
+	// ExpiresAt is absent for an invite that never expires.
+	ExpiresAt *time.Time `bson:"expires_at"`
+}
+
 // upDocument is a row of documents.
 type upDocument struct {
 	ID        primitive.ObjectID `bson:"_id"`

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"syscall"
 	"time"
 
 	"connectrpc.com/connect"
@@ -176,9 +177,15 @@ func (r *Router) Route(ctx context.Context, call DocumentCall) (Route, error) {
 }
 
 // RelayFailed forgets the owner of rt, which could not be reached or no
-// longer owns the document, so the next call asks the store.
-func (r *Router) RelayFailed(_ context.Context, rt Route, err error) {
+// longer owns the document, so the next call asks the store. An owner whose
+// port refused the connection is suspected of being gone (see
+// affinity.Manager.Suspect): once it is evicted, the call routed again binds
+// the document to a live member instead of waiting for the lease to run out.
+func (r *Router) RelayFailed(ctx context.Context, rt Route, err error) {
 	if code := connect.CodeOf(err); code == connect.CodeUnavailable || code == connect.CodeUnknown {
+		if rt.Addr != "" && errors.Is(err, syscall.ECONNREFUSED) {
+			r.cfg.Owners.Suspect(ctx, rt.Addr)
+		}
 		r.cfg.Owners.Forget(rt.Binding)
 	}
 }

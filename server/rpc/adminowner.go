@@ -31,6 +31,9 @@ const (
 	CodeDocumentAttached = "ErrDocumentAttached"
 )
 
+// errNoSummary is an owner's answer without the document's summary.
+var errNoSummary = errors.New("the owner sent no summary")
+
 // adminSender is the sender of the AdminService's broadcasts, the
 // initial actor: no client's own, so every watcher gets them.
 const adminSender = "000000000000000000000000"
@@ -112,7 +115,7 @@ func (a *AdminOwners) DocumentSummary(ctx context.Context, p *database.ProjectIn
 		}
 		m := resp.Msg
 		if m.GetDocument() == nil {
-			return nil, newError(connect.CodeUnavailable, CodeUnavailable, errors.New("the owner sent no summary"))
+			return nil, newError(connect.CodeUnavailable, CodeUnavailable, errNoSummary)
 		}
 		return &admin.OwnerState{Summary: m.GetDocument(), ServerSeq: m.GetServerSeq(),
 			GarbageLen: int(m.GetGarbageLen()), SnapshotSeq: m.GetSnapshotServerSeq()}, nil

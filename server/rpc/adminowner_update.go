@@ -2,22 +2,23 @@ package rpc
 
 import (
 	"context"
-	"errors"
 
 	"connectrpc.com/connect"
 
+	clusterv1 "github.com/yorkie-affinity/yorkie/api/yorkie/cluster/v1"
 	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
+	"github.com/yorkie-affinity/yorkie/server/admin"
 	"github.com/yorkie-affinity/yorkie/server/backend"
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
 	"github.com/yorkie-affinity/yorkie/server/project"
+	"github.com/yorkie-affinity/yorkie/server/yson"
 )
 
-// UpdateDocument applies an admin's UpdateDocument at the document's owner
-// and returns the owner's summary of the document after it (root included)
-// with the schema key it is bound to. A document owned by another node is
-// refused with unimplemented: the node-to-node protocol has no call for it
-// yet.
-func (a *AdminOwners) UpdateDocument(ctx context.Context, p *database.ProjectInfo, doc *database.DocInfo, u backend.DocumentUpdate) (*api.DocumentSummary, error) {
+// UpdateDocument applies an admin's UpdateDocument at the document's owner,
+// here or through the owner's ClusterService, and returns the owner's
+// summary of the document after it (root included) with the schema key it
+// is bound to.
+func (a *AdminOwners) UpdateDocument(ctx context.Context, p *database.ProjectInfo, doc *database.DocInfo, u admin.DocumentUpdate) (*api.DocumentSummary, error) {
 	s := a.s
 	ctx = project.NewContext(ctx, p)
 	rt, owner, err := s.routeAdmin(ctx, doc.Key)
@@ -25,16 +26,41 @@ func (a *AdminOwners) UpdateDocument(ctx context.Context, p *database.ProjectInf
 		return nil, s.ownerError(ctx, err)
 	}
 	if owner != nil {
-		return nil, newError(connect.CodeUnimplemented, CodeUnimplemented,
-			errors.New("UpdateDocument of a document another node owns is not served yet"))
+		resp, err := owner.UpdateDocumentByAdmin(ctx, connect.NewRequest(&clusterv1.UpdateDocumentByAdminRequest{
+			ProjectId: p.ID, DocumentId: doc.ID, DocumentKey: doc.Key,
+			Root: u.Root, SetSchema: u.SetSchema, SchemaKey: u.SchemaKey,
+		}))
+		if err != nil {
+			return nil, s.remoteFailed(ctx, rt, err)
+		}
+		if resp.Msg.GetDocument() == nil {
+			return nil, newError(connect.CodeUnavailable, CodeUnavailable, errNoSummary)
+		}
+		return resp.Msg.GetDocument(), nil
 	}
-	key, err := s.backend.UpdateDocumentByAdmin(ctx, rt.Epoch, doc.ID, u)
+	bu := backend.DocumentUpdate{SetSchema: u.SetSchema, SchemaKey: u.SchemaKey}
+	if u.Root != "" {
+		if bu.Root, err = yson.ParseObject(u.Root); err != nil {
+			return nil, invalidArgument(err)
+		}
+	}
+	sum, err := s.updateHere(ctx, rt.Epoch, doc.ID, bu)
 	if err != nil {
 		return nil, s.ownerError(ctx, err)
 	}
-	st, err := s.localSummary(ctx, rt.Epoch, doc.ID, true, false)
+	return sum, nil
+}
+
+// updateHere applies an update to a document this node owns under epoch
+// and returns its summary afterwards, root and schema key included.
+func (s *Service) updateHere(ctx context.Context, epoch int64, docID string, u backend.DocumentUpdate) (*api.DocumentSummary, error) {
+	key, err := s.backend.UpdateDocumentByAdmin(ctx, epoch, docID, u)
 	if err != nil {
-		return nil, s.ownerError(ctx, err)
+		return nil, err
+	}
+	st, err := s.localSummary(ctx, epoch, docID, true, false)
+	if err != nil {
+		return nil, err
 	}
 	st.Summary.SchemaKey = key
 	return st.Summary, nil

@@ -3,14 +3,20 @@ package rpc_test
 import (
 	"bytes"
 	"compress/gzip"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/yorkie-affinity/yorkie/server"
 	"github.com/yorkie-affinity/yorkie/server/rpc"
+	"github.com/yorkie-affinity/yorkie/server/servertest"
+	"github.com/yorkie-affinity/yorkie/server/servertest/poll"
 )
 
 // TestInflightRequestBytesAreBounded: each request is bounded on its own,
@@ -60,4 +66,46 @@ func TestInflightRequestBytesAreBounded(t *testing.T) {
 	close(release)
 	require.Equal(t, http.StatusOK, <-held)
 	require.Equal(t, http.StatusOK, post(big("next")), "the same request once the first is answered")
+}
+
+// TestServerInflightBoundIsItsSetting: the RPC port's bound on the bytes
+// requests hold together is the server's MaxInflightRequestBytes. Two
+// requests whose declared 1000 KiB bodies are still arriving hold them; a
+// third of 100 KiB passes 2 MiB and gets unavailable at once; once the
+// first is answered, the same third request is served. A bound below twice
+// the largest request is refused by New.
+func TestServerInflightBoundIsItsSetting(t *testing.T) {
+	_, err := server.New(t.Context(), server.Config{MaxRequestBytes: 1 << 20, MaxInflightRequestBytes: 2<<20 - 1})
+	require.ErrorContains(t, err, "below twice the largest request")
+
+	srv := servertest.Start(t, func(cfg *server.Config) {
+		cfg.MaxRequestBytes = 1 << 20
+		cfg.MaxInflightRequestBytes = 2 << 20
+		cfg.DisableFastHTTP1 = true // bodies are read as they arrive
+	})
+	const path = "/yorkie.v1.YorkieService/ActivateClient"
+	const slowSize = 1000 << 10
+	head := strings.TrimSuffix(servertest.RawPost(path, "application/proto", ""), "content-length: 0\r\n\r\n") +
+		fmt.Sprintf("content-length: %d\r\n\r\n", slowSize)
+	first, second := servertest.DialRaw(t, srv), servertest.DialRaw(t, srv)
+	first.Send(head + "x")
+	second.Send(head + "x")
+
+	third := servertest.RawPost(path, "application/proto", strings.Repeat("y", 100<<10))
+	status := func() int {
+		c := servertest.DialRaw(t, srv)
+		c.Send(third)
+		code, _, _ := c.Answer()
+		return code
+	}
+	poll.UntilTrue(t, 10*time.Second, "the third request refused while two hold their bytes", func() bool {
+		return status() == http.StatusServiceUnavailable
+	})
+
+	first.Send(strings.Repeat("x", slowSize-1))
+	code, _, _ := first.Answer()
+	require.Equal(t, http.StatusBadRequest, code, "the first request is read whole and refused by the handler, not the bound")
+	poll.UntilTrue(t, 10*time.Second, "the third request served once the first is answered", func() bool {
+		return status() == http.StatusBadRequest
+	})
 }

@@ -31,6 +31,13 @@ const StockRPCEnv = "YORKIE_TEST_STOCK_RPC"
 // when the test ends.
 func Start(t testing.TB, opts ...func(*server.Config)) *server.Server {
 	t.Helper()
+	return StartWith(t, nil, opts...)
+}
+
+// StartWith starts a server as Start does, built with the test seams given
+// (server.WithRouter, server.WithClock, ...).
+func StartWith(t testing.TB, seams []server.Option, opts ...func(*server.Config)) *server.Server {
+	t.Helper()
 	stock := os.Getenv(StockRPCEnv) == "1"
 	cfg := server.Config{
 		Host:   "127.0.0.1",
@@ -43,12 +50,9 @@ func Start(t testing.TB, opts ...func(*server.Config)) *server.Server {
 	for _, opt := range opts {
 		opt(&cfg)
 	}
-	srv, err := server.New(cfg)
+	srv, err := server.New(context.Background(), cfg, seams...)
 	if err != nil {
 		t.Fatalf("create server: %v", err)
-	}
-	if err := srv.Start(context.Background()); err != nil {
-		t.Fatalf("start server: %v", err)
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
@@ -57,6 +61,9 @@ func Start(t testing.TB, opts ...func(*server.Config)) *server.Server {
 			t.Errorf("shut down server: %v", err)
 		}
 	})
+	if err := srv.Start(context.Background()); err != nil {
+		t.Fatalf("start server: %v", err)
+	}
 	return srv
 }
 

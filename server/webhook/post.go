@@ -74,6 +74,12 @@ type Request struct {
 	// MaxAnswer bounds the answer's body; a longer one is cut there and
 	// reported as Truncated.
 	MaxAnswer int64
+	// FailAlike makes an attempt that ends without an answer (connection
+	// refused or reset, name not resolved, answer cut off) last until its
+	// timeout, as an attempt to an address that accepts and never answers
+	// does: the call then has one shape, attempts and time, whatever is at
+	// the address, so its outcome cannot be used to scan ports.
+	FailAlike bool
 }
 
 // Answer is the HTTP answer of the last attempt.
@@ -108,6 +114,7 @@ func Post(ctx context.Context, client *http.Client, clock Clock, p Policy, req R
 		return Answer{}, err
 	}
 	for attempt := 0; ; attempt++ {
+		start := clock.Now()
 		ans, err := postOnce(ctx, client, p.Timeout, req)
 		ans.Attempts = attempt + 1
 		if ctx.Err() != nil {
@@ -115,6 +122,12 @@ func Post(ctx context.Context, client *http.Client, clock Clock, p Policy, req R
 		}
 		if errors.Is(err, ErrAddressRefused) || errors.Is(err, ErrInvalidURL) {
 			return ans, fmt.Errorf("webhook call: %w", err)
+		}
+		if err != nil && req.FailAlike && !errors.Is(err, context.DeadlineExceeded) {
+			// Ended early: wait out the attempt's timeout.
+			if werr := Sleep(ctx, clock, p.Timeout-clock.Now().Sub(start)); werr != nil {
+				return ans, fmt.Errorf("webhook call: %w (last attempt: %v)", werr, err)
+			}
 		}
 		if err == nil && !Retryable(ans.Status) {
 			return ans, nil

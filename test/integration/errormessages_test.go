@@ -99,11 +99,12 @@ func TestErrorMessagesSayEachThingOnce(t *testing.T) {
 		// Two servers on one database, each believing it owns the document,
 		// the second with the newer epoch: the first one's writes are fenced.
 		db := memory.New()
-		onDB := func(epoch int64) func(*server.Config) {
-			return func(cfg *server.Config) { cfg.DB, cfg.Router = db, servertest.OwnerRouter(epoch) }
+		onDB := func(epoch int64) *server.Server {
+			return servertest.StartWith(t, []server.Option{server.WithRouter(servertest.OwnerRouter(epoch))},
+				func(cfg *server.Config) { cfg.DB = db })
 		}
-		ca := servertest.Client(t, servertest.Start(t, onDB(1)), servertest.ConnectJSON)
-		cb := servertest.Client(t, servertest.Start(t, onDB(2)), servertest.ConnectJSON)
+		ca := servertest.Client(t, onDB(1), servertest.ConnectJSON)
+		cb := servertest.Client(t, onDB(2), servertest.ConnectJSON)
 		ctx := wire.Context(t)
 		old := attachedReplica(t, ca)
 		newReplica(t, cb).MustAttach(old.DocKey)

@@ -49,11 +49,11 @@ type pushRecord struct {
 }
 
 func testFencing(t *testing.T, dbA, dbB database.Database) {
-	ownerEpoch := func(epoch int64) func(*server.Config) {
-		return func(c *server.Config) { c.Router = servertest.OwnerRouter(epoch) }
+	ownerEpoch := func(epoch int64) []server.Option {
+		return []server.Option{server.WithRouter(servertest.OwnerRouter(epoch))}
 	}
-	a := servertest.Start(t, func(c *server.Config) { c.DB = dbA }, ownerEpoch(1))
-	b := servertest.Start(t, func(c *server.Config) { c.DB = dbB }, ownerEpoch(2))
+	a := servertest.StartWith(t, ownerEpoch(1), func(c *server.Config) { c.DB = dbA })
+	b := servertest.StartWith(t, ownerEpoch(2), func(c *server.Config) { c.DB = dbB })
 	ca := servertest.Client(t, a, servertest.ConnectJSON)
 	cb := servertest.Client(t, b, servertest.ConnectJSON)
 	ctx, cancel := context.WithTimeout(context.Background(), fencingTimeout)

@@ -103,7 +103,7 @@ func startNode(t testing.TB, cfg server.Config) *server.Server {
 	t.Helper()
 	cfg.Host = "127.0.0.1"
 	cfg.Logger = slog.New(slog.DiscardHandler)
-	srv, err := server.New(cfg)
+	srv, err := server.New(context.Background(), cfg)
 	wire.Must(t, err, "new server")
 	wire.Must(t, srv.Start(context.Background()), "start server")
 	return srv

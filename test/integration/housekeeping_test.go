@@ -24,11 +24,10 @@ import (
 func TestHousekeepingDeactivatesSilentClients(t *testing.T) {
 	clock := &testclock.Clock{}
 	db := dbmemory.New()
-	srv := servertest.Start(t, func(cfg *server.Config) {
+	srv := servertest.StartWith(t, []server.Option{server.WithClock(clock.Now)}, func(cfg *server.Config) {
 		cfg.DB = db
 		cfg.ClientDeactivateThreshold = time.Second
 		cfg.HousekeepingInterval = time.Hour // runs only when the test says
-		cfg.Clock = clock.Now
 	})
 	c := servertest.Client(t, srv, servertest.ConnectJSON)
 	house := srv.Housekeeper()

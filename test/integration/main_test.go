@@ -45,7 +45,7 @@ func TestMain(m *testing.M) {
 func runChildServer() int {
 	db := memory.New()
 	stock := strings.Split(os.Getenv(childStockEnv), ",")
-	srv, err := server.New(server.Config{
+	srv, err := server.New(context.Background(), server.Config{
 		Host:             "127.0.0.1",
 		ProfilingPort:    -1,
 		Logger:           slog.New(slog.DiscardHandler),

@@ -41,7 +41,7 @@ func TestRouterSeesEveryDocumentCall(t *testing.T) {
 		}
 		return nil
 	})
-	srv := servertest.Start(t, func(cfg *server.Config) { cfg.Router = router })
+	srv := servertest.StartWith(t, []server.Option{server.WithRouter(router)})
 	c := servertest.Client(t, srv, servertest.ConnectJSON)
 	ctx := wire.Context(t)
 
@@ -92,7 +92,7 @@ func TestShutdownLetsUnaryCallsFinish(t *testing.T) {
 		}
 		return nil
 	})
-	srv := servertest.Start(t, func(cfg *server.Config) { cfg.Router = router })
+	srv := servertest.StartWith(t, []server.Option{server.WithRouter(router)})
 	c := servertest.Client(t, srv, servertest.ConnectProto)
 	a := attachedReplica(t, c)
 	a.Edit(1)

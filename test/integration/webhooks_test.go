@@ -221,7 +221,7 @@ func TestAuthWebhookDownFailsClosed(t *testing.T) {
 	url := hook.srv.URL
 	hook.srv.Close()
 	srv, db := startWithDB(t, func(c *server.Config) {
-		c.Webhooks.AuthPolicy = webhook.Policy{Timeout: time.Second, MaxRetries: 2, MinBackoff: time.Millisecond, MaxBackoff: 2 * time.Millisecond}
+		c.Webhooks.AuthPolicy = webhook.Policy{Timeout: 100 * time.Millisecond, MaxRetries: 2, MinBackoff: time.Millisecond, MaxBackoff: 2 * time.Millisecond}
 	})
 	setDefaultProject(t, db, authSettings(url, "ActivateClient"))
 	c := servertest.Client(t, srv, servertest.ConnectJSON)

@@ -1,18 +1,26 @@
 package multiprocess_test
 
 import (
+	"context"
 	"encoding/json"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"connectrpc.com/connect"
 	"github.com/stretchr/testify/require"
+	"go.mongodb.org/mongo-driver/bson"
+	"go.mongodb.org/mongo-driver/bson/primitive"
+	mongodrv "go.mongodb.org/mongo-driver/mongo"
+	"go.mongodb.org/mongo-driver/mongo/options"
 
 	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
+	"github.com/yorkie-affinity/yorkie/api/yorkie/v1/v1connect"
 	"github.com/yorkie-affinity/yorkie/server/servertest/sdksim"
 	"github.com/yorkie-affinity/yorkie/server/servertest/wire"
 	"github.com/yorkie-affinity/yorkie/test/testenv"
@@ -54,6 +62,7 @@ func TestMigrateUpstreamDataSet(t *testing.T) {
 	m.DropWhenDone(t, src)
 	m.DropWhenDone(t, dst)
 	testenv.LoadUpstreamData(t, m.URI, src, dir)
+	invites := addUpstreamInvites(t, m.URI, src)
 
 	out, errOut, code := runCLI(t, migrateArgs(m.URI, src, dst)...)
 	require.Equal(t, 0, code, "import: %s\n%s", out, errOut)
@@ -121,6 +130,25 @@ func TestMigrateUpstreamDataSet(t *testing.T) {
 		}
 	}
 
+	// The invites upstream handed out are accepted here, with their roles.
+	admin := v1connect.NewAdminServiceClient(http.DefaultClient, s.URL())
+	_, err = admin.SignUp(ctx, connect.NewRequest(&api.SignUpRequest{Username: "invited", Password: "invited-pw1!"}))
+	require.NoError(t, err)
+	login, err := admin.LogIn(ctx, connect.NewRequest(&api.LogInRequest{Username: "invited", Password: "invited-pw1!"}))
+	require.NoError(t, err)
+	for _, inv := range invites {
+		req := connect.NewRequest(&api.AcceptInviteRequest{Token: inv.token})
+		req.Header().Set("Authorization", "Bearer "+login.Msg.Token)
+		resp, err := admin.AcceptInvite(ctx, req)
+		require.NoError(t, err, "the upstream invite %s is accepted", inv.token)
+		require.Equal(t, inv.projectID, resp.Msg.GetMember().GetProjectId())
+		require.Equal(t, inv.role, resp.Msg.GetMember().GetRole())
+	}
+	req := connect.NewRequest(&api.AcceptInviteRequest{Token: "never-handed-out"})
+	req.Header().Set("Authorization", "Bearer "+login.Msg.Token)
+	_, err = admin.AcceptInvite(ctx, req)
+	require.Equal(t, connect.CodeNotFound, connect.CodeOf(err), "an unknown token is refused: %v", err)
+
 	extraJSON, err := json.Marshal(extra)
 	require.NoError(t, err)
 	root, err := repoRoot()
@@ -142,4 +170,46 @@ func TestMigrateUpstreamDataSet(t *testing.T) {
 	out, errOut, code = runCLI(t, migrateArgs(m.URI, src, dst)...)
 	require.Equal(t, 0, code, "third import: %s\n%s", out, errOut)
 	require.Contains(t, out, "written in all: 0\n")
+}
+
+// upstreamInvite is an invite written into the source as upstream writes
+// one.
+type upstreamInvite struct {
+	token, projectID, role string
+}
+
+// addUpstreamInvites adds pending invites to the data set's source as
+// upstream 0.7.17 stores them (the token itself; expires_at only when the
+// invite expires): one expiring in a week, one without expiry.
+func addUpstreamInvites(t *testing.T, uri, src string) []upstreamInvite {
+	t.Helper()
+	ctx := wire.Context(t)
+	c, err := mongodrv.Connect(ctx, options.Client().ApplyURI(uri))
+	require.NoError(t, err)
+	defer func() { _ = c.Disconnect(context.Background()) }()
+	db := c.Database(src)
+	var project, owner struct {
+		ID primitive.ObjectID `bson:"_id"`
+	}
+	require.NoError(t, db.Collection("projects").FindOne(ctx, bson.D{{Key: "name", Value: "upstream-a-beta"}}).Decode(&project))
+	require.NoError(t, db.Collection("users").FindOne(ctx, bson.D{{Key: "username", Value: "admin"}}).Decode(&owner))
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	out := []upstreamInvite{
+		{token: "upstream-invite-beta-member", projectID: project.ID.Hex(), role: "member"},
+		{token: "upstream-invite-default-admin", projectID: primitive.NilObjectID.Hex(), role: "admin"},
+	}
+	for i, inv := range out {
+		pid, err := primitive.ObjectIDFromHex(inv.projectID)
+		require.NoError(t, err)
+		row := bson.D{
+			{Key: "project_id", Value: pid}, {Key: "token", Value: inv.token}, {Key: "role", Value: inv.role},
+			{Key: "created_by", Value: owner.ID}, {Key: "created_at", Value: now},
+		}
+		if i == 0 {
+			row = append(row, bson.E{Key: "expires_at", Value: now.Add(7 * 24 * time.Hour)})
+		}
+		_, err = db.Collection("invites").InsertOne(ctx, row)
+		require.NoError(t, err)
+	}
+	return out
 }

@@ -2,6 +2,8 @@ package database
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"time"
@@ -76,7 +78,15 @@ type InviteInfo struct {
 	Role      MemberRole
 	CreatedBy string
 	CreatedAt time.Time
+	// ExpiresAt is when the invite stops working; zero: never (an
+	// upstream invite may lack an expiry).
 	ExpiresAt time.Time
+}
+
+// InviteTokenHash is the digest of an invite token that InviteInfo keeps.
+func InviteTokenHash(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(sum[:])
 }
 
 // Members stores project memberships and invites.

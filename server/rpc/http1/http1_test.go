@@ -207,7 +207,7 @@ func TestHTTP1Framing(t *testing.T) {
 // TestHTTP1ShutdownClosesIdleConnections: an idle keep-alive connection
 // does not hold up shutdown, and sees its connection close.
 func TestHTTP1ShutdownClosesIdleConnections(t *testing.T) {
-	srv, err := server.New(server.Config{Host: "127.0.0.1", ProfilingPort: -1})
+	srv, err := server.New(context.Background(), server.Config{Host: "127.0.0.1", ProfilingPort: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,9 +236,7 @@ func TestHTTP1ShutdownClosesIdleConnections(t *testing.T) {
 func TestHTTP1ShutdownSaysClose(t *testing.T) {
 	release := make(chan struct{})
 	started := make(chan struct{})
-	srv := servertest.Start(t, fastPaths, func(cfg *server.Config) {
-		cfg.Router = blockingRouter{started: started, release: release}
-	})
+	srv := servertest.StartWith(t, []server.Option{server.WithRouter(blockingRouter{started: started, release: release})}, fastPaths)
 	c := servertest.DialRaw(t, srv)
 	c.Send(servertest.RawPost("/yorkie.v1.YorkieService/AttachDocument", "application/json",
 		`{"clientId":"000000000000000000000001","changePack":{"documentKey":"doc-1"}}`))

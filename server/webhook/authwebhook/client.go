@@ -329,6 +329,9 @@ func (c *Client) ask(ctx context.Context, s Settings, body []byte) (verdict, str
 		Header:    http.Header{"Content-Type": {"application/json"}},
 		Body:      body,
 		MaxAnswer: c.maxBody,
+		// A closed port and a silent one fail alike: the webhook's outcome
+		// must not tell a project's owner what listens at an address.
+		FailAlike: true,
 	})
 	c.metrics.attempts.Add(float64(ans.Attempts))
 	switch {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -17,6 +18,8 @@ import (
 	"connectrpc.com/connect"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 
 	"github.com/yorkie-affinity/yorkie/server/servertest/poll"
@@ -364,7 +367,9 @@ func TestDownWebhookFailsClosed(t *testing.T) {
 	url := h.srv.URL
 	h.srv.Close()
 	c, _ := newClient(t, nil)
-	err := c.Check(context.Background(), settings(url), attach("t", "doc"))
+	s := settings(url)
+	s.Policy.Timeout = 50 * time.Millisecond // a refused attempt lasts its timeout
+	err := c.Check(context.Background(), s, attach("t", "doc"))
 	if !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("Check = %v, want ErrUnavailable", err)
 	}
@@ -640,3 +645,80 @@ func BenchmarkCheckCached(b *testing.B) {
 
 // quiet drops the warnings the failure tests cause on purpose.
 var quiet = slog.New(slog.DiscardHandler)
+
+// TestClosedPortFailsLikeASilentOne: a webhook address where nothing
+// listens and one that accepts connections and never answers give a client
+// the same error after the same attempts, and a refused attempt lasts its
+// whole timeout on the clock, as an unanswered one does, so the auth
+// webhook cannot be used to tell closed ports from open ones.
+func TestClosedPortFailsLikeASilentOne(t *testing.T) {
+	silent, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = silent.Close() })
+	go func() {
+		var held []net.Conn // accepted, never answered
+		defer func() {
+			for _, c := range held {
+				_ = c.Close()
+			}
+		}()
+		for {
+			c, err := silent.Accept()
+			if err != nil {
+				return
+			}
+			held = append(held, c)
+		}
+	}()
+	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	closedURL := "http://" + closed.Addr().String()
+	require.NoError(t, closed.Close())
+
+	policy := webhook.Policy{Timeout: 200 * time.Millisecond, MaxRetries: 1, MinBackoff: time.Millisecond, MaxBackoff: time.Millisecond}
+	type outcome struct {
+		err   error
+		waits []time.Duration // what the check waited for on the clock, in order
+		calls float64
+	}
+	check := func(url string, waits int) outcome {
+		clk := webhooktest.NewClock(time.Unix(0, 0))
+		c, _ := newClient(t, func(cfg *Config) { cfg.Clock = clk })
+		s := settings(url)
+		s.Policy = policy
+		done := make(chan error, 1)
+		go func() { done <- c.Check(context.Background(), s, attach("t", "doc")) }()
+		var o outcome
+		for range waits {
+			armed := make(chan struct{})
+			go func() { clk.AwaitTimers(1); close(armed) }()
+			select {
+			case o.err = <-done: // fewer waits than expected: the assertions say so
+				o.calls = testutil.ToFloat64(c.metrics.attempts)
+				return o
+			case <-armed:
+			}
+			d := clk.NextDue()
+			o.waits = append(o.waits, d)
+			clk.Advance(d)
+		}
+		o.err = <-done
+		o.calls = testutil.ToFloat64(c.metrics.attempts)
+		return o
+	}
+	// The unanswered attempts end on their own timeout; only the backoff
+	// between them is on the clock. The refused ones are held on the clock
+	// until their timeout, the backoff between.
+	s, cl := check("http://"+silent.Addr().String(), 1), check(closedURL, 3)
+	assert.Equal(t, []time.Duration{time.Millisecond}, s.waits)
+	assert.Equal(t, []time.Duration{policy.Timeout, time.Millisecond, policy.Timeout}, cl.waits,
+		"each refused attempt lasts its timeout")
+	require.ErrorIs(t, s.err, ErrUnavailable)
+	require.ErrorIs(t, cl.err, ErrUnavailable)
+	assert.Equal(t, s.calls, cl.calls, "attempts")
+	se, _ := ConnectError(s.err)
+	ce, _ := ConnectError(cl.err)
+	assert.Equal(t, se.Code(), ce.Code())
+	assert.Equal(t, se.Message(), ce.Message())
+	assert.Equal(t, errorInfo(t, se), errorInfo(t, ce))
+}

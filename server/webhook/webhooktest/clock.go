@@ -65,6 +65,20 @@ func (c *Clock) Pending() int {
 	return len(c.timers)
 }
 
+// NextDue is how far the earliest pending timer is from Now (0 when none):
+// what the code under test waits for.
+func (c *Clock) NextDue() time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var next time.Duration
+	for i, t := range c.timers {
+		if d := t.when.Sub(c.now); i == 0 || d < next {
+			next = d
+		}
+	}
+	return next
+}
+
 // Advance moves the clock forward by d, running every timer that falls due,
 // those scheduled by the timers themselves included.
 func (c *Clock) Advance(d time.Duration) {

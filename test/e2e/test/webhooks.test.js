@@ -62,7 +62,8 @@ describe('webhooks of the default project', { skip }, () => {
       eventWebhookUrl: events.url,
       eventWebhookEvents: { events: ['DocumentRootChanged'] },
     });
-    down = await startServer({ logLevel: 'info', extraArgs: QUICK_AUTH_FLAGS });
+    // A refused attempt lasts the request timeout, as an unanswered one does.
+    down = await startServer({ logLevel: 'info', extraArgs: [...QUICK_AUTH_FLAGS, '--auth-webhook-request-timeout', '200ms'] });
     await updateDefaultProject(down.rpcAddr, {
       authWebhookUrl: await downURL(),
       authWebhookMethods: { methods: GUARDED },

@@ -706,6 +706,140 @@ func (*BroadcastByAdminResponse) Descriptor() ([]byte, []int) {
 	return file_yorkie_cluster_v1_cluster_proto_rawDescGZIP(), []int{11}
 }
 
+// UpdateDocumentByAdminRequest asks the owner of a document to apply an
+// admin's UpdateDocument: root (YSON, empty: the root stays) and, when
+// set_schema, the schema the document is bound to (empty schema_key:
+// detach it).
+type UpdateDocumentByAdminRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ProjectId     string                 `protobuf:"bytes,1,opt,name=project_id,json=projectId,proto3" json:"project_id,omitempty"`
+	DocumentId    string                 `protobuf:"bytes,2,opt,name=document_id,json=documentId,proto3" json:"document_id,omitempty"`
+	DocumentKey   string                 `protobuf:"bytes,3,opt,name=document_key,json=documentKey,proto3" json:"document_key,omitempty"`
+	Root          string                 `protobuf:"bytes,4,opt,name=root,proto3" json:"root,omitempty"`
+	SetSchema     bool                   `protobuf:"varint,5,opt,name=set_schema,json=setSchema,proto3" json:"set_schema,omitempty"`
+	SchemaKey     string                 `protobuf:"bytes,6,opt,name=schema_key,json=schemaKey,proto3" json:"schema_key,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateDocumentByAdminRequest) Reset() {
+	*x = UpdateDocumentByAdminRequest{}
+	mi := &file_yorkie_cluster_v1_cluster_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateDocumentByAdminRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateDocumentByAdminRequest) ProtoMessage() {}
+
+func (x *UpdateDocumentByAdminRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_yorkie_cluster_v1_cluster_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateDocumentByAdminRequest.ProtoReflect.Descriptor instead.
+func (*UpdateDocumentByAdminRequest) Descriptor() ([]byte, []int) {
+	return file_yorkie_cluster_v1_cluster_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *UpdateDocumentByAdminRequest) GetProjectId() string {
+	if x != nil {
+		return x.ProjectId
+	}
+	return ""
+}
+
+func (x *UpdateDocumentByAdminRequest) GetDocumentId() string {
+	if x != nil {
+		return x.DocumentId
+	}
+	return ""
+}
+
+func (x *UpdateDocumentByAdminRequest) GetDocumentKey() string {
+	if x != nil {
+		return x.DocumentKey
+	}
+	return ""
+}
+
+func (x *UpdateDocumentByAdminRequest) GetRoot() string {
+	if x != nil {
+		return x.Root
+	}
+	return ""
+}
+
+func (x *UpdateDocumentByAdminRequest) GetSetSchema() bool {
+	if x != nil {
+		return x.SetSchema
+	}
+	return false
+}
+
+func (x *UpdateDocumentByAdminRequest) GetSchemaKey() string {
+	if x != nil {
+		return x.SchemaKey
+	}
+	return ""
+}
+
+// UpdateDocumentByAdminResponse is the owner's summary of the document
+// after the update, root and schema key included.
+type UpdateDocumentByAdminResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Document      *v1.DocumentSummary    `protobuf:"bytes,1,opt,name=document,proto3" json:"document,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateDocumentByAdminResponse) Reset() {
+	*x = UpdateDocumentByAdminResponse{}
+	mi := &file_yorkie_cluster_v1_cluster_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateDocumentByAdminResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateDocumentByAdminResponse) ProtoMessage() {}
+
+func (x *UpdateDocumentByAdminResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_yorkie_cluster_v1_cluster_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateDocumentByAdminResponse.ProtoReflect.Descriptor instead.
+func (*UpdateDocumentByAdminResponse) Descriptor() ([]byte, []int) {
+	return file_yorkie_cluster_v1_cluster_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *UpdateDocumentByAdminResponse) GetDocument() *v1.DocumentSummary {
+	if x != nil {
+		return x.Document
+	}
+	return nil
+}
+
 var File_yorkie_cluster_v1_cluster_proto protoreflect.FileDescriptor
 
 const file_yorkie_cluster_v1_cluster_proto_rawDesc = "" +
@@ -763,14 +897,28 @@ const file_yorkie_cluster_v1_cluster_proto_rawDesc = "" +
 	"channelKey\x12\x14\n" +
 	"\x05topic\x18\x03 \x01(\tR\x05topic\x12\x18\n" +
 	"\apayload\x18\x04 \x01(\fR\apayload\"\x1a\n" +
-	"\x18BroadcastByAdminResponse2\xb0\x05\n" +
+	"\x18BroadcastByAdminResponse\"\xd3\x01\n" +
+	"\x1cUpdateDocumentByAdminRequest\x12\x1d\n" +
+	"\n" +
+	"project_id\x18\x01 \x01(\tR\tprojectId\x12\x1f\n" +
+	"\vdocument_id\x18\x02 \x01(\tR\n" +
+	"documentId\x12!\n" +
+	"\fdocument_key\x18\x03 \x01(\tR\vdocumentKey\x12\x12\n" +
+	"\x04root\x18\x04 \x01(\tR\x04root\x12\x1d\n" +
+	"\n" +
+	"set_schema\x18\x05 \x01(\bR\tsetSchema\x12\x1d\n" +
+	"\n" +
+	"schema_key\x18\x06 \x01(\tR\tschemaKey\"W\n" +
+	"\x1dUpdateDocumentByAdminResponse\x126\n" +
+	"\bdocument\x18\x01 \x01(\v2\x1a.yorkie.v1.DocumentSummaryR\bdocument2\xae\x06\n" +
 	"\x0eClusterService\x12y\n" +
 	"\x14DetachClientDocument\x12..yorkie.cluster.v1.DetachClientDocumentRequest\x1a/.yorkie.cluster.v1.DetachClientDocumentResponse\"\x00\x12s\n" +
 	"\x12GetDocumentSummary\x12,.yorkie.cluster.v1.GetDocumentSummaryRequest\x1a-.yorkie.cluster.v1.GetDocumentSummaryResponse\"\x00\x12|\n" +
 	"\x15RemoveDocumentByAdmin\x12/.yorkie.cluster.v1.RemoveDocumentByAdminRequest\x1a0.yorkie.cluster.v1.RemoveDocumentByAdminResponse\"\x00\x12a\n" +
 	"\fListChannels\x12&.yorkie.cluster.v1.ListChannelsRequest\x1a'.yorkie.cluster.v1.ListChannelsResponse\"\x00\x12^\n" +
 	"\vGetChannels\x12%.yorkie.cluster.v1.GetChannelsRequest\x1a&.yorkie.cluster.v1.GetChannelsResponse\"\x00\x12m\n" +
-	"\x10BroadcastByAdmin\x12*.yorkie.cluster.v1.BroadcastByAdminRequest\x1a+.yorkie.cluster.v1.BroadcastByAdminResponse\"\x00BCZAgithub.com/yorkie-affinity/yorkie/api/yorkie/cluster/v1;clusterv1b\x06proto3"
+	"\x10BroadcastByAdmin\x12*.yorkie.cluster.v1.BroadcastByAdminRequest\x1a+.yorkie.cluster.v1.BroadcastByAdminResponse\"\x00\x12|\n" +
+	"\x15UpdateDocumentByAdmin\x12/.yorkie.cluster.v1.UpdateDocumentByAdminRequest\x1a0.yorkie.cluster.v1.UpdateDocumentByAdminResponse\"\x00BCZAgithub.com/yorkie-affinity/yorkie/api/yorkie/cluster/v1;clusterv1b\x06proto3"
 
 var (
 	file_yorkie_cluster_v1_cluster_proto_rawDescOnce sync.Once
@@ -784,7 +932,7 @@ func file_yorkie_cluster_v1_cluster_proto_rawDescGZIP() []byte {
 	return file_yorkie_cluster_v1_cluster_proto_rawDescData
 }
 
-var file_yorkie_cluster_v1_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_yorkie_cluster_v1_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_yorkie_cluster_v1_cluster_proto_goTypes = []any{
 	(*DetachClientDocumentRequest)(nil),   // 0: yorkie.cluster.v1.DetachClientDocumentRequest
 	(*DetachClientDocumentResponse)(nil),  // 1: yorkie.cluster.v1.DetachClientDocumentResponse
@@ -798,30 +946,35 @@ var file_yorkie_cluster_v1_cluster_proto_goTypes = []any{
 	(*GetChannelsResponse)(nil),           // 9: yorkie.cluster.v1.GetChannelsResponse
 	(*BroadcastByAdminRequest)(nil),       // 10: yorkie.cluster.v1.BroadcastByAdminRequest
 	(*BroadcastByAdminResponse)(nil),      // 11: yorkie.cluster.v1.BroadcastByAdminResponse
-	(*v1.DocumentSummary)(nil),            // 12: yorkie.v1.DocumentSummary
-	(*v1.ChannelSummary)(nil),             // 13: yorkie.v1.ChannelSummary
+	(*UpdateDocumentByAdminRequest)(nil),  // 12: yorkie.cluster.v1.UpdateDocumentByAdminRequest
+	(*UpdateDocumentByAdminResponse)(nil), // 13: yorkie.cluster.v1.UpdateDocumentByAdminResponse
+	(*v1.DocumentSummary)(nil),            // 14: yorkie.v1.DocumentSummary
+	(*v1.ChannelSummary)(nil),             // 15: yorkie.v1.ChannelSummary
 }
 var file_yorkie_cluster_v1_cluster_proto_depIdxs = []int32{
-	12, // 0: yorkie.cluster.v1.GetDocumentSummaryResponse.document:type_name -> yorkie.v1.DocumentSummary
-	13, // 1: yorkie.cluster.v1.ListChannelsResponse.channels:type_name -> yorkie.v1.ChannelSummary
-	13, // 2: yorkie.cluster.v1.GetChannelsResponse.channels:type_name -> yorkie.v1.ChannelSummary
-	0,  // 3: yorkie.cluster.v1.ClusterService.DetachClientDocument:input_type -> yorkie.cluster.v1.DetachClientDocumentRequest
-	2,  // 4: yorkie.cluster.v1.ClusterService.GetDocumentSummary:input_type -> yorkie.cluster.v1.GetDocumentSummaryRequest
-	4,  // 5: yorkie.cluster.v1.ClusterService.RemoveDocumentByAdmin:input_type -> yorkie.cluster.v1.RemoveDocumentByAdminRequest
-	6,  // 6: yorkie.cluster.v1.ClusterService.ListChannels:input_type -> yorkie.cluster.v1.ListChannelsRequest
-	8,  // 7: yorkie.cluster.v1.ClusterService.GetChannels:input_type -> yorkie.cluster.v1.GetChannelsRequest
-	10, // 8: yorkie.cluster.v1.ClusterService.BroadcastByAdmin:input_type -> yorkie.cluster.v1.BroadcastByAdminRequest
-	1,  // 9: yorkie.cluster.v1.ClusterService.DetachClientDocument:output_type -> yorkie.cluster.v1.DetachClientDocumentResponse
-	3,  // 10: yorkie.cluster.v1.ClusterService.GetDocumentSummary:output_type -> yorkie.cluster.v1.GetDocumentSummaryResponse
-	5,  // 11: yorkie.cluster.v1.ClusterService.RemoveDocumentByAdmin:output_type -> yorkie.cluster.v1.RemoveDocumentByAdminResponse
-	7,  // 12: yorkie.cluster.v1.ClusterService.ListChannels:output_type -> yorkie.cluster.v1.ListChannelsResponse
-	9,  // 13: yorkie.cluster.v1.ClusterService.GetChannels:output_type -> yorkie.cluster.v1.GetChannelsResponse
-	11, // 14: yorkie.cluster.v1.ClusterService.BroadcastByAdmin:output_type -> yorkie.cluster.v1.BroadcastByAdminResponse
-	9,  // [9:15] is the sub-list for method output_type
-	3,  // [3:9] is the sub-list for method input_type
-	3,  // [3:3] is the sub-list for extension type_name
-	3,  // [3:3] is the sub-list for extension extendee
-	0,  // [0:3] is the sub-list for field type_name
+	14, // 0: yorkie.cluster.v1.GetDocumentSummaryResponse.document:type_name -> yorkie.v1.DocumentSummary
+	15, // 1: yorkie.cluster.v1.ListChannelsResponse.channels:type_name -> yorkie.v1.ChannelSummary
+	15, // 2: yorkie.cluster.v1.GetChannelsResponse.channels:type_name -> yorkie.v1.ChannelSummary
+	14, // 3: yorkie.cluster.v1.UpdateDocumentByAdminResponse.document:type_name -> yorkie.v1.DocumentSummary
+	0,  // 4: yorkie.cluster.v1.ClusterService.DetachClientDocument:input_type -> yorkie.cluster.v1.DetachClientDocumentRequest
+	2,  // 5: yorkie.cluster.v1.ClusterService.GetDocumentSummary:input_type -> yorkie.cluster.v1.GetDocumentSummaryRequest
+	4,  // 6: yorkie.cluster.v1.ClusterService.RemoveDocumentByAdmin:input_type -> yorkie.cluster.v1.RemoveDocumentByAdminRequest
+	6,  // 7: yorkie.cluster.v1.ClusterService.ListChannels:input_type -> yorkie.cluster.v1.ListChannelsRequest
+	8,  // 8: yorkie.cluster.v1.ClusterService.GetChannels:input_type -> yorkie.cluster.v1.GetChannelsRequest
+	10, // 9: yorkie.cluster.v1.ClusterService.BroadcastByAdmin:input_type -> yorkie.cluster.v1.BroadcastByAdminRequest
+	12, // 10: yorkie.cluster.v1.ClusterService.UpdateDocumentByAdmin:input_type -> yorkie.cluster.v1.UpdateDocumentByAdminRequest
+	1,  // 11: yorkie.cluster.v1.ClusterService.DetachClientDocument:output_type -> yorkie.cluster.v1.DetachClientDocumentResponse
+	3,  // 12: yorkie.cluster.v1.ClusterService.GetDocumentSummary:output_type -> yorkie.cluster.v1.GetDocumentSummaryResponse
+	5,  // 13: yorkie.cluster.v1.ClusterService.RemoveDocumentByAdmin:output_type -> yorkie.cluster.v1.RemoveDocumentByAdminResponse
+	7,  // 14: yorkie.cluster.v1.ClusterService.ListChannels:output_type -> yorkie.cluster.v1.ListChannelsResponse
+	9,  // 15: yorkie.cluster.v1.ClusterService.GetChannels:output_type -> yorkie.cluster.v1.GetChannelsResponse
+	11, // 16: yorkie.cluster.v1.ClusterService.BroadcastByAdmin:output_type -> yorkie.cluster.v1.BroadcastByAdminResponse
+	13, // 17: yorkie.cluster.v1.ClusterService.UpdateDocumentByAdmin:output_type -> yorkie.cluster.v1.UpdateDocumentByAdminResponse
+	11, // [11:18] is the sub-list for method output_type
+	4,  // [4:11] is the sub-list for method input_type
+	4,  // [4:4] is the sub-list for extension type_name
+	4,  // [4:4] is the sub-list for extension extendee
+	0,  // [0:4] is the sub-list for field type_name
 }
 
 func init() { file_yorkie_cluster_v1_cluster_proto_init() }
@@ -835,7 +988,7 @@ func file_yorkie_cluster_v1_cluster_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_yorkie_cluster_v1_cluster_proto_rawDesc), len(file_yorkie_cluster_v1_cluster_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   12,
+			NumMessages:   14,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -460,3 +460,50 @@ func (db *DB) ImportSources(ctx context.Context, collection string) (map[string]
 	}
 	return out, nil
 }
+
+// ImportInvite stores inv under its token digest; mark as ImportProject.
+// An invite whose digest the target holds for another project is
+// ErrImportConflict.
+func (db *DB) ImportInvite(ctx context.Context, inv *database.InviteInfo, mark string) (bool, error) {
+	col := db.db.Collection(colInvites)
+	var other inviteRecord
+	err := col.FindOne(ctx, bson.D{{Key: "_id", Value: inv.TokenHash}}).Decode(&other)
+	if err == nil && other.ProjectID != inv.ProjectID {
+		return false, fmt.Errorf("import invite to project %s: its token is an invite to project %s: %w", inv.ProjectID, other.ProjectID, ErrImportConflict)
+	}
+	if err != nil && !errors.Is(err, mongo.ErrNoDocuments) {
+		return false, wrapErr("import invite", err)
+	}
+	d, err := toD(&inviteRecord{
+		TokenHash: inv.TokenHash, ProjectID: inv.ProjectID, Role: string(inv.Role),
+		CreatedBy: inv.CreatedBy, CreatedAt: ms(inv.CreatedAt), ExpiresAt: ms(inv.ExpiresAt),
+	}, nil)
+	if err != nil {
+		return false, fmt.Errorf("import invite to project %s: %w", inv.ProjectID, err)
+	}
+	return upsertRaw(ctx, col, inv.TokenHash, d, mark)
+}
+
+// DiscardImportedChanges deletes the batches an import appended to the
+// document's log after server_seq after, so that a run can write them
+// again. Batches this server wrote are left alone.
+func (db *DB) DiscardImportedChanges(ctx context.Context, docID string, after int64) error {
+	for seq := after + 1; ; {
+		b, err := db.batchAt(ctx, docID, seq, options.FindOne().SetProjection(bson.D{
+			{Key: "server_seq", Value: 1}, {Key: "last_seq", Value: 1}, {Key: "epoch", Value: 1},
+		}))
+		if err != nil {
+			return fmt.Errorf("discard imported changes of %s: %w", docID, err)
+		}
+		if b == nil {
+			return nil
+		}
+		if b.Epoch != importedBatch {
+			return fmt.Errorf("discard imported changes of %s: batch at %d is not an import's: %w", docID, seq, ErrImportDiverged)
+		}
+		if _, err := db.changes.DeleteOne(ctx, bson.D{{Key: "_id", Value: b.ID}}); err != nil {
+			return wrapErr(fmt.Sprintf("discard imported changes of %s", docID), err)
+		}
+		seq = b.LastSeq + 1
+	}
+}

@@ -55,6 +55,9 @@ const (
 	// ClusterServiceBroadcastByAdminProcedure is the fully-qualified name of the ClusterService's
 	// BroadcastByAdmin RPC.
 	ClusterServiceBroadcastByAdminProcedure = "/yorkie.cluster.v1.ClusterService/BroadcastByAdmin"
+	// ClusterServiceUpdateDocumentByAdminProcedure is the fully-qualified name of the ClusterService's
+	// UpdateDocumentByAdmin RPC.
+	ClusterServiceUpdateDocumentByAdminProcedure = "/yorkie.cluster.v1.ClusterService/UpdateDocumentByAdmin"
 )
 
 // ClusterServiceClient is a client for the yorkie.cluster.v1.ClusterService service.
@@ -68,6 +71,7 @@ type ClusterServiceClient interface {
 	ListChannels(context.Context, *connect.Request[v1.ListChannelsRequest]) (*connect.Response[v1.ListChannelsResponse], error)
 	GetChannels(context.Context, *connect.Request[v1.GetChannelsRequest]) (*connect.Response[v1.GetChannelsResponse], error)
 	BroadcastByAdmin(context.Context, *connect.Request[v1.BroadcastByAdminRequest]) (*connect.Response[v1.BroadcastByAdminResponse], error)
+	UpdateDocumentByAdmin(context.Context, *connect.Request[v1.UpdateDocumentByAdminRequest]) (*connect.Response[v1.UpdateDocumentByAdminResponse], error)
 }
 
 // NewClusterServiceClient constructs a client for the yorkie.cluster.v1.ClusterService service. By
@@ -117,6 +121,12 @@ func NewClusterServiceClient(httpClient connect.HTTPClient, baseURL string, opts
 			connect.WithSchema(clusterServiceMethods.ByName("BroadcastByAdmin")),
 			connect.WithClientOptions(opts...),
 		),
+		updateDocumentByAdmin: connect.NewClient[v1.UpdateDocumentByAdminRequest, v1.UpdateDocumentByAdminResponse](
+			httpClient,
+			baseURL+ClusterServiceUpdateDocumentByAdminProcedure,
+			connect.WithSchema(clusterServiceMethods.ByName("UpdateDocumentByAdmin")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -128,6 +138,7 @@ type clusterServiceClient struct {
 	listChannels          *connect.Client[v1.ListChannelsRequest, v1.ListChannelsResponse]
 	getChannels           *connect.Client[v1.GetChannelsRequest, v1.GetChannelsResponse]
 	broadcastByAdmin      *connect.Client[v1.BroadcastByAdminRequest, v1.BroadcastByAdminResponse]
+	updateDocumentByAdmin *connect.Client[v1.UpdateDocumentByAdminRequest, v1.UpdateDocumentByAdminResponse]
 }
 
 // DetachClientDocument calls yorkie.cluster.v1.ClusterService.DetachClientDocument.
@@ -160,6 +171,11 @@ func (c *clusterServiceClient) BroadcastByAdmin(ctx context.Context, req *connec
 	return c.broadcastByAdmin.CallUnary(ctx, req)
 }
 
+// UpdateDocumentByAdmin calls yorkie.cluster.v1.ClusterService.UpdateDocumentByAdmin.
+func (c *clusterServiceClient) UpdateDocumentByAdmin(ctx context.Context, req *connect.Request[v1.UpdateDocumentByAdminRequest]) (*connect.Response[v1.UpdateDocumentByAdminResponse], error) {
+	return c.updateDocumentByAdmin.CallUnary(ctx, req)
+}
+
 // ClusterServiceHandler is an implementation of the yorkie.cluster.v1.ClusterService service.
 type ClusterServiceHandler interface {
 	// DetachClientDocument detaches the client from a document this node owns,
@@ -171,6 +187,7 @@ type ClusterServiceHandler interface {
 	ListChannels(context.Context, *connect.Request[v1.ListChannelsRequest]) (*connect.Response[v1.ListChannelsResponse], error)
 	GetChannels(context.Context, *connect.Request[v1.GetChannelsRequest]) (*connect.Response[v1.GetChannelsResponse], error)
 	BroadcastByAdmin(context.Context, *connect.Request[v1.BroadcastByAdminRequest]) (*connect.Response[v1.BroadcastByAdminResponse], error)
+	UpdateDocumentByAdmin(context.Context, *connect.Request[v1.UpdateDocumentByAdminRequest]) (*connect.Response[v1.UpdateDocumentByAdminResponse], error)
 }
 
 // NewClusterServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -216,6 +233,12 @@ func NewClusterServiceHandler(svc ClusterServiceHandler, opts ...connect.Handler
 		connect.WithSchema(clusterServiceMethods.ByName("BroadcastByAdmin")),
 		connect.WithHandlerOptions(opts...),
 	)
+	clusterServiceUpdateDocumentByAdminHandler := connect.NewUnaryHandler(
+		ClusterServiceUpdateDocumentByAdminProcedure,
+		svc.UpdateDocumentByAdmin,
+		connect.WithSchema(clusterServiceMethods.ByName("UpdateDocumentByAdmin")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/yorkie.cluster.v1.ClusterService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case ClusterServiceDetachClientDocumentProcedure:
@@ -230,6 +253,8 @@ func NewClusterServiceHandler(svc ClusterServiceHandler, opts ...connect.Handler
 			clusterServiceGetChannelsHandler.ServeHTTP(w, r)
 		case ClusterServiceBroadcastByAdminProcedure:
 			clusterServiceBroadcastByAdminHandler.ServeHTTP(w, r)
+		case ClusterServiceUpdateDocumentByAdminProcedure:
+			clusterServiceUpdateDocumentByAdminHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -261,4 +286,8 @@ func (UnimplementedClusterServiceHandler) GetChannels(context.Context, *connect.
 
 func (UnimplementedClusterServiceHandler) BroadcastByAdmin(context.Context, *connect.Request[v1.BroadcastByAdminRequest]) (*connect.Response[v1.BroadcastByAdminResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("yorkie.cluster.v1.ClusterService.BroadcastByAdmin is not implemented"))
+}
+
+func (UnimplementedClusterServiceHandler) UpdateDocumentByAdmin(context.Context, *connect.Request[v1.UpdateDocumentByAdminRequest]) (*connect.Response[v1.UpdateDocumentByAdminResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("yorkie.cluster.v1.ClusterService.UpdateDocumentByAdmin is not implemented"))
 }
