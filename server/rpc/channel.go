@@ -11,7 +11,6 @@ import (
 	"github.com/yorkie-affinity/yorkie/api/yorkie/v1/v1connect"
 	"github.com/yorkie-affinity/yorkie/server/channel"
 	"github.com/yorkie-affinity/yorkie/server/fault"
-	"github.com/yorkie-affinity/yorkie/server/project"
 	"github.com/yorkie-affinity/yorkie/server/routing"
 	"github.com/yorkie-affinity/yorkie/server/webhook/authwebhook"
 )
@@ -130,7 +129,11 @@ func channelCall[Req, Res any](ctx context.Context, s *Service, req *connect.Req
 		return nil, s.failRouted(ctx, procedure, rt, err)
 	}
 	// The manager holds every project's channels: each under its scoped key.
-	resp, err := serve(clientID, project.ScopedKey(project.ID(ctx), key))
+	scoped, err := scopedKey(ctx, key)
+	if err != nil {
+		return nil, s.failRouted(ctx, procedure, rt, err)
+	}
+	resp, err := serve(clientID, scoped)
 	if err != nil {
 		return nil, s.failRouted(ctx, procedure, rt, err)
 	}
@@ -178,7 +181,11 @@ func (s *Service) openChannelWatch(ctx context.Context, clientID, key string) (*
 	if err := s.backend.CheckClient(ctx, clientID); err != nil {
 		return nil, err
 	}
-	w, err := s.channels.Watch(clientID, project.ScopedKey(project.ID(ctx), key))
+	scoped, err := scopedKey(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	w, err := s.channels.Watch(clientID, scoped)
 	if err != nil {
 		return nil, err
 	}
