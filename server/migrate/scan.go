@@ -68,16 +68,15 @@ func (im *Importer) copyChanges(ctx context.Context, docs []*docWork, prog *prog
 	}
 	held := 0
 	flushAll := func() error {
-		for _, w := range docs {
+		held = 0
+		return parallel(ctx, docs, func(_ int, w *docWork) {
 			if w.err != nil || w.unordered {
-				continue
+				return
 			}
 			if err := w.w.flush(ctx); err != nil {
 				w.err = err
 			}
-		}
-		held = 0
-		return ctx.Err()
+		})
 	}
 	err := each(ctx, im.src.Collection("changes"), scanFilter(docs, func(w *docWork) int64 { return w.head }), nil,
 		func(c *upChange, raw bson.Raw) error {
