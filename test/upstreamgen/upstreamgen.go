@@ -174,7 +174,7 @@ func createCollections(ctx context.Context, db *mongo.Database) error {
 	}
 	for _, c := range []string{"changes", "snapshots"} {
 		_, err := db.Collection(c).Indexes().CreateOne(ctx, mongo.IndexModel{
-			Keys: bson.D{{Key: "doc_id", Value: 1}, {Key: "project_id", Value: 1}, {Key: "server_seq", Value: 1}},
+			Keys:    bson.D{{Key: "doc_id", Value: 1}, {Key: "project_id", Value: 1}, {Key: "server_seq", Value: 1}},
 			Options: options.Index().SetUnique(true).SetName("doc_id_project_id_server_seq"),
 		})
 		if err != nil {
