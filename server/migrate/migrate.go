@@ -319,6 +319,10 @@ func (im *Importer) importDocuments(ctx context.Context, r *Report) (map[primiti
 	if err != nil {
 		return nil, err
 	}
+	recorded, heads, err := im.cfg.Target.ImportStarts(ctx)
+	if err != nil {
+		return nil, err
+	}
 	prog := newProgress(im.cfg.Progress, im.cfg.ProgressEvery, docs)
 	defer prog.finish()
 	done := make(map[primitive.ObjectID]bool, len(docs))
@@ -336,7 +340,7 @@ func (im *Importer) importDocuments(ctx context.Context, r *Report) (map[primiti
 	// few round trips, so several are looked at at once.
 	works := make([]*docWork, len(docs))
 	err = parallel(ctx, docs, func(i int, d *upDocument) {
-		w, err := im.startDocument(ctx, d, marks, prog)
+		w, err := im.startDocument(ctx, d, marks, recorded, heads, prog)
 		switch {
 		case err != nil:
 			prog.docDone(d.ServerSeq)
@@ -433,16 +437,23 @@ type finished struct {
 
 // startDocument returns the work of bringing the document up to the
 // source's state, or nil if the target has it in that state already.
-func (im *Importer) startDocument(ctx context.Context, d *upDocument, marks map[string]ymongo.ImportMark, prog *progress) (*docWork, error) {
+func (im *Importer) startDocument(ctx context.Context, d *upDocument, marks map[string]ymongo.ImportMark,
+	recorded map[string]bool, heads map[string]int64, prog *progress,
+) (*docWork, error) {
 	docID := d.ID.Hex()
 	want := ymongo.ImportMark{SourceServerSeq: d.ServerSeq, SourceUpdatedAt: d.UpdatedAt.UTC().Truncate(time.Millisecond), SourceRemoved: !d.RemovedAt.IsZero()}
 	mark, marked := marks[docID]
 	if marked && mark == want {
 		return nil, nil
 	}
-	head, err := im.cfg.Target.ImportedDocument(ctx, docID)
-	if err != nil {
-		return nil, err
+	// A document without a record here was never completed: its log is
+	// an import's alone, and ImportStarts read where it ends.
+	head := heads[docID]
+	if recorded[docID] {
+		var err error
+		if head, err = im.cfg.Target.ImportedDocument(ctx, docID); err != nil {
+			return nil, err
+		}
 	}
 	if marked && head != mark.SourceServerSeq {
 		// A server numbered changes of its own after the last import.
@@ -480,10 +491,13 @@ func (im *Importer) finishDocument(ctx context.Context, w *docWork) (finished, e
 		return st, err
 	}
 	for _, s := range snaps {
-		if err := t.SaveSnapshot(ctx, d.ID.Hex(), 0, s); err != nil {
+		wrote, err := t.ImportSnapshot(ctx, d.ID.Hex(), s)
+		if err != nil {
 			return st, fmt.Errorf("snapshot at server_seq %d: %w", s.ServerSeq, err)
 		}
-		st.snapshots++
+		if wrote {
+			st.snapshots++
+		}
 	}
 	want := ymongo.ImportMark{SourceServerSeq: d.ServerSeq, SourceUpdatedAt: d.UpdatedAt.UTC().Truncate(time.Millisecond), SourceRemoved: !d.RemovedAt.IsZero()}
 	if err := t.PublishImportedDocument(ctx, info, &want); err != nil {
