@@ -84,9 +84,12 @@ func (s *Server) newCluster(ctx context.Context) (_ *joined, err error) {
 		Store:         j.store,
 		AdvertiseAddr: advertise,
 		TTL:           cfg.NodeTTL,
-		OnLost:        routing.Lost(s.backend, s.channels, 0, s.logger),
-		Logger:        s.logger,
-		Registerer:    s.registry,
+		// Crashed peers are found by heartbeats and refused relays, not
+		// only when their leases run out (affinity/suspect.go).
+		HeartbeatInterval: affinity.HeartbeatFor(cfg.NodeTTL),
+		OnLost:            routing.Lost(s.backend, s.channels, 0, s.logger),
+		Logger:            s.logger,
+		Registerer:        s.registry,
 	}); err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}

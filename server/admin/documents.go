@@ -16,6 +16,7 @@ import (
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
 	"github.com/yorkie-affinity/yorkie/server/document"
 	"github.com/yorkie-affinity/yorkie/server/document/crdt"
+	"github.com/yorkie-affinity/yorkie/server/yson"
 )
 
 // The AdminService's document calls act in the project whose secret key
@@ -179,9 +180,10 @@ func pageSize(n int32, max int) (int, error) {
 	return int(n), nil
 }
 
-// CreateDocument creates an empty document. Upstream's initial_root (a YSON
-// object) is not read by this server yet: a request that sets it is
-// refused with unimplemented and nothing is created.
+// CreateDocument creates a document, empty or with initial_root's members
+// (a YSON object, as upstream). The root is stored by the document's owner
+// as the document's first change, so the first client to attach pulls it.
+// A malformed root is refused before anything is created.
 func (s *Service) CreateDocument(ctx context.Context, req *connect.Request[api.CreateDocumentRequest]) (*connect.Response[api.CreateDocumentResponse], error) {
 	p, err := s.keyProject(ctx, req.Header())
 	if err != nil {
@@ -190,12 +192,26 @@ func (s *Service) CreateDocument(ctx context.Context, req *connect.Request[api.C
 	if err := validateDocumentKey(req.Msg.DocumentKey); err != nil {
 		return nil, invalidArgument(err)
 	}
-	if strings.TrimSpace(req.Msg.InitialRoot) != "" && strings.TrimSpace(req.Msg.InitialRoot) != "{}" {
-		return nil, newError(connect.CodeUnimplemented, CodeUnimplemented, errors.New("initial_root is not supported by this server yet"))
+	root := strings.TrimSpace(req.Msg.InitialRoot)
+	var up documentUpdater
+	if root != "" {
+		members, err := yson.ParseObject(root)
+		if err != nil {
+			return nil, invalidArgument(fmt.Errorf("initial_root: %w", err))
+		}
+		if len(members) == 0 {
+			root = "" // an empty object adds nothing
+		}
 	}
 	o, err := s.owners()
 	if err != nil {
 		return nil, err
+	}
+	if root != "" {
+		var ok bool
+		if up, ok = o.(documentUpdater); !ok {
+			return nil, newError(connect.CodeUnimplemented, CodeUnimplemented, errors.New("this node does not update documents"))
+		}
 	}
 	// A removed document's key may start a new one.
 	old, err := s.db.FindDocumentByKey(ctx, p.ID, req.Msg.DocumentKey)
@@ -211,6 +227,11 @@ func (s *Service) CreateDocument(ctx context.Context, req *connect.Request[api.C
 	}
 	if doc.ServerSeq != 0 {
 		return nil, newError(connect.CodeAlreadyExists, codeDocumentAlreadyExists, fmt.Errorf("document %q already exists", req.Msg.DocumentKey))
+	}
+	if root != "" {
+		if _, err := up.UpdateDocument(ctx, p, doc, DocumentUpdate{Root: root}); err != nil {
+			return nil, s.docError(ctx, err)
+		}
 	}
 	sum, err := s.summary(ctx, o, p, doc, true, false)
 	if err != nil {

@@ -220,10 +220,14 @@ func TestAdminDocuments(t *testing.T) {
 				_, err := c.GetDocuments(ctx, byKey(&api.GetDocumentsRequest{DocumentKeys: keys}, secret))
 				return err
 			}, connect.CodeInvalidArgument, "ErrInvalidArgument"},
-			{"an initial root", func() error {
-				_, err := c.CreateDocument(ctx, byKey(&api.CreateDocumentRequest{DocumentKey: "doc-new", InitialRoot: `{"a":1}`}, secret))
+			{"a malformed initial root", func() error {
+				_, err := c.CreateDocument(ctx, byKey(&api.CreateDocumentRequest{DocumentKey: "doc-new", InitialRoot: `{"a":1`}, secret))
 				return err
-			}, connect.CodeUnimplemented, "ErrUnimplemented"},
+			}, connect.CodeInvalidArgument, "ErrInvalidArgument"},
+			{"an initial root that is no object", func() error {
+				_, err := c.CreateDocument(ctx, byKey(&api.CreateDocumentRequest{DocumentKey: "doc-new", InitialRoot: `[1]`}, secret))
+				return err
+			}, connect.CodeInvalidArgument, "ErrInvalidArgument"},
 			{"removing an attached document", func() error {
 				_, err := c.RemoveDocumentByAdmin(ctx, byKey(&api.RemoveDocumentByAdminRequest{DocumentKey: "doc-a"}, secret))
 				return err

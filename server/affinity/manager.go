@@ -47,6 +47,15 @@ type Config struct {
 	Logger *slog.Logger
 	// Registerer receives the manager's metrics; none when nil.
 	Registerer prometheus.Registerer
+	// HeartbeatInterval is how often the other members are probed (see
+	// suspect.go); zero probes none. HeartbeatFor gives one for a TTL.
+	HeartbeatInterval time.Duration
+	// HeartbeatMisses is how many probes in a row a member may miss before
+	// it is evicted; DefaultHeartbeatMisses when zero.
+	HeartbeatMisses int
+	// Dial opens and closes a connection to a member's address, for
+	// heartbeats and to confirm a refusal; a TCP dial when nil.
+	Dial func(ctx context.Context, addr string) error
 }
 
 // Owner is the node that owns a document, as a routing decision needs it.
@@ -88,6 +97,9 @@ type Manager struct {
 	// here is a takeover.
 	orphans map[string]struct{}
 	stopped bool
+	// suspicions are the judgements of members under way (suspect.go).
+	suspicions map[sessionstore.Member]*suspicion
+	suspects   *suspectMetrics
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -110,6 +122,12 @@ func New(cfg Config) (*Manager, error) {
 	if cfg.OnLost == nil {
 		cfg.OnLost = func([]string) {}
 	}
+	if cfg.HeartbeatMisses <= 0 {
+		cfg.HeartbeatMisses = DefaultHeartbeatMisses
+	}
+	if cfg.Dial == nil {
+		cfg.Dial = dialTCP
+	}
 	m := &Manager{
 		cfg:      cfg,
 		log:      cfg.Logger.With("component", "affinity", "node", cfg.AdvertiseAddr),
@@ -121,6 +139,9 @@ func New(cfg Config) (*Manager, error) {
 		loads:    map[string]int{},
 		orphans:  map[string]struct{}{},
 		done:     make(chan struct{}),
+
+		suspicions: map[sessionstore.Member]*suspicion{},
+		suspects:   newSuspectMetrics(cfg.Registerer),
 	}
 	m.store = &meteredStore{Store: cfg.Store, m: m.metrics}
 	return m, nil
@@ -145,6 +166,9 @@ func (m *Manager) Start(ctx context.Context) error {
 	m.mu.Unlock()
 	m.apply(sessionstore.MemberEvent{Type: sessionstore.MemberJoined, Member: lease.Member()})
 	go m.run(runCtx, events)
+	if m.cfg.HeartbeatInterval > 0 {
+		go m.heartbeat(runCtx)
+	}
 	return nil
 }
 

@@ -141,4 +141,6 @@ type Store interface {
 	// leases (they then run out after their TTL); it does not revoke them.
 	// Closing twice is harmless.
 	Close() error
+	// Evicter ends another member's lease (evict.go).
+	Evicter
 }

@@ -81,6 +81,7 @@ func Run(t *testing.T, cfg Config) {
 	t.Run("RenewedLeaseOutlivesTTL", s.testRenewedLeaseOutlivesTTL)
 	t.Run("RevokeEndsLeaseAndBindings", s.testRevokeEndsLeaseAndBindings)
 	t.Run("ExpiredLeaseIsTakenOver", s.testExpiredLeaseIsTakenOver)
+	t.Run("EvictEndsLeaseAndBindings", s.testEvictEndsLeaseAndBindings)
 	t.Run("ClosedClientLeaseRunsOut", s.testClosedClientLeaseRunsOut)
 	t.Run("MembersListsLiveOnes", s.testMembersListsLiveOnes)
 	t.Run("WatchMembers", s.testWatchMembers)

@@ -35,6 +35,12 @@ function routingConfig({ port, nodes, sessionHeader = 'x-session-key' }) {
     // Keeps the body so a request whose node refused the connection can be
     // sent again, to another node.
     '  option http-buffer-request',
+    // Sends each chunk of a stream at once: by default haproxy may hold a
+    // small one back (up to about 200 ms) to merge it with the next, and a
+    // channel's count announced after its Watch initialization then reaches
+    // the SDK in the same read, before attach() returns and the caller can
+    // subscribe to 'presence'.
+    '  option http-no-delay',
     '  retries 2',
     '  retry-on conn-failure empty-response',
     '  option redispatch 1',

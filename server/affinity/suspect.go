@@ -1,0 +1,273 @@
+package affinity
+
+// Suspicion: moving a crashed member's documents before its lease runs out.
+//
+// A member's lease ends a TTL after its last renewal (2 s by default, the
+// least etcd grants with its default election timeout), and a store checks
+// expiry on a timer of its own; the JS SDK then retries after 1 s. Waiting
+// for the lease alone puts a crash 2 to 4 s away from its clients' next
+// sync. Two signals come earlier:
+//
+//   - A refused connection. When a relay to a member, or a heartbeat, is
+//     refused (ECONNREFUSED), the member's host has answered that nothing
+//     listens on the member's port: its process is gone. A relay's refusal
+//     is checked with one more connection of this node's own (a busy port
+//     being reopened by a restart answers it), a heartbeat's is proof
+//     already.
+//   - Missed heartbeats. Every HeartbeatInterval this node opens a TCP
+//     connection to each other member's advertised address. HeartbeatMisses
+//     tries in a row that time out, or find no route, say the host is gone
+//     or cut off. Local failures (this node out of descriptors) are no
+//     evidence and do not count.
+//
+// A member found gone is evicted: the store ends its lease on the store's
+// side (sessionstore.Evicter), which frees its bindings there, and this node
+// drops it from its view at once, so the call that found the refusal can be
+// routed again and bind the document to a live member within the same call.
+// Every other node sees the member leave through the store's watch.
+//
+// Safety. Eviction is a judgement, and it can be wrong: a member cut off from
+// this node but not from the store, or one whose port refused for another
+// reason, may be alive and still believe it owns its documents until its
+// next renewal finds the lease gone (up to TTL/3, then it drops them). An
+// evicted owner must therefore be fenced before anyone else acknowledges a
+// change of its documents, and it is, by the same mechanism that covers a
+// lease that ran out while its owner was paused:
+//
+//  1. The store binds a document to one live member at a time, and the new
+//     binding's epoch is larger than the evicted owner's (epochs only grow).
+//  2. The new owner claims the document in the database with its epoch
+//     (database.ClaimDocument) before it reads the log or serves a call;
+//     from then on the database refuses every write with a smaller epoch
+//     (ErrFenced), and the change log's unique (document, server_seq) key
+//     lets only one of two racing appends at one server_seq in.
+//  3. The old owner acknowledges a change only after its append succeeded.
+//     An append that landed before the claim is in the log the new owner
+//     reads after claiming; one after the claim is refused and never
+//     acknowledged, so the client sends it again to the new owner.
+//
+// So no acknowledged change is lost and no two owners both acknowledge
+// writes after the claim, whatever the eviction got wrong; a wrong eviction
+// costs the evicted node's clients a reconnect, nothing more. What eviction
+// must never do is evict a later registration of the same address: Evict
+// names the incarnation.
+
+import (
+	"context"
+	"errors"
+	"net"
+	"os"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/yorkie-affinity/yorkie/server/sessionstore"
+)
+
+// DefaultHeartbeatMisses is how many heartbeats in a row a member may miss
+// before it is evicted.
+const DefaultHeartbeatMisses = 3
+
+// HeartbeatFor is the heartbeat interval that goes with a lease TTL: an
+// eighth of it, so three missed heartbeats (with their timeouts) come well
+// before the lease would run out.
+func HeartbeatFor(ttl time.Duration) time.Duration {
+	if ttl <= 0 {
+		ttl = DefaultTTL
+	}
+	return ttl / 8
+}
+
+// Eviction reasons, the label of yorkie_affinity_evictions_total.
+const (
+	reasonRefused   = "refused"
+	reasonHeartbeat = "heartbeat"
+)
+
+// suspicion is one judgement of a member under way; callers that suspect
+// the same member meanwhile wait for it.
+type suspicion struct {
+	done    chan struct{}
+	evicted bool
+}
+
+type suspectMetrics struct {
+	evictions *prometheus.CounterVec
+}
+
+func newSuspectMetrics(reg prometheus.Registerer) *suspectMetrics {
+	sm := &suspectMetrics{
+		evictions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "yorkie_affinity_evictions_total",
+			Help: "Members this node evicted before their lease ran out, by the evidence (refused, heartbeat).",
+		}, []string{"reason"}),
+	}
+	if reg != nil {
+		reg.MustRegister(sm.evictions)
+	}
+	return sm
+}
+
+// Suspect tells the manager that a connection to the member at addr was
+// refused. It checks with a connection of its own and, if that is refused
+// too, evicts the member; it returns once the member is judged (or ctx
+// ends) and reports whether addr is no longer a member in this node's view.
+// Concurrent suspicions of one member share one judgement.
+func (m *Manager) Suspect(ctx context.Context, addr string) bool {
+	s, ok := m.suspect(addr, false)
+	if !ok {
+		return !m.isMember(addr)
+	}
+	select {
+	case <-s.done:
+		return s.evicted
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func (m *Manager) isMember(addr string) bool {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	_, ok := m.members[addr]
+	return ok
+}
+
+// suspect starts (or joins) the judgement of the member at addr; ok is
+// false when there is nothing to judge (no such member, this node, stopped).
+// proven says the caller saw a refusal that needs no second look.
+func (m *Manager) suspect(addr string, proven bool) (*suspicion, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	mem, ok := m.members[addr]
+	if !ok || mem == m.self || m.stopped {
+		return nil, false
+	}
+	if s, ok := m.suspicions[mem]; ok {
+		return s, true
+	}
+	s := &suspicion{done: make(chan struct{})}
+	m.suspicions[mem] = s
+	go m.judge(mem, s, proven)
+	return s, true
+}
+
+// judge confirms a refusal unless proven and evicts mem if it holds.
+func (m *Manager) judge(mem sessionstore.Member, s *suspicion, proven bool) {
+	defer func() {
+		m.mu.Lock()
+		delete(m.suspicions, mem)
+		m.mu.Unlock()
+		close(s.done)
+	}()
+	if !proven {
+		ctx, cancel := context.WithTimeout(context.Background(), m.heartbeatTimeout())
+		err := m.cfg.Dial(ctx, mem.Addr)
+		cancel()
+		if !errors.Is(err, syscall.ECONNREFUSED) {
+			m.log.Debug("suspected member answers", "member", mem.Addr, "err", err)
+			return
+		}
+	}
+	s.evicted = m.evict(mem, reasonRefused)
+}
+
+// evict ends mem's lease in the store and drops it from this node's view.
+func (m *Manager) evict(mem sessionstore.Member, reason string) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), m.cfg.TTL)
+	defer cancel()
+	if err := m.store.Evict(ctx, mem); err != nil {
+		m.log.Warn("evict member", "member", mem.Addr, "incarnation", mem.Incarnation, "reason", reason, "err", err)
+		return false
+	}
+	m.log.Warn("member evicted before its lease ran out", "member", mem.Addr, "incarnation", mem.Incarnation, "reason", reason)
+	m.suspects.evictions.WithLabelValues(reason).Inc()
+	m.apply(sessionstore.MemberEvent{Type: sessionstore.MemberLeft, Member: mem})
+	return true
+}
+
+func (m *Manager) heartbeatTimeout() time.Duration {
+	if m.cfg.HeartbeatInterval > 0 {
+		return 2 * m.cfg.HeartbeatInterval
+	}
+	return HeartbeatFor(m.cfg.TTL) * 2
+}
+
+// heartbeat probes the other members every HeartbeatInterval until ctx ends.
+func (m *Manager) heartbeat(ctx context.Context) {
+	tick := time.NewTicker(m.cfg.HeartbeatInterval)
+	defer tick.Stop()
+	misses := map[sessionstore.Member]int{}
+	type result struct {
+		mem sessionstore.Member
+		err error
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		m.mu.RLock()
+		peers := make([]sessionstore.Member, 0, len(m.members))
+		for _, mem := range m.members {
+			if mem != m.self {
+				peers = append(peers, mem)
+			}
+		}
+		m.mu.RUnlock()
+		results := make(chan result, len(peers))
+		for _, p := range peers {
+			go func() {
+				pctx, cancel := context.WithTimeout(ctx, m.heartbeatTimeout())
+				defer cancel()
+				results <- result{p, m.cfg.Dial(pctx, p.Addr)}
+			}()
+		}
+		seen := make(map[sessionstore.Member]bool, len(peers))
+		for range peers {
+			r := <-results
+			seen[r.mem] = true
+			switch {
+			case ctx.Err() != nil:
+				return
+			case r.err == nil:
+				delete(misses, r.mem)
+			case errors.Is(r.err, syscall.ECONNREFUSED):
+				delete(misses, r.mem)
+				m.suspect(r.mem.Addr, true)
+			case missed(r.err):
+				if misses[r.mem]++; misses[r.mem] >= m.cfg.HeartbeatMisses {
+					delete(misses, r.mem)
+					go m.evict(r.mem, reasonHeartbeat)
+				}
+			}
+		}
+		for mem := range misses {
+			if !seen[mem] {
+				delete(misses, mem)
+			}
+		}
+	}
+}
+
+// missed reports whether a failed heartbeat says something about the peer:
+// it timed out or found no route. Errors of this node's own making (out of
+// descriptors, a closed manager) say nothing.
+func missed(err error) bool {
+	var ne net.Error
+	return errors.Is(err, context.DeadlineExceeded) || os.IsTimeout(err) ||
+		(errors.As(err, &ne) && ne.Timeout()) ||
+		errors.Is(err, syscall.EHOSTUNREACH) || errors.Is(err, syscall.ENETUNREACH)
+}
+
+// dialTCP is the default Config.Dial: a TCP connection to addr, closed at once.
+func dialTCP(ctx context.Context, addr string) error {
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return err
+	}
+	return c.Close()
+}

@@ -1,0 +1,197 @@
+package affinity_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/yorkie-affinity/yorkie/server/affinity"
+	"github.com/yorkie-affinity/yorkie/server/servertest/poll"
+	"github.com/yorkie-affinity/yorkie/server/sessionstore/memory"
+)
+
+// longTTL keeps leases alive for the whole test: only an eviction ends them.
+const longTTL = time.Minute
+
+// start starts a manager with cfg on a client of st.
+func start(t *testing.T, st *memory.Store, cfg affinity.Config) *affinity.Manager {
+	t.Helper()
+	cfg.Store = st.Client()
+	if cfg.TTL == 0 {
+		cfg.TTL = longTTL
+	}
+	m, err := affinity.New(cfg)
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	require.NoError(t, m.Start(ctx))
+	t.Cleanup(func() { _ = m.Stop(context.Background()) })
+	return m
+}
+
+// refusingAddr returns a loopback address nothing listens on.
+func refusingAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	require.NoError(t, l.Close())
+	return addr
+}
+
+// answeringAddr returns a loopback address that accepts connections until
+// the test ends.
+func answeringAddr(t *testing.T) string {
+	t.Helper()
+	addr, _ := listening(t)
+	return addr
+}
+
+// listening returns a loopback address that accepts connections until the
+// returned function (or the end of the test) closes it; then it refuses.
+func listening(t *testing.T) (string, func()) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			_ = c.Close()
+		}
+	}()
+	return l.Addr().String(), func() { _ = l.Close() }
+}
+
+// keyOwnedBy returns a document key that placement binds to owner.
+func keyOwnedBy(t *testing.T, owner *affinity.Manager) (string, affinity.Owner) {
+	t.Helper()
+	for i := range 200 {
+		key := fmt.Sprintf("p/doc-%d", i)
+		o, err := owner.Owner(context.Background(), key)
+		require.NoError(t, err)
+		if o.Self {
+			return key, o
+		}
+	}
+	t.Fatalf("no key placed on %s in 200 tries", owner.Addr())
+	return "", affinity.Owner{}
+}
+
+func waitMembers(t *testing.T, m *affinity.Manager, want ...string) {
+	t.Helper()
+	poll.UntilTrue(t, waitTimeout, fmt.Sprintf("members %v", want), func() bool {
+		got := m.Members()
+		if len(got) != len(want) {
+			return false
+		}
+		for _, w := range want {
+			found := false
+			for _, g := range got {
+				found = found || g == w
+			}
+			if !found {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// TestSuspectEvictsRefusingOwner: a member whose port refuses connections
+// is evicted at once by the node that suspects it; its document is bound
+// again with a larger epoch, and the evicted node, alive after all, is told
+// that it lost the document.
+func TestSuspectEvictsRefusingOwner(t *testing.T) {
+	st := memory.New(memory.Config{})
+	lost := make(chan []string, 1)
+	a := start(t, st, affinity.Config{AdvertiseAddr: answeringAddr(t)})
+	b := start(t, st, affinity.Config{AdvertiseAddr: refusingAddr(t), OnLost: func(keys []string) { lost <- keys }})
+	waitMembers(t, a, a.Addr(), b.Addr())
+	key, old := keyOwnedBy(t, b)
+	o, err := a.Owner(context.Background(), key)
+	require.NoError(t, err)
+	require.Equal(t, old.Epoch, o.Epoch)
+
+	require.True(t, a.Suspect(context.Background(), b.Addr()), "a refusing member is evicted")
+	select {
+	case keys := <-lost:
+		require.Equal(t, []string{key}, keys)
+	case <-time.After(waitTimeout):
+		t.Fatal("the evicted node was not told it lost its document")
+	}
+	a.Forget(key)
+	o, err = a.Owner(context.Background(), key)
+	require.NoError(t, err)
+	require.Greater(t, o.Epoch, old.Epoch, "the document is bound again with a larger epoch")
+}
+
+// TestSuspectSparesAnsweringMember: a refusal the suspecting node cannot
+// confirm (the member's port answers) evicts nothing.
+func TestSuspectSparesAnsweringMember(t *testing.T) {
+	st := memory.New(memory.Config{})
+	a := start(t, st, affinity.Config{AdvertiseAddr: answeringAddr(t)})
+	b := start(t, st, affinity.Config{AdvertiseAddr: answeringAddr(t)})
+	waitMembers(t, a, a.Addr(), b.Addr())
+	key, old := keyOwnedBy(t, b)
+
+	require.False(t, a.Suspect(context.Background(), b.Addr()))
+	require.ElementsMatch(t, []string{a.Addr(), b.Addr()}, a.Members())
+	o, err := a.Owner(context.Background(), key)
+	require.NoError(t, err)
+	require.Equal(t, old, affinity.Owner{Addr: o.Addr, SessionKey: o.SessionKey, Epoch: o.Epoch, Self: true})
+}
+
+// TestHeartbeatEvictsCrashedMember: a member that crashed (its manager
+// stopped renewing, its lease would live a minute more) and whose port
+// refuses is evicted by another node's heartbeats with no call in between,
+// and its document moves.
+func TestHeartbeatEvictsCrashedMember(t *testing.T) {
+	st := memory.New(memory.Config{})
+	a := start(t, st, affinity.Config{AdvertiseAddr: answeringAddr(t), HeartbeatInterval: 20 * time.Millisecond})
+	addr, crash := listening(t)
+	b := start(t, st, affinity.Config{AdvertiseAddr: addr})
+	waitMembers(t, a, a.Addr(), b.Addr())
+	key, old := keyOwnedBy(t, b)
+	b.Abandon()
+	crash()
+
+	waitMembers(t, a, a.Addr())
+	o, err := a.Owner(context.Background(), key)
+	require.NoError(t, err)
+	require.True(t, o.Self)
+	require.Greater(t, o.Epoch, old.Epoch)
+}
+
+// TestMissedHeartbeatsEvictMember: a member whose heartbeats time out
+// HeartbeatMisses times in a row is evicted; one that only fails with
+// errors of the prober's own making is not.
+func TestMissedHeartbeatsEvictMember(t *testing.T) {
+	st := memory.New(memory.Config{})
+	silent, local := answeringAddr(t), answeringAddr(t)
+	dial := func(ctx context.Context, addr string) error {
+		switch addr {
+		case silent:
+			<-ctx.Done()
+			return ctx.Err()
+		case local:
+			return fmt.Errorf("socket: too many open files")
+		}
+		return nil
+	}
+	a := start(t, st, affinity.Config{AdvertiseAddr: answeringAddr(t), HeartbeatInterval: 10 * time.Millisecond,
+		HeartbeatMisses: 2, Dial: dial})
+	b := start(t, st, affinity.Config{AdvertiseAddr: silent})
+	c := start(t, st, affinity.Config{AdvertiseAddr: local})
+	waitMembers(t, a, a.Addr(), b.Addr(), c.Addr())
+	b.Abandon()
+
+	waitMembers(t, a, a.Addr(), c.Addr())
+}
