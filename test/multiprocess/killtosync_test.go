@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -54,8 +55,9 @@ type syncRecord struct {
 
 // killClient is a writer of one document that follows the SDK's loop.
 type killClient struct {
-	r   *wire.Replica
-	doc int
+	r    *wire.Replica
+	doc  int
+	home int // the node a balancer sends it to while that node is up
 
 	mu      sync.Mutex
 	node    int // index of the node it talks to now
@@ -142,16 +144,27 @@ func runKillToSync(t *testing.T, store string, kills int) {
 			require.NoError(t, err)
 			_, err = r.AttachWith(ctx, key, map[string]string{"name": fmt.Sprintf(`"w%d"`, j)})
 			require.NoError(t, err, "attach %s through %s", key, nodes[n].Name)
-			clients = append(clients, &killClient{r: r, doc: d, node: n})
+			clients = append(clients, &killClient{r: r, doc: d, home: n, node: n})
 		}
 	}
 
+	// rehomed counts the restarts after which every client goes back to its
+	// home node, as a hashing balancer sends it there again once it is up.
+	var rehomed atomic.Int64
 	var wg sync.WaitGroup
 	for _, c := range clients {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			var seen int64
 			for i := 0; ctx.Err() == nil; i++ {
+				if g := rehomed.Load(); g != seen {
+					seen = g
+					c.mu.Lock()
+					c.node = c.home
+					c.r.C = conns[c.home]
+					c.mu.Unlock()
+				}
 				if i%editEvery == 0 {
 					c.r.Edit(1)
 				}
@@ -261,6 +274,7 @@ func runKillToSync(t *testing.T, store string, kills int) {
 		liveMu.Lock()
 		down[victim] = false
 		liveMu.Unlock()
+		rehomed.Add(1)
 	}
 	stopClients()
 	if len(samples) > 0 {
