@@ -9,12 +9,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
+	"net"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -48,7 +51,7 @@ func parseTransport(s string) (transport, error) {
 // that drops its idle connections. Unless gzip is set it asks for
 // uncompressed answers, as the JS SDK gets them; otherwise a JSON answer
 // large enough is gzipped by the server, which then dominates its CPU.
-func newClient(addr string, tr transport, gzip bool) (v1connect.YorkieServiceClient, func()) {
+func newClient(addr string, tr transport, gzip bool, sources []net.IP) (v1connect.YorkieServiceClient, func()) {
 	var protocols http.Protocols
 	var opts []connect.ClientOption
 	ht := &http.Transport{
@@ -58,6 +61,17 @@ func newClient(addr string, tr transport, gzip bool) (v1connect.YorkieServiceCli
 		MaxIdleConnsPerHost: 1024,
 		IdleConnTimeout:     30 * time.Second,
 		DisableCompression:  !gzip,
+	}
+	if len(sources) > 0 {
+		// Each connection is dialled from the next source address in turn,
+		// so that many connections to one server address do not run out of
+		// one address's ephemeral ports.
+		var next atomic.Uint64
+		ht.DialContext = func(ctx context.Context, network, address string) (net.Conn, error) {
+			src := sources[int(next.Add(1)-1)%len(sources)]
+			d := net.Dialer{LocalAddr: &net.TCPAddr{IP: src}}
+			return d.DialContext(ctx, network, address)
+		}
 	}
 	if !gzip {
 		opts = append(opts, connect.WithAcceptCompression("gzip", nil, nil))
@@ -90,6 +104,33 @@ type session struct {
 	*sdksim.Client
 	c     v1connect.YorkieServiceClient
 	docID string
+	// vv is the document's version vector as the SDK keeps it: its own
+	// lamport and the highest of every pulled change's vector. The SDK sends
+	// it with every pack; without it the server's minimum synced vector
+	// never rises and no tombstone is ever collected, so the document, and
+	// with it every snapshot, grows with the run.
+	vv map[string]int64
+}
+
+// pack is the SDK's change pack: the pending changes, the checkpoint and
+// the document's version vector.
+func (s *session) pack() *api.ChangePack {
+	p := s.Pack()
+	s.vv[sdksim.VectorKey(s.Actor)] = s.Lamport
+	p.VersionVector = &api.VersionVector{Vector: maps.Clone(s.vv)}
+	return p
+}
+
+// absorb takes in an answer's pack and raises the version vector to the
+// pulled changes'.
+func (s *session) absorb(p *api.ChangePack) ([]*api.Change, error) {
+	pulled, err := s.Absorb(p)
+	for _, ch := range pulled {
+		for k, v := range ch.GetId().GetVersionVector().GetVector() {
+			s.vv[k] = max(s.vv[k], v)
+		}
+	}
+	return pulled, err
 }
 
 // activate activates a client with key.
@@ -102,17 +143,18 @@ func activate(ctx context.Context, c v1connect.YorkieServiceClient, key string) 
 	if err != nil {
 		return nil, fmt.Errorf("activate client %s: %w", key, err)
 	}
-	return &session{Client: state, c: c}, nil
+	return &session{Client: state, c: c, vv: map[string]int64{}}, nil
 }
 
 // attach attaches docKey with the SDK's initial presence change, which names
 // the client.
 func (s *session) attach(ctx context.Context, docKey string) error {
 	s.Attached(docKey)
+	clear(s.vv)
 	s.NewPresence(map[string]string{"name": strconv.Quote(s.ID)})
 	resp, err := s.c.AttachDocument(ctx, connect.NewRequest(&api.AttachDocumentRequest{
 		ClientId:   s.ID,
-		ChangePack: s.Pack(),
+		ChangePack: s.pack(),
 	}))
 	if err != nil {
 		return fmt.Errorf("attach %s to %s: %w", s.ID, docKey, err)
@@ -121,7 +163,7 @@ func (s *session) attach(ctx context.Context, docKey string) error {
 	if s.docID == "" {
 		return fmt.Errorf("attach %s to %s: no document ID in the answer", s.ID, docKey)
 	}
-	if _, err := s.Absorb(resp.Msg.GetChangePack()); err != nil {
+	if _, err := s.absorb(resp.Msg.GetChangePack()); err != nil {
 		return fmt.Errorf("attach %s to %s: %w", s.ID, docKey, err)
 	}
 	return nil
@@ -135,12 +177,12 @@ func (s *session) pushChange(ctx context.Context) (int, error) {
 	resp, err := s.c.PushPullChanges(ctx, connect.NewRequest(&api.PushPullChangesRequest{
 		ClientId:   s.ID,
 		DocumentId: s.docID,
-		ChangePack: s.Pack(),
+		ChangePack: s.pack(),
 	}))
 	if err != nil {
 		return 0, fmt.Errorf("pushpull %s on %s: %w", s.ID, s.DocKey, err)
 	}
-	pulled, err := s.Absorb(resp.Msg.GetChangePack())
+	pulled, err := s.absorb(resp.Msg.GetChangePack())
 	if err != nil {
 		return 0, fmt.Errorf("pushpull %s on %s: %w", s.ID, s.DocKey, err)
 	}

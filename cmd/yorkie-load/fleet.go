@@ -42,7 +42,11 @@ func newFleet(c common, streams int) (*fleet, uint64, error) {
 			return nil, 0, err
 		}
 	}
-	client, closeIdle := newClient(c.addr, tr, c.gzip)
+	sources, err := parseSourceAddrs(c.sourceAddrs, c.allowRemote)
+	if err != nil {
+		return nil, 0, err
+	}
+	client, closeIdle := newClient(c.addr, tr, c.gzip, sources)
 	return &fleet{tr: tr, client: client, closeIdle: closeIdle, conc: c.concurrency, stopStreams: func() {}}, limit, nil
 }
 

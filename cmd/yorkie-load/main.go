@@ -1,8 +1,9 @@
 // Command yorkie-load drives a Yorkie server with synthetic clients and
 // reports what it measured: memory per idle Watch stream (watch-idle), the
 // delay from a push to the CHANGED event at the other watchers
-// (changed-latency), and PushPull throughput and server CPU per operation
-// (pushpull).
+// (changed-latency), PushPull throughput and server CPU per operation
+// (pushpull), and long-lived clients attaching fresh documents over time
+// (attach-churn).
 //
 // Every run is bounded in size and time, talks to one loopback address
 // unless told otherwise, and prints a plain table (or JSON with -json).
@@ -18,6 +19,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"strings"
 	"time"
 )
 
@@ -27,6 +29,7 @@ scenarios:
   watch-idle       open N idle Watch streams and report server memory per stream
   changed-latency  measure push -> CHANGED delay at the other watchers
   pushpull         closed-loop PushPull throughput, latency and server CPU per op
+  attach-churn     long-lived clients attaching fresh documents: rate and CPU per window
 
 run "yorkie-load <scenario> -h" for the flags of a scenario.
 `
@@ -46,6 +49,7 @@ type common struct {
 	concurrency int
 	verbose     bool
 	gzip        bool
+	sourceAddrs string
 }
 
 func (c *common) register(fs *flag.FlagSet) {
@@ -58,6 +62,7 @@ func (c *common) register(fs *flag.FlagSet) {
 	fs.IntVar(&c.concurrency, "c", 64, "calls in flight while setting up clients and streams")
 	fs.BoolVar(&c.verbose, "v", false, "log progress at debug level")
 	fs.BoolVar(&c.gzip, "gzip", false, "accept gzipped answers (the JS SDK's answers are not compressed)")
+	fs.StringVar(&c.sourceAddrs, "source-addrs", "", "comma-separated local IPs the connections are dialled from, in turn (e.g. 127.0.0.2,127.0.0.3): one source address has about 28,000 ephemeral ports towards one server address")
 }
 
 // check validates the shared flags.
@@ -68,6 +73,9 @@ func (c *common) check() error {
 		}
 	}
 	if _, err := parseTransport(c.transport); err != nil {
+		return err
+	}
+	if _, err := parseSourceAddrs(c.sourceAddrs, c.allowRemote); err != nil {
 		return err
 	}
 	if c.concurrency < 1 {
@@ -90,6 +98,26 @@ func checkLoopback(addr string, allowRemote bool) error {
 		return nil
 	}
 	return fmt.Errorf("address %q is not a loopback address (pass -allow-remote to load it anyway)", addr)
+}
+
+// parseSourceAddrs reads -source-addrs: loopback IPs unless remote
+// addresses are allowed.
+func parseSourceAddrs(list string, allowRemote bool) ([]net.IP, error) {
+	if list == "" {
+		return nil, nil
+	}
+	var ips []net.IP
+	for a := range strings.SplitSeq(list, ",") {
+		ip := net.ParseIP(strings.TrimSpace(a))
+		if ip == nil {
+			return nil, fmt.Errorf("-source-addrs: %q is not an IP address", a)
+		}
+		if !allowRemote && !ip.IsLoopback() {
+			return nil, fmt.Errorf("-source-addrs: %s is not a loopback address (pass -allow-remote to use it anyway)", ip)
+		}
+		ips = append(ips, ip)
+	}
+	return ips, nil
 }
 
 // scenario is one subcommand: it registers its flags and runs.
@@ -127,6 +155,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		scenarioOf("watch-idle", watchIdleFlags, runWatchIdle),
 		scenarioOf("changed-latency", changedLatencyFlags, runChangedLatency),
 		scenarioOf("pushpull", pushPullFlags, runPushPull),
+		scenarioOf("attach-churn", attachChurnFlags, runAttachChurn),
 	}
 	var sc *scenario
 	for i := range scenarios {

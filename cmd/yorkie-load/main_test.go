@@ -142,3 +142,23 @@ func TestCommandLineJSON(t *testing.T) {
 		t.Errorf("no progress log on stderr: %q", stderr.String())
 	}
 }
+
+func TestAttachChurn(t *testing.T) {
+	c, logger := testCommon(t, connectJSONHTTP1)
+	cfg := attachChurnConfig{clients: 4, duration: time.Minute, window: time.Minute, cycles: 15}
+	res, err := runAttachChurn(testCtx(t), c, cfg, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := int64(cfg.clients * cfg.cycles)
+	if res.Cycles != want || int64(res.Latency.Count) != want {
+		t.Errorf("cycles = %d (latency samples %d), want %d", res.Cycles, res.Latency.Count, want)
+	}
+	var sum int64
+	for _, w := range res.Windows {
+		sum += w.Cycles
+	}
+	if len(res.Windows) == 0 || sum != want || res.Windows[len(res.Windows)-1].Documents != want {
+		t.Errorf("windows %+v, want their cycles to add up to %d", res.Windows, want)
+	}
+}

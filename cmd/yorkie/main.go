@@ -13,7 +13,6 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
@@ -26,9 +25,6 @@ import (
 	"github.com/yorkie-affinity/yorkie/server/project"
 	"github.com/yorkie-affinity/yorkie/server/routing"
 	"github.com/yorkie-affinity/yorkie/server/rpc"
-	"github.com/yorkie-affinity/yorkie/server/sessionstore"
-	etcdstore "github.com/yorkie-affinity/yorkie/server/sessionstore/etcd"
-	redisstore "github.com/yorkie-affinity/yorkie/server/sessionstore/redis"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -69,14 +65,14 @@ func runServer(args []string, stderr io.Writer) int {
 	mongoURI := fs.String("mongo-connection-uri", "", "MongoDB connection URI; empty keeps everything in memory")
 	mongoDatabase := stringFlag(fs, []string{"mongo-database", "mongo-yorkie-database"}, mongo.DefaultDatabase, "MongoDB database name")
 	mongoTimeout := fs.Duration("mongo-connection-timeout", mongo.DefaultConnectTimeout, "time to connect to MongoDB at start, and the most a call waits for a reachable MongoDB server")
-	storeKind := fs.String("session-store", "memory", "where document owners are recorded: memory (one process), etcd or redis")
+	storeKind := fs.String("session-store", "", "where document owners are recorded: memory (one process), etcd, redis or mongo (the --mongo-connection-uri database); default: mongo with --mongo-connection-uri, else memory")
 	etcdEndpoints := fs.String("etcd-endpoints", "http://127.0.0.1:2379", "comma-separated etcd client URLs (with --session-store etcd)")
 	redisAddr := fs.String("redis-addr", "127.0.0.1:6379", "Redis address (with --session-store redis)")
 	redisCloseOnReadOnly := fs.Bool("redis-close-conn-on-readonly", true, "drop a Redis connection that answers READONLY, so a failover behind one address is followed")
 	advertiseAddr := stringFlag(fs, []string{"advertise-addr", "backend-rpc-addr"}, "", "host:port other nodes and proxies reach this node at (default 127.0.0.1:<rpc-port>)")
 	affinityMode := fs.String("affinity-mode", string(routing.Forward), "a call for a document another node owns is forwarded to it (forward) or refused naming it (redirect)")
 	sessionKeyHeader := fs.String("session-key-header", routing.DefaultSessionKeyHeader, "response header carrying the owner's session key")
-	nodeTTL := fs.Duration("node-ttl", 0, fmt.Sprintf("lease TTL of this node in the session store (default %v with etcd or redis, a minute with memory)", affinity.DefaultTTL))
+	nodeTTL := fs.Duration("node-ttl", 0, fmt.Sprintf("lease TTL of this node in the session store (default %v with etcd, redis or mongo, a minute with memory)", affinity.DefaultTTL))
 	clusterSecret := fs.String("cluster-secret", "", "secret of node-to-node calls (default: one the session store keeps for the cluster)")
 	maxMetadata := fs.Int("max-client-metadata-bytes", rpc.DefaultMaxMetadataBytes, "largest client metadata (keys and values) ActivateClient accepts; negative: no bound")
 	maxStreams := fs.Int("max-watch-streams-per-client", rpc.DefaultMaxWatchStreamsPerClient, "most Watch streams one client may hold open on one node; negative: no bound")
@@ -210,10 +206,21 @@ func runServer(args []string, stderr io.Writer) int {
 	cfg.SizeHardLimitFactor = *sizeHardFactor
 	cfg.HousekeepingCompactionMinChanges = *compactionMinChanges
 	tlsMetrics.apply(&cfg)
-	store, err := openSessionStore(ctx, *storeKind, *etcdEndpoints, *redisAddr, !*redisCloseOnReadOnly, logger)
+	node := *advertiseAddr
+	if node == "" {
+		hostname, _ := os.Hostname()
+		node = fmt.Sprintf("%s:%d", hostname, *rpcPort)
+	}
+	store, releaseStore, err := openSessionStore(ctx, storeSettings{
+		kind: *storeKind, etcdEndpoints: *etcdEndpoints, redisAddr: *redisAddr, keepOnReadOnly: !*redisCloseOnReadOnly,
+		mongoURI: *mongoURI, mongoDatabase: *mongoDatabase, node: node,
+	}, logger)
 	if err != nil {
 		logger.Error("cannot use the session store", "error", err)
 		return 1
+	}
+	if releaseStore != nil {
+		defer releaseStore()
 	}
 	if store != nil {
 		defer func() { _ = store.Close() }()
@@ -233,20 +240,6 @@ func runServer(args []string, stderr io.Writer) int {
 		return 1
 	}
 	return 0
-}
-
-// openSessionStore connects the session store the flags name; memory gives
-// nil, which lets the server keep its own.
-func openSessionStore(ctx context.Context, kind, etcdEndpoints, redisAddr string, keepOnReadOnly bool, logger *slog.Logger) (sessionstore.Store, error) {
-	switch kind {
-	case "memory":
-		return nil, nil
-	case "etcd":
-		return etcdstore.New(etcdstore.Config{Endpoints: strings.Split(etcdEndpoints, ","), Logger: logger})
-	case "redis":
-		return redisstore.New(ctx, redisstore.Config{Addr: redisAddr, KeepConnOnReadOnly: keepOnReadOnly, Logger: logger})
-	}
-	return nil, fmt.Errorf("--session-store %q: want memory, etcd or redis", kind)
 }
 
 // serve runs a server until ctx ends, then shuts it down.

@@ -165,9 +165,11 @@ func TestSchemas(t *testing.T) {
 			require.Len(t, res2.SchemaRules, 1)
 
 			// A change that keeps the rules is stored; one that breaks them
-			// (sent without the SDK's check) is refused and nothing of its
-			// pack is stored.
+			// (sent without the SDK's check: a string where the rule wants
+			// an integer) is refused and nothing of its pack is stored.
 			r2.NewSet("other")
+			bad := r2.NewSet("count").Operations[0].GetSet().Value
+			bad.Type, bad.Value = api.ValueType_VALUE_TYPE_STRING, []byte("five")
 			_, err = r2.PushPull(ctx)
 			wantCode(t, err, connect.CodeInvalidArgument, "ErrSchemaValidationFailed")
 			r.NewSet("count")

@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
-	"github.com/yorkie-affinity/yorkie/server/document"
 	"github.com/yorkie-affinity/yorkie/server/document/crdt"
 )
 
@@ -110,35 +109,3 @@ func (b *Backend) RemoveDocumentByAdmin(ctx context.Context, epoch int64, docID 
 	b.publishChanged(docID, adminPublisher)
 	return nil
 }
-
-// DocumentAt builds the stored document as of server_seq seq (at most its
-// head) from the newest snapshot at or before seq and the changes after
-// it: a past state, which no owner keeps. It costs at most one snapshot
-// interval of changes.
-func (b *Backend) DocumentAt(ctx context.Context, info *database.DocInfo, seq int64) (*document.Document, error) {
-	if seq < 0 || seq > info.ServerSeq {
-		return nil, fmt.Errorf("document %s has no server_seq %d (head %d): %w", info.ID, seq, info.ServerSeq, ErrNoSuchServerSeq)
-	}
-	doc := document.New()
-	var from int64
-	snap, err := b.db.FindSnapshot(ctx, info.ID, seq)
-	switch {
-	case errors.Is(err, database.ErrSnapshotNotFound):
-	case err != nil:
-		return nil, fmt.Errorf("document %s: find snapshot: %w", info.ID, err)
-	default:
-		if d, err := snapshotDoc(snap); err == nil {
-			doc, from = d, snap.ServerSeq
-		} else {
-			b.logger.Error("stored snapshot does not read; rebuilding from the log",
-				"document", info.ID, "server_seq", snap.ServerSeq, "error", err)
-		}
-	}
-	if err := b.replay(ctx, info.ID, doc, from, seq); err != nil {
-		return nil, err
-	}
-	return doc, nil
-}
-
-// ErrNoSuchServerSeq: a server_seq beyond the document's head.
-var ErrNoSuchServerSeq = errors.New("no such server_seq")

@@ -3,19 +3,11 @@ package backend
 import (
 	"container/list"
 	"context"
-	"errors"
-	"fmt"
 	"sync"
 	"sync/atomic"
 
-	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
-	"github.com/yorkie-affinity/yorkie/server/backend/database"
 	"github.com/yorkie-affinity/yorkie/server/document"
 )
-
-// rebuildBatch is how many stored changes a rebuild reads at a time, so a
-// long log tail is never held in memory whole.
-const rebuildBatch = 1000
 
 // docCache bounds the documents a node keeps built, by the heap they take
 // (an estimate: see document.HeapEstimate), a cached snapshot answer and the
@@ -154,67 +146,15 @@ func (b *Backend) useDoc(ctx context.Context, ds *docState) (*document.Document,
 	return ds.doc, nil
 }
 
-// buildDoc builds the document at ds.head from its newest snapshot at or
-// before the head and the log after it. A snapshot that does not read is
-// logged and passed over: the log is the truth.
+// buildDoc builds the document at ds.head from its newest snapshot and
+// the log after it.
 func (b *Backend) buildDoc(ctx context.Context, ds *docState) error {
-	var (
-		doc  *document.Document
-		from int64
-	)
-	snap, err := b.db.FindSnapshot(ctx, ds.id, ds.head)
-	switch {
-	case errors.Is(err, database.ErrSnapshotNotFound):
-	case err != nil:
-		return fmt.Errorf("document %s: find snapshot: %w", ds.id, err)
-	default:
-		doc, err = snapshotDoc(snap)
-		if err != nil {
-			b.logger.Error("stored snapshot does not read; rebuilding from the log",
-				"document", ds.id, "server_seq", snap.ServerSeq, "error", err)
-			doc = nil
-		} else {
-			from = snap.ServerSeq
-			ds.snapSeq = max(ds.snapSeq, snap.ServerSeq)
-		}
-	}
-	if doc == nil {
-		doc = document.New()
-	}
-	if err := b.replay(ctx, ds.id, doc, from, ds.head); err != nil {
+	doc, snapSeq, err := b.docAt(ctx, ds.id, ds.head)
+	if err != nil {
 		return err
 	}
+	ds.snapSeq = max(ds.snapSeq, snapSeq)
 	b.metrics.DocumentsBuilt.Add(1)
 	ds.doc, ds.docSeq, ds.gcWith, ds.collections = doc, ds.head, nil, nil
-	return nil
-}
-
-// snapshotDoc reads a stored snapshot with its version vector.
-func snapshotDoc(s *database.Snapshot) (*document.Document, error) {
-	vv, err := document.VersionVectorFromPB(&api.VersionVector{Vector: s.VersionVector})
-	if err != nil {
-		return nil, fmt.Errorf("snapshot vector: %w", err)
-	}
-	return document.FromSnapshotAt(s.Data, vv)
-}
-
-// replay applies the stored changes after from up to to. A stored change
-// that does not apply means the stored document is broken, which is not the
-// caller's fault: the error does not wrap the document's sentinels.
-func (b *Backend) replay(ctx context.Context, docID string, doc *document.Document, from, to int64) error {
-	for lo := from + 1; lo <= to; lo += rebuildBatch {
-		hi := min(lo+rebuildBatch-1, to)
-		stored, err := b.db.FindChanges(ctx, docID, lo, hi)
-		if err != nil {
-			return fmt.Errorf("document %s: find changes %d..%d: %w", docID, lo, hi, err)
-		}
-		bodies := make([]*api.Change, len(stored))
-		for i, c := range stored {
-			bodies[i] = c.Body
-		}
-		if err := doc.ApplyChanges(bodies); err != nil {
-			return fmt.Errorf("document %s: changes %d..%d: %w: %s", docID, lo, hi, ErrDocumentBroken, err.Error())
-		}
-	}
 	return nil
 }

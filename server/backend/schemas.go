@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
@@ -72,14 +73,21 @@ func (b *Backend) bindSchema(ctx context.Context, ds *docState, key string, othe
 	return nil
 }
 
-// checkSchema applies the changes to doc one by one, checking the state each
-// leaves against the document's rules. A change made on a replica that had
-// seen everything before it (document.Covers) must leave the state the SDK
-// checked when it made it, so every rule holds. A change concurrent with
-// others may leave a tree that no SDK checked (two clients each removing one
-// of two required paragraphs): for it the tree content, marks and node
-// types are not checked, so the server never refuses what the SDK accepted.
+// checkSchema applies the changes to doc one by one, refusing one that
+// leaves the document breaking its rules in a way the SDK's own check
+// would have refused (schema.Introduced): a value of a type a rule refuses
+// that was not there before. A missing value is let through, since the
+// SDK's undo of the change that created it is not checked, and so is a
+// violation the document had before the change.
+//
+// A change made on a replica that had seen everything before it
+// (document.Covers) also has its trees checked against their node rules.
+// A change concurrent with others may leave a tree that no SDK checked (two
+// clients each removing one of two required paragraphs): for it the tree
+// content, marks and node types are not checked, so the server never
+// refuses what the SDK accepted.
 func checkSchema(doc *document.Document, rules []database.Rule, changes []*api.Change) error {
+	before := schema.Check(doc.RootObject(), rules, true)
 	for i, c := range changes {
 		if len(c.GetOperations()) == 0 {
 			if err := doc.ApplyPushed(changes[i : i+1]); err != nil {
@@ -94,9 +102,15 @@ func checkSchema(doc *document.Document, rules []database.Rule, changes []*api.C
 		if err := doc.ApplyPushed(changes[i : i+1]); err != nil {
 			return fmt.Errorf("%w: %w", ErrInvalidChange, err)
 		}
-		if vs := schema.Check(doc.RootObject(), rules, full); len(vs) > 0 {
+		after := schema.Check(doc.RootObject(), rules, true)
+		vs := schema.Introduced(before, after)
+		if !full {
+			vs = slices.DeleteFunc(vs, func(v schema.Violation) bool { return v.Content })
+		}
+		if len(vs) > 0 {
 			return fmt.Errorf("change %d: %w: %s", i, ErrSchemaValidationFailed, schema.Describe(vs))
 		}
+		before = after
 	}
 	return nil
 }

@@ -319,24 +319,6 @@ func collectWith(doc *document.Document, vv map[string]int64) {
 	}
 }
 
-// storedBase reads the newest stored snapshot at or before seq (an empty
-// document at 0 when there is none, or it does not read).
-func (b *Backend) storedBase(ctx context.Context, docID string, seq int64) (*document.Document, int64, error) {
-	snap, err := b.db.FindSnapshot(ctx, docID, seq)
-	switch {
-	case err == nil:
-		doc, derr := snapshotDoc(snap)
-		if derr == nil {
-			return doc, snap.ServerSeq, nil
-		}
-		b.logger.Error("stored snapshot does not read; rebuilding from the log",
-			"document", docID, "server_seq", snap.ServerSeq, "error", derr)
-	case !errors.Is(err, database.ErrSnapshotNotFound):
-		return nil, 0, fmt.Errorf("document %s: find snapshot: %w", docID, err)
-	}
-	return document.New(), 0, nil
-}
-
 // waitSnapshots waits for the snapshot runs under way, refusing new ones.
 func (b *Backend) waitSnapshots(ctx context.Context) error {
 	b.snapMu.Lock()

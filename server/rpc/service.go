@@ -555,7 +555,6 @@ func (s *Service) watch(ctx context.Context, procedure string, rt routing.Route,
 	if err := sendInit(watchers); err != nil {
 		return s.streamEnded(ctx, procedure, err)
 	}
-	events := sub.Events()
 	for {
 		select {
 		case <-ctx.Done():
@@ -564,10 +563,9 @@ func (s *Service) watch(ctx context.Context, procedure string, rt routing.Route,
 			return newError(connect.CodeUnavailable, CodeShuttingDown, fault.ErrShuttingDown)
 		case <-sub.Done():
 			return s.subscriptionEnded(ctx, procedure, sub.Err())
-		case ev, ok := <-events:
-			if !ok {
-				return s.subscriptionEnded(ctx, procedure, sub.Err())
-			}
+		case <-sub.Ready():
+		}
+		for ev, ok := sub.Next(); ok; ev, ok = sub.Next() {
 			out := &api.DocEvent{Type: ev.Type, Publisher: ev.Publisher}
 			if err := sendEvent(out); err != nil {
 				return s.streamEnded(ctx, procedure, err)

@@ -177,17 +177,15 @@ func (s *Service) openSource(ctx context.Context, procedure, clientID string, re
 			DocumentId: docID, ClientIds: watchers,
 		}}},
 		run: func(ctx context.Context, send func(*api.WatchEvent) error) error {
-			events := sub.Events()
 			for {
 				select {
 				case <-ctx.Done():
 					return nil
 				case <-sub.Done():
 					return s.subscriptionEnded(ctx, procedure, sub.Err())
-				case ev, ok := <-events:
-					if !ok {
-						return s.subscriptionEnded(ctx, procedure, sub.Err())
-					}
+				case <-sub.Ready():
+				}
+				for ev, ok := sub.Next(); ok; ev, ok = sub.Next() {
 					out := &api.DocEvent{Type: ev.Type, Publisher: ev.Publisher}
 					if err := send(&api.WatchEvent{Event: &api.WatchEvent_DocEvent{DocEvent: &api.DocWatchEvent{
 						DocumentId: docID, Event: out,

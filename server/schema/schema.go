@@ -4,9 +4,11 @@
 // must follow its node rules (known types, content expressions, marks).
 //
 // The server uses it to refuse a pushed change that leaves the document
-// breaking its rules, which a client that skips the SDK's own check could
-// send. Concurrent edits the SDK accepted one by one may merge into a tree
-// that breaks a content or marks rule; see Check's full flag.
+// breaking its rules in a way the SDK's own check would have refused, which
+// a client that skips that check could send (see Introduced: the SDK's undo
+// and redo are not checked). Concurrent edits the SDK accepted one by one
+// may merge into a tree that breaks a content or marks rule; see Check's
+// full flag.
 package schema
 
 import (
@@ -82,6 +84,14 @@ func CheckRules(rules []database.Rule) error {
 type Violation struct {
 	Path    string
 	Message string
+	// Missing: a key of the path is not there.
+	Missing bool
+	// Found names what is at the path when it is there, the element's type
+	// as rules name types, or what stands on the way ("inside integer").
+	Found string
+	// Content: the value is a yorkie.Tree that breaks the rule's node
+	// rules (content expressions, marks, node types).
+	Content bool
 }
 
 // Check returns the rules root breaks, as the SDK's validateYorkieRuleset
@@ -93,9 +103,13 @@ func Check(root *crdt.Object, rules []database.Rule, full bool) []Violation {
 		if !checked(r.Type) {
 			continue
 		}
-		v := valueAt(root, r.Path)
-		if msg := checkValue(v, r, full); msg != "" {
-			out = append(out, Violation{Path: r.Path, Message: msg})
+		v, blocked := valueAt(root, r.Path)
+		if msg, content := checkValue(v, r, full); msg != "" {
+			found := kindOf(v)
+			if blocked != nil {
+				found = "inside " + kindOf(blocked)
+			}
+			out = append(out, Violation{Path: r.Path, Message: msg, Missing: v == nil && blocked == nil, Found: found, Content: content})
 		}
 	}
 	return out
@@ -111,23 +125,51 @@ func Describe(vs []Violation) string {
 }
 
 // valueAt follows the path's keys (after "$") through objects; nil when one
-// is missing or not an object.
-func valueAt(root *crdt.Object, path string) crdt.Element {
+// is missing or not an object, and then the element that is not an object
+// in blocked (nil when a key is missing).
+func valueAt(root *crdt.Object, path string) (v, blocked crdt.Element) {
 	keys := strings.Split(path, ".")
 	var cur crdt.Element = root
 	for _, k := range keys[1:] {
 		obj, ok := cur.(*crdt.Object)
 		if !ok {
-			return nil
+			return nil, cur
 		}
 		if cur, ok = obj.Get(k); !ok {
-			return nil
+			return nil, nil
 		}
 	}
-	return cur
+	return cur, nil
 }
 
-func checkValue(v crdt.Element, r database.Rule, full bool) string {
+// kindOf names an element's type as rules do ("" for nil).
+func kindOf(v crdt.Element) string {
+	switch e := v.(type) {
+	case nil:
+		return ""
+	case *crdt.Object:
+		return typeObject
+	case *crdt.Array:
+		return typeArray
+	case *crdt.Text:
+		return typeText
+	case *crdt.Counter:
+		return typeCounter
+	case *crdt.Tree:
+		return typeTree
+	case *crdt.Primitive:
+		for name, t := range primitiveTypes {
+			if e.Type() == t {
+				return name
+			}
+		}
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+// checkValue returns what v breaks of r ("" when nothing), and whether it
+// is a tree's node rules.
+func checkValue(v crdt.Element, r database.Rule, full bool) (string, bool) {
 	ok := false
 	switch r.Type {
 	case typeObject:
@@ -144,7 +186,8 @@ func checkValue(v crdt.Element, r database.Rule, full bool) string {
 			break
 		}
 		if full && len(r.TreeNodes) > 0 {
-			return checkTree(t, r.TreeNodes)
+			msg := checkTree(t, r.TreeNodes)
+			return msg, msg != ""
 		}
 		ok = true
 	default:
@@ -152,9 +195,37 @@ func checkValue(v crdt.Element, r database.Rule, full bool) string {
 		ok = isPrim && p.Type() == primitiveTypes[r.Type]
 	}
 	if ok {
-		return ""
+		return "", false
 	}
-	return fmt.Sprintf("expected %s at path %s", r.Type, r.Path)
+	return fmt.Sprintf("expected %s at path %s", r.Type, r.Path), false
+}
+
+// Introduced returns the violations of after that a change from a state
+// with the violations of before may not make, those the SDK could not have
+// let through: a value now at a rule's path of a type the rule refuses,
+// where before had no such violation (same path, type found and message).
+//
+// The SDK checks the rules on update() only; its undo and redo apply the
+// reverse of earlier changes unchecked. An undo of the change that created
+// a required value leaves nothing at its path, so a missing value is never
+// refused; and a violation the document had already (content from before
+// its schema was bound, concurrent merges) does not make every later
+// change refused.
+func Introduced(before, after []Violation) []Violation {
+	var out []Violation
+next:
+	for _, v := range after {
+		if v.Missing {
+			continue
+		}
+		for _, b := range before {
+			if b.Path == v.Path && b.Found == v.Found && b.Message == v.Message {
+				continue next
+			}
+		}
+		out = append(out, v)
+	}
+	return out
 }
 
 var spaces = regexp.MustCompile(`\s+`)

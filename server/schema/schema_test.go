@@ -123,3 +123,26 @@ func TestCheck(t *testing.T) {
 	assert.Empty(t, Check(root, []database.Rule{tree("paragraph+", heading)}, false))
 	assert.Len(t, Check(root, []database.Rule{{Path: "$.title", Type: "yorkie.Tree"}}, false), 1)
 }
+
+func TestIntroduced(t *testing.T) {
+	root := crdt.NewObject(crdt.InitialTicket)
+	str, err := crdt.NewPrimitive(crdt.PrimitiveString, []byte("hi"), ticket(1))
+	require.NoError(t, err)
+	root.Set("title", str, ticket(1))
+	rules := []database.Rule{{Path: "$.title", Type: "integer"}, {Path: "$.gone", Type: "string"}, {Path: "$.title.x", Type: "string"}}
+	vs := Check(root, rules, true)
+	require.Len(t, vs, 3)
+	assert.Equal(t, Violation{Path: "$.title", Message: "expected integer at path $.title", Found: "string"}, vs[0])
+	assert.True(t, vs[1].Missing, "nothing at $.gone")
+	assert.Equal(t, "inside string", vs[2].Found, "a string stands on the way to $.title.x")
+	assert.False(t, vs[2].Missing)
+
+	// From a state that broke no rule, the wrong types are new; a missing
+	// value never counts (the SDK's undo of its creation leaves it so).
+	assert.Equal(t, []Violation{vs[0], vs[2]}, Introduced(nil, vs))
+	// What the state before had already is not new.
+	assert.Empty(t, Introduced(vs, vs))
+	// Another type at the same path is.
+	before := []Violation{{Path: "$.title", Message: vs[0].Message, Found: "boolean"}}
+	assert.Equal(t, []Violation{vs[0], vs[2]}, Introduced(before, vs))
+}

@@ -5,13 +5,18 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/yorkie-affinity/yorkie/server"
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
+	"github.com/yorkie-affinity/yorkie/server/backend/database/dbtest"
 	"github.com/yorkie-affinity/yorkie/server/backend/database/memory"
 	"github.com/yorkie-affinity/yorkie/server/servertest"
 	"github.com/yorkie-affinity/yorkie/server/servertest/wire"
+	"github.com/yorkie-affinity/yorkie/test/testenv"
 )
 
 // scaleSizes are the sizes the scaling benchmarks build before measuring:
@@ -56,43 +61,116 @@ func BenchmarkAttachAfterHistory(b *testing.B) {
 	}
 }
 
-// BenchmarkCallsAtDatabaseSize measures a new client's attach and a
-// PushPull of one change while the database holds `docs` other documents,
-// each with an attachment of its own client: no call may cost more as the
-// database grows.
+// BenchmarkCallsAtDatabaseSize measures a new client's attach, a PushPull
+// of one change and opening a Watch stream (to its initialization) while the
+// database holds `docs` other documents, each with an attachment of its own
+// client: no call may cost more as the database grows. It runs on the memory
+// database (1k and 10k; 100k and 1M with YORKIE_BENCH_SCALE=1) and on the
+// MongoDB-wire test server (1k; 10k and 100k with YORKIE_BENCH_SCALE=1).
+// cpu-us/op is the process's CPU (client and server, in-process) per call.
 func BenchmarkCallsAtDatabaseSize(b *testing.B) {
-	for _, docs := range scaleSizes([]int{1_000, 10_000}, []int{100_000, 1_000_000}) {
-		b.Run(fmt.Sprintf("docs=%d", docs), func(b *testing.B) {
-			db := memory.New()
-			ctx := context.Background()
-			for i := range docs {
-				cl, err := db.ActivateClient(ctx, database.DefaultProjectID, fmt.Sprintf("filler-%d", i), nil)
-				if err != nil {
-					b.Fatal(err)
-				}
-				d, err := db.FindOrCreateDocument(ctx, database.DefaultProjectID, fmt.Sprintf("filler-%d", i))
-				if err != nil {
-					b.Fatal(err)
-				}
-				if err := db.UpdateAttachment(ctx, &database.Attachment{ClientID: cl.ID, DocID: d.ID, Status: database.Attached}, 0); err != nil {
-					b.Fatal(err)
+	b.Run("memory", func(b *testing.B) {
+		for _, docs := range scaleSizes([]int{1_000, 10_000}, []int{100_000, 1_000_000}) {
+			b.Run(fmt.Sprintf("docs=%d", docs), func(b *testing.B) {
+				callsAtSize(b, memory.New(), docs)
+			})
+		}
+	})
+	b.Run("mongo", func(b *testing.B) {
+		m := testenv.MongoURI(b)
+		for _, docs := range scaleSizes([]int{1_000}, []int{10_000, 100_000}) {
+			b.Run(fmt.Sprintf("docs=%d", docs), func(b *testing.B) {
+				callsAtSize(b, dbtest.DialMongo(b, m, m.NewDatabase()), docs)
+			})
+		}
+	})
+}
+
+// callsAtSize fills db with docs documents, each attached by a client of
+// its own, then measures the calls on a server over it.
+func callsAtSize(b *testing.B, db database.Database, docs int) {
+	ctx := context.Background()
+	err := parallelFill(docs, 16, func(i int) error {
+		cl, err := db.ActivateClient(ctx, database.DefaultProjectID, fmt.Sprintf("filler-%d", i), nil)
+		if err != nil {
+			return err
+		}
+		d, err := db.FindOrCreateDocument(ctx, database.DefaultProjectID, fmt.Sprintf("filler-%d", i))
+		if err != nil {
+			return err
+		}
+		return db.UpdateAttachment(ctx, &database.Attachment{ClientID: cl.ID, DocID: d.ID, Status: database.Attached}, 0)
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := servertest.Start(b, func(cfg *server.Config) { cfg.DB = db })
+	c := servertest.Client(b, srv, servertest.ConnectProto)
+	b.Run("attach", func(b *testing.B) {
+		before := processCPU(b)
+		for range b.N {
+			r := newReplica(b, c)
+			r.MustAttach(wire.UniqueKey(b, "doc"))
+		}
+		b.ReportMetric(float64((processCPU(b)-before).Microseconds())/float64(b.N), "cpu-us/op")
+	})
+	b.Run("pushpull", func(b *testing.B) {
+		before := processCPU(b)
+		pushPullLoop(b, c)
+		b.ReportMetric(float64((processCPU(b)-before).Microseconds())/float64(b.N), "cpu-us/op")
+	})
+	b.Run("watch", func(b *testing.B) {
+		// Each op opens a stream of a client attached beforehand, takes its
+		// initialization and closes it; only that is counted.
+		var cpu time.Duration
+		b.StopTimer()
+		for range b.N {
+			r := newReplica(b, c)
+			r.MustAttach(wire.UniqueKey(b, "doc"))
+			b.StartTimer()
+			before := processCPU(b)
+			watchOnce(ctx, b, r)
+			cpu += processCPU(b) - before
+			b.StopTimer()
+		}
+		b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-us/op")
+	})
+}
+
+// watchOnce opens r's Watch stream, takes its initialization and closes it.
+func watchOnce(ctx context.Context, b *testing.B, r *wire.Replica) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stream, err := r.C.Watch(ctx, r.WatchRequest())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = stream.Close() }()
+	if !stream.Receive() || stream.Msg().GetInitialization() == nil {
+		b.Fatalf("watch: no initialization: %v", stream.Err())
+	}
+}
+
+// parallelFill runs fill(0..n-1) on conc goroutines and returns the first
+// error; after one, the remaining indexes are skipped.
+func parallelFill(n, conc int, fill func(i int) error) error {
+	var (
+		next     atomic.Int64
+		firstErr error
+		once     sync.Once
+		wg       sync.WaitGroup
+	)
+	for range conc {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
+				if err := fill(i); err != nil {
+					once.Do(func() { firstErr = fmt.Errorf("fill %d: %w", i, err) })
+					next.Store(int64(n))
+					return
 				}
 			}
-			srv := servertest.Start(b, func(cfg *server.Config) { cfg.DB = db })
-			c := servertest.Client(b, srv, servertest.ConnectProto)
-			b.Run("attach", func(b *testing.B) {
-				before := processCPU(b)
-				for range b.N {
-					r := newReplica(b, c)
-					r.MustAttach(wire.UniqueKey(b, "doc"))
-				}
-				b.ReportMetric(float64((processCPU(b)-before).Microseconds())/float64(b.N), "cpu-us/op")
-			})
-			b.Run("pushpull", func(b *testing.B) {
-				before := processCPU(b)
-				pushPullLoop(b, c)
-				b.ReportMetric(float64((processCPU(b)-before).Microseconds())/float64(b.N), "cpu-us/op")
-			})
 		})
 	}
+	wg.Wait()
+	return firstErr
 }

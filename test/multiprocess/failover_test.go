@@ -5,7 +5,6 @@ package multiprocess_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -15,7 +14,11 @@ import (
 	"testing"
 	"time"
 
+	"connectrpc.com/connect"
+
+	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
 	mongodb "github.com/yorkie-affinity/yorkie/server/backend/database/mongo"
+	"github.com/yorkie-affinity/yorkie/server/servertest/poll"
 	"github.com/yorkie-affinity/yorkie/server/servertest/wire"
 	"github.com/yorkie-affinity/yorkie/test/testenv"
 )
@@ -181,10 +184,14 @@ func TestKilledProcessLosesNoAcknowledgedChange(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := attachPack(ctx, probe, docKey, nil)
-	if err != nil {
-		t.Fatalf("through %s: %v", b.Name, err)
-	}
+	// The processes share the mongo session store (the default with a
+	// MongoDB), so B serves the document once A's lease has run out; until
+	// then it answers Unavailable, as the SDK retries.
+	var p *api.ChangePack
+	untilServed(t, b, "attach", func() (err error) {
+		p, err = attachPack(ctx, probe, docKey, nil)
+		return err
+	})
 	headAtKill := p.GetCheckpoint().GetServerSeq()
 	if headAtKill < maxAckedByA {
 		t.Fatalf("after the kill the log ends at %d, below server_seq %d that %s acknowledged", headAtKill, maxAckedByA, a.Name)
@@ -292,6 +299,20 @@ func TestKilledProcessLosesNoAcknowledgedChange(t *testing.T) {
 	}
 }
 
+// untilServed retries call while s answers Unavailable: a document whose
+// owner was killed is served by another node once the owner's lease has run
+// out. Any other error fails the test.
+func untilServed(t *testing.T, s *Server, what string, call func() error) {
+	t.Helper()
+	poll.Until(t, testTimeout, what+" through "+s.Name, func() error {
+		err := call()
+		if err != nil && connect.CodeOf(err) != connect.CodeUnavailable {
+			t.Fatalf("%s through %s: %v", what, s.Name, err)
+		}
+		return err
+	})
+}
+
 // TestTerminatedProcessStopsGracefully stops a server with SIGTERM: it must
 // exit on its own, after its graceful shutdown.
 func TestTerminatedProcessStopsGracefully(t *testing.T) {
@@ -349,9 +370,10 @@ func TestFailbackKeepsClientsSyncing(t *testing.T) {
 	}
 	push(x, a, "round 1")
 
-	// Round 2: A dies, x carries on through B.
+	// Round 2: A dies, x carries on through B once A's lease has run out
+	// (the processes share the mongo session store).
 	a.Kill()
-	push(x, b, "round 2 (A killed)")
+	untilServed(t, b, "round 2 (A killed)", func() error { return tryPush(x, b, "round 2 (A killed)") })
 
 	// Round 3: A is back and preferred again; y joins through it.
 	a.Restart(t)
@@ -368,11 +390,8 @@ func TestFailbackKeepsClientsSyncing(t *testing.T) {
 
 	// Round 4: A dies again; both carry on through B.
 	a.Kill()
-	errX := tryPush(x, b, "round 4 (A killed again), x")
-	errY := tryPush(y, b, "round 4 (A killed again), y")
-	if err := errors.Join(errX, errY); err != nil {
-		t.Fatal(err)
-	}
+	untilServed(t, b, "round 4 (A killed again), x", func() error { return tryPush(x, b, "round 4 (A killed again), x") })
+	push(y, b, "round 4 (A killed again), y")
 
 	// Both see each other's edits, and the log read through B is whole.
 	reader, err := wire.Activate(ctx, b.Client(t), "failback-reader")

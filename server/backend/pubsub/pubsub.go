@@ -1,8 +1,9 @@
 // Package pubsub delivers document events (CHANGED, WATCHED, UNWATCHED) to
 // the clients watching a document on this node.
 //
-// Publishing never blocks: events go into a small per-subscriber queue that a
-// per-subscriber goroutine hands to the subscriber. A CHANGED event already
+// Publishing never blocks: events go into a small per-subscriber queue, which
+// the subscriber drains with Next when Ready signals (no goroutine per
+// subscriber: an idle stream costs only its queue's state). A CHANGED event already
 // waiting in a queue absorbs later ones (a CHANGED only says "pull now"), so a
 // slow subscriber costs one queued entry however many changes are stored.
 // WATCHED and UNWATCHED cannot be merged; a subscriber whose queue of them
@@ -81,9 +82,11 @@ type Subscription struct {
 	clientID string
 	limit    int
 
-	out  chan Event
 	wake chan struct{}
 	done chan struct{}
+	// out and the goroutine filling it exist only once Events is called.
+	pumpOnce sync.Once
+	out      chan Event
 
 	mu            sync.Mutex
 	buf           []Event
@@ -95,9 +98,21 @@ type Subscription struct {
 	err       error
 }
 
-// Events returns the subscriber's events. The channel is closed after the
-// subscription ends.
-func (s *Subscription) Events() <-chan Event { return s.out }
+// Events returns the subscriber's events on a channel, closed after the
+// subscription ends. It starts a goroutine that hands the queued events
+// over; a subscriber that waits on Ready and takes them with Next needs none.
+func (s *Subscription) Events() <-chan Event {
+	s.pumpOnce.Do(func() {
+		s.out = make(chan Event)
+		go s.pump()
+	})
+	return s.out
+}
+
+// Ready receives a value when events were queued since it last did: the
+// subscriber then takes them with Next until Next reports none left. An
+// event queued after that empty Next signals Ready again.
+func (s *Subscription) Ready() <-chan struct{} { return s.wake }
 
 // Done is closed when the subscription ends; Err then says why.
 func (s *Subscription) Done() <-chan struct{} { return s.done }
@@ -131,7 +146,6 @@ func (ps *PubSub) SubscribeBounded(docID, clientID string, maxWatchers int) (*Su
 		docID:    docID,
 		clientID: clientID,
 		limit:    ps.cfg.QueueSize,
-		out:      make(chan Event),
 		wake:     make(chan struct{}, 1),
 		done:     make(chan struct{}),
 	}
@@ -170,7 +184,6 @@ func (ps *PubSub) SubscribeBounded(docID, clientID string, maxWatchers int) (*Su
 	if ps.cfg.Live != nil {
 		ps.cfg.Live.Add(1)
 	}
-	go s.pump()
 	ps.endOverflowed(overflowed)
 	return s, watchers, nil
 }
@@ -284,7 +297,7 @@ func (ps *PubSub) endOverflowed(subs []*Subscription) {
 	}
 }
 
-// enqueue queues ev and wakes the pump. It reports false when the queue
+// enqueue queues ev and signals Ready. It reports false when the queue
 // overflowed.
 func (s *Subscription) enqueue(ev Event) bool {
 	s.mu.Lock()
@@ -309,13 +322,14 @@ func (s *Subscription) enqueue(ev Event) bool {
 	s.mu.Unlock()
 	select {
 	case s.wake <- struct{}{}:
-	default: // the pump is already due to run
+	default: // the subscriber is signalled already
 	}
 	return true
 }
 
-// next pops the oldest queued event.
-func (s *Subscription) next() (Event, bool) {
+// Next pops the oldest queued event; false when none is queued (or the
+// subscription ended).
+func (s *Subscription) Next() (Event, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.head == len(s.buf) {
@@ -344,7 +358,7 @@ func (s *Subscription) pump() {
 			return
 		}
 		for {
-			ev, ok := s.next()
+			ev, ok := s.Next()
 			if !ok {
 				break
 			}

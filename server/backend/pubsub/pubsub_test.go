@@ -278,3 +278,45 @@ func TestCoalescedChangedNamesTheLatestPublisher(t *testing.T) {
 		t.Fatalf("last event before the marker = %+v, want CHANGED from c", last)
 	}
 }
+
+// A subscriber that waits on Ready and takes events with Next gets them in
+// order, with CHANGED merged while queued, and none once the subscription
+// ended: the way the Watch handlers read, with no goroutine per stream.
+func TestReadyAndNextDeliverWithoutEvents(t *testing.T) {
+	ps := pubsub.New(pubsub.Config{})
+	a, _ := subscribe(t, ps, "d", "a")
+	subscribe(t, ps, "d", "b")
+	ps.Publish("d", pubsub.Event{Type: changed, Publisher: "b"})
+	ps.Publish("d", pubsub.Event{Type: changed, Publisher: "c"})
+	var got []pubsub.Event
+	for len(got) < 2 {
+		select {
+		case <-a.Ready():
+		case <-time.After(5 * time.Second):
+			t.Fatalf("not ready; got %v", got)
+		}
+		for ev, ok := a.Next(); ok; ev, ok = a.Next() {
+			got = append(got, ev)
+		}
+	}
+	want := []pubsub.Event{{Type: watched, Publisher: "b"}, {Type: changed, Publisher: "c"}}
+	if !slices.Equal(got, want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	if ev, ok := a.Next(); ok {
+		t.Fatalf("extra event %v", ev)
+	}
+	// An event queued after the drain signals Ready again.
+	ps.Publish("d", pubsub.Event{Type: changed, Publisher: "b"})
+	select {
+	case <-a.Ready():
+	case <-time.After(5 * time.Second):
+		t.Fatal("not ready after a new event")
+	}
+	ps.Publish("d", pubsub.Event{Type: unwatched, Publisher: "b"})
+	a.Close()
+	<-a.Done()
+	if ev, ok := a.Next(); ok {
+		t.Fatalf("event %v after the subscription ended", ev)
+	}
+}

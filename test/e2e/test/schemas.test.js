@@ -4,7 +4,8 @@
 // dashboard does), attach with the `schema` option, the SDK refusing a local
 // update that breaks the rules, the server refusing a pushed change that
 // breaks them when the SDK's check is skipped, and concurrent tree edits the
-// SDK accepted one by one never refused.
+// SDK accepted one by one never refused, nor undo and redo, which the SDK
+// does not check.
 
 const assert = require('node:assert/strict');
 const { describe, test, before, after } = require('node:test');
@@ -182,6 +183,42 @@ describe('document schemas', { skip }, () => {
     await withTimeout(a.sync(docA), 15000, 'sync a again');
     assert.equal(docA.toSortedJSON(), docB.toSortedJSON());
     assert.deepEqual(JSON.parse(docA.toSortedJSON()).content.children, []);
+  });
+
+  test('undo and redo, which the SDK applies without checking the rules, are never refused', async () => {
+    const key = newDocKey('undo');
+    const a = await newClient();
+    const docA = await attachedNote(a, key, { schema: 'note@1' });
+    docA.update((root) => {
+      root.title = 'first';
+      root.content = new yorkie.Tree({ type: 'doc', children: [paragraph('a')] });
+    });
+    docA.update((root) => { root.title = 'second'; });
+    docA.update((root) => root.content.edit(3, 3, paragraph('b')));
+    await withTimeout(a.sync(docA), 15000, 'sync');
+    const full = docA.toSortedJSON();
+
+    // Back to the empty document, which breaks the rules (title and
+    // content are required): the SDK takes every undo, so must the server.
+    docA.history.undo();
+    docA.history.undo();
+    assert.equal(JSON.parse(docA.toSortedJSON()).title, 'first');
+    docA.history.undo();
+    assert.equal(docA.toSortedJSON(), '{}');
+    assert.throws(() => docA.update((root) => { root.other = 1; }), (e) => e.code === 'ErrDocumentSchemaValidationFailed',
+      'a local update is still checked');
+    await withTimeout(a.sync(docA), 15000, 'sync of the undos');
+    const b = await newClient();
+    const docB = await attachedNote(b, key);
+    assert.equal(docB.toSortedJSON(), '{}', 'the undos were stored');
+
+    docA.history.redo();
+    docA.history.redo();
+    docA.history.redo();
+    assert.equal(docA.toSortedJSON(), full);
+    await withTimeout(a.sync(docA), 15000, 'sync of the redos');
+    await withTimeout(b.sync(docB), 15000, 'sync b');
+    assert.equal(docB.toSortedJSON(), full);
   });
 
   test('UpdateDocument: the root from YSON reaches the SDK; schema changes refused while attached or when the root breaks them', async () => {

@@ -128,10 +128,12 @@ function percentile(values, p) {
   return sorted[rank - 1];
 }
 
-async function connectCall(addr, method, body, shardKey) {
+async function connectCall(addr, method, body, shardKey, apiKey) {
+  const headers = { 'content-type': 'application/json', 'x-shard-key': `/${shardKey}` };
+  if (apiKey) headers['x-api-key'] = apiKey;
   const res = await fetch(`${addr}/yorkie.v1.YorkieService/${method}`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', 'x-shard-key': `/${shardKey}` },
+    headers,
     body: JSON.stringify(body),
     signal: AbortSignal.timeout(15000),
   });
@@ -146,10 +148,12 @@ async function connectCall(addr, method, body, shardKey) {
  * until the checkpoint is reached, then DeactivateClient; raw Connect JSON
  * calls to `addr`. Resolves with { changes: [{ serverSeq, actor, clientSeq,
  * hasOperations, hasPresence }], serverSeq } (serverSeq: the server's last).
+ * `apiKey` names the project (default: the default project).
  */
-async function readChangeLog(addr, key) {
+async function readChangeLog(addr, key, { apiKey } = {}) {
+  const call = (method, body, shardKey) => connectCall(addr, method, body, shardKey, apiKey);
   const clientKey = `log-reader-${Math.random().toString(16).slice(2)}`;
-  const { clientId } = await connectCall(addr, 'ActivateClient', { clientKey }, clientKey);
+  const { clientId } = await call('ActivateClient', { clientKey }, clientKey);
   const changes = [];
   const take = (pack) => {
     for (const c of (pack && pack.changes) || []) {
@@ -164,8 +168,7 @@ async function readChangeLog(addr, key) {
     return Number((pack && pack.checkpoint && pack.checkpoint.serverSeq) || 0);
   };
   try {
-    const attached = await connectCall(
-      addr,
+    const attached = await call(
       'AttachDocument',
       { clientId, changePack: { documentKey: key, checkpoint: { serverSeq: '0', clientSeq: 0 } } },
       key,
@@ -175,8 +178,7 @@ async function readChangeLog(addr, key) {
       const pulled = changes.length ? changes[changes.length - 1].serverSeq : 0;
       if (pulled >= serverSeq) break;
       const before = changes.length;
-      const res = await connectCall(
-        addr,
+      const res = await call(
         'PushPullChanges',
         {
           clientId,
@@ -190,7 +192,7 @@ async function readChangeLog(addr, key) {
     }
     return { changes, serverSeq };
   } finally {
-    await connectCall(addr, 'DeactivateClient', { clientId, synchronous: true }, clientKey).catch(() => {});
+    await call('DeactivateClient', { clientId, synchronous: true }, clientKey).catch(() => {});
   }
 }
 

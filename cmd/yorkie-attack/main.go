@@ -1,0 +1,209 @@
+// Command yorkie-attack replays the attacks of a hostile tenant or an
+// anonymous caller against yorkie server binaries on loopback and prints
+// what each cost the server, binary beside binary, in one run:
+//
+//	yorkie-attack -bin before=bin/yorkie-before -bin after=bin/yorkie
+//
+// Each attack gets a fresh server per binary (free ports, in-memory
+// database, --pprof-enabled for forced collections), started by the tool and
+// stopped after the attack. The figures are read from the server's own
+// /metrics (goroutines, open descriptors, heap, resident memory) and from
+// what the tool's clients saw (answers, latency, delays).
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"slices"
+	"strings"
+	"time"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// binFlag collects -bin name=path.
+type binFlag []binary
+
+type binary struct{ name, path string }
+
+func (b *binFlag) String() string { return fmt.Sprint(*b) }
+
+func (b *binFlag) Set(v string) error {
+	name, path, ok := strings.Cut(v, "=")
+	if !ok || name == "" || path == "" {
+		return fmt.Errorf("want name=path, got %q", v)
+	}
+	*b = append(*b, binary{name, path})
+	return nil
+}
+
+// figure is one measured value of one attack.
+type figure struct {
+	name  string
+	value string
+}
+
+// attack runs against a started server and returns its figures.
+type attack struct {
+	name string
+	what string
+	run  func(ctx context.Context, t *target, cfg config, logger *slog.Logger) ([]figure, error)
+}
+
+// config holds the sizes of the attacks.
+type config struct {
+	authRequests int           // ActivateClient calls at a project whose auth webhook never answers
+	authSpread   time.Duration // over this long
+	authGiveUp   time.Duration // each attacking client gives up after this
+	portTimeout  time.Duration // authport: the projects' webhook request timeout
+	guesses      int           // admin: wrong-password LogIn calls
+	eventDocs    int           // attacker documents posting to a silent event webhook
+	eventWait    time.Duration // longest wait for the victim's event
+	dropDocs     int           // attacker documents changed to fill the event backlog
+	dropWait     time.Duration // longest wait for the victim's event after them
+	topics       int           // broadcasts with a large topic to a watcher that does not read
+	topicBytes   int
+	bombs        int // concurrent gzip bombs
+	bombBytes    int // what each inflates to
+}
+
+func attacks() []attack {
+	return []attack{
+		{"auth", "auth webhook that accepts connections and never answers", runAuth},
+		{"authport", "auth webhook on a closed port vs one that never answers", runAuthPort},
+		{"event", "event webhooks: an attacker's silent endpoint vs a victim project's event", runEvent},
+		{"eventdrop", "event webhooks: an attacker fills the backlog, then a victim project changes a document", runEventDrop},
+		{"topic", "broadcasts with large topics to a watcher that does not read", runTopic},
+		{"lamport", "a change with lamport 2^63-1", runLamport},
+		{"bomb", "concurrent gzip bombs", runBomb},
+		{"admin", "the admin API and operators' view without credentials", runAdmin},
+	}
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("yorkie-attack", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var bins binFlag
+	fs.Var(&bins, "bin", "name=path of a yorkie binary to attack (repeat: the figures come side by side)")
+	names := fs.String("attacks", "auth,authport,event,eventdrop,topic,lamport,bomb,admin", "attacks to run, comma-separated")
+	var cfg config
+	fs.IntVar(&cfg.authRequests, "auth-requests", 2000, "auth: ActivateClient calls at the project whose webhook never answers")
+	fs.DurationVar(&cfg.authSpread, "auth-spread", 2*time.Second, "auth: the calls are spread over this long")
+	fs.DurationVar(&cfg.authGiveUp, "auth-give-up", time.Second, "auth: each attacking client gives up after this")
+	fs.DurationVar(&cfg.portTimeout, "port-timeout", time.Second, "authport: the projects' auth webhook request timeout (2 retries, 100-200ms apart)")
+	fs.IntVar(&cfg.guesses, "guesses", 20, "admin: wrong-password LogIn calls, one after the other")
+	fs.IntVar(&cfg.eventDocs, "event-docs", 8, "event: attacker documents whose events go to a silent endpoint")
+	fs.DurationVar(&cfg.eventWait, "event-wait", 150*time.Second, "event: longest wait for the victim's event")
+	fs.IntVar(&cfg.dropDocs, "drop-docs", 10050, "eventdrop: attacker documents changed")
+	fs.DurationVar(&cfg.dropWait, "drop-wait", 30*time.Second, "eventdrop: longest wait for the victim's event")
+	fs.IntVar(&cfg.topics, "topics", 40, "topic: broadcasts to a watcher that does not read")
+	fs.IntVar(&cfg.topicBytes, "topic-bytes", 16<<20, "topic: bytes of each broadcast's topic")
+	fs.IntVar(&cfg.bombs, "bombs", 20, "bomb: gzip bombs sent at once")
+	fs.IntVar(&cfg.bombBytes, "bomb-bytes", 1<<30, "bomb: bytes each bomb inflates to")
+	verbose := fs.Bool("v", false, "log progress and the servers' warnings")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if len(bins) == 0 {
+		fmt.Fprintln(stderr, "yorkie-attack: give at least one -bin name=path")
+		return 2
+	}
+	var chosen []attack
+	for _, n := range strings.Split(*names, ",") {
+		i := slices.IndexFunc(attacks(), func(a attack) bool { return a.name == n })
+		if i < 0 {
+			fmt.Fprintf(stderr, "yorkie-attack: unknown attack %q\n", n)
+			return 2
+		}
+		chosen = append(chosen, attacks()[i])
+	}
+	level := slog.LevelWarn
+	if *verbose {
+		level = slog.LevelDebug
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+
+	var table [][]string
+	header := []string{"attack", "figure"}
+	for _, b := range bins {
+		header = append(header, b.name)
+	}
+	for _, a := range chosen {
+		var cols [][]figure
+		for _, b := range bins {
+			logger.Info("attack", "attack", a.name, "binary", b.name)
+			figs, err := attackBinary(ctx, b, a, cfg, logger, *verbose, stderr)
+			if err != nil {
+				figs = append(figs, figure{"error", err.Error()})
+			}
+			cols = append(cols, figs)
+		}
+		table = append(table, merge(a.name, cols)...)
+	}
+	printTable(stdout, header, table)
+	return 0
+}
+
+// attackBinary starts b, runs a against it and stops it.
+func attackBinary(ctx context.Context, b binary, a attack, cfg config, logger *slog.Logger, verbose bool, stderr io.Writer) ([]figure, error) {
+	var serverLog io.Writer = io.Discard
+	if verbose {
+		serverLog = stderr
+	}
+	t, err := startServer(ctx, b.path, serverLog)
+	if err != nil {
+		return nil, err
+	}
+	defer t.stop()
+	actx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+	defer cancel()
+	return a.run(actx, t, cfg, logger)
+}
+
+// merge lays the figures of each binary side by side, in the order the
+// first binary that has a figure gives it.
+func merge(attackName string, cols [][]figure) [][]string {
+	var names []string
+	for _, col := range cols {
+		for _, f := range col {
+			if !slices.Contains(names, f.name) {
+				names = append(names, f.name)
+			}
+		}
+	}
+	var rows [][]string
+	for _, n := range names {
+		row := []string{attackName, n}
+		for _, col := range cols {
+			v := ""
+			if i := slices.IndexFunc(col, func(f figure) bool { return f.name == n }); i >= 0 {
+				v = col[i].value
+			}
+			row = append(row, v)
+		}
+		rows = append(rows, row)
+	}
+	return rows
+}
+
+// printTable prints a Markdown table.
+func printTable(w io.Writer, header []string, rows [][]string) {
+	fmt.Fprintf(w, "| %s |\n", strings.Join(header, " | "))
+	fmt.Fprintf(w, "|%s\n", strings.Repeat(" --- |", len(header)))
+	for _, r := range rows {
+		fmt.Fprintf(w, "| %s |\n", strings.Join(r, " | "))
+	}
+}
