@@ -222,7 +222,6 @@ func New(ctx context.Context, cfg Config, opts ...Option) (_ *Server, err error)
 		MaxSizePerDocument:  cfg.MaxSizePerDocument,
 		DocumentCacheBytes:  cfg.DocumentCacheBytes,
 		SizeHardLimitFactor: cfg.SizeHardLimitFactor,
-		Projects:            s.projects,
 	}
 	if o.router == nil {
 		bcfg.OnFenced = func(_ string, name backend.DocName) {

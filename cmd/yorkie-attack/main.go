@@ -32,16 +32,22 @@ func main() {
 // binFlag collects -bin name=path.
 type binFlag []binary
 
-type binary struct{ name, path string }
+// binary is a server binary and the flags it is started with besides the
+// tool's own.
+type binary struct {
+	name, path string
+	args       []string
+}
 
 func (b *binFlag) String() string { return fmt.Sprint(*b) }
 
 func (b *binFlag) Set(v string) error {
-	name, path, ok := strings.Cut(v, "=")
-	if !ok || name == "" || path == "" {
-		return fmt.Errorf("want name=path, got %q", v)
+	name, cmd, ok := strings.Cut(v, "=")
+	fields := strings.Fields(cmd)
+	if !ok || name == "" || len(fields) == 0 {
+		return fmt.Errorf("want name=path [server flags], got %q", v)
 	}
-	*b = append(*b, binary{name, path})
+	*b = append(*b, binary{name, fields[0], fields[1:]})
 	return nil
 }
 
@@ -92,7 +98,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("yorkie-attack", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var bins binFlag
-	fs.Var(&bins, "bin", "name=path of a yorkie binary to attack (repeat: the figures come side by side)")
+	fs.Var(&bins, "bin", "name=path of a yorkie binary to attack, optionally followed by server flags (repeat: the figures come side by side)")
 	names := fs.String("attacks", "auth,authport,event,eventdrop,topic,lamport,bomb,admin", "attacks to run, comma-separated")
 	var cfg config
 	fs.IntVar(&cfg.authRequests, "auth-requests", 2000, "auth: ActivateClient calls at the project whose webhook never answers")
@@ -163,7 +169,7 @@ func attackBinary(ctx context.Context, b binary, a attack, cfg config, logger *s
 	if verbose {
 		serverLog = stderr
 	}
-	t, err := startServer(ctx, b.path, serverLog)
+	t, err := startServer(ctx, b.path, serverLog, b.args...)
 	if err != nil {
 		return nil, err
 	}

@@ -74,6 +74,7 @@ func TestCommandLineErrors(t *testing.T) {
 	}{
 		{nil, "give at least one -bin name=path"},
 		{[]string{"-bin", "nopath"}, "want name=path"},
+		{[]string{"-bin", "a= "}, "want name=path"},
 		{[]string{"-bin", "a=b", "-attacks", "nosuch"}, `unknown attack "nosuch"`},
 	} {
 		var stdout, stderr bytes.Buffer

@@ -11,6 +11,7 @@ import (
 	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
 	"github.com/yorkie-affinity/yorkie/server/clustertest"
+	"github.com/yorkie-affinity/yorkie/server/project"
 	"github.com/yorkie-affinity/yorkie/server/servertest/poll"
 	"github.com/yorkie-affinity/yorkie/server/servertest/wire"
 )
@@ -242,9 +243,10 @@ func TestPartitionedOwnerStopsServing(t *testing.T) {
 	if code := connect.CodeOf(err); code != connect.CodeUnavailable {
 		t.Fatalf("PushPull at the partitioned node: %v (code %s), want unavailable", err, code)
 	}
-	_, err = old.Server().Backend().PushPull(wire.Context(t), 0, f.near.ID, f.near.DocID, f.near.Pack(), false)
-	if err == nil {
-		t.Fatalf("the partitioned node's backend accepted a write")
+	inDefault := project.NewContext(wire.Context(t), &database.ProjectInfo{ID: database.DefaultProjectID})
+	_, err = old.Server().Backend().PushPull(inDefault, 0, f.near.ID, f.near.DocID, f.near.Pack(), false)
+	if err == nil || errors.Is(err, project.ErrMissing) {
+		t.Fatalf("the partitioned node's backend accepted a write (%v)", err)
 	}
 
 	survivors := otherNodes(c, old)
@@ -254,9 +256,9 @@ func TestPartitionedOwnerStopsServing(t *testing.T) {
 		t.Fatalf("the partitioned node still owns the document")
 	}
 	checkOldEpochFenced(t, f)
-	_, err = old.Server().Backend().PushPull(wire.Context(t), 0, f.near.ID, f.near.DocID, f.near.Pack(), false)
-	if err == nil {
-		t.Fatalf("the partitioned node's backend accepted a write after the takeover")
+	_, err = old.Server().Backend().PushPull(inDefault, 0, f.near.ID, f.near.DocID, f.near.Pack(), false)
+	if err == nil || errors.Is(err, project.ErrMissing) {
+		t.Fatalf("the partitioned node's backend accepted a write after the takeover (%v)", err)
 	}
 	checkLog(t, c.DB(), f.near.DocID)
 

@@ -150,7 +150,11 @@ func (r *Router) Route(ctx context.Context, call DocumentCall) (Route, error) {
 	if forwarded && !r.Authentic(call.Header) {
 		return Route{}, ErrForgedForward
 	}
-	binding := bindingKey(ctx, call.DocumentKey)
+	pid, err := project.ID(ctx)
+	if err != nil {
+		return Route{}, fmt.Errorf("route: %w", err)
+	}
+	binding := project.ScopedKey(pid, call.DocumentKey)
 	owner, err := r.cfg.Owners.Owner(ctx, binding)
 	if err != nil {
 		return Route{}, fmt.Errorf("find owner: %w", err)
@@ -194,6 +198,10 @@ func (r *Router) RelayFailed(ctx context.Context, rt Route, err error) {
 // their owners, and returns the owner epochs of the documents it has
 // attached here, for the backend to detach it from them.
 func (r *Router) DetachRemote(ctx context.Context, clientID string) (map[string]int64, error) {
+	pid, err := project.ID(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("detach client %s: %w", clientID, err)
+	}
 	docIDs, err := r.cfg.Backend.AttachedDocuments(ctx, clientID)
 	if err != nil {
 		return nil, err
@@ -206,7 +214,7 @@ func (r *Router) DetachRemote(ctx context.Context, clientID string) (map[string]
 			errs = append(errs, err)
 			continue
 		}
-		owner, err := r.cfg.Owners.Owner(ctx, bindingKey(ctx, key))
+		owner, err := r.cfg.Owners.Owner(ctx, project.ScopedKey(pid, key))
 		if err != nil {
 			errs = append(errs, fmt.Errorf("find owner of %q: %w", key, err))
 			continue
@@ -216,10 +224,10 @@ func (r *Router) DetachRemote(ctx context.Context, clientID string) (map[string]
 			continue // DeactivateClient detaches it here
 		}
 		_, err = r.cfg.Peers.Cluster(owner.Addr).DetachClientDocument(ctx, connect.NewRequest(&clusterv1.DetachClientDocumentRequest{
-			ClientId: clientID, DocumentId: docID, DocumentKey: key, ProjectId: project.ID(ctx),
+			ClientId: clientID, DocumentId: docID, DocumentKey: key, ProjectId: pid,
 		}))
 		if err != nil {
-			r.cfg.Owners.Forget(bindingKey(ctx, key))
+			r.cfg.Owners.Forget(project.ScopedKey(pid, key))
 			errs = append(errs, fmt.Errorf("detach from %q at %s: %w: %w", key, owner.Addr, ErrOwnerUnreachable, err))
 		}
 	}
@@ -257,10 +265,4 @@ func Lost(backend Backend, channels Channels, timeout time.Duration, logger *slo
 			}
 		}
 	}
-}
-
-// bindingKey is the key a document (or channel group) of the call's
-// project is bound under in the session store.
-func bindingKey(ctx context.Context, key string) string {
-	return project.ScopedKey(project.ID(ctx), key)
 }

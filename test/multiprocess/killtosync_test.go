@@ -73,7 +73,7 @@ func (c *killClient) snapshot() (node int, owner string, syncs []syncRecord) {
 }
 
 // TestKillToSync SIGKILLs the owner of documents under editing load, with
-// the etcd and with the Redis session store, and reports the time from each
+// the etcd, the Redis and the mongo session store, and reports the time from each
 // SIGKILL to each affected client's next successful sync (one whose owner
 // was killed or whose node was). It checks that the documents move, that
 // every client goes on syncing, and that the stored log of every document
@@ -86,7 +86,7 @@ func TestKillToSync(t *testing.T) {
 		require.NoError(t, err, KillsEnv)
 		kills = n
 	}
-	for _, store := range []string{"etcd", "redis"} {
+	for _, store := range []string{"etcd", "redis", "mongo"} {
 		t.Run(store, func(t *testing.T) { runKillToSync(t, store, kills) })
 	}
 }
@@ -98,6 +98,9 @@ func runKillToSync(t *testing.T, store string, kills int) {
 		storeArgs = []string{"--session-store", "etcd", "--etcd-endpoints", strings.Join(testenv.StartEtcd(t), ",")}
 	case "redis":
 		storeArgs = []string{"--session-store", "redis", "--redis-addr", testenv.StartRedis(t).Addr}
+	case "mongo":
+		// The nodes' own database, as upstream's Helm chart deploys them.
+		storeArgs = []string{"--session-store", "mongo"}
 	}
 	uri, dbName := mongoDatabase(t)
 	nodes := make([]*Server, 3)
@@ -107,6 +110,7 @@ func runKillToSync(t *testing.T, store string, kills int) {
 			Args: append([]string{"--node-ttl", "2s"}, storeArgs...)})
 		byAddr[nodes[i].RPCAddr()] = i
 	}
+	waitMembersSeen(t, nodes)
 	conns := make([]v1connect.YorkieServiceClient, len(nodes))
 	for i, n := range nodes {
 		conns[i] = n.Client(t)
