@@ -77,6 +77,8 @@ type config struct {
 	dropWait     time.Duration // longest wait for the victim's event after them
 	topics       int           // broadcasts with a large topic to a watcher that does not read
 	topicBytes   int
+	viewOps      int // docview: operations of the viewed document
+	views        int // docview: GETs at once
 	bombs        int // concurrent gzip bombs
 	bombBytes    int // what each inflates to
 }
@@ -90,6 +92,7 @@ func attacks() []attack {
 		{"topic", "broadcasts with large topics to a watcher that does not read", runTopic},
 		{"lamport", "a change with lamport 2^63-1", runLamport},
 		{"bomb", "concurrent gzip bombs", runBomb},
+		{"docview", "the operators' view of a large document, GET many times at once", runDocView},
 		{"admin", "the admin API and operators' view without credentials", runAdmin},
 	}
 }
@@ -99,7 +102,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	var bins binFlag
 	fs.Var(&bins, "bin", "name=path of a yorkie binary to attack, optionally followed by server flags (repeat: the figures come side by side)")
-	names := fs.String("attacks", "auth,authport,event,eventdrop,topic,lamport,bomb,admin", "attacks to run, comma-separated")
+	names := fs.String("attacks", "auth,authport,event,eventdrop,topic,lamport,bomb,docview,admin", "attacks to run, comma-separated")
 	var cfg config
 	fs.IntVar(&cfg.authRequests, "auth-requests", 2000, "auth: ActivateClient calls at the project whose webhook never answers")
 	fs.DurationVar(&cfg.authSpread, "auth-spread", 2*time.Second, "auth: the calls are spread over this long")
@@ -112,6 +115,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&cfg.dropWait, "drop-wait", 30*time.Second, "eventdrop: longest wait for the victim's event")
 	fs.IntVar(&cfg.topics, "topics", 40, "topic: broadcasts to a watcher that does not read")
 	fs.IntVar(&cfg.topicBytes, "topic-bytes", 16<<20, "topic: bytes of each broadcast's topic")
+	fs.IntVar(&cfg.viewOps, "view-ops", 100000, "docview: operations of the viewed document")
+	fs.IntVar(&cfg.views, "views", 8, "docview: GETs of its view at once")
 	fs.IntVar(&cfg.bombs, "bombs", 20, "bomb: gzip bombs sent at once")
 	fs.IntVar(&cfg.bombBytes, "bomb-bytes", 1<<30, "bomb: bytes each bomb inflates to")
 	verbose := fs.Bool("v", false, "log progress and the servers' warnings")
