@@ -70,6 +70,8 @@ type Report struct {
 	ClientsDeferred int
 	// Failures lists the records that could not be imported.
 	Failures []error
+
+	mu sync.Mutex // guards the counts while records are imported at once
 }
 
 // errDeferred: the client waits for a document that failed.
@@ -296,6 +298,8 @@ func sourceMark(raw bson.Raw) string {
 }
 
 func (r *Report) count(kind string, written bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	if written {
 		r.Written[kind]++
 	}
@@ -326,7 +330,7 @@ func (im *Importer) importDocuments(ctx context.Context, r *Report) (map[primiti
 	prog := newProgress(im.cfg.Progress, im.cfg.ProgressEvery, docs)
 	defer prog.finish()
 	done := make(map[primitive.ObjectID]bool, len(docs))
-	var mu sync.Mutex // guards done and r from here on
+	mu := &r.mu // guards done too
 	fail := func(d *upDocument, err error) {
 		im.log.Error("document not imported", "document", d.Key, "id", d.ID.Hex(), "error", err)
 		mu.Lock()
@@ -619,26 +623,43 @@ func (im *Importer) importClients(ctx context.Context, r *Report, docs map[primi
 	if err != nil {
 		return err
 	}
-	return each(ctx, im.src.Collection("clients"), bson.D{}, byID, func(c *upClient, _ bson.Raw) error {
+	// Clients are imported a chunk at a time, several at once: each costs
+	// round trips.
+	var chunk []*upClient
+	importChunk := func() error {
+		err := parallel(ctx, chunk, func(_ int, c *upClient) {
+			err := im.importClient(ctx, c, r, docs, vectors)
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			switch {
+			case errors.Is(err, errDeferred):
+				r.ClientsDeferred++
+			case err != nil && ctx.Err() == nil:
+				im.log.Error("client not imported", "client", c.Key, "id", c.ID.Hex(), "error", err)
+				r.Failures = append(r.Failures, fmt.Errorf("client %q (%s): %w", c.Key, c.ID.Hex(), err))
+			}
+		})
+		chunk = chunk[:0]
+		return err
+	}
+	err = each(ctx, im.src.Collection("clients"), bson.D{}, byID, func(c *upClient, _ bson.Raw) error {
 		r.Clients++
 		if at, ok := imported[c.ID.Hex()]; ok && at.Equal(c.UpdatedAt.UTC().Truncate(time.Millisecond)) {
 			return nil
 		}
-		err := im.importClient(ctx, c, r, docs, vectors)
-		if errors.Is(err, errDeferred) {
-			r.ClientsDeferred++
+		if chunk = append(chunk, c); len(chunk) < clientChunk {
 			return nil
 		}
-		if err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			im.log.Error("client not imported", "client", c.Key, "id", c.ID.Hex(), "error", err)
-			r.Failures = append(r.Failures, fmt.Errorf("client %q (%s): %w", c.Key, c.ID.Hex(), err))
-		}
-		return nil
+		return importChunk()
 	})
+	if err != nil {
+		return err
+	}
+	return importChunk()
 }
+
+// clientChunk is how many clients are read before they are imported.
+const clientChunk = 256
 
 func (im *Importer) importClient(ctx context.Context, c *upClient, r *Report, docs map[primitive.ObjectID]bool, vectors map[[2]primitive.ObjectID]map[string]int64) error {
 	status := database.ClientDeactivated
