@@ -28,6 +28,7 @@ import (
 	"go.mongodb.org/mongo-driver/mongo"
 	"go.mongodb.org/mongo-driver/mongo/options"
 	"go.mongodb.org/mongo-driver/mongo/readpref"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
 	ymongo "github.com/yorkie-affinity/yorkie/server/backend/database/mongo"
@@ -540,7 +541,7 @@ type logWriter struct {
 	t            *ymongo.DB
 	docID        string
 	next         int64
-	pending      []*database.Change
+	pending      []*ymongo.ImportedChange
 	copied       int64
 	placeholders int64
 	prog         *progress
@@ -556,7 +557,11 @@ func (w *logWriter) add(ctx context.Context, c *database.Change) error {
 	if err := w.fill(ctx, c.ServerSeq-1); err != nil {
 		return err
 	}
-	w.pending = append(w.pending, c)
+	ic, err := encodeChange(c)
+	if err != nil {
+		return err
+	}
+	w.pending = append(w.pending, ic)
 	w.next = c.ServerSeq + 1
 	w.copied++
 	return w.flushIfFull(ctx)
@@ -564,13 +569,26 @@ func (w *logWriter) add(ctx context.Context, c *database.Change) error {
 
 func (w *logWriter) fill(ctx context.Context, to int64) error {
 	for ; w.next <= to; w.next++ {
-		w.pending = append(w.pending, placeholder(w.next))
+		ic, err := encodeChange(placeholder(w.next))
+		if err != nil {
+			return err
+		}
+		w.pending = append(w.pending, ic)
 		w.placeholders++
 		if err := w.flushIfFull(ctx); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// encodeChange is c as the writer holds it until it is written.
+func encodeChange(c *database.Change) (*ymongo.ImportedChange, error) {
+	body, err := proto.Marshal(c.Body)
+	if err != nil {
+		return nil, fmt.Errorf("encode change %d: %w", c.ServerSeq, err)
+	}
+	return &ymongo.ImportedChange{ServerSeq: c.ServerSeq, ActorID: c.ActorID, ClientSeq: c.ClientSeq, Body: body}, nil
 }
 
 // fillTo fills the log up to the source's head and writes what is pending.
