@@ -389,7 +389,7 @@ func (im *Importer) importDocuments(ctx context.Context, r *Report) (map[primiti
 		if err == nil {
 			st, err = im.finishDocument(ctx, w)
 		}
-		prog.docDone(w.d.ServerSeq)
+		prog.docDone(w.head)
 		if err != nil {
 			fail(w.d, err)
 			return
