@@ -131,8 +131,13 @@ func (c *Cluster) Add() *Node {
 		RPCConfig:       server.RPCConfig{Host: "127.0.0.1"},
 		ProfilingConfig: server.ProfilingConfig{ProfilingPort: -1},
 		BackendConfig:   server.BackendConfig{DB: c.db},
-		ClusterConfig:   server.ClusterConfig{SessionStore: client, AffinityMode: c.opts.mode, NodeTTL: c.opts.ttl},
-		Logger:          slog.New(slog.DiscardHandler),
+		ClusterConfig: server.ClusterConfig{
+			SessionStore: client, AffinityMode: c.opts.mode, NodeTTL: c.opts.ttl,
+			// Stop is the plain graceful stop the tests of moves after a
+			// release expect; drain tests turn the drain on with WithConfig.
+			ShutdownDrainTimeout: -1,
+		},
+		Logger: slog.New(slog.DiscardHandler),
 	}
 	for _, f := range c.opts.configs {
 		f(i, &cfg)

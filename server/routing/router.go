@@ -159,6 +159,15 @@ func (r *Router) Route(ctx context.Context, call DocumentCall) (Route, error) {
 	if err != nil {
 		return Route{}, fmt.Errorf("find owner: %w", err)
 	}
+	if forwarded && !owner.Self {
+		// The sender holds this node for the owner: a binding handed to this
+		// node by a draining owner leaves that owner in this node's cache
+		// while it lives. Ask the store once.
+		r.cfg.Owners.Forget(binding)
+		if owner, err = r.cfg.Owners.Owner(ctx, binding); err != nil {
+			return Route{}, fmt.Errorf("find owner: %w", err)
+		}
+	}
 	rt := Route{Binding: binding, SessionKey: owner.SessionKey}
 	if owner.Self {
 		rt.Epoch = owner.Epoch
@@ -168,7 +177,7 @@ func (r *Router) Route(ctx context.Context, call DocumentCall) (Route, error) {
 	// views of the owner must not pass a call back and forth. An attach is
 	// handed to the owner even in redirect mode: it must succeed wherever it
 	// lands, and its answer tells the client the owner's session key.
-	if forwarded || (r.cfg.Mode == Redirect && !call.Kind.handedOn()) {
+	if forwarded || (r.cfg.Mode == Redirect && !call.Kind.handedOn() && r.refuses(call)) {
 		r.redirects.Inc()
 		return Route{}, &WrongNodeError{Header: r.cfg.Header, SessionKey: owner.SessionKey,
 			Err: fmt.Errorf("document %q is owned by another node", call.DocumentKey)}
@@ -178,6 +187,19 @@ func (r *Router) Route(ctx context.Context, call DocumentCall) (Route, error) {
 	rt.Addr = owner.Addr
 	rt.OwnerGone = r.cfg.Owners.Gone(owner.Addr)
 	return rt, nil
+}
+
+// refuses reports whether a redirect-mode node refuses a call for a
+// document another node owns, naming the owner, rather than relay it. It
+// refuses only a call that carries no session key: that is how a client
+// learns its first key. A call that carries one came here by a key that has
+// gone stale (its owner handed the document on, is draining, or is down and
+// the proxy fell back to hashing), and a draining node answers every call:
+// such calls are relayed, and the answer's key moves the client, so a
+// rolling restart or a failover tells no client where to go with an error.
+// The key is never dialled: the call goes to the binding's owner.
+func (r *Router) refuses(call DocumentCall) bool {
+	return call.Header.Get(r.cfg.Header) == "" && !r.cfg.Owners.Draining()
 }
 
 // RelayFailed forgets the owner of rt, which could not be reached or no

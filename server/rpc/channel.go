@@ -153,25 +153,25 @@ func (s *Service) WatchChannel(ctx context.Context, req *connect.Request[api.Wat
 		return toConnectError(err)
 	}
 	call := routing.DocumentCall{Kind: routing.CallWatchChannel, ClientID: clientID, DocumentKey: channel.RoutingKey(key), Header: req.Header()}
-	return serveWatchStream(ctx, s, req, stream, call, func(owner v1connect.YorkieServiceClient) ownerStream[api.WatchChannelResponse] {
+	return serveWatchStream(ctx, s, req, stream, call, nil, func(owner v1connect.YorkieServiceClient) ownerStream[api.WatchChannelResponse] {
 		return func(ctx context.Context) (*connect.ServerStreamForClient[api.WatchChannelResponse], error) {
 			return owner.WatchChannel(ctx, relayRequest(req.Msg, call))
 		}
-	}, func(procedure string, rt routing.Route) error {
+	}, func(procedure string, rt routing.Route, send func(*api.WatchChannelResponse) error) error {
 		w, err := s.openChannelWatch(ctx, clientID, key)
 		if err != nil {
 			return s.failRouted(ctx, procedure, rt, err)
 		}
 		defer w.Close()
 		c, _ := w.LatestCount()
-		if err := stream.Send(&api.WatchChannelResponse{Body: &api.WatchChannelResponse_Initialized{
+		if err := send(&api.WatchChannelResponse{Body: &api.WatchChannelResponse_Initialized{
 			Initialized: &api.WatchChannelInitialized{SessionCount: c.Sessions, Seq: c.Seq},
 		}}); err != nil {
 			return s.streamEnded(ctx, procedure, err)
 		}
 		defer announceLater(w)()
 		err = s.pumpChannel(ctx, procedure, w, func(ev *api.ChannelEvent) error {
-			return stream.Send(&api.WatchChannelResponse{Body: &api.WatchChannelResponse_Event{Event: ev}})
+			return send(&api.WatchChannelResponse{Body: &api.WatchChannelResponse_Event{Event: ev}})
 		})
 		return s.endWatch(ctx, procedure, err)
 	})
