@@ -101,6 +101,8 @@ type Config struct {
 	// Revisions restores revisions at the documents' owners (nil:
 	// RestoreRevisionByAdmin answers unavailable).
 	Revisions RevisionRestorer
+	// Drainer serves DrainNode (nil: unimplemented).
+	Drainer Drainer
 }
 
 // Service implements the AdminService; the calls it does not serve yet
