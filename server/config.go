@@ -125,6 +125,11 @@ type Config struct {
 	// NodeTTL is the node's lease TTL (default affinity.DefaultTTL, or a
 	// minute on a session store of its own, where no node could take over).
 	NodeTTL time.Duration
+	// ShutdownDrainTimeout bounds the drain that starts a shutdown: the node
+	// hands its documents on to their next owners (see drain.go) for at most
+	// this long, then releases what is left as a plain shutdown does
+	// (default DefaultShutdownDrainTimeout; negative: no drain).
+	ShutdownDrainTimeout time.Duration
 	// ClusterSecret authenticates node-to-node calls; "" uses the secret the
 	// session store holds for the cluster.
 	ClusterSecret string
@@ -214,6 +219,9 @@ func (c *Config) applyDefaults() {
 	}
 	if c.SessionKeyHeader == "" {
 		c.SessionKeyHeader = routing.DefaultSessionKeyHeader
+	}
+	if c.ShutdownDrainTimeout == 0 {
+		c.ShutdownDrainTimeout = DefaultShutdownDrainTimeout
 	}
 }
 

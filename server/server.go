@@ -94,6 +94,9 @@ type Server struct {
 	serveDone     sync.WaitGroup
 	shutdownOnce  sync.Once
 	shutdownErr   error
+	// drainCut ends a shutdown's drain early (SkipDrain).
+	drainCut     chan struct{}
+	drainCutOnce sync.Once
 }
 
 // boundPort is one port of the node: what serves it and its listener.
@@ -127,7 +130,7 @@ func New(ctx context.Context, cfg Config, opts ...Option) (_ *Server, err error)
 	}
 	s := &Server{
 		cfg: cfg, logger: logger, registry: prometheus.NewRegistry(), db: cfg.DB,
-		failed: make(chan struct{}),
+		failed: make(chan struct{}), drainCut: make(chan struct{}),
 	}
 	// What New made is released again when a later step fails.
 	var undo []func()
@@ -222,7 +225,6 @@ func New(ctx context.Context, cfg Config, opts ...Option) (_ *Server, err error)
 		MaxSizePerDocument:  cfg.MaxSizePerDocument,
 		DocumentCacheBytes:  cfg.DocumentCacheBytes,
 		SizeHardLimitFactor: cfg.SizeHardLimitFactor,
-		Projects:            s.projects,
 	}
 	if o.router == nil {
 		bcfg.OnFenced = func(_ string, name backend.DocName) {
@@ -670,15 +672,21 @@ func (s *Server) shutdown(ctx context.Context) error {
 	s.health.SetStatus(v1connect.YorkieServiceName, grpchealth.StatusNotServing)
 	s.health.SetStatus("", grpchealth.StatusNotServing)
 	var errs []error
+	drained := s.drainOnShutdown(ctx)
 	// Write the activity seen here and hand the housekeeping role over
 	// while the node is still a member.
 	if err := s.house.Stop(ctx); err != nil {
 		errs = append(errs, err)
 	}
-	// Release the bindings first: by the time clients reconnect, their
-	// documents can be bound to another node.
-	if err := s.cluster.leave(ctx); err != nil {
-		errs = append(errs, err)
+	leave := func() {
+		if err := s.cluster.leave(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if !drained {
+		// Release the bindings first: by the time clients reconnect, their
+		// documents can be bound to another node.
+		leave()
 	}
 	s.service.CloseStreams()
 	for _, p := range s.ports {
@@ -688,6 +696,12 @@ func (s *Server) shutdown(ctx context.Context) error {
 		}
 		// A port never served still holds its listener.
 		_ = p.ln.Close()
+	}
+	if drained {
+		// Every document was handed on: the calls still in flight or
+		// arriving on open connections were relayed to the new owners
+		// while the ports closed, which needs the membership.
+		leave()
 	}
 	s.serveDone.Wait()
 	s.channels.Close()

@@ -793,3 +793,96 @@ func runEventDrop(ctx context.Context, t *target, cfg config, logger *slog.Logge
 		{"server log lines \"backlog full\" (the victim's among them)", fmt.Sprintf("%d (%d)", full, victimNamed)},
 	}, nil
 }
+
+func runDocView(ctx context.Context, t *target, cfg config, logger *slog.Logger) ([]figure, error) {
+	c, tr := t.yorkie("")
+	defer tr.CloseIdleConnections()
+	const doc = "big-doc"
+	s, err := activate(ctx, c, "builder")
+	if err != nil {
+		return nil, err
+	}
+	id, err := attach(ctx, c, s, doc)
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	const perPack = 1000
+	for n := 0; n < cfg.viewOps; n += perPack {
+		for i := range min(perPack, cfg.viewOps-n) {
+			s.NewSet("k" + strconv.Itoa((n+i)%100))
+		}
+		if _, err := push(ctx, c, s, id); err != nil {
+			return nil, fmt.Errorf("build the document: %w", err)
+		}
+	}
+	built := time.Since(start)
+	logger.Info("docview: document built", "operations", cfg.viewOps, "took", built)
+	view := func() (time.Duration, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+t.prof+"/admin/documents/"+doc, nil)
+		if err != nil {
+			return 0, err
+		}
+		req.Header.Set("Authorization", "Bearer "+t.token)
+		start := time.Now()
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return 0, err
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return 0, fmt.Errorf("GET the view: %s", resp.Status)
+		}
+		return time.Since(start), nil
+	}
+	one, err := view()
+	if err != nil {
+		return nil, err
+	}
+	base, err := t.usage(ctx, true)
+	if err != nil {
+		return nil, err
+	}
+	window, endWindow := context.WithCancel(ctx)
+	var peak atomic.Int64
+	sampler := worst(window, 20*time.Millisecond, func() (time.Duration, error) {
+		u, err := t.usage(ctx, false)
+		for {
+			old := peak.Load()
+			if int64(u.rss) <= old || peak.CompareAndSwap(old, int64(u.rss)) {
+				break
+			}
+		}
+		return 0, err
+	})
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var slowest time.Duration
+	var failed error
+	for range cfg.views {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			d, err := view()
+			mu.Lock()
+			defer mu.Unlock()
+			slowest = max(slowest, d)
+			if err != nil {
+				failed = err
+			}
+		}()
+	}
+	wg.Wait()
+	endWindow()
+	_, _ = sampler()
+	if failed != nil {
+		return nil, failed
+	}
+	return []figure{
+		{"document built by one anonymous client", fmt.Sprintf("%d operations in %s", cfg.viewOps, ms(built))},
+		{"one GET of its view", ms(one)},
+		{fmt.Sprintf("%d GETs at once: slowest", cfg.views), ms(slowest)},
+		{fmt.Sprintf("server resident memory: before / peak during the %d GETs", cfg.views), fmt.Sprintf("%s / %s", mib(base.rss), mib(float64(peak.Load())))},
+	}, nil
+}

@@ -32,16 +32,22 @@ func main() {
 // binFlag collects -bin name=path.
 type binFlag []binary
 
-type binary struct{ name, path string }
+// binary is a server binary and the flags it is started with besides the
+// tool's own.
+type binary struct {
+	name, path string
+	args       []string
+}
 
 func (b *binFlag) String() string { return fmt.Sprint(*b) }
 
 func (b *binFlag) Set(v string) error {
-	name, path, ok := strings.Cut(v, "=")
-	if !ok || name == "" || path == "" {
-		return fmt.Errorf("want name=path, got %q", v)
+	name, cmd, ok := strings.Cut(v, "=")
+	fields := strings.Fields(cmd)
+	if !ok || name == "" || len(fields) == 0 {
+		return fmt.Errorf("want name=path [server flags], got %q", v)
 	}
-	*b = append(*b, binary{name, path})
+	*b = append(*b, binary{name, fields[0], fields[1:]})
 	return nil
 }
 
@@ -71,6 +77,8 @@ type config struct {
 	dropWait     time.Duration // longest wait for the victim's event after them
 	topics       int           // broadcasts with a large topic to a watcher that does not read
 	topicBytes   int
+	viewOps      int // docview: operations of the viewed document
+	views        int // docview: GETs at once
 	bombs        int // concurrent gzip bombs
 	bombBytes    int // what each inflates to
 }
@@ -84,6 +92,7 @@ func attacks() []attack {
 		{"topic", "broadcasts with large topics to a watcher that does not read", runTopic},
 		{"lamport", "a change with lamport 2^63-1", runLamport},
 		{"bomb", "concurrent gzip bombs", runBomb},
+		{"docview", "the operators' view of a large document, GET many times at once", runDocView},
 		{"admin", "the admin API and operators' view without credentials", runAdmin},
 	}
 }
@@ -92,8 +101,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("yorkie-attack", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var bins binFlag
-	fs.Var(&bins, "bin", "name=path of a yorkie binary to attack (repeat: the figures come side by side)")
-	names := fs.String("attacks", "auth,authport,event,eventdrop,topic,lamport,bomb,admin", "attacks to run, comma-separated")
+	fs.Var(&bins, "bin", "name=path of a yorkie binary to attack, optionally followed by server flags (repeat: the figures come side by side)")
+	names := fs.String("attacks", "auth,authport,event,eventdrop,topic,lamport,bomb,docview,admin", "attacks to run, comma-separated")
 	var cfg config
 	fs.IntVar(&cfg.authRequests, "auth-requests", 2000, "auth: ActivateClient calls at the project whose webhook never answers")
 	fs.DurationVar(&cfg.authSpread, "auth-spread", 2*time.Second, "auth: the calls are spread over this long")
@@ -106,6 +115,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&cfg.dropWait, "drop-wait", 30*time.Second, "eventdrop: longest wait for the victim's event")
 	fs.IntVar(&cfg.topics, "topics", 40, "topic: broadcasts to a watcher that does not read")
 	fs.IntVar(&cfg.topicBytes, "topic-bytes", 16<<20, "topic: bytes of each broadcast's topic")
+	fs.IntVar(&cfg.viewOps, "view-ops", 100000, "docview: operations of the viewed document")
+	fs.IntVar(&cfg.views, "views", 8, "docview: GETs of its view at once")
 	fs.IntVar(&cfg.bombs, "bombs", 20, "bomb: gzip bombs sent at once")
 	fs.IntVar(&cfg.bombBytes, "bomb-bytes", 1<<30, "bomb: bytes each bomb inflates to")
 	verbose := fs.Bool("v", false, "log progress and the servers' warnings")
@@ -163,7 +174,7 @@ func attackBinary(ctx context.Context, b binary, a attack, cfg config, logger *s
 	if verbose {
 		serverLog = stderr
 	}
-	t, err := startServer(ctx, b.path, serverLog)
+	t, err := startServer(ctx, b.path, serverLog, b.args...)
 	if err != nil {
 		return nil, err
 	}

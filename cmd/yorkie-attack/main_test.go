@@ -27,7 +27,7 @@ func TestAttacksSmall(t *testing.T) {
 	cfg := config{
 		authRequests: 40, authSpread: 200 * time.Millisecond, authGiveUp: 500 * time.Millisecond,
 		topics: 2, topicBytes: 1 << 20, bombs: 2, bombBytes: 64 << 20,
-		portTimeout: 200 * time.Millisecond, guesses: 8,
+		portTimeout: 200 * time.Millisecond, guesses: 8, viewOps: 2000, views: 2,
 	}
 	want := map[string]map[string]string{
 		"auth":     {"attacking calls (each gives up after 500ms)": "40 over 200ms: "},
@@ -35,6 +35,7 @@ func TestAttacksSmall(t *testing.T) {
 		"topic":    {"broadcasts with a 1 MiB topic": "2: 2 invalid_argument"},
 		"lamport":  {"push of a change with lamport 2^63-1": "invalid_argument", "lamport a client attaching next pulls": "1 (an SDK client's next change fits int64)"},
 		"bomb":     {"gzip bombs sent at once": "64 MiB inflated: HTTP 2 400"},
+		"docview":  {"document built by one anonymous client": "2000 operations in "},
 		"admin": {
 			"GET /admin/documents/{key} on the profiling port, no credentials":              "401",
 			"AdminService preflight from https://evil.example: Access-Control-Allow-Origin": "(none)",
@@ -74,6 +75,7 @@ func TestCommandLineErrors(t *testing.T) {
 	}{
 		{nil, "give at least one -bin name=path"},
 		{[]string{"-bin", "nopath"}, "want name=path"},
+		{[]string{"-bin", "a= "}, "want name=path"},
 		{[]string{"-bin", "a=b", "-attacks", "nosuch"}, `unknown attack "nosuch"`},
 	} {
 		var stdout, stderr bytes.Buffer

@@ -67,10 +67,10 @@ func freePort() (int, error) {
 }
 
 // startServer starts path as a server on free loopback ports, in memory,
-// and logs in as the default admin. Webhooks may point at loopback (the
-// attacks' endpoints run here): binaries that refuse private addresses by
-// default are told not to.
-func startServer(ctx context.Context, path string, serverLog io.Writer) (*target, error) {
+// with extra flags after the tool's own, and logs in as the default admin.
+// Webhooks may point at loopback (the attacks' endpoints run here): binaries
+// that refuse private addresses by default are told not to.
+func startServer(ctx context.Context, path string, serverLog io.Writer, extra ...string) (*target, error) {
 	help, _ := exec.CommandContext(ctx, path, "server", "-h").CombinedOutput()
 	rpcPort, err := freePort()
 	if err != nil {
@@ -87,6 +87,7 @@ func startServer(ctx context.Context, path string, serverLog io.Writer) (*target
 	if bytes.Contains(help, []byte("-rpc-addr ")) {
 		args = append(args, "--rpc-addr", "127.0.0.1")
 	}
+	args = append(args, extra...)
 	t := &target{
 		rpc:  fmt.Sprintf("127.0.0.1:%d", rpcPort),
 		prof: fmt.Sprintf("127.0.0.1:%d", profPort),

@@ -73,6 +73,7 @@ func runServer(args []string, stderr io.Writer) int {
 	affinityMode := fs.String("affinity-mode", string(routing.Forward), "a call for a document another node owns is forwarded to it (forward) or refused naming it (redirect)")
 	sessionKeyHeader := fs.String("session-key-header", routing.DefaultSessionKeyHeader, "response header carrying the owner's session key")
 	nodeTTL := fs.Duration("node-ttl", 0, fmt.Sprintf("lease TTL of this node in the session store (default %v with etcd, redis or mongo, a minute with memory)", affinity.DefaultTTL))
+	drainTimeout := fs.Duration("shutdown-drain-timeout", server.DefaultShutdownDrainTimeout, "on SIGTERM, time to hand this node's documents on to their next owners before the rest are released (a second SIGTERM ends it early); negative: no drain")
 	clusterSecret := fs.String("cluster-secret", "", "secret of node-to-node calls (default: one the session store keeps for the cluster)")
 	maxMetadata := fs.Int("max-client-metadata-bytes", rpc.DefaultMaxMetadataBytes, "largest client metadata (keys and values) ActivateClient accepts; negative: no bound")
 	maxStreams := fs.Int("max-watch-streams-per-client", rpc.DefaultMaxWatchStreamsPerClient, "most Watch streams one client may hold open on one node; negative: no bound")
@@ -160,31 +161,42 @@ func runServer(args []string, stderr io.Writer) int {
 			"project-cache-ttl", *projectCacheTTL)
 	}
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	signals := make(chan os.Signal, 2)
+	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(signals)
+	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
+	go func() {
+		select {
+		case <-signals:
+			stop()
+		case <-ctx.Done():
+		}
+	}()
 	cfg := server.Config{
-		Host:               host,
-		RPCPort:            *rpcPort,
-		ProfilingPort:      *profilingPort,
-		ProfilingHost:      *profilingAddr,
-		PprofEnabled:       *pprofEnabled,
-		MaxRequestBytes:    *maxRequestBytes,
-		ReadHeaderTimeout:  *readHeaderTimeout,
-		ReadBodyTimeout:    *readBodyTimeout,
-		IdleTimeout:        *idleTimeout,
-		DisableFastHTTP1:   !*fastHTTP1,
-		DisableFastJSON:    !*fastJSON,
-		MaxChangesPerPack:  *maxChanges,
-		SnapshotInterval:   *snapshotInterval,
-		SnapshotThreshold:  *snapshotThreshold,
-		MaxSizePerDocument: *maxDocSize,
-		DocumentCacheBytes: *docCacheBytes,
-		Logger:             logger,
-		AdvertiseAddr:      *advertiseAddr,
-		AffinityMode:       routing.Mode(*affinityMode),
-		SessionKeyHeader:   *sessionKeyHeader,
-		NodeTTL:            *nodeTTL,
-		ClusterSecret:      *clusterSecret,
+		Host:                 host,
+		RPCPort:              *rpcPort,
+		ProfilingPort:        *profilingPort,
+		ProfilingHost:        *profilingAddr,
+		PprofEnabled:         *pprofEnabled,
+		MaxRequestBytes:      *maxRequestBytes,
+		ReadHeaderTimeout:    *readHeaderTimeout,
+		ReadBodyTimeout:      *readBodyTimeout,
+		IdleTimeout:          *idleTimeout,
+		DisableFastHTTP1:     !*fastHTTP1,
+		DisableFastJSON:      !*fastJSON,
+		MaxChangesPerPack:    *maxChanges,
+		SnapshotInterval:     *snapshotInterval,
+		SnapshotThreshold:    *snapshotThreshold,
+		MaxSizePerDocument:   *maxDocSize,
+		DocumentCacheBytes:   *docCacheBytes,
+		Logger:               logger,
+		AdvertiseAddr:        *advertiseAddr,
+		AffinityMode:         routing.Mode(*affinityMode),
+		SessionKeyHeader:     *sessionKeyHeader,
+		NodeTTL:              *nodeTTL,
+		ShutdownDrainTimeout: *drainTimeout,
+		ClusterSecret:        *clusterSecret,
 		Limits: rpc.Limits{
 			MaxMetadataBytes:         *maxMetadata,
 			MaxWatchStreamsPerClient: *maxStreams,
@@ -235,15 +247,17 @@ func runServer(args []string, stderr io.Writer) int {
 		defer func() { _ = db.Close(context.Background()) }()
 		cfg.DB = db
 	}
-	if err := serve(ctx, logger, cfg); err != nil {
+	if err := serve(ctx, logger, cfg, signals); err != nil {
 		logger.Error("server failed", "error", err)
 		return 1
 	}
 	return 0
 }
 
-// serve runs a server until ctx ends, then shuts it down.
-func serve(ctx context.Context, logger *slog.Logger, cfg server.Config) error {
+// serve runs a server until ctx ends, then shuts it down: it hands its
+// documents on for up to cfg.ShutdownDrainTimeout, unless another signal
+// comes first, then shuts down within shutdownTimeout.
+func serve(ctx context.Context, logger *slog.Logger, cfg server.Config, signals <-chan os.Signal) error {
 	srv, err := server.New(ctx, cfg)
 	if err != nil {
 		return fmt.Errorf("create server: %w", err)
@@ -260,8 +274,16 @@ func serve(ctx context.Context, logger *slog.Logger, cfg server.Config) error {
 		return srv.Err()
 	}
 	logger.Info("shutting down")
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), max(cfg.ShutdownDrainTimeout, 0)+shutdownTimeout)
 	defer cancel()
+	go func() {
+		select {
+		case <-signals:
+			logger.Info("second signal: releasing the documents not handed on yet")
+			srv.SkipDrain()
+		case <-shutdownCtx.Done():
+		}
+	}()
 	if err := srv.Shutdown(shutdownCtx); err != nil {
 		return fmt.Errorf("shut down: %w", err)
 	}

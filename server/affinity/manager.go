@@ -97,6 +97,9 @@ type Manager struct {
 	// here is a takeover.
 	orphans map[string]struct{}
 	stopped bool
+	// draining: the node hands its documents on and takes no new ones
+	// (see drain.go).
+	draining bool
 	// suspicions are the judgements of members under way (suspect.go).
 	suspicions map[sessionstore.Member]*suspicion
 	suspects   *suspectMetrics
@@ -355,7 +358,7 @@ func (m *Manager) bind(ctx context.Context, key string) (sessionstore.Binding, e
 		m.mu.RUnlock()
 		return sessionstore.Binding{}, ErrStopped
 	}
-	target, ok := m.members[m.ring.Place(key, m.loads)]
+	target, ok := m.placeLocked(key)
 	self := m.self
 	m.mu.RUnlock()
 	if !ok {

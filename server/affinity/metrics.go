@@ -18,6 +18,7 @@ type managerMetrics struct {
 	binds      prometheus.Counter
 	takeovers  prometheus.Counter
 	lost       prometheus.Counter
+	handoffs   prometheus.Counter
 }
 
 func newManagerMetrics(reg prometheus.Registerer) *managerMetrics {
@@ -47,9 +48,13 @@ func newManagerMetrics(reg prometheus.Registerer) *managerMetrics {
 			Name: "yorkie_affinity_bindings_lost_total",
 			Help: "Documents this node stopped owning through lease loss or fencing.",
 		}),
+		handoffs: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "yorkie_affinity_handoffs_total",
+			Help: "Documents a draining node handed on to their next owner.",
+		}),
 	}
 	if reg != nil {
-		reg.MustRegister(mm.latency, mm.owned, mm.members, mm.binds, mm.takeovers, mm.lost)
+		reg.MustRegister(mm.latency, mm.owned, mm.members, mm.binds, mm.takeovers, mm.lost, mm.handoffs)
 	}
 	return mm
 }

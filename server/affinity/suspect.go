@@ -18,7 +18,9 @@ package affinity
 //     connection to each other member's advertised address. HeartbeatMisses
 //     tries in a row that time out, or find no route, say the host is gone
 //     or cut off. Local failures (this node out of descriptors) are no
-//     evidence and do not count.
+//     evidence and do not count. An address evicted this way is not evicted
+//     for missed heartbeats again for heartbeatHoldDown TTLs, so a node cut
+//     off from this one only is not evicted each time it registers again.
 //
 // A member found gone is evicted: the store ends its lease on the store's
 // side (sessionstore.Evicter), which frees its bindings there, and this node
@@ -68,6 +70,13 @@ import (
 // DefaultHeartbeatMisses is how many heartbeats in a row a member may miss
 // before it is evicted.
 const DefaultHeartbeatMisses = 3
+
+// heartbeatHoldDown, in TTLs, is how long after evicting an address for
+// missed heartbeats this node does not do so again. A node cut off from this
+// one but not from the store registers again after its eviction; without a
+// pause it would be evicted over and over (safe, but each time its clients
+// reconnect). A refused connection still evicts at once.
+const heartbeatHoldDown = 10
 
 // HeartbeatFor is the heartbeat interval that goes with a lease TTL: an
 // eighth of it, so three missed heartbeats (with their timeouts) come well
@@ -199,6 +208,9 @@ func (m *Manager) heartbeat(ctx context.Context) {
 	tick := time.NewTicker(m.cfg.HeartbeatInterval)
 	defer tick.Stop()
 	misses := map[sessionstore.Member]int{}
+	// heldDown: addresses evicted for missed heartbeats, until when their
+	// later registrations are not evicted for missed heartbeats again.
+	heldDown := map[string]time.Time{}
 	type result struct {
 		mem sessionstore.Member
 		err error
@@ -240,6 +252,10 @@ func (m *Manager) heartbeat(ctx context.Context) {
 			case missed(r.err):
 				if misses[r.mem]++; misses[r.mem] >= m.cfg.HeartbeatMisses {
 					delete(misses, r.mem)
+					if time.Now().Before(heldDown[r.mem.Addr]) {
+						break
+					}
+					heldDown[r.mem.Addr] = time.Now().Add(heartbeatHoldDown * m.cfg.TTL)
 					go m.evict(r.mem, reasonHeartbeat)
 				}
 			}
@@ -247,6 +263,11 @@ func (m *Manager) heartbeat(ctx context.Context) {
 		for mem := range misses {
 			if !seen[mem] {
 				delete(misses, mem)
+			}
+		}
+		for addr, until := range heldDown {
+			if time.Now().After(until) {
+				delete(heldDown, addr)
 			}
 		}
 	}

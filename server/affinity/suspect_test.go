@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
 	"github.com/yorkie-affinity/yorkie/server/affinity"
@@ -194,4 +196,61 @@ func TestMissedHeartbeatsEvictMember(t *testing.T) {
 	b.Abandon()
 
 	waitMembers(t, a, a.Addr(), c.Addr())
+}
+
+// TestMissedHeartbeatsHoldDown: a member evicted for missed heartbeats that
+// registers again (it was only cut off from the prober) is not evicted for
+// missed heartbeats again at once.
+func TestMissedHeartbeatsHoldDown(t *testing.T) {
+	st := memory.New(memory.Config{})
+	bAddr := answeringAddr(t)
+	var silent atomic.Bool
+	var dialsToB atomic.Int64
+	dial := func(ctx context.Context, addr string) error {
+		if addr == bAddr {
+			dialsToB.Add(1)
+			if silent.Load() {
+				<-ctx.Done()
+				return ctx.Err()
+			}
+		}
+		return nil
+	}
+	reg := prometheus.NewRegistry()
+	a := start(t, st, affinity.Config{AdvertiseAddr: answeringAddr(t), HeartbeatInterval: 10 * time.Millisecond,
+		HeartbeatMisses: 2, Dial: dial, Registerer: reg})
+	lost := make(chan []string, 1)
+	b := start(t, st, affinity.Config{AdvertiseAddr: bAddr, OnLost: func(keys []string) { lost <- keys }})
+	waitMembers(t, a, a.Addr(), b.Addr())
+	key, _ := keyOwnedBy(t, b)
+
+	silent.Store(true)
+	select {
+	case keys := <-lost:
+		require.Equal(t, []string{key}, keys)
+	case <-time.After(waitTimeout):
+		t.Fatal("b was not evicted for missed heartbeats")
+	}
+	// b registers again at once (its manager runs); a goes on missing it.
+	waitMembers(t, a, a.Addr(), b.Addr())
+	from := dialsToB.Load()
+	poll.UntilTrue(t, waitTimeout, "more heartbeats to b", func() bool { return dialsToB.Load() >= from+10 })
+	require.Equal(t, 1.0, evictions(t, reg), "evictions of b")
+	require.Contains(t, a.Members(), b.Addr())
+}
+
+// evictions sums yorkie_affinity_evictions_total in reg.
+func evictions(t *testing.T, reg *prometheus.Registry) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	sum := 0.0
+	for _, mf := range mfs {
+		if mf.GetName() == "yorkie_affinity_evictions_total" {
+			for _, m := range mf.GetMetric() {
+				sum += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return sum
 }

@@ -15,7 +15,7 @@ import (
 // gets after one client tried to report a 100,000-entry version vector
 // (answer-bytes: its encoded size).
 func BenchmarkAnswerAfterHugeVector(b *testing.B) {
-	ctx := context.Background()
+	ctx := inDefault(context.Background())
 	be, _ := newBackend(b, nil)
 	a, c, docID := attachTwo(b, be)
 	ka, kc := vvKey(b, a), vvKey(b, c)

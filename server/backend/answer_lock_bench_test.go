@@ -18,7 +18,7 @@ import (
 // the head. Besides the time per PushPull it reports the 99th percentile
 // and the slowest PushPull, and how long the lock was held per answer.
 func BenchmarkPushPullWhileLateJoinersAttach(b *testing.B) {
-	ctx := context.Background()
+	ctx := inDefault(context.Background())
 	be, err := backend.New(backend.Config{DB: memory.New(), SnapshotInterval: 200, SnapshotThreshold: 100})
 	if err != nil {
 		b.Fatal(err)

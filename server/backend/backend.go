@@ -137,10 +137,6 @@ type Config struct {
 	// context of the call that stored them. It must not block: the event
 	// webhook debounces and posts on its own.
 	OnRootChanged func(ctx context.Context, docKey string)
-	// Projects gives the default project's settings (its limits) to calls
-	// whose context carries no project; the others use theirs as it is. Nil:
-	// a resolver of its own over DB, with project.DefaultCacheTTL.
-	Projects *project.Resolver
 }
 
 // Metrics counts the backend's work with atomic counters. It needs no global
@@ -218,7 +214,6 @@ type Backend struct {
 	hardFactor    int
 	cache         *docCache
 	ps            *pubsub.PubSub
-	projects      *project.Resolver
 	closing       atomic.Bool
 
 	// snapRuns counts the snapshot runs under way; once snapClosed (under
@@ -281,13 +276,6 @@ func New(cfg Config) (*Backend, error) {
 	if cfg.DocumentCacheBytes <= 0 {
 		cfg.DocumentCacheBytes = DefaultDocumentCacheBytes
 	}
-	if cfg.Projects == nil {
-		r, err := project.NewResolver(project.ResolverConfig{DB: cfg.DB})
-		if err != nil {
-			return nil, fmt.Errorf("backend: %w", err)
-		}
-		cfg.Projects = r
-	}
 	return &Backend{
 		db:            cfg.DB,
 		logger:        cfg.Logger,
@@ -304,9 +292,8 @@ func New(cfg Config) (*Backend, error) {
 			QueueSize: cfg.WatchQueueSize,
 			Live:      &cfg.Metrics.Subscriptions,
 		}),
-		projects: cfg.Projects,
-		docs:     make(map[string]*docState),
-		names:    make(map[string]DocName),
+		docs:  make(map[string]*docState),
+		names: make(map[string]DocName),
 	}, nil
 }
 
@@ -339,8 +326,12 @@ func (b *Backend) ActivateClient(ctx context.Context, key string, metadata map[s
 	if err := b.checkOpen(); err != nil {
 		return nil, err
 	}
+	pid, err := project.ID(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("activate client %q: %w", key, err)
+	}
 	// The database names the operation and the key: nothing to add.
-	info, err := b.db.ActivateClient(ctx, project.ID(ctx), key, metadata)
+	info, err := b.db.ActivateClient(ctx, pid, key, metadata)
 	if err != nil {
 		return nil, err
 	}
@@ -357,7 +348,10 @@ func (b *Backend) CheckClient(ctx context.Context, clientID string) error {
 // ensureActivated fails unless the client exists in the call's project and
 // is activated: another project's client is not found.
 func (b *Backend) ensureActivated(ctx context.Context, clientID string) error {
-	pid := project.ID(ctx)
+	pid, err := project.ID(ctx)
+	if err != nil {
+		return fmt.Errorf("client %s: %w", clientID, err)
+	}
 	if p, ok := b.clients.Load(clientID); ok {
 		if p == pid {
 			return nil
@@ -378,11 +372,14 @@ func (b *Backend) ensureActivated(ctx context.Context, clientID string) error {
 
 // inProject reports whether the client exists in the call's project.
 func (b *Backend) inProject(ctx context.Context, clientID string) (bool, error) {
-	pid := project.ID(ctx)
+	pid, err := project.ID(ctx)
+	if err != nil {
+		return false, fmt.Errorf("client %s: %w", clientID, err)
+	}
 	if p, ok := b.clients.Load(clientID); ok {
 		return p == pid, nil
 	}
-	_, err := b.db.FindClient(ctx, pid, clientID)
+	_, err = b.db.FindClient(ctx, pid, clientID)
 	if errors.Is(err, database.ErrClientNotFound) {
 		return false, nil
 	}
@@ -399,7 +396,10 @@ func (b *Backend) DeactivateClient(ctx context.Context, clientID string, epochs 
 	if err := b.checkOpen(); err != nil {
 		return err
 	}
-	pid := project.ID(ctx)
+	pid, err := project.ID(ctx)
+	if err != nil {
+		return fmt.Errorf("deactivate client %s: %w", clientID, err)
+	}
 	if _, err := b.db.FindClient(ctx, pid, clientID); err != nil {
 		return err
 	}

@@ -18,7 +18,7 @@ import (
 )
 
 func TestResendOfUnacknowledgedChangesIsDeduplicated(t *testing.T) {
-	ctx := context.Background()
+	ctx := inDefault(context.Background())
 	b, db := newBackend(t, nil)
 	a := activate(t, b, "a")
 	docID, resp, err := b.AttachDocument(ctx, 0, a, "doc", pack(0, 1, edit(t, a, 1, 1)))
@@ -52,7 +52,7 @@ func TestResendOfUnacknowledgedChangesIsDeduplicated(t *testing.T) {
 }
 
 func TestGapIsRejectedAndNothingStored(t *testing.T) {
-	ctx := context.Background()
+	ctx := inDefault(context.Background())
 	b, db := newBackend(t, nil)
 	a := activate(t, b, "a")
 	docID, _, err := b.AttachDocument(ctx, 0, a, "doc", pack(0, 1, edit(t, a, 1, 1)))
@@ -83,7 +83,7 @@ func TestGapIsRejectedAndNothingStored(t *testing.T) {
 }
 
 func TestMalformedPacksAreRejected(t *testing.T) {
-	ctx := context.Background()
+	ctx := inDefault(context.Background())
 	b, _ := newBackend(t, nil)
 	a := activate(t, b, "a")
 	other := activate(t, b, "other")
@@ -107,7 +107,7 @@ func TestMalformedPacksAreRejected(t *testing.T) {
 }
 
 func TestOversizedPackIsAcknowledgedInPart(t *testing.T) {
-	ctx := context.Background()
+	ctx := inDefault(context.Background())
 	b, db := newBackend(t, nil)
 	a := activate(t, b, "a")
 	docID, _, err := b.AttachDocument(ctx, 0, a, "doc", pack(0, 0))
@@ -142,7 +142,7 @@ func TestOversizedPackIsAcknowledgedInPart(t *testing.T) {
 }
 
 func TestPullExcludesOwnChangesAndCarriesVersionVectors(t *testing.T) {
-	ctx := context.Background()
+	ctx := inDefault(context.Background())
 	b, _ := newBackend(t, nil)
 	a := activate(t, b, "a")
 	c := activate(t, b, "c")
@@ -180,7 +180,7 @@ func TestPullExcludesOwnChangesAndCarriesVersionVectors(t *testing.T) {
 }
 
 func TestPushOnlyAnswersWithCheckpointOnly(t *testing.T) {
-	ctx := context.Background()
+	ctx := inDefault(context.Background())
 	b, _ := newBackend(t, nil)
 	a := activate(t, b, "a")
 	c := activate(t, b, "c")
@@ -202,7 +202,7 @@ func TestPushOnlyAnswersWithCheckpointOnly(t *testing.T) {
 }
 
 func TestConcurrentPushPullOnOneDocumentIsGapless(t *testing.T) {
-	ctx := context.Background()
+	ctx := inDefault(context.Background())
 	b, db := newBackend(t, nil)
 	const clients, pushes = 16, 25
 	ids := make([]string, clients)
@@ -245,7 +245,7 @@ func TestConcurrentPushPullOnOneDocumentIsGapless(t *testing.T) {
 }
 
 func TestWatchEventsFollowTheDocument(t *testing.T) {
-	ctx := context.Background()
+	ctx := inDefault(context.Background())
 	b, _ := newBackend(t, nil)
 	a, c, docID := attachTwo(t, b)
 	subA, watchers, err := b.Watch(ctx, 0, a, docID)
@@ -296,7 +296,7 @@ func TestWatchEventsFollowTheDocument(t *testing.T) {
 }
 
 func TestDeactivateDetachesWithPresenceClear(t *testing.T) {
-	ctx := context.Background()
+	ctx := inDefault(context.Background())
 	b, db := newBackend(t, nil)
 	a := activate(t, b, "a")
 	c := activate(t, b, "c")
@@ -338,7 +338,7 @@ func TestDeactivateDetachesWithPresenceClear(t *testing.T) {
 }
 
 func TestDetachThenReattachStartsAFreshAttachment(t *testing.T) {
-	ctx := context.Background()
+	ctx := inDefault(context.Background())
 	b, db := newBackend(t, nil)
 	a := activate(t, b, "a")
 	docID, _, _ := b.AttachDocument(ctx, 0, a, "doc", pack(0, 1, edit(t, a, 1, 1)))
@@ -374,7 +374,7 @@ func TestDetachThenReattachStartsAFreshAttachment(t *testing.T) {
 }
 
 func TestRemovedDocument(t *testing.T) {
-	ctx := context.Background()
+	ctx := inDefault(context.Background())
 	b, _ := newBackend(t, nil)
 	a, c, docID := attachTwo(t, b)
 	removal := pack(0, 0)
@@ -397,7 +397,7 @@ func TestRemovedDocument(t *testing.T) {
 }
 
 func TestShutdownEndsSubscriptions(t *testing.T) {
-	ctx := context.Background()
+	ctx := inDefault(context.Background())
 	b, _ := newBackend(t, nil)
 	a := activate(t, b, "a")
 	docID, _, _ := b.AttachDocument(ctx, 0, a, "doc", pack(0, 0))
@@ -418,7 +418,7 @@ func TestShutdownEndsSubscriptions(t *testing.T) {
 }
 
 func TestReleaseDocumentEndsSubscriptionsRetryably(t *testing.T) {
-	ctx := context.Background()
+	ctx := inDefault(context.Background())
 	b, _ := newBackend(t, nil)
 	a := activate(t, b, "a")
 	docID, _, _ := b.AttachDocument(ctx, 0, a, "doc", pack(0, 0))
@@ -438,7 +438,7 @@ func TestReleaseDocumentEndsSubscriptionsRetryably(t *testing.T) {
 }
 
 func TestUnknownClientsAndDocuments(t *testing.T) {
-	ctx := context.Background()
+	ctx := inDefault(context.Background())
 	b, _ := newBackend(t, nil)
 	a := activate(t, b, "a")
 	if _, err := b.PushPull(ctx, 0, "0123456789abcdef01234567", "0123456789abcdef01234567", pack(0, 0), false); !errors.Is(err, database.ErrClientNotFound) {
@@ -453,7 +453,7 @@ func TestUnknownClientsAndDocuments(t *testing.T) {
 }
 
 func TestSlowWatcherNeverBlocksPushPull(t *testing.T) {
-	ctx := context.Background()
+	ctx := inDefault(context.Background())
 	mem := memory.New()
 	b, err := backend.New(backend.Config{DB: mem, WatchQueueSize: 4})
 	if err != nil {
@@ -507,7 +507,7 @@ func TestSlowWatcherNeverBlocksPushPull(t *testing.T) {
 // deactivate at once over a few documents; the race detector and the final
 // logs judge it.
 func TestConcurrentLifecycles(t *testing.T) {
-	ctx := context.Background()
+	ctx := inDefault(context.Background())
 	b, db := newBackend(t, nil)
 	docs := []string{"d0", "d1", "d2"}
 	var wg sync.WaitGroup
@@ -568,7 +568,7 @@ func TestConcurrentLifecycles(t *testing.T) {
 // attaches and watches again. The others must see it come back (WATCHED),
 // and the stale stream must end.
 func TestReattachWhileOldStreamLingers(t *testing.T) {
-	ctx := context.Background()
+	ctx := inDefault(context.Background())
 	b, _ := newBackend(t, nil)
 	a, c, docID := attachTwo(t, b)
 	subA, _, err := b.Watch(ctx, 0, a, docID)
@@ -614,7 +614,7 @@ func TestReattachWhileOldStreamLingers(t *testing.T) {
 // CLEAR) and attaches again; another client pulling afterwards must not get
 // the old CLEAR, which the SDK would apply to the client as it is now.
 func TestStalePresenceOfAReturningClientIsNotSent(t *testing.T) {
-	ctx := context.Background()
+	ctx := inDefault(context.Background())
 	b, _ := newBackend(t, nil)
 	x := activate(t, b, "x")
 	w := activate(t, b, "w")

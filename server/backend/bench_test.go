@@ -30,7 +30,7 @@ func BenchmarkPushPull(b *testing.B) {
 // one presence change per PushPull, each client one call at a time as the SDK
 // does, until b.N calls are done. It reports ops/s and us/op of wall time.
 func pushPullLoad(b *testing.B, db database.Database, clients, docs int) {
-	ctx := context.Background()
+	ctx := inDefault(context.Background())
 	be, _ := newBackend(b, db)
 	type client struct {
 		*sdksim.Client
@@ -74,7 +74,7 @@ func pushPullLoad(b *testing.B, db database.Database, clients, docs int) {
 func BenchmarkChangedDelivery(b *testing.B) {
 	for _, watchers := range []int{1, 10, 100} {
 		b.Run(fmt.Sprintf("watchers=%d", watchers), func(b *testing.B) {
-			ctx := context.Background()
+			ctx := inDefault(context.Background())
 			be, _ := newBackend(b, nil)
 			pusher := simClient(b, be, "pusher")
 			docID := attachSim(b, be, pusher, "doc")

@@ -22,7 +22,7 @@ import (
 // with one change, and the client attached before gets ErrEpochMismatch
 // while a new one attaches the compacted document and edits on.
 func TestCompactDocument(t *testing.T) {
-	ctx := context.Background()
+	ctx := inDefault(context.Background())
 	b, db := newBackend(t, nil)
 	a := newWriter(t, b, "a")
 	a.attach("doc")
@@ -77,7 +77,7 @@ func BenchmarkCompactDocument(b *testing.B) {
 	if v, err := strconv.Atoi(os.Getenv("YORKIE_BENCH_COMPACT_CHANGES")); err == nil && v > 0 {
 		n = v
 	}
-	ctx := context.Background()
+	ctx := inDefault(context.Background())
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
 		be, db := newBackend(b, nil)

@@ -100,7 +100,11 @@ func (ds *docState) unlock() { <-ds.lock }
 // belongs to the call's project: a document ID is no way into another
 // project. The caller holds the lock.
 func (ds *docState) inProject(ctx context.Context) error {
-	if pid := project.ID(ctx); ds.project != pid {
+	pid, err := project.ID(ctx)
+	if err != nil {
+		return fmt.Errorf("document %s: %w", ds.id, err)
+	}
+	if ds.project != pid {
 		return fmt.Errorf("document %s of project %s: %w", ds.id, pid, database.ErrDocumentNotFound)
 	}
 	return nil
@@ -262,7 +266,11 @@ func (b *Backend) DocumentKey(ctx context.Context, docID string) (string, error)
 	if err != nil {
 		return "", err
 	}
-	if pid := project.ID(ctx); name.Project != pid {
+	pid, err := project.ID(ctx)
+	if err != nil {
+		return "", fmt.Errorf("document %q: %w", docID, err)
+	}
+	if name.Project != pid {
 		return "", fmt.Errorf("document %q in project %s: %w", docID, pid, database.ErrDocumentNotFound)
 	}
 	return name.Key, nil
@@ -277,8 +285,12 @@ func (b *Backend) documentName(ctx context.Context, docID string) (DocName, erro
 	if ok {
 		return name, nil
 	}
+	pid, err := project.ID(ctx)
+	if err != nil {
+		return DocName{}, fmt.Errorf("document %q: %w", docID, err)
+	}
 	// The database's error names the document already.
-	info, err := b.db.FindDocument(ctx, project.ID(ctx), docID)
+	info, err := b.db.FindDocument(ctx, pid, docID)
 	if err != nil {
 		return DocName{}, err
 	}

@@ -30,7 +30,7 @@ func FuzzPushPullPack(f *testing.F) {
 	f.Add([]byte{0x22, 0x02, 0x0a, 0x00}, int64(-1), uint32(1), uint8(3))
 
 	f.Fuzz(func(t *testing.T, data []byte, serverSeq int64, clientSeq uint32, flags uint8) {
-		ctx := context.Background()
+		ctx := inDefault(context.Background())
 		b, db := newBackend(t, nil)
 		me := activate(t, b, "me")
 		other := activate(t, b, "other")

@@ -11,6 +11,7 @@ import (
 	"github.com/yorkie-affinity/yorkie/server/backend"
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
 	"github.com/yorkie-affinity/yorkie/server/backend/database/memory"
+	"github.com/yorkie-affinity/yorkie/server/project"
 	"github.com/yorkie-affinity/yorkie/server/servertest/sdksim"
 )
 
@@ -19,7 +20,7 @@ import (
 func newBackend(tb testing.TB, db database.Database) (*backend.Backend, database.Database) {
 	tb.Helper()
 	b, db := configuredBackend(tb, backend.Config{DB: db})
-	tb.Cleanup(func() { _ = b.Close(context.Background()) })
+	tb.Cleanup(func() { _ = b.Close(inDefault(context.Background())) })
 	return b, db
 }
 
@@ -52,7 +53,13 @@ func holdHook(b *backend.Backend, set func(*backend.Backend, func(docID string, 
 
 func activate(tb testing.TB, b *backend.Backend, key string) string {
 	tb.Helper()
-	info, err := b.ActivateClient(context.Background(), key, nil)
+	return activateIn(inDefault(context.Background()), tb, b, key)
+}
+
+// activateIn activates a client with key in ctx's project.
+func activateIn(ctx context.Context, tb testing.TB, b *backend.Backend, key string) string {
+	tb.Helper()
+	info, err := b.ActivateClient(ctx, key, nil)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -91,7 +98,7 @@ func simClient(tb testing.TB, b *backend.Backend, key string) *sdksim.Client {
 func attachSim(tb testing.TB, b *backend.Backend, c *sdksim.Client, docKey string) string {
 	tb.Helper()
 	c.Attached(docKey)
-	docID, resp, err := b.AttachDocument(context.Background(), 0, c.ID, docKey, c.Pack())
+	docID, resp, err := b.AttachDocument(inDefault(context.Background()), 0, c.ID, docKey, c.Pack())
 	if err != nil {
 		tb.Fatalf("attach %s to %s: %v", c.ID, docKey, err)
 	}
@@ -124,7 +131,7 @@ func pack(serverSeq int64, clientSeq uint32, changes ...*api.Change) *api.Change
 // storedLog returns the document's whole log.
 func storedLog(tb testing.TB, db database.Database, docID string) []*database.Change {
 	tb.Helper()
-	log, err := db.FindChanges(context.Background(), docID, 1, 1<<62)
+	log, err := db.FindChanges(inDefault(context.Background()), docID, 1, 1<<62)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -173,8 +180,13 @@ func nextEvent(tb testing.TB, sub *backend.Subscription) backend.Event {
 // attachTwo activates clients "a" and "c" and attaches both to document "doc".
 func attachTwo(tb testing.TB, b *backend.Backend) (a, c, docID string) {
 	tb.Helper()
-	ctx := context.Background()
-	a, c = activate(tb, b, "a"), activate(tb, b, "c")
+	return attachTwoIn(inDefault(context.Background()), tb, b)
+}
+
+// attachTwoIn is attachTwo in ctx's project.
+func attachTwoIn(ctx context.Context, tb testing.TB, b *backend.Backend) (a, c, docID string) {
+	tb.Helper()
+	a, c = activateIn(ctx, tb, b, "a"), activateIn(ctx, tb, b, "c")
 	docID, _, err := b.AttachDocument(ctx, 0, a, "doc", pack(0, 0))
 	if err != nil {
 		tb.Fatal(err)
@@ -183,4 +195,13 @@ func attachTwo(tb testing.TB, b *backend.Backend) (a, c, docID string) {
 		tb.Fatal(err)
 	}
 	return a, c, docID
+}
+
+// inDefault returns ctx carrying the default project as a server without a
+// stored one serves it, the project the RPC layer gives calls without an
+// API key: every backend call names its project.
+func inDefault(ctx context.Context) context.Context {
+	return project.NewContext(ctx, &database.ProjectInfo{
+		ID: database.DefaultProjectID, Name: database.DefaultProjectName, AutoRevisionEnabled: true,
+	})
 }

@@ -17,9 +17,14 @@ import (
 // projectBackend is a backend over a database whose default project has
 // the limits u sets, with the resolver that caches the project's settings
 // on clock.
-func projectBackend(t *testing.T, u *database.ProjectUpdate, clock *testclock.Clock) (*backend.Backend, database.Database, *project.Resolver) {
+// projectBackend returns a backend over a database whose default project
+// has u applied, the database, the resolver of projects, and inStored,
+// which returns a context carrying the default project as the resolver
+// gives it at that moment: what the RPC layer puts in a call without an API
+// key.
+func projectBackend(t *testing.T, u *database.ProjectUpdate, clock *testclock.Clock) (b *backend.Backend, db database.Database, projects *project.Resolver, inStored func() context.Context) {
 	t.Helper()
-	db := memory.New()
+	db = memory.New()
 	ctx := context.Background()
 	p, err := db.EnsureDefaultProject(ctx, "owner")
 	if err != nil {
@@ -28,20 +33,26 @@ func projectBackend(t *testing.T, u *database.ProjectUpdate, clock *testclock.Cl
 	if _, err := db.UpdateProject(ctx, p.Owner, p.ID, u); err != nil {
 		t.Fatal(err)
 	}
-	rcfg := project.ResolverConfig{DB: db, CacheTTL: time.Minute}
+	rcfg := project.ResolverConfig{DB: db, CacheTTL: time.Minute, UseDefaultProject: true}
 	if clock != nil {
 		rcfg.Now = clock.Now
 	}
-	projects, err := project.NewResolver(rcfg)
-	if err != nil {
+	if projects, err = project.NewResolver(rcfg); err != nil {
 		t.Fatal(err)
 	}
-	b, err := backend.New(backend.Config{DB: db, Projects: projects})
-	if err != nil {
+	if b, err = backend.New(backend.Config{DB: db}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = b.Close(context.Background()) })
-	return b, db, projects
+	inStored = func() context.Context {
+		t.Helper()
+		p, err := projects.Resolve(context.Background(), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return project.NewContext(context.Background(), p)
+	}
+	return b, db, projects, inStored
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -50,14 +61,14 @@ func ptr[T any](v T) *T { return &v }
 // attached to a document; one leaving makes room, and attaching again
 // counts once.
 func TestAttachmentsPerDocument(t *testing.T) {
-	b, _, _ := projectBackend(t, &database.ProjectUpdate{MaxAttachmentsPerDocument: ptr(2)}, nil)
-	ctx := context.Background()
-	a, c, docID := attachTwo(t, b)
+	b, _, _, inStored := projectBackend(t, &database.ProjectUpdate{MaxAttachmentsPerDocument: ptr(2)}, nil)
+	ctx := inStored()
+	a, c, docID := attachTwoIn(ctx, t, b)
 	// Attaching again replaces the client's attachment: still two.
 	if _, _, err := b.AttachDocument(ctx, 0, a, "doc", pack(0, 0)); err != nil {
 		t.Fatalf("attach again: %v", err)
 	}
-	d := activate(t, b, "d")
+	d := activateIn(ctx, t, b, "d")
 	_, _, err := b.AttachDocument(ctx, 0, d, "doc", pack(0, 0))
 	if !errors.Is(err, backend.ErrTooManyAttachments) {
 		t.Fatalf("third attach: %v, want ErrTooManyAttachments", err)
@@ -77,9 +88,9 @@ func TestAttachmentsPerDocument(t *testing.T) {
 // TestSubscribersPerDocument: the project's bound counts the clients
 // watching a document, not their streams; one stopping makes room.
 func TestSubscribersPerDocument(t *testing.T) {
-	b, _, _ := projectBackend(t, &database.ProjectUpdate{MaxSubscribersPerDocument: ptr(1)}, nil)
-	ctx := context.Background()
-	a, c, docID := attachTwo(t, b)
+	b, _, _, inStored := projectBackend(t, &database.ProjectUpdate{MaxSubscribersPerDocument: ptr(1)}, nil)
+	ctx := inStored()
+	a, c, docID := attachTwoIn(ctx, t, b)
 	first, _, err := b.Watch(ctx, 0, a, docID)
 	if err != nil {
 		t.Fatal(err)
@@ -108,7 +119,7 @@ func TestSubscribersPerDocument(t *testing.T) {
 // TestProjectOfTheCallWins: a project in the call's context is used as it
 // is, whatever the default project says.
 func TestProjectOfTheCallWins(t *testing.T) {
-	b, _, _ := projectBackend(t, &database.ProjectUpdate{MaxAttachmentsPerDocument: ptr(5), MaxSizePerDocument: ptr(300)}, nil)
+	b, _, _, inStored := projectBackend(t, &database.ProjectUpdate{MaxAttachmentsPerDocument: ptr(5), MaxSizePerDocument: ptr(300)}, nil)
 	ctx := project.NewContext(context.Background(), &database.ProjectInfo{ID: "0123456789abcdef01234567", MaxAttachmentsPerDocument: 1})
 	// The clients are the project's: another project's could not attach.
 	var a, c string
@@ -128,7 +139,7 @@ func TestProjectOfTheCallWins(t *testing.T) {
 	if got, err := b.DocumentSizeLimit(ctx); err != nil || got != backend.DefaultMaxSizePerDocument {
 		t.Fatalf("size limit of a project setting none: %d, %v; want the server's %d", got, err, backend.DefaultMaxSizePerDocument)
 	}
-	if got, err := b.DocumentSizeLimit(context.Background()); err != nil || got != 300 {
+	if got, err := b.DocumentSizeLimit(inStored()); err != nil || got != 300 {
 		t.Fatalf("size limit of the default project: %d, %v; want 300", got, err)
 	}
 }
@@ -137,8 +148,8 @@ func TestProjectOfTheCallWins(t *testing.T) {
 // the hard bound (by default DefaultSizeHardLimitFactor times it) is what a
 // push is refused past.
 func TestProjectSizeLimit(t *testing.T) {
-	b, _, _ := projectBackend(t, &database.ProjectUpdate{MaxSizePerDocument: ptr(1000)}, nil)
-	w := newWriter(t, b, "a")
+	b, _, _, inStored := projectBackend(t, &database.ProjectUpdate{MaxSizePerDocument: ptr(1000)}, nil)
+	w := newWriterIn(inStored(), t, b, "a")
 	w.attach("doc")
 	w.mustPush(w.set("small", "x"))
 	w.mustPush(w.set("past", strings.Repeat("p", 1000)))
@@ -149,11 +160,13 @@ func TestProjectSizeLimit(t *testing.T) {
 
 // TestProjectSettingsReachTheBackend: an update through this node's admin
 // API applies at once; one made elsewhere once the cached copy expires.
+// The backend acts on the project each call carries.
 func TestProjectSettingsReachTheBackend(t *testing.T) {
 	clock := &testclock.Clock{}
-	b, db, projects := projectBackend(t, &database.ProjectUpdate{}, clock)
+	b, db, projects, inStored := projectBackend(t, &database.ProjectUpdate{}, clock)
 	ctx := context.Background()
-	if got, _ := b.DocumentSizeLimit(ctx); got != backend.DefaultMaxSizePerDocument {
+	// Each call carries the project as the RPC layer resolves it then.
+	if got, _ := b.DocumentSizeLimit(inStored()); got != backend.DefaultMaxSizePerDocument {
 		t.Fatalf("size limit %d, want the server's", got)
 	}
 	// Another node's update.
@@ -162,13 +175,13 @@ func TestProjectSettingsReachTheBackend(t *testing.T) {
 		t.Fatal(err)
 	}
 	clock.Advance(time.Minute + time.Second)
-	if got, _ := b.DocumentSizeLimit(ctx); got != 500 {
+	if got, _ := b.DocumentSizeLimit(inStored()); got != 500 {
 		t.Fatalf("size limit %d after the cache expired, want 500", got)
 	}
 	// This node's update.
 	p.MaxSizePerDocument = 700
 	projects.Updated(p)
-	if got, _ := b.DocumentSizeLimit(ctx); got != 700 {
+	if got, _ := b.DocumentSizeLimit(inStored()); got != 700 {
 		t.Fatalf("size limit %d after Updated, want 700", got)
 	}
 }
@@ -177,9 +190,9 @@ func TestProjectSettingsReachTheBackend(t *testing.T) {
 // detach (explicitly or by deactivating) removes the document; a detach
 // that leaves others attached does not.
 func TestRemoveOnDetach(t *testing.T) {
-	b, db, _ := projectBackend(t, &database.ProjectUpdate{RemoveOnDetach: ptr(true)}, nil)
-	ctx := context.Background()
-	a, c, docID := attachTwo(t, b)
+	b, db, _, inStored := projectBackend(t, &database.ProjectUpdate{RemoveOnDetach: ptr(true)}, nil)
+	ctx := inStored()
+	a, c, docID := attachTwoIn(ctx, t, b)
 	resp, err := b.DetachDocument(ctx, 0, a, docID, pack(0, 0))
 	if err != nil {
 		t.Fatal(err)
@@ -199,7 +212,7 @@ func TestRemoveOnDetach(t *testing.T) {
 		t.Fatalf("document after the last detach: %+v, %v; want removed", info, err)
 	}
 	// The key names a new document from now on.
-	d := activate(t, b, "d")
+	d := activateIn(ctx, t, b, "d")
 	newID, _, err := b.AttachDocument(ctx, 0, d, "doc", pack(0, 0))
 	if err != nil || newID == docID {
 		t.Fatalf("attach after removal: %s, %v; want a new document", newID, err)

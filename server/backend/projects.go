@@ -16,13 +16,9 @@ var ErrTooManyAttachments = errors.New("too many clients attached to the documen
 // project allows.
 var ErrTooManySubscribers = errors.New("too many clients watching the document")
 
-// project returns the settings of the call's project: the one the RPC layer
-// put in the context, or the default project's.
+// project returns the settings of the call's project, or project.ErrMissing.
 func (b *Backend) project(ctx context.Context) (*database.ProjectInfo, error) {
-	if p := project.FromContext(ctx); p != nil {
-		return p, nil
-	}
-	return b.projects.Default(ctx)
+	return project.Of(ctx)
 }
 
 // DocumentSizeLimit returns the size bound of the call's project's documents,

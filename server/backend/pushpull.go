@@ -59,8 +59,12 @@ func (b *Backend) AttachDocumentWithSchema(ctx context.Context, epoch int64, cli
 		info *database.DocInfo
 		ds   *docState
 	)
+	pid, err := project.ID(ctx)
+	if err != nil {
+		return "", nil, nil, fmt.Errorf("attach document %q: %w", docKey, err)
+	}
 	for attempt := 0; ; attempt++ {
-		if info, err = b.db.FindOrCreateDocument(ctx, project.ID(ctx), docKey); err != nil {
+		if info, err = b.db.FindOrCreateDocument(ctx, pid, docKey); err != nil {
 			return "", nil, nil, fmt.Errorf("attach document %q: %w", docKey, err)
 		}
 		b.rememberName(info)

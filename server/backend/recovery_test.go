@@ -43,7 +43,7 @@ func attachFaulty(t *testing.T) (db *faultyDB, b *backend.Backend, a, docID stri
 	db = &faultyDB{Database: memory.New()}
 	b, _ = newBackend(t, db)
 	a = activate(t, b, "a")
-	docID, _, err := b.AttachDocument(context.Background(), 0, a, "doc", pack(0, 1, edit(t, a, 1, 1)))
+	docID, _, err := b.AttachDocument(inDefault(context.Background()), 0, a, "doc", pack(0, 1, edit(t, a, 1, 1)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +51,7 @@ func attachFaulty(t *testing.T) (db *faultyDB, b *backend.Backend, a, docID stri
 }
 
 func TestConflictingWriterIsDetectedAndRetried(t *testing.T) {
-	ctx := context.Background()
+	ctx := inDefault(context.Background())
 	db, b, a, docID := attachFaulty(t)
 	// Another writer (a stale owner) appends twice behind the backend's back.
 	foreign := activate(t, b, "foreign")
@@ -91,7 +91,7 @@ func TestConflictingWriterIsDetectedAndRetried(t *testing.T) {
 }
 
 func TestLostCheckpointUpdateIsReconciledFromTheLog(t *testing.T) {
-	ctx := context.Background()
+	ctx := inDefault(context.Background())
 	db, b, a, docID := attachFaulty(t)
 	// The changes are stored but the attachment's new client_seq is not.
 	db.failAttachmentUpdates.Store(1)
@@ -112,7 +112,7 @@ func TestLostCheckpointUpdateIsReconciledFromTheLog(t *testing.T) {
 }
 
 func TestFencedOwnerStopsServingTheDocument(t *testing.T) {
-	ctx := context.Background()
+	ctx := inDefault(context.Background())
 	mem := memory.New()
 	const epoch = 1
 	b, err := backend.New(backend.Config{DB: mem})
@@ -150,7 +150,7 @@ func TestFencedOwnerStopsServingTheDocument(t *testing.T) {
 }
 
 func TestPulledChangeWithoutVersionVectorGetsOne(t *testing.T) {
-	ctx := context.Background()
+	ctx := inDefault(context.Background())
 	mem := memory.New()
 	b, _ := newBackend(t, mem)
 	a := activate(t, b, "a")

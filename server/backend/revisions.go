@@ -89,7 +89,11 @@ func (b *Backend) ListRevisions(ctx context.Context, clientID, docID string, p d
 	if err := b.checkRevisionCall(ctx, clientID, docID); err != nil {
 		return nil, fmt.Errorf("list revisions: %w", err)
 	}
-	revs, err := b.db.ListRevisions(ctx, project.ID(ctx), docID, p)
+	pid, err := project.ID(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list revisions: %w", err)
+	}
+	revs, err := b.db.ListRevisions(ctx, pid, docID, p)
 	if err != nil {
 		return nil, fmt.Errorf("list revisions: %w", err)
 	}
@@ -103,7 +107,11 @@ func (b *Backend) GetRevision(ctx context.Context, clientID, docID, revisionID s
 	if err := b.checkRevisionCall(ctx, clientID, docID); err != nil {
 		return nil, fmt.Errorf("get revision: %w", err)
 	}
-	rev, err := b.db.FindRevision(ctx, project.ID(ctx), docID, revisionID)
+	pid, err := project.ID(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("get revision: %w", err)
+	}
+	rev, err := b.db.FindRevision(ctx, pid, docID, revisionID)
 	if err != nil {
 		return nil, fmt.Errorf("get revision: %w", err)
 	}

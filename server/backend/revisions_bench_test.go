@@ -15,7 +15,7 @@ import (
 // that replaces the root, applying and storing it. It reports the size of
 // the restore change.
 func BenchmarkRestoreRevision(b *testing.B) {
-	ctx := context.Background()
+	ctx := inDefault(context.Background())
 	be, db := newBackend(b, nil)
 	w := newWriter(b, be, "w")
 	w.attach("doc")

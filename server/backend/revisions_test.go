@@ -11,6 +11,7 @@ import (
 	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
 	"github.com/yorkie-affinity/yorkie/server/backend"
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
+	"github.com/yorkie-affinity/yorkie/server/project"
 )
 
 // TestRevisions creates, lists, gets and restores revisions on each
@@ -20,7 +21,7 @@ import (
 func TestRevisions(t *testing.T) {
 	for _, dc := range databases() {
 		t.Run(dc.name, func(t *testing.T) {
-			ctx := context.Background()
+			ctx := inDefault(context.Background())
 			b, db := newBackend(t, dc.open(t))
 			a, c := newWriter(t, b, "a"), newWriter(t, b, "c")
 			a.attach("doc")
@@ -76,7 +77,7 @@ func TestRevisions(t *testing.T) {
 func TestRevisionBadInput(t *testing.T) {
 	for _, dc := range databases() {
 		t.Run(dc.name, func(t *testing.T) {
-			ctx := context.Background()
+			ctx := inDefault(context.Background())
 			b, db := newBackend(t, dc.open(t))
 			a, c := newWriter(t, b, "a"), newWriter(t, b, "c")
 			a.attach("doc")
@@ -123,7 +124,7 @@ func TestAutoRevisions(t *testing.T) {
 	for _, dc := range databases() {
 		for _, enabled := range []bool{true, false} {
 			t.Run(fmt.Sprintf("%s/enabled=%v", dc.name, enabled), func(t *testing.T) {
-				ctx := context.Background()
+				ctx := inDefault(context.Background())
 				db := dc.open(t)
 				p, err := db.EnsureDefaultProject(ctx, "owner")
 				require.NoError(t, err)
@@ -134,7 +135,9 @@ func TestAutoRevisions(t *testing.T) {
 				}
 				b, err := backend.New(backend.Config{DB: db, SnapshotInterval: 10})
 				require.NoError(t, err)
-				a := newWriter(t, b, "a")
+				stored, err := db.FindProjectByID(ctx, database.DefaultProjectID)
+				require.NoError(t, err)
+				a := newWriterIn(project.NewContext(context.Background(), stored), t, b, "a")
 				a.attach("doc")
 				for i := range 25 {
 					a.mustPush(a.set(fmt.Sprintf("k%d", i%3), fmt.Sprint(i)))
@@ -162,7 +165,7 @@ func TestAutoRevisions(t *testing.T) {
 // content, only upstream's YSON, as one imported from upstream Yorkie is:
 // the document comes back to the YSON's content.
 func TestRestoreRevisionKeptAsYSON(t *testing.T) {
-	ctx := context.Background()
+	ctx := inDefault(context.Background())
 	b, db := newBackend(t, databases()[0].open(t))
 	a := newWriter(t, b, "a")
 	a.attach("doc")

@@ -36,8 +36,8 @@ func TestRootChangedOnlyForStoredOperations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = b.Close(context.Background()) })
-	ctx := context.Background()
+	t.Cleanup(func() { _ = b.Close(inDefault(context.Background())) })
+	ctx := inDefault(context.Background())
 	c := activate(t, b, "c")
 	calls := func() int {
 		mu.Lock()

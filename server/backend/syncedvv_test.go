@@ -28,7 +28,7 @@ func report(tb testing.TB, b *backend.Backend, clientID, docID string, vv map[st
 	tb.Helper()
 	p := pack(0, 0)
 	p.VersionVector = &api.VersionVector{Vector: vv}
-	resp, err := b.PushPull(context.Background(), 0, clientID, docID, p, false)
+	resp, err := b.PushPull(inDefault(context.Background()), 0, clientID, docID, p, false)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -47,7 +47,7 @@ func wantVector(tb testing.TB, what string, resp *api.ChangePack, want map[strin
 // so that a replica may purge a removal as soon as every peer has synced
 // past it.
 func TestMinimumSyncedVersionVectorIsExact(t *testing.T) {
-	ctx := context.Background()
+	ctx := inDefault(context.Background())
 	b, _ := newBackend(t, nil)
 	a, c, docID := attachTwo(t, b)
 	ka, kc := vvKey(t, a), vvKey(t, c)
@@ -87,7 +87,7 @@ func TestMinimumSyncedVersionVectorIsExact(t *testing.T) {
 // the document does not know is refused, in the pack or in a change, and that
 // such an attempt leaves nothing in the answers to other clients.
 func TestVersionVectorNamesOnlyKnownActors(t *testing.T) {
-	ctx := context.Background()
+	ctx := inDefault(context.Background())
 	b, db := newBackend(t, nil)
 	a, c, docID := attachTwo(t, b)
 	ka, kc := vvKey(t, a), vvKey(t, c)
@@ -145,7 +145,7 @@ func TestVersionVectorNamesOnlyKnownActors(t *testing.T) {
 // syncing a document another client removed gets, with is_removed, the
 // changes it had not pulled, the remover's last ones included.
 func TestRemovedDocumentAnswerCarriesPendingChanges(t *testing.T) {
-	ctx := context.Background()
+	ctx := inDefault(context.Background())
 	b, _ := newBackend(t, nil)
 	a, c, docID := attachTwo(t, b)
 	seen := report(t, b, c, docID, nil).Checkpoint.ServerSeq

@@ -22,7 +22,7 @@ func BenchmarkSessionMemory(b *testing.B) {
 				before := heapInUse()
 				watchers := make([]*Watcher, 0, n)
 				for _, c := range clients {
-					if _, _, err := m.Attach(c, "room.sub"); err != nil {
+					if _, _, err := m.Attach(c, "room.sub", 0); err != nil {
 						b.Fatal(err)
 					}
 					if watch {

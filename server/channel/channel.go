@@ -157,6 +157,9 @@ type session struct {
 	key       string
 	client    string
 	refreshed time.Time
+	// ttl is the session's time to live, its project's when the project
+	// sets one, else the manager's.
+	ttl time.Duration
 }
 
 // New returns a Manager and starts its sweeper; Close stops it.
@@ -198,8 +201,17 @@ func New(cfg Config) *Manager {
 	return m
 }
 
-// SessionTTL returns the sessions' time to live.
+// SessionTTL returns the sessions' time to live when their project sets
+// none.
 func (m *Manager) SessionTTL() time.Duration { return m.ttl }
+
+// ttlOr returns ttl, or the manager's when ttl is not positive.
+func (m *Manager) ttlOr(ttl time.Duration) time.Duration {
+	if ttl <= 0 {
+		return m.ttl
+	}
+	return ttl
+}
 
 // MaxPayloadBytes returns the bound on a broadcast payload.
 func (m *Manager) MaxPayloadBytes() int { return m.maxPayload }
@@ -224,8 +236,10 @@ func (m *Manager) Close() {
 }
 
 // Attach gives the client a session on the channel, or returns the one it
-// holds already, with the channel's count.
-func (m *Manager) Attach(clientID, key string) (sessionID string, count int64, err error) {
+// holds already, with the channel's count. The session lives ttl after
+// this and after each Refresh (0: the manager's SessionTTL), so a project's
+// channel_session_ttl applies to its sessions.
+func (m *Manager) Attach(clientID, key string, ttl time.Duration) (sessionID string, count int64, err error) {
 	if err := validateScoped(key); err != nil {
 		return "", 0, err
 	}
@@ -235,14 +249,14 @@ func (m *Manager) Attach(clientID, key string) (sessionID string, count int64, e
 		return "", 0, errClosed
 	}
 	if s, ok := m.byClient[clientChannel{clientID, key}]; ok {
-		s.refreshed = time.Now()
+		s.refreshed, s.ttl = time.Now(), m.ttlOr(ttl)
 		return s.id, int64(m.nodes[key].total), nil
 	}
 	id, err := newSessionID()
 	if err != nil {
 		return "", 0, err
 	}
-	m.addLocked(&session{id: id, key: key, client: clientID, refreshed: time.Now()})
+	m.addLocked(&session{id: id, key: key, client: clientID, refreshed: time.Now(), ttl: m.ttlOr(ttl)})
 	return id, int64(m.nodes[key].total), nil
 }
 
@@ -270,11 +284,11 @@ func (m *Manager) Detach(clientID, key, sessionID string) (int64, error) {
 	return m.countLocked(key), nil
 }
 
-// Refresh extends the session's life and returns the channel's count. A
-// session this node does not know (it expired, or it lived on a node that
-// died) is created again under the same ID, so a heartbeat is all a client
-// needs to be counted again.
-func (m *Manager) Refresh(clientID, key, sessionID string) (int64, error) {
+// Refresh extends the session's life by ttl (0: the manager's SessionTTL)
+// and returns the channel's count. A session this node does not know (it
+// expired, or it lived on a node that died) is created again under the
+// same ID, so a heartbeat is all a client needs to be counted again.
+func (m *Manager) Refresh(clientID, key, sessionID string, ttl time.Duration) (int64, error) {
 	if err := validateSession(key, sessionID); err != nil {
 		return 0, err
 	}
@@ -287,7 +301,7 @@ func (m *Manager) Refresh(clientID, key, sessionID string) (int64, error) {
 		if s.key != key || s.client != clientID {
 			return 0, fmt.Errorf("session %s is not %s's on %q: %w", sessionID, clientID, key, ErrSessionNotFound)
 		}
-		s.refreshed = time.Now()
+		s.refreshed, s.ttl = time.Now(), m.ttlOr(ttl)
 		return int64(m.nodes[key].total), nil
 	}
 	if old, ok := m.byClient[clientChannel{clientID, key}]; ok {
@@ -295,7 +309,7 @@ func (m *Manager) Refresh(clientID, key, sessionID string) (int64, error) {
 		// older session: keep one session per client and channel.
 		m.removeLocked(old)
 	}
-	m.addLocked(&session{id: sessionID, key: key, client: clientID, refreshed: time.Now()})
+	m.addLocked(&session{id: sessionID, key: key, client: clientID, refreshed: time.Now(), ttl: m.ttlOr(ttl)})
 	return int64(m.nodes[key].total), nil
 }
 
@@ -525,14 +539,14 @@ func (m *Manager) sweepLoop() {
 	}
 }
 
-// Sweep removes the sessions not refreshed within the TTL before now and
-// returns how many. The sweeper calls it; tests may too.
+// Sweep removes the sessions not refreshed within their TTL before now
+// and returns how many. The sweeper calls it; tests may too.
 func (m *Manager) Sweep(now time.Time) int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	expired := 0
 	for _, s := range m.sessions {
-		if now.Sub(s.refreshed) > m.ttl {
+		if now.Sub(s.refreshed) > s.ttl {
 			m.removeLocked(s)
 			expired++
 		}

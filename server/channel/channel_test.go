@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
 )
 
 func newTestManager(t *testing.T, cfg Config) *Manager {
@@ -18,7 +20,7 @@ func TestCountsIncludeSubChannels(t *testing.T) {
 	m := newTestManager(t, Config{})
 	attach := func(client, key string) string {
 		t.Helper()
-		id, _, err := m.Attach(client, key)
+		id, _, err := m.Attach(client, key, 0)
 		if err != nil {
 			t.Fatalf("attach %s to %s: %v", client, key, err)
 		}
@@ -44,8 +46,8 @@ func TestCountsIncludeSubChannels(t *testing.T) {
 
 func TestAttachTwiceKeepsOneSession(t *testing.T) {
 	m := newTestManager(t, Config{})
-	a, _, _ := m.Attach("aa", "room")
-	b, n, _ := m.Attach("aa", "room")
+	a, _, _ := m.Attach("aa", "room", 0)
+	b, n, _ := m.Attach("aa", "room", 0)
 	if a != b || n != 1 {
 		t.Fatalf("second attach = %s, %d; want %s, 1", b, n, a)
 	}
@@ -59,7 +61,7 @@ func TestWatcherSeesParentCountsAndNewerSeqs(t *testing.T) {
 	}
 	defer w.Close()
 	first, _ := w.LatestCount()
-	if _, _, err := m.Attach("bb", "room.1"); err != nil {
+	if _, _, err := m.Attach("bb", "room.1", 0); err != nil {
 		t.Fatal(err)
 	}
 	<-w.Ready()
@@ -136,12 +138,12 @@ func TestSlowWatcherIsEnded(t *testing.T) {
 func TestSessionsExpireUnlessRefreshed(t *testing.T) {
 	ttl := time.Hour // the test sweeps by hand
 	m := newTestManager(t, Config{SessionTTL: ttl})
-	_, _, _ = m.Attach("aa", "room")
-	kept, _, _ := m.Attach("bb", "room")
+	_, _, _ = m.Attach("aa", "room", 0)
+	kept, _, _ := m.Attach("bb", "room", 0)
 	later := time.Now().Add(ttl / 2)
 	// A refresh at "later" is simulated by refreshing now and sweeping from
 	// a point past the first session's TTL only.
-	if _, err := m.Refresh("bb", "room", kept); err != nil {
+	if _, err := m.Refresh("bb", "room", kept, 0); err != nil {
 		t.Fatal(err)
 	}
 	m.mu.Lock()
@@ -157,19 +159,19 @@ func TestSessionsExpireUnlessRefreshed(t *testing.T) {
 
 func TestRefreshOfUnknownSessionRecreatesIt(t *testing.T) {
 	m := newTestManager(t, Config{})
-	id, _, _ := m.Attach("aa", "room.1")
+	id, _, _ := m.Attach("aa", "room.1", 0)
 	m.Release("room", nil)
 	if got := m.Count("room"); got != 0 {
 		t.Fatalf("count after release = %d", got)
 	}
-	n, err := m.Refresh("aa", "room.1", id)
+	n, err := m.Refresh("aa", "room.1", id, 0)
 	if err != nil || n != 1 {
 		t.Fatalf("refresh = %d, %v; want 1", n, err)
 	}
-	if _, err := m.Refresh("bb", "room.1", id); !errors.Is(err, ErrSessionNotFound) {
+	if _, err := m.Refresh("bb", "room.1", id, 0); !errors.Is(err, ErrSessionNotFound) {
 		t.Fatalf("refresh of another client's session: %v, want ErrSessionNotFound", err)
 	}
-	if _, err := m.Refresh("aa", "room.1", "nope"); !errors.Is(err, ErrInvalidSession) {
+	if _, err := m.Refresh("aa", "room.1", "nope", 0); !errors.Is(err, ErrInvalidSession) {
 		t.Fatalf("refresh with a malformed ID: %v, want ErrInvalidSession", err)
 	}
 }
@@ -201,4 +203,27 @@ func TestValidateKey(t *testing.T) {
 			t.Errorf("%q: %v, want ErrInvalidKey", k, err)
 		}
 	}
+}
+
+func TestSessionTTLPerSession(t *testing.T) {
+	m := newTestManager(t, Config{SessionTTL: time.Hour}) // the test sweeps by hand
+	_, _, err := m.Attach("aa", "p1/room", 0)
+	require.NoError(t, err)
+	short, _, err := m.Attach("bb", "p2/room", time.Minute)
+	require.NoError(t, err)
+	now := time.Now()
+	require.Equal(t, 0, m.Sweep(now.Add(30*time.Second)))
+	require.Equal(t, 1, m.Sweep(now.Add(2*time.Minute)), "the session with its project's TTL expires")
+	require.EqualValues(t, 0, m.Count("p2/room"))
+	require.EqualValues(t, 1, m.Count("p1/room"), "the one with the manager's TTL stays")
+
+	// A refresh brings it back under the TTL it names; one naming none
+	// takes the manager's again.
+	_, err = m.Refresh("bb", "p2/room", short, time.Minute)
+	require.NoError(t, err)
+	require.Equal(t, 1, m.Sweep(time.Now().Add(2*time.Minute)))
+	_, err = m.Refresh("bb", "p2/room", short, 0)
+	require.NoError(t, err)
+	require.Equal(t, 0, m.Sweep(time.Now().Add(2*time.Minute)))
+	require.EqualValues(t, 1, m.Count("p2/room"))
 }

@@ -135,6 +135,9 @@ func (c *Cluster) Add() *Node {
 		SessionStore:  client,
 		AffinityMode:  c.opts.mode,
 		NodeTTL:       c.opts.ttl,
+		// Stop is the plain graceful stop the tests of moves after a
+		// release expect; drain tests turn the drain on with WithConfig.
+		ShutdownDrainTimeout: -1,
 	}
 	for _, f := range c.opts.configs {
 		f(i, &cfg)

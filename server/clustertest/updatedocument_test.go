@@ -16,7 +16,8 @@ import (
 // does not own the document is applied by the owner, in forward and
 // redirect mode: a root update reaches the client attached at the owner,
 // and the refusals (schema change while attached, a schema the root
-// breaks, a malformed root) change nothing.
+// breaks, a malformed root) change nothing. CreateDocument's initial root
+// sent to any node is stored by the owner.
 func TestAdminUpdateDocumentAcrossNodes(t *testing.T) {
 	for _, mode := range []routing.Mode{routing.Forward, routing.Redirect} {
 		t.Run(string(mode), func(t *testing.T) {
@@ -101,6 +102,29 @@ func TestAdminUpdateDocumentAcrossNodes(t *testing.T) {
 			require.NoError(t, err)
 			require.JSONEq(t, `{"count":6}`, sum.Root)
 			require.JSONEq(t, `{"count":6}`, current().Root)
+
+			// CreateDocument with an initial root, sent to every node: the
+			// document's owner stores the root, which a client pulls.
+			for i := range 3 {
+				seeded := key + "-seeded-" + string(rune('a'+i))
+				res, err := adminOf(c.Node(i)).CreateDocument(ctx, withSecret(&api.CreateDocumentRequest{
+					DocumentKey: seeded, InitialRoot: `{"title":"t","n":Int(1)}`,
+				}, secret))
+				require.NoError(t, err, "node %d", i)
+				require.JSONEq(t, `{"title":"t","n":1}`, res.Msg.Document.Root)
+				r := wire.NewReplica(t, ownerOf(t, c, seeded).Node.ConnectJSON())
+				_, err = r.Attach(ctx, seeded)
+				require.NoError(t, err)
+				var set []string
+				for _, ch := range r.Pulled {
+					for _, op := range ch.Operations {
+						if s := op.GetSet(); s != nil {
+							set = append(set, s.GetKey())
+						}
+					}
+				}
+				require.ElementsMatch(t, []string{"title", "n"}, set, "node %d", i)
+			}
 		})
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.mongodb.org/mongo-driver/bson"
 	"go.mongodb.org/mongo-driver/bson/primitive"
+	"go.mongodb.org/mongo-driver/mongo/options"
 
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
 	"github.com/yorkie-affinity/yorkie/server/backend/database/mongo"
@@ -67,8 +68,9 @@ func TestUndecodableRecordsFailTheirDocumentOnly(t *testing.T) {
 		bson.D{{Key: "$set", Value: bson.D{{Key: "operations", Value: bson.A{primitive.Binary{Data: []byte{0xff, 0xff, 0xff}}}}}}})
 	require.NoError(t, err)
 	var snap bson.M
+	// The newest: the one a reader here starts from, which is imported.
 	require.NoError(t, e.srcDB.Collection("snapshots").FindOne(e.ctx, bson.D{{Key: "doc_id", Value: long}},
-		nil).Decode(&snap))
+		options.FindOne().SetSort(bson.D{{Key: "server_seq", Value: -1}})).Decode(&snap))
 	body := snap["snapshot"]
 	_, err = e.srcDB.Collection("snapshots").UpdateMany(e.ctx, bson.D{{Key: "doc_id", Value: long}},
 		bson.D{{Key: "$set", Value: bson.D{{Key: "snapshot", Value: primitive.Binary{Data: []byte{0x01, 0x02, 0x03}}}}}})

@@ -20,6 +20,7 @@ import (
 	"io"
 	"log/slog"
 	"sort"
+	"sync"
 	"time"
 
 	"go.mongodb.org/mongo-driver/bson"
@@ -318,35 +319,52 @@ func (im *Importer) importDocuments(ctx context.Context, r *Report) (map[primiti
 	if err != nil {
 		return nil, err
 	}
+	recorded, heads, err := im.cfg.Target.ImportStarts(ctx)
+	if err != nil {
+		return nil, err
+	}
 	prog := newProgress(im.cfg.Progress, im.cfg.ProgressEvery, docs)
 	defer prog.finish()
 	done := make(map[primitive.ObjectID]bool, len(docs))
+	var mu sync.Mutex // guards done and r from here on
 	fail := func(d *upDocument, err error) {
 		im.log.Error("document not imported", "document", d.Key, "id", d.ID.Hex(), "error", err)
+		mu.Lock()
+		defer mu.Unlock()
 		r.Failures = append(r.Failures, fmt.Errorf("%s: %w", d.name(), err))
 		done[d.ID] = false
 	}
+	r.Documents += len(docs)
 
-	// Which documents have work, and from where.
-	var work, withChanges []*docWork
-	for _, d := range docs {
-		r.Documents++
-		w, err := im.startDocument(ctx, d, marks, r, prog)
-		if err != nil {
-			if ctx.Err() != nil {
-				return done, ctx.Err()
-			}
+	// Which documents have work, and from where. Each document costs a
+	// few round trips, so several are looked at at once.
+	works := make([]*docWork, len(docs))
+	err = parallel(ctx, docs, func(i int, d *upDocument) {
+		w, err := im.startDocument(ctx, d, marks, recorded, heads, prog)
+		switch {
+		case err != nil:
 			prog.docDone(d.ServerSeq)
 			fail(d, err)
-			continue
-		}
-		if w == nil {
+		case w == nil:
 			prog.docDone(d.ServerSeq)
+			mu.Lock()
+			r.DocumentsUnchanged++
 			done[d.ID] = true
+			mu.Unlock()
+		default:
+			works[i] = w
+		}
+	})
+	if err != nil {
+		return done, err
+	}
+	var work, withChanges []*docWork
+	for _, w := range works {
+		if w == nil {
 			continue
 		}
 		work = append(work, w)
-		if w.head < d.ServerSeq {
+		if w.head < w.d.ServerSeq {
 			withChanges = append(withChanges, w)
 		}
 	}
@@ -360,37 +378,82 @@ func (im *Importer) importDocuments(ctx context.Context, r *Report) (map[primiti
 			return done, err
 		}
 	}
-	for _, w := range work {
+	err = parallel(ctx, work, func(_ int, w *docWork) {
 		err := w.err
+		var st finished
 		if err == nil {
-			err = im.finishDocument(ctx, w, r)
+			st, err = im.finishDocument(ctx, w)
 		}
 		prog.docDone(w.d.ServerSeq)
 		if err != nil {
-			if ctx.Err() != nil {
-				return done, ctx.Err()
-			}
 			fail(w.d, err)
-			continue
+			return
 		}
+		mu.Lock()
+		defer mu.Unlock()
+		r.ChangesCopied += st.copied
+		r.Placeholders += st.placeholders
+		if n := st.copied + st.placeholders; n > 0 {
+			r.Written["changes"] += int(n)
+		}
+		if st.snapshots > 0 {
+			r.Written["snapshots"] += st.snapshots
+		}
+		r.Written["documents"]++
 		done[w.d.ID] = true
+	})
+	return done, err
+}
+
+// concurrency is how many documents are worked on at once: each costs
+// round trips to both databases, which overlap.
+const concurrency = 8
+
+// parallel calls fn for every item, concurrency at a time, and returns the
+// context's error if it ended.
+func parallel[T any](ctx context.Context, items []T, fn func(int, T)) error {
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, concurrency)
+	for i, it := range items {
+		if ctx.Err() != nil {
+			break
+		}
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			fn(i, it)
+		}()
 	}
-	return done, nil
+	wg.Wait()
+	return ctx.Err()
+}
+
+// finished counts what finishDocument wrote.
+type finished struct {
+	copied, placeholders int64
+	snapshots            int
 }
 
 // startDocument returns the work of bringing the document up to the
 // source's state, or nil if the target has it in that state already.
-func (im *Importer) startDocument(ctx context.Context, d *upDocument, marks map[string]ymongo.ImportMark, r *Report, prog *progress) (*docWork, error) {
+func (im *Importer) startDocument(ctx context.Context, d *upDocument, marks map[string]ymongo.ImportMark,
+	recorded map[string]bool, heads map[string]int64, prog *progress,
+) (*docWork, error) {
 	docID := d.ID.Hex()
 	want := ymongo.ImportMark{SourceServerSeq: d.ServerSeq, SourceUpdatedAt: d.UpdatedAt.UTC().Truncate(time.Millisecond), SourceRemoved: !d.RemovedAt.IsZero()}
 	mark, marked := marks[docID]
 	if marked && mark == want {
-		r.DocumentsUnchanged++
 		return nil, nil
 	}
-	head, err := im.cfg.Target.ImportedDocument(ctx, docID)
-	if err != nil {
-		return nil, err
+	// A document without a record here was never completed: its log is
+	// an import's alone, and ImportStarts read where it ends.
+	head := heads[docID]
+	if recorded[docID] {
+		var err error
+		if head, err = im.cfg.Target.ImportedDocument(ctx, docID); err != nil {
+			return nil, err
+		}
 	}
 	if marked && head != mark.SourceServerSeq {
 		// A server numbered changes of its own after the last import.
@@ -404,44 +467,43 @@ func (im *Importer) startDocument(ctx context.Context, d *upDocument, marks map[
 
 // finishDocument completes a document whose new changes were copied:
 // the rest of its log, its snapshots, its record, then its key record.
-func (im *Importer) finishDocument(ctx context.Context, w *docWork, r *Report) error {
+func (im *Importer) finishDocument(ctx context.Context, w *docWork) (finished, error) {
 	t, d := im.cfg.Target, w.d
+	var st finished
 	if w.unordered {
 		if err := im.copyChangesInOrder(ctx, w); err != nil {
-			return err
+			return st, err
 		}
 	}
 	if err := w.w.fillTo(ctx, d.ServerSeq); err != nil {
-		return err
+		return st, err
 	}
-	r.ChangesCopied += w.w.copied
-	r.Placeholders += w.w.placeholders
-	if n := w.w.copied + w.w.placeholders; n > 0 {
-		r.Written["changes"] += int(n)
-	}
+	st.copied, st.placeholders = w.w.copied, w.w.placeholders
 
 	// Snapshots are read whole before the document record is written: one
 	// that does not decode leaves no record of the document behind.
 	snaps, err := im.loadSnapshots(ctx, w)
 	if err != nil {
-		return err
+		return st, err
 	}
 	info := d.info()
 	if err := t.PrepareImportedDocument(ctx, info, d.ServerSeq); err != nil {
-		return err
+		return st, err
 	}
 	for _, s := range snaps {
-		if err := t.SaveSnapshot(ctx, d.ID.Hex(), 0, s); err != nil {
-			return fmt.Errorf("snapshot at server_seq %d: %w", s.ServerSeq, err)
+		wrote, err := t.ImportSnapshot(ctx, d.ID.Hex(), s)
+		if err != nil {
+			return st, fmt.Errorf("snapshot at server_seq %d: %w", s.ServerSeq, err)
 		}
-		r.Written["snapshots"]++
+		if wrote {
+			st.snapshots++
+		}
 	}
 	want := ymongo.ImportMark{SourceServerSeq: d.ServerSeq, SourceUpdatedAt: d.UpdatedAt.UTC().Truncate(time.Millisecond), SourceRemoved: !d.RemovedAt.IsZero()}
 	if err := t.PublishImportedDocument(ctx, info, &want); err != nil {
-		return err
+		return st, err
 	}
-	r.Written["documents"]++
-	return nil
+	return st, nil
 }
 
 // copyChangesInOrder copies the changes of a document the source returned

@@ -8,7 +8,6 @@ package migrate
 import (
 	"context"
 	"fmt"
-	"sort"
 
 	"go.mongodb.org/mongo-driver/bson"
 	"go.mongodb.org/mongo-driver/bson/primitive"
@@ -68,16 +67,15 @@ func (im *Importer) copyChanges(ctx context.Context, docs []*docWork, prog *prog
 	}
 	held := 0
 	flushAll := func() error {
-		for _, w := range docs {
+		held = 0
+		return parallel(ctx, docs, func(_ int, w *docWork) {
 			if w.err != nil || w.unordered {
-				continue
+				return
 			}
 			if err := w.w.flush(ctx); err != nil {
 				w.err = err
 			}
-		}
-		held = 0
-		return ctx.Err()
+		})
 	}
 	err := each(ctx, im.src.Collection("changes"), scanFilter(docs, func(w *docWork) int64 { return w.head }), nil,
 		func(c *upChange, raw bson.Raw) error {
@@ -115,8 +113,9 @@ func (im *Importer) copyChanges(ctx context.Context, docs []*docWork, prog *prog
 }
 
 // readSnapshotHeads finds, in one pass over the source's snapshots without
-// their bodies, the newest ones (as many as the target keeps) of every
-// document up to its head, oldest first.
+// their bodies, the newest one of every document up to its head: all a
+// reader here starts from (older ones would cost a save each, which is a
+// dozen round trips).
 func (im *Importer) readSnapshotHeads(ctx context.Context, docs []*docWork) error {
 	byID := make(map[primitive.ObjectID]*docWork, len(docs))
 	for _, w := range docs {
@@ -137,10 +136,8 @@ func (im *Importer) readSnapshotHeads(ctx context.Context, docs []*docWork) erro
 		if w == nil || s.ProjectID != w.d.ProjectID || s.ServerSeq > w.d.ServerSeq {
 			continue
 		}
-		w.snaps = append(w.snaps, &s)
-		sort.Slice(w.snaps, func(i, j int) bool { return w.snaps[i].ServerSeq < w.snaps[j].ServerSeq })
-		if len(w.snaps) > database.SnapshotsKept {
-			w.snaps = w.snaps[len(w.snaps)-database.SnapshotsKept:]
+		if len(w.snaps) == 0 || s.ServerSeq > w.snaps[0].ServerSeq {
+			w.snaps = []*upSnapshot{&s}
 		}
 	}
 	if err := cur.Err(); err != nil {

@@ -6,6 +6,7 @@ package project
 
 import (
 	"context"
+	"errors"
 
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
 )
@@ -17,19 +18,31 @@ func NewContext(ctx context.Context, p *database.ProjectInfo) context.Context {
 	return context.WithValue(ctx, contextKey{}, p)
 }
 
-// FromContext returns the project of the call, or nil when the call was
-// made without the RPC layer resolving one (internal calls and tests): such
-// a call belongs to the default project.
+// ErrMissing: the call carries no project. Every call below the RPC layer
+// acts in the project the RPC layer resolved, or one an internal caller
+// named with NewContext; none falls back to the default project.
+var ErrMissing = errors.New("the call names no project")
+
+// FromContext returns the project of the call, or nil when none was put in
+// its context.
 func FromContext(ctx context.Context) *database.ProjectInfo {
 	p, _ := ctx.Value(contextKey{}).(*database.ProjectInfo)
 	return p
 }
 
-// ID returns the ID of the call's project, database.DefaultProjectID when
-// none was resolved.
-func ID(ctx context.Context) string {
+// Of returns the project of the call, or ErrMissing.
+func Of(ctx context.Context) (*database.ProjectInfo, error) {
 	if p := FromContext(ctx); p != nil {
-		return p.ID
+		return p, nil
 	}
-	return database.DefaultProjectID
+	return nil, ErrMissing
+}
+
+// ID returns the ID of the call's project, or ErrMissing.
+func ID(ctx context.Context) (string, error) {
+	p, err := Of(ctx)
+	if err != nil {
+		return "", err
+	}
+	return p.ID, nil
 }

@@ -150,10 +150,23 @@ func (r *Router) Route(ctx context.Context, call DocumentCall) (Route, error) {
 	if forwarded && !r.Authentic(call.Header) {
 		return Route{}, ErrForgedForward
 	}
-	binding := bindingKey(ctx, call.DocumentKey)
+	pid, err := project.ID(ctx)
+	if err != nil {
+		return Route{}, fmt.Errorf("route: %w", err)
+	}
+	binding := project.ScopedKey(pid, call.DocumentKey)
 	owner, err := r.cfg.Owners.Owner(ctx, binding)
 	if err != nil {
 		return Route{}, fmt.Errorf("find owner: %w", err)
+	}
+	if forwarded && !owner.Self {
+		// The sender holds this node for the owner: a binding handed to this
+		// node by a draining owner leaves that owner in this node's cache
+		// while it lives. Ask the store once.
+		r.cfg.Owners.Forget(binding)
+		if owner, err = r.cfg.Owners.Owner(ctx, binding); err != nil {
+			return Route{}, fmt.Errorf("find owner: %w", err)
+		}
 	}
 	rt := Route{Binding: binding, SessionKey: owner.SessionKey}
 	if owner.Self {
@@ -164,7 +177,7 @@ func (r *Router) Route(ctx context.Context, call DocumentCall) (Route, error) {
 	// views of the owner must not pass a call back and forth. An attach is
 	// handed to the owner even in redirect mode: it must succeed wherever it
 	// lands, and its answer tells the client the owner's session key.
-	if forwarded || (r.cfg.Mode == Redirect && !call.Kind.handedOn()) {
+	if forwarded || (r.cfg.Mode == Redirect && !call.Kind.handedOn() && r.refuses(call)) {
 		r.redirects.Inc()
 		return Route{}, &WrongNodeError{Header: r.cfg.Header, SessionKey: owner.SessionKey,
 			Err: fmt.Errorf("document %q is owned by another node", call.DocumentKey)}
@@ -174,6 +187,19 @@ func (r *Router) Route(ctx context.Context, call DocumentCall) (Route, error) {
 	rt.Addr = owner.Addr
 	rt.OwnerGone = r.cfg.Owners.Gone(owner.Addr)
 	return rt, nil
+}
+
+// refuses reports whether a redirect-mode node refuses a call for a
+// document another node owns, naming the owner, rather than relay it. It
+// refuses only a call that carries no session key: that is how a client
+// learns its first key. A call that carries one came here by a key that has
+// gone stale (its owner handed the document on, is draining, or is down and
+// the proxy fell back to hashing), and a draining node answers every call:
+// such calls are relayed, and the answer's key moves the client, so a
+// rolling restart or a failover tells no client where to go with an error.
+// The key is never dialled: the call goes to the binding's owner.
+func (r *Router) refuses(call DocumentCall) bool {
+	return call.Header.Get(r.cfg.Header) == "" && !r.cfg.Owners.Draining()
 }
 
 // RelayFailed forgets the owner of rt, which could not be reached or no
@@ -194,6 +220,10 @@ func (r *Router) RelayFailed(ctx context.Context, rt Route, err error) {
 // their owners, and returns the owner epochs of the documents it has
 // attached here, for the backend to detach it from them.
 func (r *Router) DetachRemote(ctx context.Context, clientID string) (map[string]int64, error) {
+	pid, err := project.ID(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("detach client %s: %w", clientID, err)
+	}
 	docIDs, err := r.cfg.Backend.AttachedDocuments(ctx, clientID)
 	if err != nil {
 		return nil, err
@@ -206,7 +236,7 @@ func (r *Router) DetachRemote(ctx context.Context, clientID string) (map[string]
 			errs = append(errs, err)
 			continue
 		}
-		owner, err := r.cfg.Owners.Owner(ctx, bindingKey(ctx, key))
+		owner, err := r.cfg.Owners.Owner(ctx, project.ScopedKey(pid, key))
 		if err != nil {
 			errs = append(errs, fmt.Errorf("find owner of %q: %w", key, err))
 			continue
@@ -216,10 +246,10 @@ func (r *Router) DetachRemote(ctx context.Context, clientID string) (map[string]
 			continue // DeactivateClient detaches it here
 		}
 		_, err = r.cfg.Peers.Cluster(owner.Addr).DetachClientDocument(ctx, connect.NewRequest(&clusterv1.DetachClientDocumentRequest{
-			ClientId: clientID, DocumentId: docID, DocumentKey: key, ProjectId: project.ID(ctx),
+			ClientId: clientID, DocumentId: docID, DocumentKey: key, ProjectId: pid,
 		}))
 		if err != nil {
-			r.cfg.Owners.Forget(bindingKey(ctx, key))
+			r.cfg.Owners.Forget(project.ScopedKey(pid, key))
 			errs = append(errs, fmt.Errorf("detach from %q at %s: %w: %w", key, owner.Addr, ErrOwnerUnreachable, err))
 		}
 	}
@@ -257,10 +287,4 @@ func Lost(backend Backend, channels Channels, timeout time.Duration, logger *slo
 			}
 		}
 	}
-}
-
-// bindingKey is the key a document (or channel group) of the call's
-// project is bound under in the session store.
-func bindingKey(ctx context.Context, key string) string {
-	return project.ScopedKey(project.ID(ctx), key)
 }

@@ -109,3 +109,38 @@ func TestServerInflightBoundIsItsSetting(t *testing.T) {
 		return status() == http.StatusBadRequest
 	})
 }
+
+// TestGzipBombHoldsNoInflatedBytes: a body that inflates past its bound is
+// refused as too large having held only its compressed bytes: under an
+// in-flight bound far below the request bound, a bomb gets
+// invalid_argument, not unavailable, and a body within both bounds is
+// served.
+func TestGzipBombHoldsNoInflatedBytes(t *testing.T) {
+	const path = "/yorkie.v1.YorkieService/PushPullChanges"
+	h := rpc.BoundRequests(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.WriteHeader(http.StatusOK)
+	}), rpc.Bounds{
+		Rules:            []rpc.BoundRule{{Prefix: "/yorkie.v1.YorkieService/", MaxBytes: 8 << 20}},
+		MaxInflightBytes: 2 << 20,
+	})
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	post := func(inflated int) int {
+		var z bytes.Buffer
+		zw := gzip.NewWriter(&z)
+		_, _ = zw.Write(make([]byte, inflated))
+		require.NoError(t, zw.Close())
+		req, err := http.NewRequest(http.MethodPost, srv.URL+path, &z)
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/proto")
+		req.Header.Set("Content-Encoding", "gzip")
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		_, _ = io.Copy(io.Discard, resp.Body)
+		_ = resp.Body.Close()
+		return resp.StatusCode
+	}
+	require.Equal(t, http.StatusBadRequest, post(64<<20), "a bomb is too large, never busy")
+	require.Equal(t, http.StatusOK, post(1<<20), "1 MiB inflated fits both bounds")
+}

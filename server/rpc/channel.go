@@ -21,6 +21,21 @@ import (
 // served by the one node that owns the group's routing key, so its counts
 // and broadcasts meet in one place.
 
+// projectSessionTTL is the channel session TTL of the call's project (its
+// channel_session_ttl, checked when set), 0 when it sets none: the
+// server's --channel-session-ttl then applies.
+func projectSessionTTL(ctx context.Context) time.Duration {
+	p := project.FromContext(ctx)
+	if p == nil || p.ChannelSessionTTL == "" {
+		return 0
+	}
+	d, err := time.ParseDuration(p.ChannelSessionTTL)
+	if err != nil {
+		return 0
+	}
+	return d
+}
+
 // AttachChannel gives the client a session on the channel.
 func (s *Service) AttachChannel(ctx context.Context, req *connect.Request[api.AttachChannelRequest]) (*connect.Response[api.AttachChannelResponse], error) {
 	return channelCall(ctx, s, req, routing.CallAttachChannel, req.Msg.GetClientId(), req.Msg.GetChannelKey(),
@@ -28,7 +43,7 @@ func (s *Service) AttachChannel(ctx context.Context, req *connect.Request[api.At
 			return o.AttachChannel
 		},
 		func(clientID, key string) (*api.AttachChannelResponse, error) {
-			id, n, err := s.channels.Attach(clientID, key)
+			id, n, err := s.channels.Attach(clientID, key, projectSessionTTL(ctx))
 			return &api.AttachChannelResponse{SessionId: id, SessionCount: n}, err
 		})
 }
@@ -53,7 +68,7 @@ func (s *Service) RefreshChannel(ctx context.Context, req *connect.Request[api.R
 			return o.RefreshChannel
 		},
 		func(clientID, key string) (*api.RefreshChannelResponse, error) {
-			n, err := s.channels.Refresh(clientID, key, req.Msg.GetSessionId())
+			n, err := s.channels.Refresh(clientID, key, req.Msg.GetSessionId(), projectSessionTTL(ctx))
 			return &api.RefreshChannelResponse{SessionCount: n}, err
 		})
 }
@@ -115,7 +130,11 @@ func channelCall[Req, Res any](ctx context.Context, s *Service, req *connect.Req
 		return nil, s.failRouted(ctx, procedure, rt, err)
 	}
 	// The manager holds every project's channels: each under its scoped key.
-	resp, err := serve(clientID, project.ScopedKey(project.ID(ctx), key))
+	scoped, err := scopedKey(ctx, key)
+	if err != nil {
+		return nil, s.failRouted(ctx, procedure, rt, err)
+	}
+	resp, err := serve(clientID, scoped)
 	if err != nil {
 		return nil, s.failRouted(ctx, procedure, rt, err)
 	}
@@ -134,25 +153,25 @@ func (s *Service) WatchChannel(ctx context.Context, req *connect.Request[api.Wat
 		return toConnectError(err)
 	}
 	call := routing.DocumentCall{Kind: routing.CallWatchChannel, ClientID: clientID, DocumentKey: channel.RoutingKey(key), Header: req.Header()}
-	return serveWatchStream(ctx, s, req, stream, call, func(owner v1connect.YorkieServiceClient) ownerStream[api.WatchChannelResponse] {
+	return serveWatchStream(ctx, s, req, stream, call, nil, func(owner v1connect.YorkieServiceClient) ownerStream[api.WatchChannelResponse] {
 		return func(ctx context.Context) (*connect.ServerStreamForClient[api.WatchChannelResponse], error) {
 			return owner.WatchChannel(ctx, relayRequest(req.Msg, call))
 		}
-	}, func(procedure string, rt routing.Route) error {
+	}, func(procedure string, rt routing.Route, send func(*api.WatchChannelResponse) error) error {
 		w, err := s.openChannelWatch(ctx, clientID, key)
 		if err != nil {
 			return s.failRouted(ctx, procedure, rt, err)
 		}
 		defer w.Close()
 		c, _ := w.LatestCount()
-		if err := stream.Send(&api.WatchChannelResponse{Body: &api.WatchChannelResponse_Initialized{
+		if err := send(&api.WatchChannelResponse{Body: &api.WatchChannelResponse_Initialized{
 			Initialized: &api.WatchChannelInitialized{SessionCount: c.Sessions, Seq: c.Seq},
 		}}); err != nil {
 			return s.streamEnded(ctx, procedure, err)
 		}
 		defer announceLater(w)()
 		err = s.pumpChannel(ctx, procedure, w, func(ev *api.ChannelEvent) error {
-			return stream.Send(&api.WatchChannelResponse{Body: &api.WatchChannelResponse_Event{Event: ev}})
+			return send(&api.WatchChannelResponse{Body: &api.WatchChannelResponse_Event{Event: ev}})
 		})
 		return s.endWatch(ctx, procedure, err)
 	})
@@ -163,7 +182,11 @@ func (s *Service) openChannelWatch(ctx context.Context, clientID, key string) (*
 	if err := s.backend.CheckClient(ctx, clientID); err != nil {
 		return nil, err
 	}
-	w, err := s.channels.Watch(clientID, project.ScopedKey(project.ID(ctx), key))
+	scoped, err := scopedKey(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	w, err := s.channels.Watch(clientID, scoped)
 	if err != nil {
 		return nil, err
 	}

@@ -406,14 +406,32 @@ func inflateEnvelopes(body []byte, maxBytes int, hold *holding) ([]byte, error) 
 }
 
 // gunzip inflates data, refusing output beyond maxBytes.
+//
+// It inflates twice: first counting, so a body that inflates past maxBytes
+// (a gzip bomb) costs CPU only, never memory, then into a buffer of exactly
+// the inflated size, held against hold, so what a request holds is what it
+// allocates, with no outgrown buffers left for the collector.
 func gunzip(data []byte, maxBytes int, hold *holding) ([]byte, error) {
 	zr, err := gzip.NewReader(bytes.NewReader(data))
 	if err != nil {
 		return nil, fmt.Errorf("decompress request: %w", err)
 	}
-	out, err := readAtMost(zr, maxBytes, 4*len(data), hold)
-	if err != nil && !errors.Is(err, errRequestTooLarge) && !errors.Is(err, errBusy) {
+	n, err := io.Copy(io.Discard, io.LimitReader(zr, int64(maxBytes)+1))
+	if err != nil {
 		return nil, fmt.Errorf("decompress request: %w", err)
 	}
-	return out, err
+	if n > int64(maxBytes) {
+		return nil, errRequestTooLarge
+	}
+	if err := hold.grow(int(n)); err != nil {
+		return nil, err
+	}
+	if err := zr.Reset(bytes.NewReader(data)); err != nil {
+		return nil, fmt.Errorf("decompress request: %w", err)
+	}
+	out := make([]byte, n)
+	if _, err := io.ReadFull(zr, out); err != nil {
+		return nil, fmt.Errorf("decompress request: %w", err)
+	}
+	return out, nil
 }

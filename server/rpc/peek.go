@@ -7,7 +7,6 @@ import (
 
 	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
 	"github.com/yorkie-affinity/yorkie/server/channel"
-	"github.com/yorkie-affinity/yorkie/server/project"
 	"github.com/yorkie-affinity/yorkie/server/routing"
 	"github.com/yorkie-affinity/yorkie/server/webhook/authwebhook"
 )
@@ -32,9 +31,11 @@ func (s *Service) PeekChannel(ctx context.Context, req *connect.Request[api.Peek
 	if rt.Owner != nil {
 		return relay(ctx, s, procedure, call, rt, rt.Owner.PeekChannel, req.Msg)
 	}
-	out := connect.NewResponse(&api.PeekChannelResponse{
-		SessionCount: s.channels.Count(project.ScopedKey(project.ID(ctx), key)),
-	})
+	scoped, err := scopedKey(ctx, key)
+	if err != nil {
+		return nil, s.failRouted(ctx, procedure, rt, err)
+	}
+	out := connect.NewResponse(&api.PeekChannelResponse{SessionCount: s.channels.Count(scoped)})
 	s.stamp(out.Header(), rt)
 	return out, nil
 }

@@ -90,3 +90,13 @@ func relayRequest[T any](msg *T, call routing.DocumentCall) *connect.Request[T] 
 	copyCallHeaders(req.Header(), call.Header)
 	return req
 }
+
+// scopedKey is the key of a channel of the call's project in the channel
+// manager, which holds every project's channels.
+func scopedKey(ctx context.Context, key string) (string, error) {
+	pid, err := project.ID(ctx)
+	if err != nil {
+		return "", err
+	}
+	return project.ScopedKey(pid, key), nil
+}

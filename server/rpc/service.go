@@ -396,7 +396,7 @@ func routedCall[Req, Res any](ctx context.Context, s *Service, req *connect.Requ
 			return resp, err
 		}
 		resp, err := serve(rt.Epoch)
-		if errors.Is(err, backend.ErrStaleRoute) && attempt < maxReroutes {
+		if staleServe(call, err) && attempt < maxReroutes {
 			// This node's binding was older than the document's claim (its
 			// owner changed while the binding stood) and has been dropped:
 			// route once more, so a failback costs the client no error.
@@ -452,14 +452,17 @@ func (s *Service) Watch(ctx context.Context, req *connect.Request[api.WatchReque
 		return invalidArgument(err)
 	}
 	call := routing.DocumentCall{Kind: routing.CallWatch, ClientID: clientID, DocumentID: docID, Header: req.Header()}
-	return serveWatchStream(ctx, s, req, stream, call, func(owner v1connect.YorkieServiceClient) ownerStream[api.WatchResponse] {
+	changed := &api.WatchResponse{Body: &api.WatchResponse_Event{Event: &api.WatchEvent{Event: &api.WatchEvent_DocEvent{
+		DocEvent: &api.DocWatchEvent{DocumentId: docID, Event: &api.DocEvent{Type: api.DocEventType_DOC_EVENT_TYPE_DOCUMENT_CHANGED}},
+	}}}}
+	return serveWatchStream(ctx, s, req, stream, call, changed, func(owner v1connect.YorkieServiceClient) ownerStream[api.WatchResponse] {
 		return func(ctx context.Context) (*connect.ServerStreamForClient[api.WatchResponse], error) {
 			return owner.Watch(ctx, relayRequest(req.Msg, call))
 		}
-	}, func(procedure string, rt routing.Route) error {
+	}, func(procedure string, rt routing.Route, send func(*api.WatchResponse) error) error {
 		return s.watch(ctx, procedure, rt, clientID, docID,
 			func(watchers []string) error {
-				return stream.Send(&api.WatchResponse{Body: &api.WatchResponse_Initialization{
+				return send(&api.WatchResponse{Body: &api.WatchResponse_Initialization{
 					Initialization: &api.WatchInitialization{ResourceInits: []*api.ResourceInit{{
 						Init: &api.ResourceInit_DocumentInit{DocumentInit: &api.DocumentInit{
 							DocumentId: docID,
@@ -469,7 +472,7 @@ func (s *Service) Watch(ctx context.Context, req *connect.Request[api.WatchReque
 				}})
 			},
 			func(ev *api.DocEvent) error {
-				return stream.Send(&api.WatchResponse{Body: &api.WatchResponse_Event{
+				return send(&api.WatchResponse{Body: &api.WatchResponse_Event{
 					Event: &api.WatchEvent{Event: &api.WatchEvent_DocEvent{
 						DocEvent: &api.DocWatchEvent{DocumentId: docID, Event: ev},
 					}},
@@ -489,19 +492,22 @@ func (s *Service) WatchDocument(ctx context.Context, req *connect.Request[api.Wa
 		return invalidArgument(err)
 	}
 	call := routing.DocumentCall{Kind: routing.CallWatch, ClientID: clientID, DocumentID: docID, Header: req.Header()}
-	return serveWatchStream(ctx, s, req, stream, call, func(owner v1connect.YorkieServiceClient) ownerStream[api.WatchDocumentResponse] {
+	changed := &api.WatchDocumentResponse{Body: &api.WatchDocumentResponse_Event{
+		Event: &api.DocEvent{Type: api.DocEventType_DOC_EVENT_TYPE_DOCUMENT_CHANGED},
+	}}
+	return serveWatchStream(ctx, s, req, stream, call, changed, func(owner v1connect.YorkieServiceClient) ownerStream[api.WatchDocumentResponse] {
 		return func(ctx context.Context) (*connect.ServerStreamForClient[api.WatchDocumentResponse], error) {
 			return owner.WatchDocument(ctx, relayRequest(req.Msg, call))
 		}
-	}, func(procedure string, rt routing.Route) error {
+	}, func(procedure string, rt routing.Route, send func(*api.WatchDocumentResponse) error) error {
 		return s.watch(ctx, procedure, rt, clientID, docID,
 			func(watchers []string) error {
-				return stream.Send(&api.WatchDocumentResponse{Body: &api.WatchDocumentResponse_Initialization_{
+				return send(&api.WatchDocumentResponse{Body: &api.WatchDocumentResponse_Initialization_{
 					Initialization: &api.WatchDocumentResponse_Initialization{ClientIds: watchers},
 				}})
 			},
 			func(ev *api.DocEvent) error {
-				return stream.Send(&api.WatchDocumentResponse{Body: &api.WatchDocumentResponse_Event{Event: ev}})
+				return send(&api.WatchDocumentResponse{Body: &api.WatchDocumentResponse_Event{Event: ev}})
 			})
 	})
 }
@@ -515,7 +521,7 @@ type ownerStream[Res any] func(context.Context) (*connect.ServerStreamForClient[
 // (opened by relay) or, when this node owns it, stamps the session key and
 // runs local.
 func serveWatchStream[Req, Res any](ctx context.Context, s *Service, req *connect.Request[Req], stream *connect.ServerStream[Res], call routing.DocumentCall,
-	relay func(owner v1connect.YorkieServiceClient) ownerStream[Res], local func(procedure string, rt routing.Route) error,
+	changed *Res, relay func(owner v1connect.YorkieServiceClient) ownerStream[Res], local func(procedure string, rt routing.Route, send func(*Res) error) error,
 ) error {
 	closeStream, err := s.streams.open(call.ClientID, s.limits.MaxWatchStreamsPerClient)
 	if err != nil {
@@ -530,11 +536,7 @@ func serveWatchStream[Req, Res any](ctx context.Context, s *Service, req *connec
 	if err := s.authorize(ctx, procedure, req.Header(), noAttributes); err != nil {
 		return s.failRouted(ctx, procedure, rt, err)
 	}
-	if rt.Owner != nil {
-		return relayStream(ctx, s, procedure, call, rt, relay(rt.Owner), stream.ResponseHeader(), stream.Send)
-	}
-	s.stamp(stream.ResponseHeader(), rt)
-	return local(procedure, rt)
+	return followWatch(ctx, s, procedure, call, rt, changed, relay, local, stream.ResponseHeader(), stream.Send)
 }
 
 // watch runs a document event stream for both Watch forms: it subscribes,

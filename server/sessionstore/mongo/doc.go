@@ -47,6 +47,10 @@
 // later than with Redis. Nodes watch the members all the time, so in a
 // running cluster the observation is at most one watch interval old.
 // A member record observed dead is deleted, so later readers need not wait.
+// A client never declares its own lease dead while the lease lasts there (a
+// busy server answering renewals late must not make a node refuse its own
+// bindings); a deleted record (revoked, evicted, declared dead by another
+// node) ends the membership for every client at once.
 //
 // # Weaker points
 //

@@ -95,6 +95,15 @@ func (o *observer) keep(ids map[string]bool) {
 // that never saw it need not wait a TTL. The delete is by _id, which names
 // one incarnation only.
 func (s *Store) live(ctx context.Context, d memberDoc) bool {
+	if l, ok := s.own.Load(d.ID); ok {
+		select {
+		case <-l.(*lease).Done():
+		default:
+			// This client's lease, not ended here (see memberAlive).
+			s.obs.alive(d)
+			return true
+		}
+	}
 	if s.obs.alive(d) {
 		return true
 	}
@@ -106,7 +115,13 @@ func (s *Store) live(ctx context.Context, d memberDoc) bool {
 	return false
 }
 
-// memberAlive reports whether m has a live registration.
+// memberAlive reports whether m has a live registration: its record
+// exists and, unless it is a lease of this client that has not ended here,
+// its heartbeat has not been seen unchanged for its TTL. A node is the
+// authority on its own lease, which it ends before any other node declares
+// it dead: a busy server answering a renewal late must not make a node
+// refuse its own bindings while its lease lasts. A deleted record (revoked,
+// evicted, declared dead elsewhere) ends the membership for everyone.
 func (s *Store) memberAlive(ctx context.Context, m sessionstore.Member) (bool, error) {
 	var d memberDoc
 	err := s.members.FindOne(ctx, bson.D{{Key: "_id", Value: memberID(m)}}).Decode(&d)
@@ -185,7 +200,12 @@ func (s *Store) Register(ctx context.Context, addr string, ttl time.Duration) (s
 		stopped: make(chan struct{}),
 	}
 	l.ctx, l.stop = context.WithCancel(s.base)
-	if !s.spawn(func() { l.keepAlive(start) }) {
+	s.own.Store(d.ID, l)
+	if !s.spawn(func() {
+		defer s.own.Delete(d.ID)
+		l.keepAlive(start)
+	}) {
+		s.own.Delete(d.ID)
 		l.stop()
 		return nil, fmt.Errorf("mongo register %s: %w", addr, fault.ErrShuttingDown)
 	}

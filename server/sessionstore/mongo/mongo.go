@@ -87,6 +87,7 @@ type Store struct {
 	counter, members, bindings, roles, markers, meta *mongo.Collection
 
 	obs                     *observer
+	own                     sync.Map // memberID -> *lease of this client's live leases
 	bindingSlots, roleSlots *slots
 	// draws counts counter values drawn, to prune the counter now and then.
 	draws atomic.Int64

@@ -67,6 +67,7 @@ test('recovery time is from the kill to the first success after a failure', () =
   assert.equal(c1.failures, 2);
   assert.equal(c1.syncedMs, 3000);
   assert.equal(c2.failed, false);
+  assert.equal(c2.syncedMs, 20, 'a client that never failed synced with its first call sent after the kill');
   assert.equal(percentile([5, 1, 3, 2, 4], 50), 3);
   assert.equal(percentile([5, 1, 3, 2, 4], 100), 5);
 });

@@ -4,7 +4,8 @@
 // admin API binds a document on attach wherever the client arrives, the
 // rules come back with every attach, an unknown schema is refused, and the
 // owner refuses a change that breaks the rules sent by a client that skips
-// the SDK's check, whichever node it reached.
+// the SDK's check, whichever node it reached. The admin's UpdateDocument,
+// sent to any node, is applied by the owner and reaches the SDK clients.
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
@@ -96,6 +97,25 @@ for (const mode of ['forward', 'redirect']) {
         const c = await client(1);
         const docC = await attach(c);
         assert.equal(docC.toSortedJSON(), '{"title":"ok"}');
+
+        // UpdateDocument through a node the clients may not use: the owner
+        // applies it (ClusterService), the SDK pulls the new root, and the
+        // refusals change nothing.
+        const update = (body) => connectCall(nodes.nodes[0].rpcAddr, 'AdminService', 'UpdateDocument',
+          { documentKey: 'note-doc', ...body }, null, `API-Key ${project.secretKey}`);
+        let res = await update({ schemaKey: 'note@1' });
+        assert.equal(res.status, 400, JSON.stringify(res.body));
+        assert.match(JSON.stringify(res.body), /ErrDocumentAttached/);
+        res = await update({ root: '{"title":Int(1)}' });
+        assert.equal(res.status, 400, JSON.stringify(res.body));
+        assert.match(JSON.stringify(res.body), /ErrSchemaValidationFailed/);
+        res = await update({ root: '{"title":"from the admin"}' });
+        assert.equal(res.status, 200, JSON.stringify(res.body));
+        assert.equal(JSON.parse(res.body.document.root).title, 'from the admin');
+        await withTimeout(c.sync(docC), 20000, 'sync after UpdateDocument');
+        assert.equal(docC.toSortedJSON(), '{"title":"from the admin"}');
+        await withTimeout(a.sync(docA), 20000, 'sync a after UpdateDocument');
+        assert.equal(docA.toSortedJSON(), '{"title":"from the admin"}');
       } finally {
         await Promise.all(clients.map((cl) => cl.deactivate().catch(() => {})));
         for (const c of cleanups.reverse()) {

@@ -5,7 +5,8 @@
 // logs in, creates a project, changes its settings, rotates its keys, sees
 // a document the JS SDK wrote counted on the overview, finds it in the
 // documents list, opens it (its JSON root is what the SDK wrote) and its
-// history tab, creates a schema, sees the channels list, invites a second
+// history tab, where it restores the older of two revisions the SDK made,
+// creates a schema, sees the channels list, invites a second
 // user who accepts in a browser of their own, and logs out. Every step leaves a screenshot in artifacts/dashboard/; any
 // failed request, HTTP error or console error fails the walk, except the
 // dashboard's own probe of GET /auth/me while no one is logged in (401, as
@@ -210,10 +211,14 @@ describe('dashboard in a browser', { skip: skipReason() }, () => {
       root.title = 'written by the SDK';
       root.count = 1;
     });
+    await withTimeout(client.sync(), 15000, 'sync');
+    // Two revisions (the dashboard restores any but the newest).
+    await withTimeout(client.createRevision(doc, 'v1', 'count 1'), 15000, 'createRevision v1');
     doc.update((root) => {
       root.count = 2;
     });
     await withTimeout(client.sync(), 15000, 'sync');
+    await withTimeout(client.createRevision(doc, 'v2', 'count 2'), 15000, 'createRevision v2');
     const written = JSON.parse(doc.toSortedJSON());
     assert.deepEqual(written, { count: 2, title: 'written by the SDK' });
     await withTimeout(client.detach(doc), 15000, 'detach');
@@ -243,14 +248,47 @@ describe('dashboard in a browser', { skip: skipReason() }, () => {
     assert.deepEqual(JSON.parse(shown), written, "the document's JSON root is what the SDK wrote");
     await owner.shot('document-root');
 
-    // Its history tab.
+    // Its history tab: the SDK's two revisions, newest first and selected.
     await page.getByRole('link', { name: 'History' }).click();
     await page.waitForURL('**/dashboard/projects/walk/documents/walk-doc/history');
     await page.getByText('walk-doc - History').waitFor();
-    // The project keeps no revisions (auto revisions are off): the
-    // ListRevisions answer is an empty list.
-    await page.getByText('No revisions found').waitFor();
+    await page.getByText('Revision - v2').waitFor();
+    await page.getByText('1 of 2').waitFor();
     await owner.shot('document-history');
+
+    // Restore the older one from there.
+    await page.locator('input.revision_slider').fill('1');
+    await page.getByText('Revision - v1').waitFor();
+    await page.getByText('count 1', { exact: true }).waitFor();
+    await owner.shot('revision-selected');
+    await page.getByTitle('Restore to this revision').click();
+    await page.getByText('Are you sure you want to restore this document to this revision?').waitFor();
+    await owner.shot('restore-confirm');
+    const alerted = new Promise((resolve) => {
+      page.once('dialog', async (d) => {
+        const text = d.message();
+        await d.accept();
+        resolve(text);
+      });
+    });
+    await page.getByRole('button', { name: 'Restore', exact: true }).click();
+    assert.equal(await withTimeout(alerted, 15000, "the dashboard's answer to the restore"), 'Successfully restored to revision v1');
+    // Back on the document, its root is the revision's.
+    await page.waitForURL('**/dashboard/projects/walk/documents/walk-doc');
+    await withTimeout((async () => {
+      for (;;) {
+        const { document } = await adminCall(server, 'GetDocument', { projectName: 'walk', documentKey: 'walk-doc' },
+          { authorization: `API-Key ${rotated.secretKey}` });
+        if (JSON.parse(document.root).count === 1) return;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    })(), 15000, 'the restore to be applied');
+    await page.reload();
+    await page.getByText('written by the SDK').first().waitFor();
+    const restored = (await page.locator('.detail_content').first().innerText()).split('\n')
+      .filter((line) => /^\d+\t/.test(line)).map((line) => line.replace(/^\d+\t/, '')).join('\n');
+    assert.deepEqual(JSON.parse(restored), { count: 1, title: 'written by the SDK' }, 'the restored root');
+    await owner.shot('revision-restored');
 
     // A schema, created with the editor's starting body.
     await page.goto(`${base}/dashboard/projects/walk/schemas/new`);

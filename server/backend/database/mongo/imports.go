@@ -15,6 +15,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"time"
 
 	"go.mongodb.org/mongo-driver/bson"
@@ -24,6 +25,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
+	"github.com/yorkie-affinity/yorkie/server/backend/database/snapcodec"
 )
 
 // Sentinel errors of imports.
@@ -200,10 +202,12 @@ func (db *DB) ImportedDocument(ctx context.Context, docID string) (int64, error)
 }
 
 // ImportChanges appends changes to the document's log, which must end right
-// before the first of them, as batches of consecutive server_seq values. The
-// document record need not exist yet. Batches are written in order, each by
-// one insert, so an import that stops leaves a log that a later call
-// extends from its head.
+// before the first of them, as batches of consecutive server_seq values:
+// the caller keeps the head (ImportedDocument tells it where a run starts),
+// and a batch that starts where one is stored already is refused
+// (ErrImportDiverged). The document record need not exist yet. Batches are
+// written in order, each by one insert, so an import that stops leaves a
+// log that a later call extends from its head.
 func (db *DB) ImportChanges(ctx context.Context, docID string, changes []*database.Change) error {
 	if len(changes) == 0 {
 		return nil
@@ -244,14 +248,10 @@ func (db *DB) ImportChanges(ctx context.Context, docID string, changes []*databa
 		size += len(body)
 	}
 	flush()
-	head, err := db.ImportedDocument(ctx, docID)
-	if err != nil {
-		return err
-	}
-	if head != first-1 {
-		return fmt.Errorf("import changes of %s from %d: the log ends at %d: %w", docID, first, head, ErrImportDiverged)
-	}
 	if _, err := db.changes.InsertMany(ctx, batches, options.InsertMany().SetOrdered(true)); err != nil {
+		if mongo.IsDuplicateKeyError(err) {
+			return fmt.Errorf("import changes of %s from %d: the log has them: %w", docID, first, ErrImportDiverged)
+		}
 		return wrapErr(fmt.Sprintf("import changes of %s", docID), err)
 	}
 	return nil
@@ -506,4 +506,108 @@ func (db *DB) DiscardImportedChanges(ctx context.Context, docID string, after in
 		}
 		seq = b.LastSeq + 1
 	}
+}
+
+// ImportStarts tells a run where each document's import stands in one
+// read of the documents and one of the change batches, instead of a few
+// lookups per document: recorded holds the documents that have a record
+// here (ImportedDocument tells their heads), heads the end of the log an
+// import wrote of the others (absent: none).
+func (db *DB) ImportStarts(ctx context.Context) (recorded map[string]bool, heads map[string]int64, err error) {
+	cur, err := db.documents.Find(ctx, bson.D{}, options.Find().SetProjection(bson.D{{Key: "_id", Value: 1}}))
+	if err != nil {
+		return nil, nil, wrapErr("read import starts", err)
+	}
+	var docs []struct {
+		ID primitive.ObjectID `bson:"_id"`
+	}
+	if err := cur.All(ctx, &docs); err != nil {
+		return nil, nil, wrapErr("read import starts", err)
+	}
+	recorded = make(map[string]bool, len(docs))
+	for _, d := range docs {
+		recorded[d.ID.Hex()] = true
+	}
+	cur, err = db.changes.Find(ctx, bson.D{{Key: "epoch", Value: importedBatch}}, options.Find().SetProjection(bson.D{
+		{Key: "doc_id", Value: 1}, {Key: "server_seq", Value: 1}, {Key: "last_seq", Value: 1},
+	}))
+	if err != nil {
+		return nil, nil, wrapErr("read import starts", err)
+	}
+	var batches []batchRecord
+	if err := cur.All(ctx, &batches); err != nil {
+		return nil, nil, wrapErr("read import starts", err)
+	}
+	byDoc := map[string][]batchRecord{}
+	for _, b := range batches {
+		if !recorded[b.DocID] {
+			byDoc[b.DocID] = append(byDoc[b.DocID], b)
+		}
+	}
+	heads = make(map[string]int64, len(byDoc))
+	for doc, bs := range byDoc {
+		sort.Slice(bs, func(i, j int) bool { return bs[i].ServerSeq < bs[j].ServerSeq })
+		var head int64
+		for _, b := range bs {
+			if b.ServerSeq != head+1 {
+				break
+			}
+			head = b.LastSeq
+		}
+		heads[doc] = head
+	}
+	return recorded, heads, nil
+}
+
+// ImportSnapshot stores s as a snapshot of a document an import is
+// bringing over, in a few writes: the fence, head and tidy steps of
+// SaveSnapshot guard against readers and writers of a live document, and
+// the cutover has none. A snapshot of that server_seq stored already (by
+// an earlier run) stays. It reports whether it wrote.
+func (db *DB) ImportSnapshot(ctx context.Context, docID string, s *database.Snapshot) (bool, error) {
+	existing, err := db.headerByID(ctx, snapshotID(docID, s.ServerSeq))
+	if err != nil {
+		return false, fmt.Errorf("import snapshot: %w", err)
+	}
+	if existing != nil {
+		return false, nil
+	}
+	packed, err := db.snaps.codec.Compress(s.Data)
+	if err != nil {
+		return false, fmt.Errorf("import snapshot of %q at %d: %w", docID, s.ServerSeq, err)
+	}
+	nonce := primitive.NewObjectID()
+	n := (len(packed) + snapshotPartSize - 1) / snapshotPartSize
+	// Registered first, as SaveSnapshot does, so that parts an import
+	// stopping half way leaves are collected.
+	pending := &pendingParts{
+		ID: pendingID(docID, s.ServerSeq, nonce), DocID: docID, ServerSeq: s.ServerSeq,
+		Nonce: nonce, Parts: n, Since: now(),
+	}
+	if _, err := db.snapshotPending().InsertOne(ctx, pending); err != nil {
+		return false, wrapErr("import snapshot: register upload", err)
+	}
+	parts := make([]any, n)
+	for i := range parts {
+		parts[i] = &snapshotPart{
+			ID:   partID(docID, s.ServerSeq, nonce, i),
+			Data: packed[i*snapshotPartSize : min((i+1)*snapshotPartSize, len(packed))],
+		}
+	}
+	if _, err := db.snapshotParts().InsertMany(ctx, parts); err != nil {
+		return false, wrapErr(fmt.Sprintf("import snapshot of %q at %d: parts", docID, s.ServerSeq), err)
+	}
+	header := &snapshotHeader{
+		ID: snapshotID(docID, s.ServerSeq), DocID: docID, ServerSeq: s.ServerSeq, Lamport: s.Lamport,
+		VersionVector: toList(s.VersionVector, newLamport), Nonce: nonce, Parts: n,
+		PackedLen: int64(len(packed)), RawLen: int64(len(s.Data)), Codec: snapcodec.Name, CreatedAt: now(),
+	}
+	if _, err := db.snapshotHeaders().InsertOne(ctx, header); err != nil {
+		return false, wrapErr(fmt.Sprintf("import snapshot of %q at %d: publish", docID, s.ServerSeq), err)
+	}
+	if _, err := db.snapshotPending().DeleteOne(ctx, bson.D{{Key: "_id", Value: pending.ID}}); err != nil {
+		// Left pending, it is found published and dropped later.
+		db.log.Debug("drop pending record of an imported snapshot", "doc_id", docID, "err", err)
+	}
+	return true, nil
 }

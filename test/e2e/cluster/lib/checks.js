@@ -97,8 +97,10 @@ function ownershipProblems(entries, keys, { knownKeys, ended = {}, exited = {}, 
 
 /**
  * For each (clientId, key) in `pairs`: the time from `from` (e.g. a SIGKILL)
- * to the first successful `method` call that followed a failed one.
- * Resolves pairs that never failed to { failed: false }.
+ * to the first successful `method` call that followed a failed one. A pair
+ * that never failed gets { failed: false } with syncedMs the time to its
+ * first successful call sent at or after `from` (null if none yet): with
+ * failover within the call, a client may never see an error.
  */
 function recoveryTimes(entries, pairs, { from, method = 'PushPullChanges' }) {
   return pairs.map(({ clientId, key, label }) => {
@@ -106,7 +108,10 @@ function recoveryTimes(entries, pairs, { from, method = 'PushPullChanges' }) {
       .filter((e) => e.method === method && e.clientId === clientId && e.key === key && e.at !== null && e.at >= from)
       .sort((a, b) => a.at - b.at);
     const firstFailure = calls.findIndex((e) => !e.ok);
-    if (firstFailure < 0) return { clientId, key, label, failed: false };
+    if (firstFailure < 0) {
+      const next = calls.find((e) => e.ok && e.sentAt >= from);
+      return { clientId, key, label, failed: false, failures: 0, syncedMs: next ? next.at - from : null };
+    }
     const recovered = calls.slice(firstFailure).find((e) => e.ok);
     return {
       clientId,

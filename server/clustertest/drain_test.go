@@ -1,0 +1,229 @@
+package clustertest_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
+	"github.com/yorkie-affinity/yorkie/server"
+	"github.com/yorkie-affinity/yorkie/server/clustertest"
+	"github.com/yorkie-affinity/yorkie/server/routing"
+	"github.com/yorkie-affinity/yorkie/server/servertest/wire"
+)
+
+// withDrain turns on the drain of a shutdown, bounded by d.
+func withDrain(d time.Duration) clustertest.Option {
+	return clustertest.WithConfig(func(_ int, cfg *server.Config) { cfg.ShutdownDrainTimeout = d })
+}
+
+// awaitChangeFrom reads a Watch stream, skipping initializations (a stream
+// that followed its document to a new owner sends one again) and other
+// events, until publisher's DOCUMENT_CHANGED arrives; it fails t if the
+// stream ends first.
+func awaitChangeFrom(t *testing.T, s *wire.Stream[api.WatchResponse], publisher string) {
+	t.Helper()
+	for {
+		m := s.Next(t)
+		ev := m.GetEvent().GetDocEvent().GetEvent()
+		if ev.GetType() == changed && ev.GetPublisher() == publisher && m.GetEvent() != nil {
+			return
+		}
+	}
+}
+
+// converge has every replica sync and checks that each has every other's
+// acknowledged changes and that the log holds each change once.
+func converge(t *testing.T, c *clustertest.Cluster, docID string, rs ...*wire.Replica) {
+	t.Helper()
+	for i, r := range rs {
+		syncUntilAcked(r, fmt.Sprintf("client %d syncs", i))
+	}
+	for _, r := range rs {
+		r.MustPushPull()
+		for _, other := range rs {
+			if other != r {
+				require.NoError(t, hasPulled(r, other))
+			}
+		}
+	}
+	checkStored(t, checkLog(t, c.DB(), docID), rs...)
+}
+
+// TestDrainHandsDocumentsOn drains a document's owner while a client on
+// each node edits and watches it: the binding moves to another node with a
+// larger epoch, every client syncs on without an error (the client on the
+// draining node through it, relayed), every Watch stream stays open and
+// reports the others' changes, and nothing is lost or stored twice.
+func TestDrainHandsDocumentsOn(t *testing.T) {
+	c := clustertest.Start(t, 3, withDrain(time.Minute))
+	f := newMoveFixture(t, c)
+	drained := f.owner.Node
+
+	require.NoError(t, drained.Server().Drain(wire.Context(t)))
+	require.Empty(t, drained.Affinity().Owned(), "documents left on the drained node")
+	owner := ownerOf(t, c, f.docKey)
+	require.NotEqual(t, drained, owner.Node, "the drained node still owns the document")
+	require.Greater(t, owner.Binding.Epoch, f.owner.Binding.Epoch, "the handoff must bind with a larger epoch")
+
+	// The draining node still serves its client, relaying to the new owner.
+	f.near.Edit(2)
+	f.near.MustPushPull()
+	for _, w := range f.farW {
+		awaitChangeFrom(t, w, f.near.ID)
+	}
+	f.far[0].Edit(1)
+	f.far[0].MustPushPull()
+	awaitChangeFrom(t, f.nearW, f.far[0].ID)
+	for i, w := range f.farW[1:] {
+		awaitChangeFrom(t, w, f.far[0].ID)
+		_ = i
+	}
+	converge(t, c, f.near.DocID, f.all()...)
+
+	c.Stop(drained.Index())
+	require.Equal(t, owner.Node, ownerOf(t, c, f.docKey).Node, "the stop moved the handed-on document again")
+	for i, w := range f.farW {
+		select {
+		case <-w.Done():
+			t.Fatalf("watch stream %d of a client on a node that stays ended: %v", i, w.Err())
+		default:
+		}
+	}
+}
+
+// TestDrainInRedirectModeRelays drains the owner in redirect mode: a client
+// that still calls it is answered, not refused, and the answer names the new
+// owner.
+func TestDrainInRedirectModeRelays(t *testing.T) {
+	c := clustertest.Start(t, 3, clustertest.WithMode(routing.Redirect), withDrain(time.Minute))
+	key := wire.UniqueKey(t, "doc")
+	_, err := c.Node(0).Affinity().Owner(wire.Context(t), key)
+	require.NoError(t, err)
+	old := ownerOf(t, c, key)
+	r := wire.NewReplica(t, old.Node.ConnectJSON())
+	r.MustAttach(key)
+	w, _ := watchReady(t, r)
+	r.Edit(2)
+	r.MustPushPull()
+
+	require.NoError(t, old.Node.Server().Drain(wire.Context(t)))
+	owner := ownerOf(t, c, key)
+	require.NotEqual(t, old.Node, owner.Node)
+
+	r.Edit(2)
+	resp, err := old.Node.ConnectJSON().PushPullChanges(wire.Context(t), r.PushPullRequest())
+	require.NoError(t, err, "a draining node refused a call in redirect mode")
+	require.Equal(t, owner.Node.SessionKey(), resp.Header().Get(routing.DefaultSessionKeyHeader),
+		"the draining node's answer must name the new owner")
+	require.NoError(t, r.Absorb(resp.Msg.GetChangePack()))
+
+	other := wire.NewReplica(t, owner.Node.ConnectJSON())
+	other.MustAttach(key)
+	other.Edit(1)
+	other.MustPushPull()
+	awaitChangeFrom(t, w, other.ID)
+	converge(t, c, r.DocID, r, other)
+}
+
+// drainFixture binds docs documents to node 0 and has a client on node 2
+// edit each.
+func drainFixture(t *testing.T, c *clustertest.Cluster, docs int) []*wire.Replica {
+	t.Helper()
+	var rs []*wire.Replica
+	for len(rs) < docs {
+		key := wire.UniqueKey(t, "doc")
+		if _, err := c.Node(0).Affinity().Owner(wire.Context(t), key); err != nil {
+			t.Fatal(err)
+		}
+		if ownerOf(t, c, key).Node != c.Node(0) {
+			continue
+		}
+		r := wire.NewReplica(t, c.Node(2).ConnectJSON())
+		r.MustAttach(key)
+		r.Edit(3)
+		r.MustPushPull()
+		rs = append(rs, r)
+	}
+	return rs
+}
+
+// checkEnd checks that every document of rs has one live owner among the
+// running nodes, and that every change each client made is stored once.
+func checkEnd(t *testing.T, c *clustertest.Cluster, rs []*wire.Replica) {
+	t.Helper()
+	for i, r := range rs {
+		r.Edit(1)
+		syncUntilAcked(r, fmt.Sprintf("client %d syncs after the drain", i))
+		o := ownerOf(t, c, r.DocKey)
+		require.True(t, o.Node.Running(), "document %d owned by a node that is not running", i)
+		checkStored(t, checkLog(t, c.DB(), r.DocID), r)
+	}
+}
+
+// TestDrainWhileNextOwnerCrashes crashes a node just before another drains:
+// the crashed node is still a member until its lease runs out, so some
+// documents are handed to it; once its lease ends they move to the survivor
+// and no acknowledged change is lost.
+func TestDrainWhileNextOwnerCrashes(t *testing.T) {
+	c := clustertest.Start(t, 3, clustertest.WithNodeTTL(time.Second), withDrain(time.Minute))
+	rs := drainFixture(t, c, 6)
+	c.Abort(1)
+	ctx, cancel := context.WithTimeout(wire.Context(t), 30*time.Second)
+	defer cancel()
+	require.NoError(t, c.Node(0).Server().Drain(ctx))
+	c.Stop(0)
+	checkEnd(t, c, rs)
+}
+
+// TestShutdownTwice shuts a node down twice at once and cuts its drain short,
+// as a second SIGTERM does: both calls return, and the documents end with
+// one owner and nothing lost.
+func TestShutdownTwice(t *testing.T) {
+	c := clustertest.Start(t, 3, withDrain(time.Minute))
+	rs := drainFixture(t, c, 6)
+	srv := c.Node(0).Server()
+	errs := make(chan error, 2)
+	for range 2 {
+		go func() { errs <- srv.Shutdown(context.Background()) }()
+	}
+	srv.SkipDrain()
+	first, second := <-errs, <-errs
+	require.Equal(t, first, second, "two shutdowns ended differently")
+	require.NoError(t, first)
+	checkEnd(t, c, rs)
+}
+
+// TestDrainBoundRunsOut ends a drain before it could hand anything on: it
+// says so, the documents stay owned until the stop releases them as before,
+// and the survivors take them over with nothing lost.
+func TestDrainBoundRunsOut(t *testing.T) {
+	c := clustertest.Start(t, 3)
+	rs := drainFixture(t, c, 4)
+	ctx, cancel := context.WithCancel(wire.Context(t))
+	cancel()
+	err := c.Node(0).Server().Drain(ctx)
+	require.ErrorIs(t, err, server.ErrDrainIncomplete)
+	require.Len(t, c.Node(0).Affinity().Owned(), len(rs))
+	c.Stop(0)
+	checkEnd(t, c, rs)
+}
+
+// TestDrainOfPartitionedNode drains a node cut off the session store: it
+// can hand nothing on, and it lost its lease, so the drain ends; the
+// survivors take its documents over, and its late writes are fenced.
+func TestDrainOfPartitionedNode(t *testing.T) {
+	c := clustertest.Start(t, 3, clustertest.WithNodeTTL(time.Second))
+	rs := drainFixture(t, c, 4)
+	c.Partition(0)
+	ctx, cancel := context.WithTimeout(wire.Context(t), 5*time.Second)
+	defer cancel()
+	if err := c.Node(0).Server().Drain(ctx); err != nil {
+		require.ErrorIs(t, err, server.ErrDrainIncomplete)
+	}
+	checkEnd(t, c, rs)
+	c.Abort(0)
+}
