@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 
 	clusterv1 "github.com/yorkie-affinity/yorkie/api/yorkie/cluster/v1"
 	"github.com/yorkie-affinity/yorkie/api/yorkie/v1/v1connect"
+	"github.com/yorkie-affinity/yorkie/server/admin"
 	"github.com/yorkie-affinity/yorkie/server/affinity"
 	"github.com/yorkie-affinity/yorkie/server/channel"
 	"github.com/yorkie-affinity/yorkie/server/project"
@@ -187,4 +189,47 @@ func (s *Server) drainOnShutdown(ctx context.Context) bool {
 // without a drain does. A second SIGTERM calls it.
 func (s *Server) SkipDrain() {
 	s.drainCutOnce.Do(func() { close(s.drainCut) })
+}
+
+// drainHere drains this node, bounded by Config.ShutdownDrainTimeout (the
+// ClusterService's Drain and DrainNode naming this node), and returns the
+// documents it still owns.
+func (s *Server) drainHere(ctx context.Context) (int, error) {
+	if s.cfg.ShutdownDrainTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, s.cfg.ShutdownDrainTimeout)
+		defer cancel()
+	}
+	err := s.Drain(ctx)
+	left := 0
+	if mgr := s.Affinity(); mgr != nil {
+		left = len(mgr.Owned())
+	}
+	if err != nil && !errors.Is(err, ErrDrainIncomplete) {
+		return left, err
+	}
+	return left, nil
+}
+
+// drainer serves the AdminService's DrainNode: this node, or another member
+// through the ClusterService.
+type drainer struct{ s *Server }
+
+func (d drainer) DrainNode(ctx context.Context, node string) (string, int, error) {
+	mgr := d.s.Affinity()
+	if mgr == nil {
+		return "", 0, fmt.Errorf("drain: %w", admin.ErrNotClustered)
+	}
+	if node == "" || node == mgr.Addr() {
+		left, err := d.s.drainHere(ctx)
+		return mgr.Addr(), left, err
+	}
+	if !slices.Contains(mgr.Members(), node) {
+		return "", 0, fmt.Errorf("drain %q: %w", node, admin.ErrUnknownNode)
+	}
+	resp, err := d.s.peers.Cluster(node).Drain(ctx, connect.NewRequest(&clusterv1.DrainRequest{}))
+	if err != nil {
+		return "", 0, fmt.Errorf("drain %s: %w", node, err)
+	}
+	return node, int(resp.Msg.GetDocumentsLeft()), nil
 }

@@ -277,7 +277,7 @@ func New(ctx context.Context, cfg Config, opts ...Option) (_ *Server, err error)
 		return nil, err
 	}
 	if s.admin, err = admin.New(admin.Config{
-		Settings: cfg.Admin, DB: s.db, Logger: logger, Registerer: s.registry,
+		Settings: cfg.Admin, DB: s.db, Logger: logger, Registerer: s.registry, Now: o.clock,
 		Interceptors:                     []connect.Interceptor{s.upstream.Interceptor(false)},
 		DefaultClientDeactivateThreshold: cfg.ClientDeactivateThreshold,
 		OnProjectUpdated: func(p *database.ProjectInfo) {
@@ -286,6 +286,7 @@ func New(ctx context.Context, cfg Config, opts ...Option) (_ *Server, err error)
 		Compactor: compactor{s},
 		Owners:    s.service.AdminOwners(),
 		Revisions: s.service,
+		Drainer:   drainer{s},
 	}); err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
@@ -362,7 +363,7 @@ func (s *Server) newRPCPort(router *routing.Router) (port, error) {
 	if router != nil {
 		csvc, err := rpc.NewCluster(rpc.ClusterConfig{
 			Backend: s.backend, Router: router, Authentic: router.Authentic, Logger: logger, FindProject: s.db.FindProjectByID,
-			Service: svc, Upstream: s.upstream,
+			Service: svc, Upstream: s.upstream, Drain: s.drainHere,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("server: create cluster service: %w", err)

@@ -66,6 +66,7 @@ func newRootCommand(stdout, stderr io.Writer, stdin io.Reader) *cobra.Command {
 		},
 		c.loginCommand(), c.logoutCommand(), c.signupCommand(), c.passwdCommand(), c.deleteAccountCommand(),
 		c.contextCommand(), c.projectCommand(), c.documentCommand(), c.historyCommand(), c.versionCommand(),
+		c.drainCommand(),
 	)
 	return root
 }

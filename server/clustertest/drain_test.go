@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"connectrpc.com/connect"
 	"github.com/stretchr/testify/require"
 
 	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
@@ -226,4 +227,36 @@ func TestDrainOfPartitionedNode(t *testing.T) {
 	}
 	checkEnd(t, c, rs)
 	c.Abort(0)
+}
+
+// TestDrainNodeCall drains a node through the AdminService of another one,
+// as `yorkie drain <node>` does: the named node hands its documents on and
+// keeps running (readiness draining); an unknown node and a call without
+// credentials are refused and drain nothing.
+func TestDrainNodeCall(t *testing.T) {
+	c := clustertest.Start(t, 3)
+	rs := drainFixture(t, c, 3)
+	ctx := wire.Context(t)
+	a := adminOf(c.Node(1))
+	in, err := a.LogIn(ctx, connect.NewRequest(&api.LogInRequest{Username: "admin", Password: "admin"}))
+	require.NoError(t, err)
+	call := func(node string) (*connect.Response[api.DrainNodeResponse], error) {
+		req := connect.NewRequest(&api.DrainNodeRequest{Node: node})
+		req.Header().Set("Authorization", "Bearer "+in.Msg.Token)
+		return a.DrainNode(ctx, req)
+	}
+
+	_, err = call("127.0.0.1:1")
+	require.Equal(t, connect.CodeInvalidArgument, connect.CodeOf(err), "unknown node: %v", err)
+	_, err = a.DrainNode(ctx, connect.NewRequest(&api.DrainNodeRequest{Node: c.Node(0).Addr()}))
+	require.Equal(t, connect.CodeUnauthenticated, connect.CodeOf(err), "no credentials: %v", err)
+	require.Len(t, c.Node(0).Affinity().Owned(), len(rs), "a refused call drained the node")
+
+	resp, err := call(c.Node(0).Addr())
+	require.NoError(t, err)
+	require.Equal(t, c.Node(0).Addr(), resp.Msg.GetNode())
+	require.Zero(t, resp.Msg.GetDocumentsLeft())
+	require.Empty(t, c.Node(0).Affinity().Owned())
+	require.True(t, c.Node(0).Running())
+	checkEnd(t, c, rs)
 }

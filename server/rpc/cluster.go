@@ -35,6 +35,9 @@ type ClusterConfig struct {
 	FindProject func(ctx context.Context, id string) (*database.ProjectInfo, error)
 	// Upstream records upstream Yorkie's RPC series; nil records none.
 	Upstream *upmetrics.Metrics
+	// Drain drains this node and returns the documents it still owns
+	// (nil: Drain answers unimplemented).
+	Drain func(ctx context.Context) (left int, err error)
 }
 
 // ClusterService serves the calls nodes make to each other. Every call must

@@ -72,11 +72,14 @@ function stats(values) {
  * SDK's sync-failed, auth-error and disconnection events.
  */
 function observe(groups, writtenAt) {
-  const out = { gaps: [], syncFailed: [], authErrors: [], disconnects: 0, stops: [] };
+  const out = { gaps: [], gapsConnected: [], gapsReconnected: [], arrivals: [], syncFailed: [], authErrors: [], disconnects: 0, stops: [] };
   for (const g of groups) {
     for (const e of g.editors) {
       const seen = new Set(logOf(e.doc) || []);
       const mine = `${e.tag}:`;
+      // When this replica's Watch stream was last disconnected: a gap that
+      // spans a disconnection is the reconnecting kind.
+      let lastDisconnect = 0;
       out.stops.push(
         e.doc.subscribe((ev) => {
           if (ev.type !== 'remote-change' && ev.type !== 'snapshot') return;
@@ -85,7 +88,11 @@ function observe(groups, writtenAt) {
             if (seen.has(entry)) continue;
             seen.add(entry);
             const at = writtenAt.get(`${g.key} ${entry}`);
-            if (at && !entry.startsWith(mine)) out.gaps.push(now - at);
+            if (at && !entry.startsWith(mine)) {
+              out.gaps.push(now - at);
+              out.arrivals.push({ at, gap: now - at });
+              (lastDisconnect >= at ? out.gapsReconnected : out.gapsConnected).push(now - at);
+            }
           }
         }),
       );
@@ -97,7 +104,10 @@ function observe(groups, writtenAt) {
       out.stops.push(e.doc.subscribe('auth-error', (ev) => out.authErrors.push({ key: g.key, tag: e.tag, ev })));
       out.stops.push(
         e.doc.subscribe('connection', (ev) => {
-          if (ev.value === 'disconnected') out.disconnects += 1;
+          if (ev.value === 'disconnected') {
+            out.disconnects += 1;
+            lastDisconnect = Date.now();
+          }
         }),
       );
     }
@@ -186,7 +196,7 @@ async function rollingRestart(t, mode, storeKind, ferret) {
         assert.equal(node.process.exitInfo.code, 0, `${node.name} should exit cleanly on SIGTERM: ${JSON.stringify(node.process.exitInfo)}`);
         const drained = /drain done[^\n]*/.exec(node.logTail(20000));
         const fresh = await cluster.restart(node, { readyTimeoutMs: 30000 });
-        restarts.push({ node: node.name, exitMs: exited - began, downMs: Date.now() - exited, drain: drained ? drained[0].slice(0, 200) : 'no "drain done" line' });
+        restarts.push({ node: node.name, began, ready: Date.now(), exitMs: exited - began, downMs: Date.now() - exited, drain: drained ? drained[0].slice(0, 200) : 'no "drain done" line' });
         log(`restarted ${fresh.name}: ${JSON.stringify(restarts[restarts.length - 1])}`);
         await editMore(`editing after restarting ${node.name}`);
       }
@@ -206,6 +216,12 @@ async function rollingRestart(t, mode, storeKind, ferret) {
       store: storeKind,
       entries: groups.reduce((s, g) => s + g.written().length, 0),
       syncGap: stats(seen.gaps),
+      syncGapConnectionStayedUp: stats(seen.gapsConnected),
+      syncGapAcrossReconnect: stats(seen.gapsReconnected),
+      // Written while a node drained, exited or started again, or outside
+      // those windows (the machine's steady state, for comparison).
+      syncGapDuringRestarts: stats(seen.arrivals.filter((a) => restarts.some((r) => a.at >= r.began && a.at <= r.ready)).map((a) => a.gap)),
+      syncGapBetweenRestarts: stats(seen.arrivals.filter((a) => !restarts.some((r) => a.at >= r.began && a.at <= r.ready)).map((a) => a.gap)),
       calls: calls.length,
       failedCalls: failed.length,
       watchStreamsOpenedAgain: watchOpened,
@@ -215,7 +231,11 @@ async function rollingRestart(t, mode, storeKind, ferret) {
       restarts,
     };
     log(`report ${JSON.stringify(report)}`);
-    console.log(`rolling restart, ${mode} mode (${storeKind}): sync gap ${report.syncGap}; failed calls ${failed.length}; watch streams opened again ${watchOpened}`);
+    console.log(
+      `rolling restart, ${mode} mode (${storeKind}): sync gap ${report.syncGap}; connection stayed up ${report.syncGapConnectionStayedUp}; ` +
+        `across a reconnect ${report.syncGapAcrossReconnect}; written during a restart ${report.syncGapDuringRestarts}; ` +
+        `between restarts ${report.syncGapBetweenRestarts}; failed calls ${failed.length}; watch streams opened again ${watchOpened}`,
+    );
 
     assert.deepEqual(failed.slice(0, 5), [], 'no unary call may fail during a rolling restart');
     assert.deepEqual(seen.syncFailed.slice(0, 5), [], 'no sync-failed event may reach a client');

@@ -840,6 +840,86 @@ func (x *UpdateDocumentByAdminResponse) GetDocument() *v1.DocumentSummary {
 	return nil
 }
 
+type DrainRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DrainRequest) Reset() {
+	*x = DrainRequest{}
+	mi := &file_yorkie_cluster_v1_cluster_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DrainRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DrainRequest) ProtoMessage() {}
+
+func (x *DrainRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_yorkie_cluster_v1_cluster_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DrainRequest.ProtoReflect.Descriptor instead.
+func (*DrainRequest) Descriptor() ([]byte, []int) {
+	return file_yorkie_cluster_v1_cluster_proto_rawDescGZIP(), []int{14}
+}
+
+type DrainResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	DocumentsLeft int32                  `protobuf:"varint,1,opt,name=documents_left,json=documentsLeft,proto3" json:"documents_left,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DrainResponse) Reset() {
+	*x = DrainResponse{}
+	mi := &file_yorkie_cluster_v1_cluster_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DrainResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DrainResponse) ProtoMessage() {}
+
+func (x *DrainResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_yorkie_cluster_v1_cluster_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DrainResponse.ProtoReflect.Descriptor instead.
+func (*DrainResponse) Descriptor() ([]byte, []int) {
+	return file_yorkie_cluster_v1_cluster_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *DrainResponse) GetDocumentsLeft() int32 {
+	if x != nil {
+		return x.DocumentsLeft
+	}
+	return 0
+}
+
 var File_yorkie_cluster_v1_cluster_proto protoreflect.FileDescriptor
 
 const file_yorkie_cluster_v1_cluster_proto_rawDesc = "" +
@@ -910,7 +990,10 @@ const file_yorkie_cluster_v1_cluster_proto_rawDesc = "" +
 	"\n" +
 	"schema_key\x18\x06 \x01(\tR\tschemaKey\"W\n" +
 	"\x1dUpdateDocumentByAdminResponse\x126\n" +
-	"\bdocument\x18\x01 \x01(\v2\x1a.yorkie.v1.DocumentSummaryR\bdocument2\xae\x06\n" +
+	"\bdocument\x18\x01 \x01(\v2\x1a.yorkie.v1.DocumentSummaryR\bdocument\"\x0e\n" +
+	"\fDrainRequest\"6\n" +
+	"\rDrainResponse\x12%\n" +
+	"\x0edocuments_left\x18\x01 \x01(\x05R\rdocumentsLeft2\xfc\x06\n" +
 	"\x0eClusterService\x12y\n" +
 	"\x14DetachClientDocument\x12..yorkie.cluster.v1.DetachClientDocumentRequest\x1a/.yorkie.cluster.v1.DetachClientDocumentResponse\"\x00\x12s\n" +
 	"\x12GetDocumentSummary\x12,.yorkie.cluster.v1.GetDocumentSummaryRequest\x1a-.yorkie.cluster.v1.GetDocumentSummaryResponse\"\x00\x12|\n" +
@@ -918,7 +1001,8 @@ const file_yorkie_cluster_v1_cluster_proto_rawDesc = "" +
 	"\fListChannels\x12&.yorkie.cluster.v1.ListChannelsRequest\x1a'.yorkie.cluster.v1.ListChannelsResponse\"\x00\x12^\n" +
 	"\vGetChannels\x12%.yorkie.cluster.v1.GetChannelsRequest\x1a&.yorkie.cluster.v1.GetChannelsResponse\"\x00\x12m\n" +
 	"\x10BroadcastByAdmin\x12*.yorkie.cluster.v1.BroadcastByAdminRequest\x1a+.yorkie.cluster.v1.BroadcastByAdminResponse\"\x00\x12|\n" +
-	"\x15UpdateDocumentByAdmin\x12/.yorkie.cluster.v1.UpdateDocumentByAdminRequest\x1a0.yorkie.cluster.v1.UpdateDocumentByAdminResponse\"\x00BCZAgithub.com/yorkie-affinity/yorkie/api/yorkie/cluster/v1;clusterv1b\x06proto3"
+	"\x15UpdateDocumentByAdmin\x12/.yorkie.cluster.v1.UpdateDocumentByAdminRequest\x1a0.yorkie.cluster.v1.UpdateDocumentByAdminResponse\"\x00\x12L\n" +
+	"\x05Drain\x12\x1f.yorkie.cluster.v1.DrainRequest\x1a .yorkie.cluster.v1.DrainResponse\"\x00BCZAgithub.com/yorkie-affinity/yorkie/api/yorkie/cluster/v1;clusterv1b\x06proto3"
 
 var (
 	file_yorkie_cluster_v1_cluster_proto_rawDescOnce sync.Once
@@ -932,7 +1016,7 @@ func file_yorkie_cluster_v1_cluster_proto_rawDescGZIP() []byte {
 	return file_yorkie_cluster_v1_cluster_proto_rawDescData
 }
 
-var file_yorkie_cluster_v1_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_yorkie_cluster_v1_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
 var file_yorkie_cluster_v1_cluster_proto_goTypes = []any{
 	(*DetachClientDocumentRequest)(nil),   // 0: yorkie.cluster.v1.DetachClientDocumentRequest
 	(*DetachClientDocumentResponse)(nil),  // 1: yorkie.cluster.v1.DetachClientDocumentResponse
@@ -948,14 +1032,16 @@ var file_yorkie_cluster_v1_cluster_proto_goTypes = []any{
 	(*BroadcastByAdminResponse)(nil),      // 11: yorkie.cluster.v1.BroadcastByAdminResponse
 	(*UpdateDocumentByAdminRequest)(nil),  // 12: yorkie.cluster.v1.UpdateDocumentByAdminRequest
 	(*UpdateDocumentByAdminResponse)(nil), // 13: yorkie.cluster.v1.UpdateDocumentByAdminResponse
-	(*v1.DocumentSummary)(nil),            // 14: yorkie.v1.DocumentSummary
-	(*v1.ChannelSummary)(nil),             // 15: yorkie.v1.ChannelSummary
+	(*DrainRequest)(nil),                  // 14: yorkie.cluster.v1.DrainRequest
+	(*DrainResponse)(nil),                 // 15: yorkie.cluster.v1.DrainResponse
+	(*v1.DocumentSummary)(nil),            // 16: yorkie.v1.DocumentSummary
+	(*v1.ChannelSummary)(nil),             // 17: yorkie.v1.ChannelSummary
 }
 var file_yorkie_cluster_v1_cluster_proto_depIdxs = []int32{
-	14, // 0: yorkie.cluster.v1.GetDocumentSummaryResponse.document:type_name -> yorkie.v1.DocumentSummary
-	15, // 1: yorkie.cluster.v1.ListChannelsResponse.channels:type_name -> yorkie.v1.ChannelSummary
-	15, // 2: yorkie.cluster.v1.GetChannelsResponse.channels:type_name -> yorkie.v1.ChannelSummary
-	14, // 3: yorkie.cluster.v1.UpdateDocumentByAdminResponse.document:type_name -> yorkie.v1.DocumentSummary
+	16, // 0: yorkie.cluster.v1.GetDocumentSummaryResponse.document:type_name -> yorkie.v1.DocumentSummary
+	17, // 1: yorkie.cluster.v1.ListChannelsResponse.channels:type_name -> yorkie.v1.ChannelSummary
+	17, // 2: yorkie.cluster.v1.GetChannelsResponse.channels:type_name -> yorkie.v1.ChannelSummary
+	16, // 3: yorkie.cluster.v1.UpdateDocumentByAdminResponse.document:type_name -> yorkie.v1.DocumentSummary
 	0,  // 4: yorkie.cluster.v1.ClusterService.DetachClientDocument:input_type -> yorkie.cluster.v1.DetachClientDocumentRequest
 	2,  // 5: yorkie.cluster.v1.ClusterService.GetDocumentSummary:input_type -> yorkie.cluster.v1.GetDocumentSummaryRequest
 	4,  // 6: yorkie.cluster.v1.ClusterService.RemoveDocumentByAdmin:input_type -> yorkie.cluster.v1.RemoveDocumentByAdminRequest
@@ -963,15 +1049,17 @@ var file_yorkie_cluster_v1_cluster_proto_depIdxs = []int32{
 	8,  // 8: yorkie.cluster.v1.ClusterService.GetChannels:input_type -> yorkie.cluster.v1.GetChannelsRequest
 	10, // 9: yorkie.cluster.v1.ClusterService.BroadcastByAdmin:input_type -> yorkie.cluster.v1.BroadcastByAdminRequest
 	12, // 10: yorkie.cluster.v1.ClusterService.UpdateDocumentByAdmin:input_type -> yorkie.cluster.v1.UpdateDocumentByAdminRequest
-	1,  // 11: yorkie.cluster.v1.ClusterService.DetachClientDocument:output_type -> yorkie.cluster.v1.DetachClientDocumentResponse
-	3,  // 12: yorkie.cluster.v1.ClusterService.GetDocumentSummary:output_type -> yorkie.cluster.v1.GetDocumentSummaryResponse
-	5,  // 13: yorkie.cluster.v1.ClusterService.RemoveDocumentByAdmin:output_type -> yorkie.cluster.v1.RemoveDocumentByAdminResponse
-	7,  // 14: yorkie.cluster.v1.ClusterService.ListChannels:output_type -> yorkie.cluster.v1.ListChannelsResponse
-	9,  // 15: yorkie.cluster.v1.ClusterService.GetChannels:output_type -> yorkie.cluster.v1.GetChannelsResponse
-	11, // 16: yorkie.cluster.v1.ClusterService.BroadcastByAdmin:output_type -> yorkie.cluster.v1.BroadcastByAdminResponse
-	13, // 17: yorkie.cluster.v1.ClusterService.UpdateDocumentByAdmin:output_type -> yorkie.cluster.v1.UpdateDocumentByAdminResponse
-	11, // [11:18] is the sub-list for method output_type
-	4,  // [4:11] is the sub-list for method input_type
+	14, // 11: yorkie.cluster.v1.ClusterService.Drain:input_type -> yorkie.cluster.v1.DrainRequest
+	1,  // 12: yorkie.cluster.v1.ClusterService.DetachClientDocument:output_type -> yorkie.cluster.v1.DetachClientDocumentResponse
+	3,  // 13: yorkie.cluster.v1.ClusterService.GetDocumentSummary:output_type -> yorkie.cluster.v1.GetDocumentSummaryResponse
+	5,  // 14: yorkie.cluster.v1.ClusterService.RemoveDocumentByAdmin:output_type -> yorkie.cluster.v1.RemoveDocumentByAdminResponse
+	7,  // 15: yorkie.cluster.v1.ClusterService.ListChannels:output_type -> yorkie.cluster.v1.ListChannelsResponse
+	9,  // 16: yorkie.cluster.v1.ClusterService.GetChannels:output_type -> yorkie.cluster.v1.GetChannelsResponse
+	11, // 17: yorkie.cluster.v1.ClusterService.BroadcastByAdmin:output_type -> yorkie.cluster.v1.BroadcastByAdminResponse
+	13, // 18: yorkie.cluster.v1.ClusterService.UpdateDocumentByAdmin:output_type -> yorkie.cluster.v1.UpdateDocumentByAdminResponse
+	15, // 19: yorkie.cluster.v1.ClusterService.Drain:output_type -> yorkie.cluster.v1.DrainResponse
+	12, // [12:20] is the sub-list for method output_type
+	4,  // [4:12] is the sub-list for method input_type
 	4,  // [4:4] is the sub-list for extension type_name
 	4,  // [4:4] is the sub-list for extension extendee
 	0,  // [0:4] is the sub-list for field type_name
@@ -988,7 +1076,7 @@ func file_yorkie_cluster_v1_cluster_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_yorkie_cluster_v1_cluster_proto_rawDesc), len(file_yorkie_cluster_v1_cluster_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   14,
+			NumMessages:   16,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

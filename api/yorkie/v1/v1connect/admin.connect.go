@@ -143,6 +143,8 @@ const (
 	// AdminServiceCompactDocumentByAdminProcedure is the fully-qualified name of the AdminService's
 	// CompactDocumentByAdmin RPC.
 	AdminServiceCompactDocumentByAdminProcedure = "/yorkie.v1.AdminService/CompactDocumentByAdmin"
+	// AdminServiceDrainNodeProcedure is the fully-qualified name of the AdminService's DrainNode RPC.
+	AdminServiceDrainNodeProcedure = "/yorkie.v1.AdminService/DrainNode"
 )
 
 // AdminServiceClient is a client for the yorkie.v1.AdminService service.
@@ -184,6 +186,10 @@ type AdminServiceClient interface {
 	BroadcastByAdmin(context.Context, *connect.Request[v1.BroadcastByAdminRequest]) (*connect.Response[v1.BroadcastByAdminResponse], error)
 	GetServerVersion(context.Context, *connect.Request[v1.GetServerVersionRequest]) (*connect.Response[v1.GetServerVersionResponse], error)
 	CompactDocumentByAdmin(context.Context, *connect.Request[v1.CompactDocumentByAdminRequest]) (*connect.Response[v1.CompactDocumentByAdminResponse], error)
+	// DrainNode (not upstream's) hands every document a node owns on to its
+	// next owner, as SIGTERM does before the node exits; the node keeps
+	// running and relays what still reaches it. The server's admin account only.
+	DrainNode(context.Context, *connect.Request[v1.DrainNodeRequest]) (*connect.Response[v1.DrainNodeResponse], error)
 }
 
 // NewAdminServiceClient constructs a client for the yorkie.v1.AdminService service. By default, it
@@ -419,6 +425,12 @@ func NewAdminServiceClient(httpClient connect.HTTPClient, baseURL string, opts .
 			connect.WithSchema(adminServiceMethods.ByName("CompactDocumentByAdmin")),
 			connect.WithClientOptions(opts...),
 		),
+		drainNode: connect.NewClient[v1.DrainNodeRequest, v1.DrainNodeResponse](
+			httpClient,
+			baseURL+AdminServiceDrainNodeProcedure,
+			connect.WithSchema(adminServiceMethods.ByName("DrainNode")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -461,6 +473,7 @@ type adminServiceClient struct {
 	broadcastByAdmin       *connect.Client[v1.BroadcastByAdminRequest, v1.BroadcastByAdminResponse]
 	getServerVersion       *connect.Client[v1.GetServerVersionRequest, v1.GetServerVersionResponse]
 	compactDocumentByAdmin *connect.Client[v1.CompactDocumentByAdminRequest, v1.CompactDocumentByAdminResponse]
+	drainNode              *connect.Client[v1.DrainNodeRequest, v1.DrainNodeResponse]
 }
 
 // SignUp calls yorkie.v1.AdminService.SignUp.
@@ -648,6 +661,11 @@ func (c *adminServiceClient) CompactDocumentByAdmin(ctx context.Context, req *co
 	return c.compactDocumentByAdmin.CallUnary(ctx, req)
 }
 
+// DrainNode calls yorkie.v1.AdminService.DrainNode.
+func (c *adminServiceClient) DrainNode(ctx context.Context, req *connect.Request[v1.DrainNodeRequest]) (*connect.Response[v1.DrainNodeResponse], error) {
+	return c.drainNode.CallUnary(ctx, req)
+}
+
 // AdminServiceHandler is an implementation of the yorkie.v1.AdminService service.
 type AdminServiceHandler interface {
 	SignUp(context.Context, *connect.Request[v1.SignUpRequest]) (*connect.Response[v1.SignUpResponse], error)
@@ -687,6 +705,10 @@ type AdminServiceHandler interface {
 	BroadcastByAdmin(context.Context, *connect.Request[v1.BroadcastByAdminRequest]) (*connect.Response[v1.BroadcastByAdminResponse], error)
 	GetServerVersion(context.Context, *connect.Request[v1.GetServerVersionRequest]) (*connect.Response[v1.GetServerVersionResponse], error)
 	CompactDocumentByAdmin(context.Context, *connect.Request[v1.CompactDocumentByAdminRequest]) (*connect.Response[v1.CompactDocumentByAdminResponse], error)
+	// DrainNode (not upstream's) hands every document a node owns on to its
+	// next owner, as SIGTERM does before the node exits; the node keeps
+	// running and relays what still reaches it. The server's admin account only.
+	DrainNode(context.Context, *connect.Request[v1.DrainNodeRequest]) (*connect.Response[v1.DrainNodeResponse], error)
 }
 
 // NewAdminServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -918,6 +940,12 @@ func NewAdminServiceHandler(svc AdminServiceHandler, opts ...connect.HandlerOpti
 		connect.WithSchema(adminServiceMethods.ByName("CompactDocumentByAdmin")),
 		connect.WithHandlerOptions(opts...),
 	)
+	adminServiceDrainNodeHandler := connect.NewUnaryHandler(
+		AdminServiceDrainNodeProcedure,
+		svc.DrainNode,
+		connect.WithSchema(adminServiceMethods.ByName("DrainNode")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/yorkie.v1.AdminService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case AdminServiceSignUpProcedure:
@@ -994,6 +1022,8 @@ func NewAdminServiceHandler(svc AdminServiceHandler, opts ...connect.HandlerOpti
 			adminServiceGetServerVersionHandler.ServeHTTP(w, r)
 		case AdminServiceCompactDocumentByAdminProcedure:
 			adminServiceCompactDocumentByAdminHandler.ServeHTTP(w, r)
+		case AdminServiceDrainNodeProcedure:
+			adminServiceDrainNodeHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -1149,4 +1179,8 @@ func (UnimplementedAdminServiceHandler) GetServerVersion(context.Context, *conne
 
 func (UnimplementedAdminServiceHandler) CompactDocumentByAdmin(context.Context, *connect.Request[v1.CompactDocumentByAdminRequest]) (*connect.Response[v1.CompactDocumentByAdminResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("yorkie.v1.AdminService.CompactDocumentByAdmin is not implemented"))
+}
+
+func (UnimplementedAdminServiceHandler) DrainNode(context.Context, *connect.Request[v1.DrainNodeRequest]) (*connect.Response[v1.DrainNodeResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("yorkie.v1.AdminService.DrainNode is not implemented"))
 }

@@ -58,6 +58,8 @@ const (
 	// ClusterServiceUpdateDocumentByAdminProcedure is the fully-qualified name of the ClusterService's
 	// UpdateDocumentByAdmin RPC.
 	ClusterServiceUpdateDocumentByAdminProcedure = "/yorkie.cluster.v1.ClusterService/UpdateDocumentByAdmin"
+	// ClusterServiceDrainProcedure is the fully-qualified name of the ClusterService's Drain RPC.
+	ClusterServiceDrainProcedure = "/yorkie.cluster.v1.ClusterService/Drain"
 )
 
 // ClusterServiceClient is a client for the yorkie.cluster.v1.ClusterService service.
@@ -72,6 +74,9 @@ type ClusterServiceClient interface {
 	GetChannels(context.Context, *connect.Request[v1.GetChannelsRequest]) (*connect.Response[v1.GetChannelsResponse], error)
 	BroadcastByAdmin(context.Context, *connect.Request[v1.BroadcastByAdminRequest]) (*connect.Response[v1.BroadcastByAdminResponse], error)
 	UpdateDocumentByAdmin(context.Context, *connect.Request[v1.UpdateDocumentByAdminRequest]) (*connect.Response[v1.UpdateDocumentByAdminResponse], error)
+	// Drain makes the receiving node hand its documents on (AdminService's
+	// DrainNode naming it).
+	Drain(context.Context, *connect.Request[v1.DrainRequest]) (*connect.Response[v1.DrainResponse], error)
 }
 
 // NewClusterServiceClient constructs a client for the yorkie.cluster.v1.ClusterService service. By
@@ -127,6 +132,12 @@ func NewClusterServiceClient(httpClient connect.HTTPClient, baseURL string, opts
 			connect.WithSchema(clusterServiceMethods.ByName("UpdateDocumentByAdmin")),
 			connect.WithClientOptions(opts...),
 		),
+		drain: connect.NewClient[v1.DrainRequest, v1.DrainResponse](
+			httpClient,
+			baseURL+ClusterServiceDrainProcedure,
+			connect.WithSchema(clusterServiceMethods.ByName("Drain")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -139,6 +150,7 @@ type clusterServiceClient struct {
 	getChannels           *connect.Client[v1.GetChannelsRequest, v1.GetChannelsResponse]
 	broadcastByAdmin      *connect.Client[v1.BroadcastByAdminRequest, v1.BroadcastByAdminResponse]
 	updateDocumentByAdmin *connect.Client[v1.UpdateDocumentByAdminRequest, v1.UpdateDocumentByAdminResponse]
+	drain                 *connect.Client[v1.DrainRequest, v1.DrainResponse]
 }
 
 // DetachClientDocument calls yorkie.cluster.v1.ClusterService.DetachClientDocument.
@@ -176,6 +188,11 @@ func (c *clusterServiceClient) UpdateDocumentByAdmin(ctx context.Context, req *c
 	return c.updateDocumentByAdmin.CallUnary(ctx, req)
 }
 
+// Drain calls yorkie.cluster.v1.ClusterService.Drain.
+func (c *clusterServiceClient) Drain(ctx context.Context, req *connect.Request[v1.DrainRequest]) (*connect.Response[v1.DrainResponse], error) {
+	return c.drain.CallUnary(ctx, req)
+}
+
 // ClusterServiceHandler is an implementation of the yorkie.cluster.v1.ClusterService service.
 type ClusterServiceHandler interface {
 	// DetachClientDocument detaches the client from a document this node owns,
@@ -188,6 +205,9 @@ type ClusterServiceHandler interface {
 	GetChannels(context.Context, *connect.Request[v1.GetChannelsRequest]) (*connect.Response[v1.GetChannelsResponse], error)
 	BroadcastByAdmin(context.Context, *connect.Request[v1.BroadcastByAdminRequest]) (*connect.Response[v1.BroadcastByAdminResponse], error)
 	UpdateDocumentByAdmin(context.Context, *connect.Request[v1.UpdateDocumentByAdminRequest]) (*connect.Response[v1.UpdateDocumentByAdminResponse], error)
+	// Drain makes the receiving node hand its documents on (AdminService's
+	// DrainNode naming it).
+	Drain(context.Context, *connect.Request[v1.DrainRequest]) (*connect.Response[v1.DrainResponse], error)
 }
 
 // NewClusterServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -239,6 +259,12 @@ func NewClusterServiceHandler(svc ClusterServiceHandler, opts ...connect.Handler
 		connect.WithSchema(clusterServiceMethods.ByName("UpdateDocumentByAdmin")),
 		connect.WithHandlerOptions(opts...),
 	)
+	clusterServiceDrainHandler := connect.NewUnaryHandler(
+		ClusterServiceDrainProcedure,
+		svc.Drain,
+		connect.WithSchema(clusterServiceMethods.ByName("Drain")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/yorkie.cluster.v1.ClusterService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case ClusterServiceDetachClientDocumentProcedure:
@@ -255,6 +281,8 @@ func NewClusterServiceHandler(svc ClusterServiceHandler, opts ...connect.Handler
 			clusterServiceBroadcastByAdminHandler.ServeHTTP(w, r)
 		case ClusterServiceUpdateDocumentByAdminProcedure:
 			clusterServiceUpdateDocumentByAdminHandler.ServeHTTP(w, r)
+		case ClusterServiceDrainProcedure:
+			clusterServiceDrainHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -290,4 +318,8 @@ func (UnimplementedClusterServiceHandler) BroadcastByAdmin(context.Context, *con
 
 func (UnimplementedClusterServiceHandler) UpdateDocumentByAdmin(context.Context, *connect.Request[v1.UpdateDocumentByAdminRequest]) (*connect.Response[v1.UpdateDocumentByAdminResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("yorkie.cluster.v1.ClusterService.UpdateDocumentByAdmin is not implemented"))
+}
+
+func (UnimplementedClusterServiceHandler) Drain(context.Context, *connect.Request[v1.DrainRequest]) (*connect.Response[v1.DrainResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("yorkie.cluster.v1.ClusterService.Drain is not implemented"))
 }
