@@ -135,7 +135,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&cfg.longRequests, "long-requests", 3000, "authlong: ActivateClient calls at the project whose webhook never answers")
 	fs.DurationVar(&cfg.longSpread, "long-spread", 3*time.Second, "authlong: the calls are spread over this long")
 	fs.DurationVar(&cfg.longTimeout, "long-timeout", time.Hour, "authlong: the project's auth webhook request timeout")
-	fs.DurationVar(&cfg.signUpFor, "signup-for", 5*time.Second, "signup: SignUp calls from one address, one after the other, for this long")
+	fs.DurationVar(&cfg.signUpFor, "signup-for", 10*time.Second, "signup: SignUp calls from one address, 4 at a time, for this long")
 	fs.IntVar(&cfg.fieldCalls, "field-calls", 20, "fields: calls with each oversized field")
 	fs.IntVar(&cfg.fieldBytes, "field-bytes", 1<<20, "fields: bytes of each oversized value")
 	verbose := fs.Bool("v", false, "log progress and the servers' warnings")

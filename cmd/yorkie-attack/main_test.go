@@ -42,7 +42,7 @@ func TestAttacksSmall(t *testing.T) {
 			"document built by one anonymous client":                                   "2000 operations in ",
 			"a bystander's PushPull on another document, p50 / p99: during the 2 GETs": " pushes",
 		},
-		"signup": {"SignUp calls from one address, one after the other, for 500ms": " ok"},
+		"signup": {"SignUp calls from one address, 4 at a time, for 500ms": " ok"},
 		"webhookaddr": {
 			"ActivateClient with the auth webhook on 127.0.0.1: answers / calls reaching the webhook": "/ 0 of 5",
 			"event webhook on 127.0.0.1: deliveries for one changed document, 3 s after":              "0",

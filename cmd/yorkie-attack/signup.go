@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"connectrpc.com/connect"
@@ -11,25 +13,41 @@ import (
 	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
 )
 
-// runSignUp signs up new accounts from one address, one call after the
-// other, for cfg.signUpFor, and reads the server's CPU time around them.
+// signUpWorkers is how many SignUp calls the attack keeps in flight.
+const signUpWorkers = 4
+
+// runSignUp signs up new accounts from one address, signUpWorkers calls at
+// a time, for cfg.signUpFor, and reads the server's CPU time around them.
 func runSignUp(ctx context.Context, t *target, cfg config, _ *slog.Logger) ([]figure, error) {
 	before, err := t.scrape(ctx, false)
 	if err != nil {
 		return nil, err
 	}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	var next atomic.Int64
 	outcomes := map[string]int{}
 	ok, calls := 0, 0
 	end := time.Now().Add(cfg.signUpFor)
-	for ; time.Now().Before(end) && ctx.Err() == nil; calls++ {
-		_, err := t.admin.SignUp(ctx, connect.NewRequest(&api.SignUpRequest{
-			Username: fmt.Sprintf("signup%d", calls), Password: "Passw0rd!long",
-		}))
-		outcomes[code(err)]++
-		if err == nil {
-			ok++
-		}
+	for range signUpWorkers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for time.Now().Before(end) && ctx.Err() == nil {
+				_, err := t.admin.SignUp(ctx, connect.NewRequest(&api.SignUpRequest{
+					Username: fmt.Sprintf("signup%d", next.Add(1)), Password: "Passw0rd!long",
+				}))
+				mu.Lock()
+				calls++
+				outcomes[code(err)]++
+				if err == nil {
+					ok++
+				}
+				mu.Unlock()
+			}
+		}()
 	}
+	wg.Wait()
 	after, err := t.scrape(ctx, false)
 	if err != nil {
 		return nil, err
@@ -40,7 +58,7 @@ func runSignUp(ctx context.Context, t *target, cfg config, _ *slog.Logger) ([]fi
 		perOK = ms(cpu / time.Duration(ok))
 	}
 	return []figure{
-		{fmt.Sprintf("SignUp calls from one address, one after the other, for %v", cfg.signUpFor), fmt.Sprintf("%d: %s", calls, outcomeString(outcomes))},
+		{fmt.Sprintf("SignUp calls from one address, %d at a time, for %v", signUpWorkers, cfg.signUpFor), fmt.Sprintf("%d: %s", calls, outcomeString(outcomes))},
 		{"server CPU: in all / per account made", fmt.Sprintf("%s / %s", ms(cpu), perOK)},
 	}, nil
 }

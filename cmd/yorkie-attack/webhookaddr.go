@@ -78,7 +78,7 @@ func runWebhookAddr(ctx context.Context, t *target, _ config, _ *slog.Logger) ([
 	outcomes := map[string]int{}
 	for i := range calls {
 		req := connect.NewRequest(&api.ActivateClientRequest{ClientKey: fmt.Sprintf("probe%d", i)})
-		req.Header().Set("Authorization", "token")
+		req.Header().Set("Authorization", fmt.Sprintf("token-%d", i)) // no cached answer
 		_, err := c.ActivateClient(ctx, req)
 		outcomes[code(err)]++
 	}
