@@ -25,8 +25,8 @@ type options struct {
 // then joins no cluster.
 func WithRouter(r rpc.Router) Option { return func(o *options) { o.router = r } }
 
-// WithClock replaces time.Now for housekeeping and the caches of projects,
-// so tests can move time on.
+// WithClock replaces time.Now for housekeeping, the caches of projects and
+// the admin API (tokens, throttles), so tests can move time on.
 func WithClock(now func() time.Time) Option { return func(o *options) { o.clock = now } }
 
 // WithHousekeepingReports tells f the outcome of every housekeeping run on

@@ -277,7 +277,7 @@ func New(ctx context.Context, cfg Config, opts ...Option) (_ *Server, err error)
 		return nil, err
 	}
 	if s.admin, err = admin.New(admin.Config{
-		Settings: cfg.Admin, DB: s.db, Logger: logger, Registerer: s.registry,
+		Settings: cfg.Admin, DB: s.db, Logger: logger, Registerer: s.registry, Now: o.clock,
 		Interceptors:                     []connect.Interceptor{s.upstream.Interceptor(false)},
 		DefaultClientDeactivateThreshold: cfg.ClientDeactivateThreshold,
 		OnProjectUpdated: func(p *database.ProjectInfo) {

@@ -45,7 +45,6 @@ const (
 	signUpFreePerAddr        = 20
 	signUpBaseBackoff        = time.Second
 	signUpMaxBackoff         = time.Hour
-	throttleKeys             = 100_000
 )
 
 // DefaultMaxProjectsPerUser bounds the projects one user may own when
@@ -69,8 +68,16 @@ func errBadCredentials() error {
 // the same whether the user exists or not. The /auth/login endpoint and
 // every AdminService call that takes a password use it.
 func (s *Service) CheckPassword(ctx context.Context, username, password, addr string) (*database.UserInfo, error) {
-	userKey, addrKey := "u:"+username, "a:"+hostOf(addr)
-	if wait := max(s.loginUsers.wait(userKey), s.loginAddrs.wait(addrKey)); wait > 0 {
+	userKey, addrKey := username, hostOf(addr)
+	userWait, err := s.loginUsers.wait(ctx, userKey)
+	if err != nil {
+		return nil, s.toConnect(ctx, err)
+	}
+	addrWait, err := s.loginAddrs.wait(ctx, addrKey)
+	if err != nil {
+		return nil, s.toConnect(ctx, err)
+	}
+	if wait := max(userWait, addrWait); wait > 0 {
 		return nil, tooManyAttempts(wait)
 	}
 	user, err := s.db.FindUserByName(ctx, username)
@@ -86,11 +93,14 @@ func (s *Service) CheckPassword(ctx context.Context, username, password, addr st
 		return nil, s.toConnect(ctx, err)
 	}
 	if bcrypt.CompareHashAndPassword(hash, []byte(password)) != nil || user == nil {
-		s.loginUsers.strike(userKey)
-		s.loginAddrs.strike(addrKey)
+		if err := errors.Join(s.loginUsers.strike(ctx, userKey), s.loginAddrs.strike(ctx, addrKey)); err != nil {
+			return nil, s.toConnect(ctx, err)
+		}
 		return nil, errBadCredentials()
 	}
-	s.loginUsers.forget(userKey)
+	if err := s.loginUsers.forget(ctx, userKey); err != nil {
+		return nil, s.toConnect(ctx, err)
+	}
 	return user, nil
 }
 
@@ -112,11 +122,17 @@ func (s *Service) SignUp(ctx context.Context, req *connect.Request[api.SignUpReq
 	if err := errors.Join(validateUsername(req.Msg.Username), validatePassword(req.Msg.Password)); err != nil {
 		return nil, invalidArgument(err)
 	}
-	addrKey := "a:" + hostOf(req.Peer().Addr)
-	if wait := s.signUps.wait(addrKey); wait > 0 {
+	addrKey := hostOf(req.Peer().Addr)
+	wait, err := s.signUps.wait(ctx, addrKey)
+	if err != nil {
+		return nil, s.toConnect(ctx, err)
+	}
+	if wait > 0 {
 		return nil, tooManyAttempts(wait)
 	}
-	s.signUps.strike(addrKey)
+	if err := s.signUps.strike(ctx, addrKey); err != nil {
+		return nil, s.toConnect(ctx, err)
+	}
 	user, err := s.createUser(ctx, req.Msg.Username, req.Msg.Password)
 	if errors.Is(err, database.ErrUserAlreadyExists) {
 		var id [12]byte

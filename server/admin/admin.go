@@ -116,7 +116,8 @@ type Service struct {
 	tokens *tokens
 	calls  *prometheus.CounterVec
 	// loginUsers and loginAddrs slow down password guessing; signUps
-	// slows down account creation per address.
+	// slows down account creation per address. Their counts are shared
+	// by every node on the database.
 	loginUsers, loginAddrs, signUps *throttle
 	// dummyHash makes a log-in for an unknown user cost what a wrong
 	// password costs, so timing does not tell which names exist. It is
@@ -170,9 +171,9 @@ func New(cfg Config) (*Service, error) {
 	}
 	return &Service{
 		cfg: cfg, db: cfg.DB, logger: cfg.Logger, dummyHash: dummy, calls: calls,
-		loginUsers: newThrottle(loginFreeAttemptsPerUser, loginBaseBackoff, loginMaxBackoff, throttleKeys, cfg.Now),
-		loginAddrs: newThrottle(loginFreeAttemptsPerAddr, loginBaseBackoff, loginMaxBackoff, throttleKeys, cfg.Now),
-		signUps:    newThrottle(signUpFreePerAddr, signUpBaseBackoff, signUpMaxBackoff, throttleKeys, cfg.Now),
+		loginUsers: newThrottle("login-user:", loginFreeAttemptsPerUser, loginBaseBackoff, loginMaxBackoff, cfg.DB, cfg.Now),
+		loginAddrs: newThrottle("login-addr:", loginFreeAttemptsPerAddr, loginBaseBackoff, loginMaxBackoff, cfg.DB, cfg.Now),
+		signUps:    newThrottle("signup-addr:", signUpFreePerAddr, signUpBaseBackoff, signUpMaxBackoff, cfg.DB, cfg.Now),
 	}, nil
 }
 

@@ -1,96 +1,85 @@
 package admin
 
 import (
+	"context"
+	"fmt"
 	"net"
-	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/yorkie-affinity/yorkie/server/backend/database"
 )
 
 // throttle slows down repeated attempts by one key (a username or an
 // address): free attempts pass, and from then on each must wait a backoff
-// after the one before, doubling from base up to max. A key quiet for max
-// is forgotten.
+// after the one before, doubling from base up to max. The counts live in
+// the database (database.Strikes), so every node on it counts the same
+// attempts: an attacker gains nothing by spreading guesses over the nodes.
+// A key quiet for max starts again.
 type throttle struct {
+	name      string // prefix of the keys, one per throttle
 	free      int
 	base, max time.Duration
-	// size bounds the keys kept; when full, the stalest are dropped first
-	// only after expired ones are.
-	size int
-	now  func() time.Time
-
-	mu   sync.Mutex
-	keys map[string]*strikes
+	db        database.Strikes
+	now       func() time.Time
+	// strikes counts strikes, to drop stale keys every pruneEvery.
+	strikes atomic.Int64
 }
 
-type strikes struct {
-	count int
-	until time.Time // no attempt before
-	last  time.Time
+// pruneEvery is how many strikes pass between two removals of stale keys:
+// keys an attacker invents are dropped once quiet for max.
+const pruneEvery = 1000
+
+func newThrottle(name string, free int, base, max time.Duration, db database.Strikes, now func() time.Time) *throttle {
+	return &throttle{name: name, free: free, base: base, max: max, db: db, now: now}
 }
 
-func newThrottle(free int, base, max time.Duration, size int, now func() time.Time) *throttle {
-	return &throttle{free: free, base: base, max: max, size: size, now: now, keys: make(map[string]*strikes)}
+// backoff is the wait after the count-th attempt (0 while free).
+func (t *throttle) backoff(count int) time.Duration {
+	over := count - t.free + 1
+	if over <= 0 {
+		return 0
+	}
+	if over >= 30 {
+		return t.max
+	}
+	return min(t.base<<(over-1), t.max)
 }
 
 // wait returns how long the key must still wait before its next attempt
 // (0: it may try now).
-func (t *throttle) wait(key string) time.Duration {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	s, ok := t.keys[key]
-	if !ok {
-		return 0
+func (t *throttle) wait(ctx context.Context, key string) (time.Duration, error) {
+	count, last, err := t.db.FindStrikes(ctx, t.name+key)
+	if err != nil {
+		return 0, fmt.Errorf("throttle %s: %w", t.name, err)
 	}
 	now := t.now()
-	if now.Sub(s.last) >= t.max && !now.Before(s.until) {
-		delete(t.keys, key)
-		return 0
+	if count == 0 || now.Sub(last) >= t.max {
+		return 0, nil
 	}
-	return max(s.until.Sub(now), 0)
+	return max(last.Add(t.backoff(count)).Sub(now), 0), nil
 }
 
 // strike records an attempt that counts against the key.
-func (t *throttle) strike(key string) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+func (t *throttle) strike(ctx context.Context, key string) error {
 	now := t.now()
-	s, ok := t.keys[key]
-	if !ok {
-		if len(t.keys) >= t.size {
-			t.prune(now)
-		}
-		s = &strikes{}
-		t.keys[key] = s
+	if _, err := t.db.AddStrike(ctx, t.name+key, now, t.max); err != nil {
+		return fmt.Errorf("throttle %s: %w", t.name, err)
 	}
-	s.count++
-	s.last = now
-	if over := s.count - t.free + 1; over > 0 {
-		backoff := t.max
-		if over < 30 {
-			backoff = min(t.base<<(over-1), t.max)
+	if t.strikes.Add(1)%pruneEvery == 0 {
+		if _, err := t.db.RemoveStrikesBefore(ctx, now.Add(-t.max)); err != nil {
+			return fmt.Errorf("throttle %s: %w", t.name, err)
 		}
-		s.until = now.Add(backoff)
 	}
+	return nil
 }
 
 // forget clears the key's record: a successful log-in.
-func (t *throttle) forget(key string) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	delete(t.keys, key)
-}
-
-// prune drops expired keys, then, if still full, every key: a flood of
-// distinct keys must not grow memory. The caller holds mu.
-func (t *throttle) prune(now time.Time) {
-	for k, s := range t.keys {
-		if now.Sub(s.last) >= t.max && !now.Before(s.until) {
-			delete(t.keys, k)
-		}
+func (t *throttle) forget(ctx context.Context, key string) error {
+	if err := t.db.ClearStrikes(ctx, t.name+key); err != nil {
+		return fmt.Errorf("throttle %s: %w", t.name, err)
 	}
-	if len(t.keys) >= t.size {
-		clear(t.keys)
-	}
+	return nil
 }
 
 // hostOf returns the host of a peer address ("ip:port" or "ip").

@@ -258,6 +258,8 @@ type Database interface {
 	Stats
 	// DocumentListing: the admin API's document lists.
 	DocumentListing
+	// Strikes: attempt counts of the admin API's throttles.
+	Strikes
 }
 
 // ErrSnapshotNotFound: the document has no stored snapshot at or before the

@@ -54,6 +54,12 @@ func Run(t *testing.T, newDB NewDB) {
 	t.Run("Compaction", func(t *testing.T) { testCompaction(t, newDB) })
 	t.Run("Listing", func(t *testing.T) { testListing(t, newDB) })
 	t.Run("Schemas", func(t *testing.T) { testSchemas(t, newDB) })
+	t.Run("Strikes", func(t *testing.T) {
+		testStrikes(t, func(t *testing.T) (database.Database, database.Database) {
+			db := newDB(t)
+			return db, db
+		})
+	})
 	RunShared(t, pair)
 }
 
@@ -68,6 +74,7 @@ func RunShared(t *testing.T, newPair NewPair) {
 	t.Run("Shared/TwoOwners", func(t *testing.T) { testTwoOwners(t, newPair) })
 	t.Run("Shared/Accounts", func(t *testing.T) { testAccounts(t, newPair) })
 	t.Run("Shared/Members", func(t *testing.T) { testMembers(t, newPair) })
+	t.Run("Shared/Strikes", func(t *testing.T) { testStrikes(t, newPair) })
 }
 
 var idPattern = regexp.MustCompile(`^[0-9a-f]{24}$`)

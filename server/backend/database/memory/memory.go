@@ -47,6 +47,7 @@ type DB struct {
 	revs     revisionStore // see revisions.go; its zero value is ready
 	schemas  schemaStore   // see schemas.go; its zero value is ready
 	members  memberStore   // see members.go; its zero value is ready
+	strikes  strikeStore   // see strikes.go; its zero value is ready
 }
 
 // doc is one document: metadata, change log and attachments, under its own

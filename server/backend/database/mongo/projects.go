@@ -142,6 +142,8 @@ func (db *DB) ensureAccountIndexes(ctx context.Context) error {
 		// A project's members, and a user's projects.
 		{colMembers, mongo.IndexModel{Keys: bson.D{{Key: "project_id", Value: 1}}, Options: options.Index().SetName("project_id")}},
 		{colMembers, mongo.IndexModel{Keys: bson.D{{Key: "user_id", Value: 1}}, Options: options.Index().SetName("user_id")}},
+		// The admin throttles drop stale attempt counts by their last attempt.
+		{colStrikes, mongo.IndexModel{Keys: bson.D{{Key: "last", Value: 1}}, Options: options.Index().SetName("last")}},
 		// Housekeeping reads the projects that set their own threshold.
 		{colProjects, mongo.IndexModel{Keys: bson.D{{Key: "client_deactivate_threshold", Value: 1}}, Options: options.Index().SetName("client_deactivate_threshold")}},
 	}
