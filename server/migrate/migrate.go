@@ -28,6 +28,7 @@ import (
 	"go.mongodb.org/mongo-driver/mongo"
 	"go.mongodb.org/mongo-driver/mongo/options"
 	"go.mongodb.org/mongo-driver/mongo/readpref"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
 	ymongo "github.com/yorkie-affinity/yorkie/server/backend/database/mongo"
@@ -70,6 +71,8 @@ type Report struct {
 	ClientsDeferred int
 	// Failures lists the records that could not be imported.
 	Failures []error
+
+	mu sync.Mutex // guards the counts while records are imported at once
 }
 
 // errDeferred: the client waits for a document that failed.
@@ -296,6 +299,8 @@ func sourceMark(raw bson.Raw) string {
 }
 
 func (r *Report) count(kind string, written bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	if written {
 		r.Written[kind]++
 	}
@@ -326,7 +331,7 @@ func (im *Importer) importDocuments(ctx context.Context, r *Report) (map[primiti
 	prog := newProgress(im.cfg.Progress, im.cfg.ProgressEvery, docs)
 	defer prog.finish()
 	done := make(map[primitive.ObjectID]bool, len(docs))
-	var mu sync.Mutex // guards done and r from here on
+	mu := &r.mu // guards done too
 	fail := func(d *upDocument, err error) {
 		im.log.Error("document not imported", "document", d.Key, "id", d.ID.Hex(), "error", err)
 		mu.Lock()
@@ -384,7 +389,7 @@ func (im *Importer) importDocuments(ctx context.Context, r *Report) (map[primiti
 		if err == nil {
 			st, err = im.finishDocument(ctx, w)
 		}
-		prog.docDone(w.d.ServerSeq)
+		prog.docDone(w.head)
 		if err != nil {
 			fail(w.d, err)
 			return
@@ -536,7 +541,7 @@ type logWriter struct {
 	t            *ymongo.DB
 	docID        string
 	next         int64
-	pending      []*database.Change
+	pending      []*ymongo.ImportedChange
 	copied       int64
 	placeholders int64
 	prog         *progress
@@ -552,7 +557,11 @@ func (w *logWriter) add(ctx context.Context, c *database.Change) error {
 	if err := w.fill(ctx, c.ServerSeq-1); err != nil {
 		return err
 	}
-	w.pending = append(w.pending, c)
+	ic, err := encodeChange(c)
+	if err != nil {
+		return err
+	}
+	w.pending = append(w.pending, ic)
 	w.next = c.ServerSeq + 1
 	w.copied++
 	return w.flushIfFull(ctx)
@@ -560,13 +569,26 @@ func (w *logWriter) add(ctx context.Context, c *database.Change) error {
 
 func (w *logWriter) fill(ctx context.Context, to int64) error {
 	for ; w.next <= to; w.next++ {
-		w.pending = append(w.pending, placeholder(w.next))
+		ic, err := encodeChange(placeholder(w.next))
+		if err != nil {
+			return err
+		}
+		w.pending = append(w.pending, ic)
 		w.placeholders++
 		if err := w.flushIfFull(ctx); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// encodeChange is c as the writer holds it until it is written.
+func encodeChange(c *database.Change) (*ymongo.ImportedChange, error) {
+	body, err := proto.Marshal(c.Body)
+	if err != nil {
+		return nil, fmt.Errorf("encode change %d: %w", c.ServerSeq, err)
+	}
+	return &ymongo.ImportedChange{ServerSeq: c.ServerSeq, ActorID: c.ActorID, ClientSeq: c.ClientSeq, Body: body}, nil
 }
 
 // fillTo fills the log up to the source's head and writes what is pending.
@@ -619,26 +641,43 @@ func (im *Importer) importClients(ctx context.Context, r *Report, docs map[primi
 	if err != nil {
 		return err
 	}
-	return each(ctx, im.src.Collection("clients"), bson.D{}, byID, func(c *upClient, _ bson.Raw) error {
+	// Clients are imported a chunk at a time, several at once: each costs
+	// round trips.
+	var chunk []*upClient
+	importChunk := func() error {
+		err := parallel(ctx, chunk, func(_ int, c *upClient) {
+			err := im.importClient(ctx, c, r, docs, vectors)
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			switch {
+			case errors.Is(err, errDeferred):
+				r.ClientsDeferred++
+			case err != nil && ctx.Err() == nil:
+				im.log.Error("client not imported", "client", c.Key, "id", c.ID.Hex(), "error", err)
+				r.Failures = append(r.Failures, fmt.Errorf("client %q (%s): %w", c.Key, c.ID.Hex(), err))
+			}
+		})
+		chunk = chunk[:0]
+		return err
+	}
+	err = each(ctx, im.src.Collection("clients"), bson.D{}, byID, func(c *upClient, _ bson.Raw) error {
 		r.Clients++
 		if at, ok := imported[c.ID.Hex()]; ok && at.Equal(c.UpdatedAt.UTC().Truncate(time.Millisecond)) {
 			return nil
 		}
-		err := im.importClient(ctx, c, r, docs, vectors)
-		if errors.Is(err, errDeferred) {
-			r.ClientsDeferred++
+		if chunk = append(chunk, c); len(chunk) < clientChunk {
 			return nil
 		}
-		if err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			im.log.Error("client not imported", "client", c.Key, "id", c.ID.Hex(), "error", err)
-			r.Failures = append(r.Failures, fmt.Errorf("client %q (%s): %w", c.Key, c.ID.Hex(), err))
-		}
-		return nil
+		return importChunk()
 	})
+	if err != nil {
+		return err
+	}
+	return importChunk()
 }
+
+// clientChunk is how many clients are read before they are imported.
+const clientChunk = 256
 
 func (im *Importer) importClient(ctx context.Context, c *upClient, r *Report, docs map[primitive.ObjectID]bool, vectors map[[2]primitive.ObjectID]map[string]int64) error {
 	status := database.ClientDeactivated

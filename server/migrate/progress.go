@@ -8,9 +8,11 @@ import (
 )
 
 // progress prints, at most every interval, how many documents and changes
-// are done, the rate of changes copied and the time left. The work of a
-// document is its server_seq (what a first run copies); a document found
-// unchanged counts as done at once.
+// are done, the rate of changes copied and the time left. A run copies the
+// new changes of every document in one pass, then completes the documents
+// one by one: the changes to copy are the server_seq values past each
+// document's head (a document found unchanged counts as done at once), and
+// the time left weighs the two phases alike.
 type progress struct {
 	w        io.Writer
 	every    time.Duration
@@ -19,10 +21,9 @@ type progress struct {
 	last     time.Time
 	docs     int
 	docTotal int
-	work     int64 // server_seq of the documents done
+	skipped  int64 // server_seq of the documents that needed no copy
 	total    int64
 	copied   int64 // changes (and placeholders) written
-	inDoc    int64 // of them, in the document under way
 }
 
 func newProgress(w io.Writer, every time.Duration, docs []*upDocument) *progress {
@@ -34,22 +35,22 @@ func newProgress(w io.Writer, every time.Duration, docs []*upDocument) *progress
 	return p
 }
 
-// changes records n more changes written of the document under way.
+// changes records n more changes written.
 func (p *progress) changes(n int64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.copied += n
-	p.inDoc += n
 	p.maybePrint(false)
 }
 
-// docDone records a document finished, whatever its outcome.
-func (p *progress) docDone(serverSeq int64) {
+// docDone records a document finished, whatever its outcome; uncopied is
+// the part of its server_seq no change was copied for (all of it for a
+// document unchanged or failed before the pass, none for a completed one).
+func (p *progress) docDone(uncopied int64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.docs++
-	p.work += serverSeq
-	p.inDoc = 0
+	p.skipped += uncopied
 	p.maybePrint(false)
 }
 
@@ -70,13 +71,18 @@ func (p *progress) maybePrint(force bool) {
 	p.last = now
 	elapsed := now.Sub(p.start)
 	rate := float64(p.copied) / max(elapsed.Seconds(), 1e-3)
-	done := p.work + p.inDoc
+	done := min(p.skipped+p.copied, p.total)
+	frac := 1.0
+	if p.total > 0 && p.docTotal > 0 {
+		frac = (float64(done)/float64(p.total) + float64(p.docs)/float64(p.docTotal)) / 2
+	}
 	left := "?"
-	if done > 0 && done < p.total {
-		left = (time.Duration(float64(elapsed) * float64(p.total-done) / float64(done))).Round(time.Second).String()
-	} else if done >= p.total {
+	switch {
+	case frac >= 1:
 		left = "0s"
+	case frac > 0:
+		left = time.Duration(float64(elapsed) * (1 - frac) / frac).Round(time.Second).String()
 	}
 	fmt.Fprintf(p.w, "documents %d/%d, changes %d/%d (%d written), %.0f changes/s, %s elapsed, %s left\n",
-		p.docs, p.docTotal, min(done, p.total), p.total, p.copied, rate, elapsed.Round(time.Second), left)
+		p.docs, p.docTotal, done, p.total, p.copied, rate, elapsed.Round(time.Second), left)
 }
