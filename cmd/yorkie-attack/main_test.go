@@ -50,6 +50,7 @@ func TestAttacksSmall(t *testing.T) {
 		"fields": {
 			"AttachChannel with a 1024 KiB channel key": "2: 2 invalid_argument",
 			"ActivateClient with 1024 KiB of metadata":  "2: 2 invalid_argument",
+			"AttachDocument with a 1024 KiB presence":   "2: 2 invalid_argument",
 		},
 		"admin": {
 			"GET /admin/documents/{key} on the profiling port, no credentials":              "401",
