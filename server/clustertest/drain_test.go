@@ -260,3 +260,26 @@ func TestDrainNodeCall(t *testing.T) {
 	require.True(t, c.Node(0).Running())
 	checkEnd(t, c, rs)
 }
+
+// TestDrainAllAtOnce drains every node together, as stopping a whole
+// deployment does: the nodes hand documents to each other, but none hands on
+// a document that came back, so every drain ends; the stops release the
+// rest and nothing is lost.
+func TestDrainAllAtOnce(t *testing.T) {
+	c := clustertest.Start(t, 3)
+	rs := drainFixture(t, c, 6)
+	errs := make(chan error, 3)
+	for _, n := range c.Nodes() {
+		go func() { errs <- n.Server().Drain(wire.Context(t)) }()
+	}
+	for range 3 {
+		require.NoError(t, <-errs)
+	}
+	c.Stop(0)
+	c.Stop(1)
+	c.Add()
+	for _, r := range rs {
+		r.C = c.Node(3).ConnectJSON()
+	}
+	checkEnd(t, c, rs)
+}
