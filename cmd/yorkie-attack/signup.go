@@ -53,12 +53,13 @@ func runSignUp(ctx context.Context, t *target, cfg config, _ *slog.Logger) ([]fi
 		return nil, err
 	}
 	cpu := time.Duration((after["process_cpu_seconds_total"] - before["process_cpu_seconds_total"]) * float64(time.Second))
+	perCall := ms(cpu / time.Duration(max(calls, 1)))
 	perOK := "(none succeeded)"
 	if ok > 0 {
 		perOK = ms(cpu / time.Duration(ok))
 	}
 	return []figure{
 		{fmt.Sprintf("SignUp calls from one address, %d at a time, for %v", signUpWorkers, cfg.signUpFor), fmt.Sprintf("%d: %s", calls, outcomeString(outcomes))},
-		{"server CPU: in all / per account made", fmt.Sprintf("%s / %s", ms(cpu), perOK)},
+		{"server CPU: in all / per call / per account made", fmt.Sprintf("%s / %s / %s", ms(cpu), perCall, perOK)},
 	}, nil
 }
