@@ -67,10 +67,23 @@ func (s *Server) Drain(ctx context.Context) error {
 	mgr.Drain()
 	start := time.Now()
 	moved := 0
+	// handed are the keys handed on in this drain. One that comes back
+	// (another draining node handed it here: nodes stopped together) is not
+	// handed on again, or draining nodes would pass it back and forth; the
+	// stop releases it.
+	handed := map[string]bool{}
 	for pass := 0; ; pass++ {
-		keys := mgr.Owned()
+		var keys []string
+		bounced := 0
+		for _, k := range mgr.Owned() {
+			if handed[k] {
+				bounced++
+				continue
+			}
+			keys = append(keys, k)
+		}
 		if len(keys) == 0 {
-			s.logger.InfoContext(ctx, "drain done", "handed_on", moved, "passes", pass, "took", time.Since(start))
+			s.logger.InfoContext(ctx, "drain done", "handed_on", moved, "came_back", bounced, "passes", pass, "took", time.Since(start))
 			return nil
 		}
 		if len(mgr.Members()) <= 1 {
@@ -88,12 +101,13 @@ func (s *Server) Drain(ctx context.Context) error {
 			s.logger.WarnContext(ctx, "drain ended with documents left", "left", len(keys), "handed_on", moved, "took", time.Since(start))
 			return fmt.Errorf("server: %w: %d documents: %w", ErrDrainIncomplete, len(keys), ctx.Err())
 		}
-		moved += s.handOffAll(ctx, mgr, keys)
+		moved += s.handOffAll(ctx, mgr, keys, handed)
 	}
 }
 
-// handOffAll hands keys on, a few at a time, and returns how many moved.
-func (s *Server) handOffAll(ctx context.Context, mgr *affinity.Manager, keys []string) int {
+// handOffAll hands keys on, a few at a time, records in handed those that
+// moved, and returns how many did.
+func (s *Server) handOffAll(ctx context.Context, mgr *affinity.Manager, keys []string, handed map[string]bool) int {
 	var (
 		wg    sync.WaitGroup
 		mu    sync.Mutex
@@ -115,6 +129,7 @@ func (s *Server) handOffAll(ctx context.Context, mgr *affinity.Manager, keys []s
 			}
 			mu.Lock()
 			moved++
+			handed[key] = true
 			mu.Unlock()
 		})
 	}

@@ -58,7 +58,7 @@ func TestFailedRPCPortGivesUpLease(t *testing.T) {
 		t.Fatal(err)
 	}
 	ln := &breakableListener{Listener: inner, broken: make(chan struct{})}
-	s, err := New(context.Background(), Config{ProfilingPort: -1, SessionStore: store, Logger: slog.New(slog.DiscardHandler)},
+	s, err := New(context.Background(), Config{ProfilingConfig: ProfilingConfig{ProfilingPort: -1}, ClusterConfig: ClusterConfig{SessionStore: store}, Logger: slog.New(slog.DiscardHandler)},
 		WithListeners(ln, nil))
 	if err != nil {
 		t.Fatal(err)

@@ -22,10 +22,10 @@ var ErrTLSConfig = errors.New("TLS settings")
 func (s *Server) loadTLS() error {
 	cfg := s.cfg
 	var err error
-	if s.rpcCerts, err = loadPair("rpc", "--rpc-cert-file", "--rpc-key-file", cfg.RPCCertFile, cfg.RPCKeyFile, s); err != nil {
+	if s.rpcCerts, err = loadPair("rpc", cfg.RPCCertFile, cfg.RPCKeyFile, s); err != nil {
 		return err
 	}
-	if s.profilingCerts, err = loadPair("profiling", "--profiling-cert-file", "--profiling-key-file", cfg.ProfilingCertFile, cfg.ProfilingKeyFile, s); err != nil {
+	if s.profilingCerts, err = loadPair("profiling", cfg.ProfilingCertFile, cfg.ProfilingKeyFile, s); err != nil {
 		return err
 	}
 	if cfg.ClusterCAFile != "" {
@@ -46,12 +46,9 @@ func (s *Server) loadTLS() error {
 
 // loadPair loads one port's certificate, or nothing when neither file is
 // named.
-func loadPair(name, certFlag, keyFlag, certFile, keyFile string, s *Server) (*certfile.Reloader, error) {
-	if certFile == "" && keyFile == "" {
+func loadPair(name, certFile, keyFile string, s *Server) (*certfile.Reloader, error) {
+	if certFile == "" { // Config.Validate saw the key file is not named either
 		return nil, nil
-	}
-	if certFile == "" || keyFile == "" {
-		return nil, fmt.Errorf("server: %w: %s and %s go together", ErrTLSConfig, certFlag, keyFlag)
 	}
 	r, err := certfile.New(certfile.Config{
 		Name: name, CertFile: certFile, KeyFile: keyFile,

@@ -217,7 +217,7 @@ func TestTLSStartErrors(t *testing.T) {
 		}, certfile.ErrExpired, "profiling certificate"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := server.Config{Host: "127.0.0.1"}
+			cfg := server.Config{RPCConfig: server.RPCConfig{Host: "127.0.0.1"}}
 			tc.cfg(&cfg)
 			_, err := server.New(context.Background(), cfg)
 			require.Error(t, err)

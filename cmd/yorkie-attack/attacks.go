@@ -170,15 +170,38 @@ func worst(ctx context.Context, interval time.Duration, f func() (time.Duration,
 const probeBound = 10 * time.Second
 
 func runAuth(ctx context.Context, t *target, cfg config, logger *slog.Logger) ([]figure, error) {
+	return authAttack(ctx, t, authRun{cfg.authRequests, cfg.authSpread, cfg.authGiveUp, 0}, logger)
+}
+
+// runAuthLong is the auth attack at a project whose webhook request
+// timeout is long (an hour by default): before the fix each call held its
+// goroutines and descriptors for that long.
+func runAuthLong(ctx context.Context, t *target, cfg config, logger *slog.Logger) ([]figure, error) {
+	return authAttack(ctx, t, authRun{cfg.longRequests, cfg.longSpread, cfg.authGiveUp, cfg.longTimeout}, logger)
+}
+
+// authRun sizes one auth attack.
+type authRun struct {
+	requests int
+	spread   time.Duration
+	giveUp   time.Duration
+	timeout  time.Duration // the project's webhook request timeout; 0: its default
+}
+
+func authAttack(ctx context.Context, t *target, cfg authRun, logger *slog.Logger) ([]figure, error) {
 	hook, err := newSilent()
 	if err != nil {
 		return nil, err
 	}
 	defer hook.close()
-	p, err := t.project(ctx, "auth-attacker", &api.UpdatableProjectFields{
+	fields := &api.UpdatableProjectFields{
 		AuthWebhookUrl:     wrapperspb.String(hook.url()),
 		AuthWebhookMethods: &api.UpdatableProjectFields_AuthWebhookMethods{Methods: []string{"ActivateClient"}},
-	})
+	}
+	if cfg.timeout > 0 {
+		fields.AuthWebhookRequestTimeout = wrapperspb.String(cfg.timeout.String())
+	}
+	p, err := t.project(ctx, "auth-attacker", fields)
 	if err != nil {
 		return nil, err
 	}
@@ -225,13 +248,13 @@ func runAuth(ctx context.Context, t *target, cfg config, logger *slog.Logger) ([
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	outcomes := map[string]int{}
-	interval := cfg.authSpread / time.Duration(max(cfg.authRequests, 1))
+	interval := cfg.spread / time.Duration(max(cfg.requests, 1))
 	start := time.Now()
-	for i := range cfg.authRequests {
+	for i := range cfg.requests {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			cctx, cancel := context.WithTimeout(ctx, cfg.authGiveUp)
+			cctx, cancel := context.WithTimeout(ctx, cfg.giveUp)
 			defer cancel()
 			// A token of its own each, so no two calls share a webhook
 			// answer.
@@ -261,14 +284,23 @@ func runAuth(ctx context.Context, t *target, cfg config, logger *slog.Logger) ([
 	if err != nil {
 		return nil, err
 	}
-	return []figure{
-		{"attacking calls (each gives up after " + cfg.authGiveUp.String() + ")", fmt.Sprintf("%d over %v: %s", cfg.authRequests, cfg.authSpread, outcomeString(outcomes))},
+	tooMany := strings.Count(t.log.String(), "too many open files")
+	timeoutNote := ""
+	if cfg.timeout > 0 {
+		timeoutNote = "webhook request timeout " + cfg.timeout.String() + ", "
+	}
+	figs := []figure{
+		{"attacking calls (" + timeoutNote + "each gives up after " + cfg.giveUp.String() + ")", fmt.Sprintf("%d over %v: %s", cfg.requests, cfg.spread, outcomeString(outcomes))},
 		{"server goroutines: idle / peak / 3 s after the attackers left", fmt.Sprintf("%.0f / %.0f / %.0f", idle.goroutines, peak.goroutines, after.goroutines)},
 		{"server open descriptors: idle / peak / 3 s after", fmt.Sprintf("%.0f / %.0f / %.0f", idle.fds, peak.fds, after.fds)},
 		{"webhook connections still open 3 s after", strconv.Itoa(hook.open())},
 		{"/healthz: idle / worst during the attack", fmt.Sprintf("%s / %s (%d failed within %v)", ms(healthIdle), ms(hw), hfail, probeBound)},
 		{"another project's ActivateClient: idle / worst", fmt.Sprintf("%s / %s (%d failed within %v)", ms(victimIdle), ms(vw), vfail, probeBound)},
-	}, nil
+	}
+	if cfg.timeout > 0 {
+		figs = append(figs, figure{"server log lines \"too many open files\"", strconv.Itoa(tooMany)})
+	}
+	return figs, nil
 }
 
 func outcomeString(m map[string]int) string {
@@ -840,6 +872,12 @@ func runDocView(ctx context.Context, t *target, cfg config, logger *slog.Logger)
 	if err != nil {
 		return nil, err
 	}
+	by, err := newBystander(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	defer by.close()
+	quiet := by.run(ctx, time.Second)
 	base, err := t.usage(ctx, true)
 	if err != nil {
 		return nil, err
@@ -856,6 +894,7 @@ func runDocView(ctx context.Context, t *target, cfg config, logger *slog.Logger)
 		}
 		return 0, err
 	})
+	busy := by.start(ctx)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var slowest time.Duration
@@ -874,6 +913,7 @@ func runDocView(ctx context.Context, t *target, cfg config, logger *slog.Logger)
 		}()
 	}
 	wg.Wait()
+	during := busy()
 	endWindow()
 	_, _ = sampler()
 	if failed != nil {
@@ -884,5 +924,7 @@ func runDocView(ctx context.Context, t *target, cfg config, logger *slog.Logger)
 		{"one GET of its view", ms(one)},
 		{fmt.Sprintf("%d GETs at once: slowest", cfg.views), ms(slowest)},
 		{fmt.Sprintf("server resident memory: before / peak during the %d GETs", cfg.views), fmt.Sprintf("%s / %s", mib(base.rss), mib(float64(peak.Load())))},
+		{"a bystander's PushPull on another document, p50 / p99: quiet", quiet.String()},
+		{fmt.Sprintf("a bystander's PushPull on another document, p50 / p99: during the %d GETs", cfg.views), during.String()},
 	}, nil
 }

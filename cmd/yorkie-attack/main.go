@@ -62,6 +62,9 @@ type attack struct {
 	name string
 	what string
 	run  func(ctx context.Context, t *target, cfg config, logger *slog.Logger) ([]figure, error)
+	// defaults: the server keeps its default on private webhook addresses
+	// (the other attacks allow them, for their endpoints on loopback).
+	defaults bool
 }
 
 // config holds the sizes of the attacks.
@@ -77,23 +80,33 @@ type config struct {
 	dropWait     time.Duration // longest wait for the victim's event after them
 	topics       int           // broadcasts with a large topic to a watcher that does not read
 	topicBytes   int
-	viewOps      int // docview: operations of the viewed document
-	views        int // docview: GETs at once
-	bombs        int // concurrent gzip bombs
-	bombBytes    int // what each inflates to
+	viewOps      int           // docview: operations of the viewed document
+	views        int           // docview: GETs at once
+	bombs        int           // concurrent gzip bombs
+	bombBytes    int           // what each inflates to
+	longRequests int           // authlong: ActivateClient calls at a project whose webhook timeout is long
+	longSpread   time.Duration // over this long
+	longTimeout  time.Duration // authlong: the project's auth webhook request timeout
+	signUpFor    time.Duration // signup: SignUp calls from one address for this long
+	fieldCalls   int           // fields: calls with each oversized field
+	fieldBytes   int           // fields: bytes of each oversized value
 }
 
 func attacks() []attack {
 	return []attack{
-		{"auth", "auth webhook that accepts connections and never answers", runAuth},
-		{"authport", "auth webhook on a closed port vs one that never answers", runAuthPort},
-		{"event", "event webhooks: an attacker's silent endpoint vs a victim project's event", runEvent},
-		{"eventdrop", "event webhooks: an attacker fills the backlog, then a victim project changes a document", runEventDrop},
-		{"topic", "broadcasts with large topics to a watcher that does not read", runTopic},
-		{"lamport", "a change with lamport 2^63-1", runLamport},
-		{"bomb", "concurrent gzip bombs", runBomb},
-		{"docview", "the operators' view of a large document, GET many times at once", runDocView},
-		{"admin", "the admin API and operators' view without credentials", runAdmin},
+		{"auth", "auth webhook that accepts connections and never answers", runAuth, false},
+		{"authlong", "auth webhook that never answers, with a long project request timeout", runAuthLong, false},
+		{"authport", "auth webhook on a closed port vs one that never answers", runAuthPort, false},
+		{"event", "event webhooks: an attacker's silent endpoint vs a victim project's event", runEvent, false},
+		{"eventdrop", "event webhooks: an attacker fills the backlog, then a victim project changes a document", runEventDrop, false},
+		{"topic", "broadcasts with large topics to a watcher that does not read", runTopic, false},
+		{"lamport", "a change with lamport 2^63-1", runLamport, false},
+		{"bomb", "concurrent gzip bombs", runBomb, false},
+		{"docview", "the operators' view of a large document, GET many times at once", runDocView, false},
+		{"admin", "the admin API and operators' view without credentials", runAdmin, false},
+		{"signup", "SignUp from one address as fast as it answers", runSignUp, false},
+		{"webhookaddr", "project webhooks at loopback and link-local addresses, the server on its defaults", runWebhookAddr, true},
+		{"fields", "oversized channel keys, client metadata and presence", runFields, false},
 	}
 }
 
@@ -102,7 +115,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	var bins binFlag
 	fs.Var(&bins, "bin", "name=path of a yorkie binary to attack, optionally followed by server flags (repeat: the figures come side by side)")
-	names := fs.String("attacks", "auth,authport,event,eventdrop,topic,lamport,bomb,docview,admin", "attacks to run, comma-separated")
+	names := fs.String("attacks", "auth,authlong,authport,event,eventdrop,topic,lamport,bomb,docview,admin,signup,webhookaddr,fields", "attacks to run, comma-separated")
 	var cfg config
 	fs.IntVar(&cfg.authRequests, "auth-requests", 2000, "auth: ActivateClient calls at the project whose webhook never answers")
 	fs.DurationVar(&cfg.authSpread, "auth-spread", 2*time.Second, "auth: the calls are spread over this long")
@@ -119,6 +132,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&cfg.views, "views", 8, "docview: GETs of its view at once")
 	fs.IntVar(&cfg.bombs, "bombs", 20, "bomb: gzip bombs sent at once")
 	fs.IntVar(&cfg.bombBytes, "bomb-bytes", 1<<30, "bomb: bytes each bomb inflates to")
+	fs.IntVar(&cfg.longRequests, "long-requests", 3000, "authlong: ActivateClient calls at the project whose webhook never answers")
+	fs.DurationVar(&cfg.longSpread, "long-spread", 3*time.Second, "authlong: the calls are spread over this long")
+	fs.DurationVar(&cfg.longTimeout, "long-timeout", time.Hour, "authlong: the project's auth webhook request timeout")
+	fs.DurationVar(&cfg.signUpFor, "signup-for", 10*time.Second, "signup: SignUp calls from one address, 4 at a time, for this long")
+	fs.IntVar(&cfg.fieldCalls, "field-calls", 20, "fields: calls with each oversized field")
+	fs.IntVar(&cfg.fieldBytes, "field-bytes", 1<<20, "fields: bytes of each oversized value")
 	verbose := fs.Bool("v", false, "log progress and the servers' warnings")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -174,7 +193,7 @@ func attackBinary(ctx context.Context, b binary, a attack, cfg config, logger *s
 	if verbose {
 		serverLog = stderr
 	}
-	t, err := startServer(ctx, b.path, serverLog, b.args...)
+	t, err := startServer(ctx, b.path, serverLog, a.defaults, b.args...)
 	if err != nil {
 		return nil, err
 	}

@@ -28,14 +28,30 @@ func TestAttacksSmall(t *testing.T) {
 		authRequests: 40, authSpread: 200 * time.Millisecond, authGiveUp: 500 * time.Millisecond,
 		topics: 2, topicBytes: 1 << 20, bombs: 2, bombBytes: 64 << 20,
 		portTimeout: 200 * time.Millisecond, guesses: 8, viewOps: 2000, views: 2,
+		longRequests: 40, longSpread: 200 * time.Millisecond, longTimeout: time.Hour,
+		signUpFor: 500 * time.Millisecond, fieldCalls: 2, fieldBytes: 1 << 20,
 	}
 	want := map[string]map[string]string{
 		"auth":     {"attacking calls (each gives up after 500ms)": "40 over 200ms: "},
+		"authlong": {"attacking calls (webhook request timeout 1h0m0s, each gives up after 500ms)": "40 over 200ms: "},
 		"authport": {"closed port: answer / time (200ms timeout, 2 retries)": `internal "ErrWebhookTimeout"`, "open port, never answers: answer / time (200ms timeout, 2 retries)": `internal "ErrWebhookTimeout"`},
 		"topic":    {"broadcasts with a 1 MiB topic": "2: 2 invalid_argument"},
 		"lamport":  {"push of a change with lamport 2^63-1": "invalid_argument", "lamport a client attaching next pulls": "1 (an SDK client's next change fits int64)"},
 		"bomb":     {"gzip bombs sent at once": "64 MiB inflated: HTTP 2 400"},
-		"docview":  {"document built by one anonymous client": "2000 operations in "},
+		"docview": {
+			"document built by one anonymous client":                                   "2000 operations in ",
+			"a bystander's PushPull on another document, p50 / p99: during the 2 GETs": " pushes",
+		},
+		"signup": {"SignUp calls from one address, 4 at a time, for 500ms": " ok"},
+		"webhookaddr": {
+			"ActivateClient with the auth webhook on 127.0.0.1: answers / calls reaching the webhook": "/ 0 of 5",
+			"event webhook on 127.0.0.1: deliveries for one changed document, 3 s after":              "0",
+		},
+		"fields": {
+			"AttachChannel with a 1024 KiB channel key": "2: 2 invalid_argument",
+			"ActivateClient with 1024 KiB of metadata":  "2: 2 invalid_argument",
+			"AttachDocument with a 1024 KiB presence":   "2: 2 invalid_argument",
+		},
 		"admin": {
 			"GET /admin/documents/{key} on the profiling port, no credentials":              "401",
 			"AdminService preflight from https://evil.example: Access-Control-Allow-Origin": "(none)",
@@ -52,7 +68,7 @@ func TestAttacksSmall(t *testing.T) {
 		t.Run(a.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
-			target, err := startServer(ctx, bin, io.Discard)
+			target, err := startServer(ctx, bin, io.Discard, a.defaults)
 			require.NoError(t, err)
 			defer target.stop()
 			figs, err := a.run(ctx, target, cfg, logger)

@@ -68,9 +68,10 @@ func freePort() (int, error) {
 
 // startServer starts path as a server on free loopback ports, in memory,
 // with extra flags after the tool's own, and logs in as the default admin.
-// Webhooks may point at loopback (the attacks' endpoints run here): binaries
-// that refuse private addresses by default are told not to.
-func startServer(ctx context.Context, path string, serverLog io.Writer, extra ...string) (*target, error) {
+// Unless defaults is set, webhooks may point at loopback (the attacks'
+// endpoints run here): binaries that refuse private addresses by default
+// are told not to.
+func startServer(ctx context.Context, path string, serverLog io.Writer, defaults bool, extra ...string) (*target, error) {
 	help, _ := exec.CommandContext(ctx, path, "server", "-h").CombinedOutput()
 	rpcPort, err := freePort()
 	if err != nil {
@@ -81,7 +82,7 @@ func startServer(ctx context.Context, path string, serverLog io.Writer, extra ..
 		return nil, err
 	}
 	args := []string{"server", "--rpc-port", strconv.Itoa(rpcPort), "--profiling-port", strconv.Itoa(profPort), "--pprof-enabled"}
-	if bytes.Contains(help, []byte("webhook-refuse-private-addresses")) {
+	if !defaults && bytes.Contains(help, []byte("webhook-refuse-private-addresses")) {
 		args = append(args, "--webhook-refuse-private-addresses=false")
 	}
 	if bytes.Contains(help, []byte("-rpc-addr ")) {

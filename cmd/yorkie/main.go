@@ -56,7 +56,7 @@ func runServer(args []string, stderr io.Writer) int {
 	fastJSON := fs.Bool("rpc-fast-json", true, "read and write Connect JSON with the server's own codec; false: protojson, connect's default")
 	maxRequestBytes := fs.Int("rpc-max-request-bytes", server.DefaultMaxRequestBytes, "largest request message accepted, in bytes")
 	maxInflight := fs.Int64("rpc-max-inflight-request-bytes", server.DefaultMaxInflightRequestBytes, "bytes the requests being served may hold at once, read and decompressed; a request past it gets unavailable, which clients retry (at least twice --rpc-max-request-bytes; negative: no bound)")
-	maxChanges := fs.Int("max-changes-per-pack", server.DefaultMaxChangesPerPack, "most changes one pushed pack may hold")
+	maxChanges := fs.Int("max-changes-per-pack", backend.DefaultMaxChangesPerPack, "most changes one pushed pack may hold")
 	snapshotInterval := fs.Int("snapshot-interval", backend.DefaultSnapshotInterval, "changes between stored snapshots of a document; negative: none")
 	snapshotThreshold := fs.Int("snapshot-threshold", backend.DefaultSnapshotThreshold, "changes a client must be behind to get a snapshot instead of changes; negative: never")
 	maxDocSize := fs.Int("max-size-per-document", backend.DefaultMaxSizePerDocument, "largest document size in bytes, as the SDK counts it; negative: no bound")
@@ -174,49 +174,59 @@ func runServer(args []string, stderr io.Writer) int {
 		}
 	}()
 	cfg := server.Config{
-		Host:                 host,
-		RPCPort:              *rpcPort,
-		ProfilingPort:        *profilingPort,
-		ProfilingHost:        *profilingAddr,
-		PprofEnabled:         *pprofEnabled,
-		MaxRequestBytes:      *maxRequestBytes,
-		ReadHeaderTimeout:    *readHeaderTimeout,
-		ReadBodyTimeout:      *readBodyTimeout,
-		IdleTimeout:          *idleTimeout,
-		DisableFastHTTP1:     !*fastHTTP1,
-		DisableFastJSON:      !*fastJSON,
-		MaxChangesPerPack:    *maxChanges,
-		SnapshotInterval:     *snapshotInterval,
-		SnapshotThreshold:    *snapshotThreshold,
-		MaxSizePerDocument:   *maxDocSize,
-		DocumentCacheBytes:   *docCacheBytes,
-		Logger:               logger,
-		AdvertiseAddr:        *advertiseAddr,
-		AffinityMode:         routing.Mode(*affinityMode),
-		SessionKeyHeader:     *sessionKeyHeader,
-		NodeTTL:              *nodeTTL,
-		ShutdownDrainTimeout: *drainTimeout,
-		ClusterSecret:        *clusterSecret,
-		Limits: rpc.Limits{
-			MaxMetadataBytes:         *maxMetadata,
-			MaxWatchStreamsPerClient: *maxStreams,
-			MaxAttachmentsPerClient:  *maxAttachments,
+		RPCConfig: server.RPCConfig{
+			Host:                    host,
+			RPCPort:                 *rpcPort,
+			MaxRequestBytes:         *maxRequestBytes,
+			MaxInflightRequestBytes: *maxInflight,
+			ReadHeaderTimeout:       *readHeaderTimeout,
+			ReadBodyTimeout:         *readBodyTimeout,
+			IdleTimeout:             *idleTimeout,
+			DisableFastHTTP1:        !*fastHTTP1,
+			DisableFastJSON:         !*fastJSON,
+			Limits: rpc.Limits{
+				MaxMetadataBytes:         *maxMetadata,
+				MaxWatchStreamsPerClient: *maxStreams,
+				MaxAttachmentsPerClient:  *maxAttachments,
+			},
+			AdminAllowedOrigins:   admin.origins(),
+			DashboardDir:          admin.dashboardDir,
+			DisableDefaultProject: !*useDefaultProject,
+			ProjectCacheTTL:       *projectCacheTTL,
 		},
-		ClientDeactivateThreshold:   *deactivateThreshold,
-		HousekeepingInterval:        *housekeepingInterval,
-		HousekeepingCandidatesLimit: *candidatesLimit,
-		ChannelSessionTTL:           *channelTTL,
-		ChannelMaxPayloadBytes:      *channelPayload,
-		Admin:                       admin.settings(fs),
-		AdminAllowedOrigins:         admin.origins(),
-		DashboardDir:                admin.dashboardDir,
-		DisableDefaultProject:       !*useDefaultProject,
-		ProjectCacheTTL:             *projectCacheTTL,
-		Webhooks:                    webhooks,
+		ProfilingConfig: server.ProfilingConfig{
+			ProfilingPort: *profilingPort,
+			ProfilingHost: *profilingAddr,
+			PprofEnabled:  *pprofEnabled,
+		},
+		BackendConfig: server.BackendConfig{
+			MaxChangesPerPack:      *maxChanges,
+			SnapshotInterval:       *snapshotInterval,
+			SnapshotThreshold:      *snapshotThreshold,
+			MaxSizePerDocument:     *maxDocSize,
+			DocumentCacheBytes:     *docCacheBytes,
+			SizeHardLimitFactor:    *sizeHardFactor,
+			ChannelSessionTTL:      *channelTTL,
+			ChannelMaxPayloadBytes: *channelPayload,
+		},
+		HousekeepingConfig: server.HousekeepingConfig{
+			ClientDeactivateThreshold:        *deactivateThreshold,
+			HousekeepingInterval:             *housekeepingInterval,
+			HousekeepingCandidatesLimit:      *candidatesLimit,
+			HousekeepingCompactionMinChanges: *compactionMinChanges,
+		},
+		ClusterConfig: server.ClusterConfig{
+			AdvertiseAddr:        *advertiseAddr,
+			AffinityMode:         routing.Mode(*affinityMode),
+			SessionKeyHeader:     *sessionKeyHeader,
+			NodeTTL:              *nodeTTL,
+			ShutdownDrainTimeout: *drainTimeout,
+			ClusterSecret:        *clusterSecret,
+		},
+		Logger:   logger,
+		Admin:    admin.settings(fs),
+		Webhooks: webhooks,
 	}
-	cfg.MaxInflightRequestBytes = *maxInflight
-	cfg.SizeHardLimitFactor = *sizeHardFactor
-	cfg.HousekeepingCompactionMinChanges = *compactionMinChanges
 	tlsMetrics.apply(&cfg)
 	node := *advertiseAddr
 	if node == "" {

@@ -89,10 +89,12 @@ type Manager struct {
 	self    sessionstore.Member
 	members map[string]sessionstore.Member // by address
 	// gone holds, per member, a channel closed when that member leaves.
-	gone     map[sessionstore.Member]chan struct{}
-	ring     *Ring
-	bindings map[string]sessionstore.Binding // by document key
-	loads    map[string]int                  // cached bindings per owner address
+	gone map[sessionstore.Member]chan struct{}
+	// viewChanged is closed (and replaced) whenever the view changes.
+	viewChanged chan struct{}
+	ring        *Ring
+	bindings    map[string]sessionstore.Binding // by document key
+	loads       map[string]int                  // cached bindings per owner address
 	// orphans are keys whose owner was seen to leave; binding one of them
 	// here is a takeover.
 	orphans map[string]struct{}
@@ -132,16 +134,17 @@ func New(cfg Config) (*Manager, error) {
 		cfg.Dial = dialTCP
 	}
 	m := &Manager{
-		cfg:      cfg,
-		log:      cfg.Logger.With("component", "affinity", "node", cfg.AdvertiseAddr),
-		metrics:  newManagerMetrics(cfg.Registerer),
-		members:  map[string]sessionstore.Member{},
-		gone:     map[sessionstore.Member]chan struct{}{},
-		ring:     NewRing(nil, cfg.LoadFactor),
-		bindings: map[string]sessionstore.Binding{},
-		loads:    map[string]int{},
-		orphans:  map[string]struct{}{},
-		done:     make(chan struct{}),
+		cfg:         cfg,
+		log:         cfg.Logger.With("component", "affinity", "node", cfg.AdvertiseAddr),
+		metrics:     newManagerMetrics(cfg.Registerer),
+		members:     map[string]sessionstore.Member{},
+		gone:        map[sessionstore.Member]chan struct{}{},
+		viewChanged: make(chan struct{}),
+		ring:        NewRing(nil, cfg.LoadFactor),
+		bindings:    map[string]sessionstore.Binding{},
+		loads:       map[string]int{},
+		orphans:     map[string]struct{}{},
+		done:        make(chan struct{}),
 
 		suspicions: map[sessionstore.Member]*suspicion{},
 		suspects:   newSuspectMetrics(cfg.Registerer),
@@ -221,7 +224,36 @@ func (m *Manager) Owner(ctx context.Context, key string) (Owner, error) {
 			return Owner{}, err
 		}
 	}
+	if err := m.awaitMember(ctx, b.Owner); err != nil {
+		return Owner{}, fmt.Errorf("affinity: owner of %q: %w", key, err)
+	}
 	return m.remember(b)
+}
+
+// awaitMember waits until mem, which the store has just named as a live
+// owner, is in this node's view. A store that polls membership (the mongo
+// store) can name a member that joined before this node's view shows it;
+// routing to it then would find no record of it (Gone reports an unknown
+// member as gone at once) and fail the call. It waits at most a TTL.
+func (m *Manager) awaitMember(ctx context.Context, mem sessionstore.Member) error {
+	timer := time.NewTimer(m.cfg.TTL)
+	defer timer.Stop()
+	for {
+		m.mu.RLock()
+		known := mem == m.self || m.members[mem.Addr] == mem
+		changed := m.viewChanged
+		m.mu.RUnlock()
+		if known {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return fmt.Errorf("%s#%d is not in this node's view yet: %w: %w", mem.Addr, mem.Incarnation, sessionstore.ErrUnavailable, ctx.Err())
+		case <-timer.C:
+			return fmt.Errorf("%s#%d is not in this node's view: %w", mem.Addr, mem.Incarnation, sessionstore.ErrUnavailable)
+		}
+	}
 }
 
 // Forget drops the cached binding of key, so the next Owner asks the store.
@@ -488,6 +520,8 @@ func (m *Manager) apply(ev sessionstore.MemberEvent) {
 	}
 	m.ring = NewRing(slices.Collect(maps.Keys(m.members)), m.cfg.LoadFactor)
 	m.metrics.members.Set(float64(len(m.members)))
+	close(m.viewChanged)
+	m.viewChanged = make(chan struct{})
 }
 
 // leftLocked closes the channel that tells relays to mem that it has gone.

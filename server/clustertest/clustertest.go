@@ -128,16 +128,16 @@ func (c *Cluster) Add() *Node {
 	c.mu.Unlock()
 	client := &nodeStore{Client: c.store.Client()}
 	cfg := server.Config{
-		Host:          "127.0.0.1",
-		ProfilingPort: -1,
-		Logger:        slog.New(slog.DiscardHandler),
-		DB:            c.db,
-		SessionStore:  client,
-		AffinityMode:  c.opts.mode,
-		NodeTTL:       c.opts.ttl,
-		// Stop is the plain graceful stop the tests of moves after a
-		// release expect; drain tests turn the drain on with WithConfig.
-		ShutdownDrainTimeout: -1,
+		RPCConfig:       server.RPCConfig{Host: "127.0.0.1"},
+		ProfilingConfig: server.ProfilingConfig{ProfilingPort: -1},
+		BackendConfig:   server.BackendConfig{DB: c.db},
+		ClusterConfig: server.ClusterConfig{
+			SessionStore: client, AffinityMode: c.opts.mode, NodeTTL: c.opts.ttl,
+			// Stop is the plain graceful stop the tests of moves after a
+			// release expect; drain tests turn the drain on with WithConfig.
+			ShutdownDrainTimeout: -1,
+		},
+		Logger: slog.New(slog.DiscardHandler),
 	}
 	for _, f := range c.opts.configs {
 		f(i, &cfg)

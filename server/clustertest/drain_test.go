@@ -36,6 +36,17 @@ func awaitChangeFrom(t *testing.T, s *wire.Stream[api.WatchResponse], publisher 
 	}
 }
 
+// awaitMoved reads a Watch stream until the initialization of the
+// document's new owner arrives: only then is the stream subscribed there, so
+// a change pushed after it reaches the stream as that publisher's own event
+// (a change pushed while the stream moved arrives as the follow-up changed
+// event, without its publisher).
+func awaitMoved(t *testing.T, s *wire.Stream[api.WatchResponse]) {
+	t.Helper()
+	for s.Next(t).GetInitialization() == nil {
+	}
+}
+
 // converge has every replica sync and checks that each has every other's
 // acknowledged changes and that the log holds each change once.
 func converge(t *testing.T, c *clustertest.Cluster, docID string, rs ...*wire.Replica) {
@@ -70,6 +81,9 @@ func TestDrainHandsDocumentsOn(t *testing.T) {
 	require.NotEqual(t, drained, owner.Node, "the drained node still owns the document")
 	require.Greater(t, owner.Binding.Epoch, f.owner.Binding.Epoch, "the handoff must bind with a larger epoch")
 
+	for _, w := range append([]*wire.Stream[api.WatchResponse]{f.nearW}, f.farW...) {
+		awaitMoved(t, w)
+	}
 	// The draining node still serves its client, relaying to the new owner.
 	f.near.Edit(2)
 	f.near.MustPushPull()
@@ -79,9 +93,8 @@ func TestDrainHandsDocumentsOn(t *testing.T) {
 	f.far[0].Edit(1)
 	f.far[0].MustPushPull()
 	awaitChangeFrom(t, f.nearW, f.far[0].ID)
-	for i, w := range f.farW[1:] {
+	for _, w := range f.farW[1:] {
 		awaitChangeFrom(t, w, f.far[0].ID)
-		_ = i
 	}
 	converge(t, c, f.near.DocID, f.all()...)
 
@@ -114,6 +127,7 @@ func TestDrainInRedirectModeRelays(t *testing.T) {
 	require.NoError(t, old.Node.Server().Drain(wire.Context(t)))
 	owner := ownerOf(t, c, key)
 	require.NotEqual(t, old.Node, owner.Node)
+	awaitMoved(t, w)
 
 	r.Edit(2)
 	resp, err := old.Node.ConnectJSON().PushPullChanges(wire.Context(t), r.PushPullRequest())
@@ -258,5 +272,28 @@ func TestDrainNodeCall(t *testing.T) {
 	require.Zero(t, resp.Msg.GetDocumentsLeft())
 	require.Empty(t, c.Node(0).Affinity().Owned())
 	require.True(t, c.Node(0).Running())
+	checkEnd(t, c, rs)
+}
+
+// TestDrainAllAtOnce drains every node together, as stopping a whole
+// deployment does: the nodes hand documents to each other, but none hands on
+// a document that came back, so every drain ends; the stops release the
+// rest and nothing is lost.
+func TestDrainAllAtOnce(t *testing.T) {
+	c := clustertest.Start(t, 3)
+	rs := drainFixture(t, c, 6)
+	errs := make(chan error, 3)
+	for _, n := range c.Nodes() {
+		go func() { errs <- n.Server().Drain(wire.Context(t)) }()
+	}
+	for range 3 {
+		require.NoError(t, <-errs)
+	}
+	c.Stop(0)
+	c.Stop(1)
+	c.Add()
+	for _, r := range rs {
+		r.C = c.Node(3).ConnectJSON()
+	}
 	checkEnd(t, c, rs)
 }

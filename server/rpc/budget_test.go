@@ -75,7 +75,7 @@ func TestInflightRequestBytesAreBounded(t *testing.T) {
 // first is answered, the same third request is served. A bound below twice
 // the largest request is refused by New.
 func TestServerInflightBoundIsItsSetting(t *testing.T) {
-	_, err := server.New(t.Context(), server.Config{MaxRequestBytes: 1 << 20, MaxInflightRequestBytes: 2<<20 - 1})
+	_, err := server.New(t.Context(), server.Config{RPCConfig: server.RPCConfig{MaxRequestBytes: 1 << 20, MaxInflightRequestBytes: 2<<20 - 1}})
 	require.ErrorContains(t, err, "below twice the largest request")
 
 	srv := servertest.Start(t, func(cfg *server.Config) {

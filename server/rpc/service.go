@@ -253,6 +253,9 @@ func (s *Service) AttachDocument(ctx context.Context, req *connect.Request[api.A
 	if err := validatePack(pack); err != nil {
 		return nil, invalidArgument(err)
 	}
+	if err := checkPresences(pack); err != nil {
+		return nil, err
+	}
 	key := pack.GetDocumentKey()
 	if err := validateDocumentKey(key); err != nil {
 		return nil, invalidArgument(err)
@@ -426,7 +429,7 @@ func validateDocumentCall(clientID, docID string, pack *api.ChangePack) error {
 	if err := validatePack(pack); err != nil {
 		return invalidArgument(err)
 	}
-	return nil
+	return checkPresences(pack)
 }
 
 // Watch streams the events of one document: first the initialization listing

@@ -40,12 +40,10 @@ func StartWith(t testing.TB, seams []server.Option, opts ...func(*server.Config)
 	t.Helper()
 	stock := os.Getenv(StockRPCEnv) == "1"
 	cfg := server.Config{
-		Host:   "127.0.0.1",
-		Logger: slog.New(slog.DiscardHandler),
+		RPCConfig: server.RPCConfig{Host: "127.0.0.1", DisableFastHTTP1: stock, DisableFastJSON: stock},
+		Logger:    slog.New(slog.DiscardHandler),
 		// Every start hashes the default admin password: keep it cheap.
-		Admin:            admin.Settings{PasswordCost: bcrypt.MinCost},
-		DisableFastHTTP1: stock,
-		DisableFastJSON:  stock,
+		Admin: admin.Settings{PasswordCost: bcrypt.MinCost},
 	}
 	for _, opt := range opts {
 		opt(&cfg)

@@ -75,3 +75,26 @@ func TestServerSIGTERMTwice(t *testing.T) {
 	}
 	require.False(t, strings.Contains(b.Output(), "level=ERROR"), "the survivor logged errors:\n%s", b.Output())
 }
+
+// yorkie drain, logged in as the server's admin account, drains the node
+// it reaches and says what is left; the node then reports draining on
+// /healthz and keeps answering. Before logging in it says how to.
+func TestCLIDrain(t *testing.T) {
+	bin := yorkieBinary(t)
+	addr := startServer(t, bin, "--auth-admin-user", "root", "--auth-admin-password", "pa55-word!")
+	c := &cli{t: t, bin: bin, config: t.TempDir()}
+	if e := c.fails("drain", "--rpc-addr", addr); !strings.Contains(e, "yorkie login") {
+		t.Fatalf("drain before login: %s", e)
+	}
+	c.ok("login", "--username", "root", "--password", "pa55-word!", "--rpc-addr", addr, "--insecure")
+	if e := c.fails("drain", "127.0.0.1:1"); !strings.Contains(e, "invalid_argument") {
+		t.Fatalf("drain of an unknown node: %s", e)
+	}
+	out := c.ok("drain")
+	require.Contains(t, out, "drained 127.0.0.1:")
+	require.Contains(t, out, ": 0 documents left")
+	res, err := http.Get("http://" + addr + "/healthz")
+	require.NoError(t, err)
+	_ = res.Body.Close()
+	require.Equal(t, http.StatusServiceUnavailable, res.StatusCode, "a drained node reports draining")
+}

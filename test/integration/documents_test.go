@@ -85,7 +85,7 @@ func TestRestartedNodeServesTheSameDocument(t *testing.T) {
 	m := testenv.MongoURI(t)
 	start := func() *server.Server {
 		t.Helper()
-		return startNode(t, server.Config{DB: dbtest.DialMongo(t, m, m.Database), SnapshotInterval: 50, SnapshotThreshold: 20})
+		return startNode(t, server.Config{BackendConfig: server.BackendConfig{DB: dbtest.DialMongo(t, m, m.Database), SnapshotInterval: 50, SnapshotThreshold: 20}})
 	}
 
 	first := start()

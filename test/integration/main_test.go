@@ -46,12 +46,10 @@ func runChildServer() int {
 	db := memory.New()
 	stock := strings.Split(os.Getenv(childStockEnv), ",")
 	srv, err := server.New(context.Background(), server.Config{
-		Host:             "127.0.0.1",
-		ProfilingPort:    -1,
-		Logger:           slog.New(slog.DiscardHandler),
-		DB:               db,
-		DisableFastHTTP1: slices.Contains(stock, "http1"),
-		DisableFastJSON:  slices.Contains(stock, "json"),
+		RPCConfig:       server.RPCConfig{Host: "127.0.0.1", DisableFastHTTP1: slices.Contains(stock, "http1"), DisableFastJSON: slices.Contains(stock, "json")},
+		ProfilingConfig: server.ProfilingConfig{ProfilingPort: -1},
+		BackendConfig:   server.BackendConfig{DB: db},
+		Logger:          slog.New(slog.DiscardHandler),
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

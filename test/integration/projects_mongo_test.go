@@ -27,7 +27,7 @@ func TestDataFromBeforeProjectsBelongsToTheDefaultProject(t *testing.T) {
 	start := func() *server.Server {
 		t.Helper()
 		db = dbtest.DialMongo(t, m, m.Database)
-		return startNode(t, server.Config{DB: db})
+		return startNode(t, server.Config{BackendConfig: server.BackendConfig{DB: db}})
 	}
 
 	first := start()

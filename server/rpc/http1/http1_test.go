@@ -207,7 +207,7 @@ func TestHTTP1Framing(t *testing.T) {
 // TestHTTP1ShutdownClosesIdleConnections: an idle keep-alive connection
 // does not hold up shutdown, and sees its connection close.
 func TestHTTP1ShutdownClosesIdleConnections(t *testing.T) {
-	srv, err := server.New(context.Background(), server.Config{Host: "127.0.0.1", ProfilingPort: -1})
+	srv, err := server.New(context.Background(), server.Config{RPCConfig: server.RPCConfig{Host: "127.0.0.1"}, ProfilingConfig: server.ProfilingConfig{ProfilingPort: -1}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,8 +4,9 @@
 // admin API binds a document on attach wherever the client arrives, the
 // rules come back with every attach, an unknown schema is refused, and the
 // owner refuses a change that breaks the rules sent by a client that skips
-// the SDK's check, whichever node it reached. The admin's UpdateDocument,
-// sent to any node, is applied by the owner and reaches the SDK clients.
+// the SDK's check, whichever node it reached; tree rules likewise. The
+// admin's UpdateDocument, sent to any node, is applied by the owner and
+// reaches the SDK clients.
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
@@ -116,6 +117,44 @@ for (const mode of ['forward', 'redirect']) {
         assert.equal(docC.toSortedJSON(), '{"title":"from the admin"}');
         await withTimeout(a.sync(docA), 20000, 'sync a after UpdateDocument');
         assert.equal(docA.toSortedJSON(), '{"title":"from the admin"}');
+
+        // Tree rules: the SDK refuses a local edit that breaks them, and the
+        // owner refuses one pushed without the SDK's check.
+        const treeRules = [
+          { path: '$', type: 'object' },
+          {
+            path: '$.content', type: 'yorkie.Tree', treeNodes: [
+              { nodeType: 'doc', content: 'paragraph+' }, { nodeType: 'paragraph', content: 'text*' }, { nodeType: 'text' },
+            ],
+          },
+        ];
+        const treeSchema = await connectCall(admin, 'AdminService', 'CreateSchema', {
+          schemaName: 'page', schemaVersion: 1, rules: treeRules,
+          schemaBody: 'type Document = { content: yorkie.Tree<{ doc: { content: "paragraph+"; }; paragraph: { content: "text*"; }; text: {}; }>; };',
+        }, null, `API-Key ${project.secretKey}`);
+        assert.equal(treeSchema.status, 200, JSON.stringify(treeSchema.body));
+        const paragraph = (text) => ({ type: 'paragraph', children: [{ type: 'text', value: text }] });
+        const pageOf = async (c, opts = {}) => {
+          const doc = new yorkie.Document('page-doc');
+          await withTimeout(c.attach(doc, { syncMode: yorkie.SyncMode.Manual, ...opts }), 20000, 'attach page');
+          return doc;
+        };
+        const p1 = await pageOf(a, { schema: 'page@1' });
+        p1.update((root) => {
+          root.content = new yorkie.Tree({ type: 'doc', children: [paragraph('a')] });
+        });
+        assert.throws(() => p1.update((root) => {
+          root.content.edit(0, 0, { type: 'heading', children: [{ type: 'text', value: 'h' }] });
+        }), (e) => e.code === 'ErrDocumentSchemaValidationFailed');
+        await withTimeout(a.sync(p1), 20000, 'sync page');
+        const p2 = await pageOf(c);
+        assert.equal(p2.getSchemaRules().length, 2, 'the tree rules come with an attach at any node');
+        p2.setSchemaRules([]);
+        p2.update((root) => {
+          root.content.edit(3, 3, { type: 'heading', children: [{ type: 'text', value: 'h' }] });
+        });
+        const treeRefused = await withTimeout(c.sync(p2), 20000, 'sync page 2').then(() => assert.fail('the owner stored a tree node the rules do not know'), (e) => e);
+        assert.equal(yorkieCode(treeRefused), 'ErrSchemaValidationFailed', String(treeRefused));
       } finally {
         await Promise.all(clients.map((cl) => cl.deactivate().catch(() => {})));
         for (const c of cleanups.reverse()) {

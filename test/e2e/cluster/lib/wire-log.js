@@ -33,8 +33,8 @@ function bodyText(body) {
 
 /**
  * Passes a Connect stream through unchanged while noting on `entry` when its
- * first message arrived (`firstMessageAt`), how many followed (`messages`),
- * and how it ended (`endedAt`, `endError`: the Connect error code of its
+ * first message arrived (`firstMessageAt`), the last (`lastMessageAt`), how
+ * many there were (`messages`), and how it ended (`endedAt`, `endError`: the Connect error code of its
  * end-of-stream frame, or 'transport' when the connection failed).
  */
 function observeStream(res, entry) {
@@ -59,6 +59,7 @@ function observeStream(res, entry) {
       } else {
         entry.messages += 1;
         if (!entry.firstMessageAt) entry.firstMessageAt = Date.now();
+        entry.lastMessageAt = Date.now();
       }
     }
   };
