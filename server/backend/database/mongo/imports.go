@@ -544,27 +544,33 @@ func (db *DB) DiscardImportedChanges(ctx context.Context, docID string, after in
 }
 
 // ImportStarts tells a run where each document's import stands in one
-// read of the documents and one of the change batches, instead of a few
-// lookups per document: recorded holds the documents that have a record
-// here (ImportedDocument tells their heads), heads the end of the log an
-// import wrote of the others (absent: none).
+// read of the documents and one of the change batches' bounds, instead of
+// a few lookups per document (a MongoDB-wire server without an index on
+// those lookups reads the whole change log for each): recorded holds the
+// documents that have a record here, heads the end of each document's log
+// as its batches from server_seq 1 tell it. A compacted document has no
+// entry in heads: ImportedDocument tells its head.
 func (db *DB) ImportStarts(ctx context.Context) (recorded map[string]bool, heads map[string]int64, err error) {
-	cur, err := db.documents.Find(ctx, bson.D{}, options.Find().SetProjection(bson.D{{Key: "_id", Value: 1}}))
+	cur, err := db.documents.Find(ctx, bson.D{}, options.Find().SetProjection(bson.D{
+		{Key: "_id", Value: 1}, {Key: "doc_epoch", Value: 1}, {Key: "compacted_seq", Value: 1},
+	}))
 	if err != nil {
 		return nil, nil, wrapErr("read import starts", err)
 	}
-	var docs []struct {
-		ID primitive.ObjectID `bson:"_id"`
-	}
+	var docs []docRecord
 	if err := cur.All(ctx, &docs); err != nil {
 		return nil, nil, wrapErr("read import starts", err)
 	}
 	recorded = make(map[string]bool, len(docs))
+	unsure := map[string]bool{}
 	for _, d := range docs {
 		recorded[d.ID.Hex()] = true
+		if d.DocEpoch != 0 || d.CompactedSeq != 0 {
+			unsure[d.ID.Hex()] = true
+		}
 	}
-	cur, err = db.changes.Find(ctx, bson.D{{Key: "epoch", Value: importedBatch}}, options.Find().SetProjection(bson.D{
-		{Key: "doc_id", Value: 1}, {Key: "server_seq", Value: 1}, {Key: "last_seq", Value: 1},
+	cur, err = db.changes.Find(ctx, bson.D{}, options.Find().SetProjection(bson.D{
+		{Key: "doc_id", Value: 1}, {Key: "server_seq", Value: 1}, {Key: "last_seq", Value: 1}, {Key: "doc_epoch", Value: 1},
 	}))
 	if err != nil {
 		return nil, nil, wrapErr("read import starts", err)
@@ -575,12 +581,16 @@ func (db *DB) ImportStarts(ctx context.Context) (recorded map[string]bool, heads
 	}
 	byDoc := map[string][]batchRecord{}
 	for _, b := range batches {
-		if !recorded[b.DocID] {
-			byDoc[b.DocID] = append(byDoc[b.DocID], b)
+		if b.DocEpoch != 0 {
+			unsure[b.DocID] = true
 		}
+		byDoc[b.DocID] = append(byDoc[b.DocID], b)
 	}
 	heads = make(map[string]int64, len(byDoc))
 	for doc, bs := range byDoc {
+		if unsure[doc] {
+			continue
+		}
 		sort.Slice(bs, func(i, j int) bool { return bs[i].ServerSeq < bs[j].ServerSeq })
 		var head int64
 		for _, b := range bs {
