@@ -246,11 +246,40 @@ func (db *DB) ImportChanges(ctx context.Context, docID string, changes []*Import
 	flush()
 	if _, err := db.changes.InsertMany(ctx, batches, options.InsertMany().SetOrdered(true)); err != nil {
 		if mongo.IsDuplicateKeyError(err) {
-			return fmt.Errorf("import changes of %s from %d: the log has them: %w", docID, first, ErrImportDiverged)
+			return db.importChangesAgain(ctx, docID, changes)
 		}
 		return wrapErr(fmt.Sprintf("import changes of %s", docID), err)
 	}
 	return nil
+}
+
+// importChangesAgain resolves a batch found stored where ImportChanges
+// was to write: an import killed just before may have had its last writes
+// land after this run read where the log ended (the server applies what it
+// received). If the batch is an import's, the log's head is looked up and
+// what is beyond it is written; the same source gives the same changes. A
+// batch this server wrote is ErrImportDiverged.
+func (db *DB) importChangesAgain(ctx context.Context, docID string, changes []*ImportedChange) error {
+	first := changes[0].ServerSeq
+	b, err := db.batchAt(ctx, docID, first, options.FindOne().SetProjection(bson.D{{Key: "epoch", Value: 1}}))
+	if err != nil {
+		return fmt.Errorf("import changes of %s: %w", docID, err)
+	}
+	if b != nil && b.Epoch != importedBatch {
+		return fmt.Errorf("import changes of %s from %d: the log has them: %w", docID, first, ErrImportDiverged)
+	}
+	head, err := db.head(ctx, docID, first-1)
+	if err != nil {
+		return fmt.Errorf("import changes of %s: %w", docID, err)
+	}
+	rest := changes[min(max(head-first+1, 0), int64(len(changes))):]
+	if head < first-1 || (len(rest) > 0 && len(rest) == len(changes)) {
+		return fmt.Errorf("import changes of %s from %d: the log ends at %d: %w", docID, first, head, ErrImportDiverged)
+	}
+	if len(rest) == 0 {
+		return nil
+	}
+	return db.ImportChanges(ctx, docID, rest)
 }
 
 // ImportedChange is a change to import, its body encoded (protobuf
