@@ -452,9 +452,12 @@ func (im *Importer) startDocument(ctx context.Context, d *upDocument, marks map[
 		return nil, nil
 	}
 	// A document without a record here was never completed: its log is
-	// an import's alone, and ImportStarts read where it ends.
-	head := heads[docID]
-	if recorded[docID] {
+	// an import's alone, and ImportStarts read where it ends. For one
+	// completed before, the batches' bounds are trusted when they end
+	// where that import did; otherwise (this server wrote to it, or
+	// compacted it) the head is looked up.
+	head, known := heads[docID]
+	if recorded[docID] && !(known && marked && head == mark.SourceServerSeq) {
 		var err error
 		if head, err = im.cfg.Target.ImportedDocument(ctx, docID); err != nil {
 			return nil, err

@@ -246,11 +246,40 @@ func (db *DB) ImportChanges(ctx context.Context, docID string, changes []*Import
 	flush()
 	if _, err := db.changes.InsertMany(ctx, batches, options.InsertMany().SetOrdered(true)); err != nil {
 		if mongo.IsDuplicateKeyError(err) {
-			return fmt.Errorf("import changes of %s from %d: the log has them: %w", docID, first, ErrImportDiverged)
+			return db.importChangesAgain(ctx, docID, changes)
 		}
 		return wrapErr(fmt.Sprintf("import changes of %s", docID), err)
 	}
 	return nil
+}
+
+// importChangesAgain resolves a batch found stored where ImportChanges
+// was to write: an import killed just before may have had its last writes
+// land after this run read where the log ended (the server applies what it
+// received). If the batch is an import's, the log's head is looked up and
+// what is beyond it is written; the same source gives the same changes. A
+// batch this server wrote is ErrImportDiverged.
+func (db *DB) importChangesAgain(ctx context.Context, docID string, changes []*ImportedChange) error {
+	first := changes[0].ServerSeq
+	b, err := db.batchAt(ctx, docID, first, options.FindOne().SetProjection(bson.D{{Key: "epoch", Value: 1}}))
+	if err != nil {
+		return fmt.Errorf("import changes of %s: %w", docID, err)
+	}
+	if b != nil && b.Epoch != importedBatch {
+		return fmt.Errorf("import changes of %s from %d: the log has them: %w", docID, first, ErrImportDiverged)
+	}
+	head, err := db.head(ctx, docID, first-1)
+	if err != nil {
+		return fmt.Errorf("import changes of %s: %w", docID, err)
+	}
+	rest := changes[min(max(head-first+1, 0), int64(len(changes))):]
+	if head < first-1 || (len(rest) > 0 && len(rest) == len(changes)) {
+		return fmt.Errorf("import changes of %s from %d: the log ends at %d: %w", docID, first, head, ErrImportDiverged)
+	}
+	if len(rest) == 0 {
+		return nil
+	}
+	return db.ImportChanges(ctx, docID, rest)
 }
 
 // ImportedChange is a change to import, its body encoded (protobuf
@@ -515,27 +544,33 @@ func (db *DB) DiscardImportedChanges(ctx context.Context, docID string, after in
 }
 
 // ImportStarts tells a run where each document's import stands in one
-// read of the documents and one of the change batches, instead of a few
-// lookups per document: recorded holds the documents that have a record
-// here (ImportedDocument tells their heads), heads the end of the log an
-// import wrote of the others (absent: none).
+// read of the documents and one of the change batches' bounds, instead of
+// a few lookups per document (a MongoDB-wire server without an index on
+// those lookups reads the whole change log for each): recorded holds the
+// documents that have a record here, heads the end of each document's log
+// as its batches from server_seq 1 tell it. A compacted document has no
+// entry in heads: ImportedDocument tells its head.
 func (db *DB) ImportStarts(ctx context.Context) (recorded map[string]bool, heads map[string]int64, err error) {
-	cur, err := db.documents.Find(ctx, bson.D{}, options.Find().SetProjection(bson.D{{Key: "_id", Value: 1}}))
+	cur, err := db.documents.Find(ctx, bson.D{}, options.Find().SetProjection(bson.D{
+		{Key: "_id", Value: 1}, {Key: "doc_epoch", Value: 1}, {Key: "compacted_seq", Value: 1},
+	}))
 	if err != nil {
 		return nil, nil, wrapErr("read import starts", err)
 	}
-	var docs []struct {
-		ID primitive.ObjectID `bson:"_id"`
-	}
+	var docs []docRecord
 	if err := cur.All(ctx, &docs); err != nil {
 		return nil, nil, wrapErr("read import starts", err)
 	}
 	recorded = make(map[string]bool, len(docs))
+	unsure := map[string]bool{}
 	for _, d := range docs {
 		recorded[d.ID.Hex()] = true
+		if d.DocEpoch != 0 || d.CompactedSeq != 0 {
+			unsure[d.ID.Hex()] = true
+		}
 	}
-	cur, err = db.changes.Find(ctx, bson.D{{Key: "epoch", Value: importedBatch}}, options.Find().SetProjection(bson.D{
-		{Key: "doc_id", Value: 1}, {Key: "server_seq", Value: 1}, {Key: "last_seq", Value: 1},
+	cur, err = db.changes.Find(ctx, bson.D{}, options.Find().SetProjection(bson.D{
+		{Key: "doc_id", Value: 1}, {Key: "server_seq", Value: 1}, {Key: "last_seq", Value: 1}, {Key: "doc_epoch", Value: 1},
 	}))
 	if err != nil {
 		return nil, nil, wrapErr("read import starts", err)
@@ -546,12 +581,16 @@ func (db *DB) ImportStarts(ctx context.Context) (recorded map[string]bool, heads
 	}
 	byDoc := map[string][]batchRecord{}
 	for _, b := range batches {
-		if !recorded[b.DocID] {
-			byDoc[b.DocID] = append(byDoc[b.DocID], b)
+		if b.DocEpoch != 0 {
+			unsure[b.DocID] = true
 		}
+		byDoc[b.DocID] = append(byDoc[b.DocID], b)
 	}
 	heads = make(map[string]int64, len(byDoc))
 	for doc, bs := range byDoc {
+		if unsure[doc] {
+			continue
+		}
 		sort.Slice(bs, func(i, j int) bool { return bs[i].ServerSeq < bs[j].ServerSeq })
 		var head int64
 		for _, b := range bs {
