@@ -1,6 +1,7 @@
 package clustertest_test
 
 import (
+	"strings"
 	"testing"
 
 	"connectrpc.com/connect"
@@ -102,6 +103,13 @@ func TestAdminUpdateDocumentAcrossNodes(t *testing.T) {
 			require.NoError(t, err)
 			require.JSONEq(t, `{"count":6}`, sum.Root)
 			require.JSONEq(t, `{"count":6}`, current().Root)
+
+			// A root as large as the AdminService takes is relayed whole: the
+			// node-to-node message carries it with its envelope.
+			big := `{"count":Int(7),"note":"` + strings.Repeat("x", 64<<10-120) + `"}`
+			sum, err = update(big, "")
+			require.NoError(t, err, "a root the owner would take directly must be taken when relayed")
+			require.Contains(t, sum.Root, `"count":7`)
 
 			// CreateDocument with an initial root, sent to every node: the
 			// document's owner stores the root, which a client pulls.

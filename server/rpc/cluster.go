@@ -64,7 +64,7 @@ func NewCluster(cfg ClusterConfig) (*ClusterService, error) {
 func (c *ClusterService) Bound() BoundRule {
 	return BoundRule{
 		Prefix:   "/" + clusterv1connect.ClusterServiceName + "/",
-		MaxBytes: DefaultSmallRequestBytes,
+		MaxBytes: clusterRequestBytes,
 		Admit:    c.admit,
 	}
 }
@@ -82,7 +82,7 @@ func (c *ClusterService) admit(h http.Header) *connect.Error {
 // serves no one else.
 func (c *ClusterService) Handler() (string, http.Handler) {
 	return clusterv1connect.NewClusterServiceHandler(c,
-		connect.WithReadMaxBytes(DefaultSmallRequestBytes),
+		connect.WithReadMaxBytes(clusterRequestBytes),
 		connect.WithInterceptors(&failureLogger{logger: c.cfg.Logger}, c.cfg.Upstream.Interceptor(false), connect.UnaryInterceptorFunc(
 			func(next connect.UnaryFunc) connect.UnaryFunc {
 				return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {

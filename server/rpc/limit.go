@@ -25,8 +25,12 @@ const (
 	// request body.
 	DefaultReadBodyTimeout = 30 * time.Second
 	// DefaultSmallRequestBytes bounds the requests of the endpoints whose
-	// messages are tiny: health checks and node-to-node calls.
+	// messages are tiny: health checks and the profiling port.
 	DefaultSmallRequestBytes = 64 << 10
+	// clusterRequestBytes bounds a node-to-node call: the largest carries a
+	// whole AdminService request (at most DefaultSmallRequestBytes) relayed
+	// to the document's owner, inside an envelope of its own.
+	clusterRequestBytes = 2 * DefaultSmallRequestBytes
 	// DefaultMaxInflightBytes bounds the request bytes a node holds at once,
 	// read and decompressed, over all requests: each is bounded on its own,
 	// and this bounds their sum (gzip makes a small request large).
