@@ -1,10 +1,8 @@
 package mongo
 
 import (
-	"cmp"
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/yorkie-affinity/yorkie/server/fault"
@@ -70,7 +68,7 @@ func (s *Store) kickWatches() {
 
 func (s *Store) watchLoop(ctx context.Context, initial []sessionstore.Member, kick <-chan struct{}, ch chan<- sessionstore.MemberEvent) {
 	view := map[sessionstore.Member]bool{}
-	if !report(ctx, ch, view, initial) {
+	if !sessionstore.ReportMembers(ctx, ch, view, initial) {
 		return
 	}
 	ticker := time.NewTicker(s.cfg.WatchInterval)
@@ -89,50 +87,8 @@ func (s *Store) watchLoop(ctx context.Context, initial []sessionstore.Member, ki
 			}
 			continue
 		}
-		if !report(ctx, ch, view, members) {
+		if !sessionstore.ReportMembers(ctx, ch, view, members) {
 			return
 		}
 	}
-}
-
-// report sends the events that turn view into now and updates view. It
-// returns false if ctx ended first.
-func report(ctx context.Context, ch chan<- sessionstore.MemberEvent, view map[sessionstore.Member]bool, now []sessionstore.Member) bool {
-	next := make(map[sessionstore.Member]bool, len(now))
-	for _, m := range now {
-		next[m] = true
-	}
-	var events []sessionstore.MemberEvent
-	for m := range view {
-		if !next[m] {
-			events = append(events, sessionstore.MemberEvent{Type: sessionstore.MemberLeft, Member: m})
-		}
-	}
-	for m := range next {
-		if !view[m] {
-			events = append(events, sessionstore.MemberEvent{Type: sessionstore.MemberJoined, Member: m})
-		}
-	}
-	// Departures first, so that a restarted node shows as leaving, then
-	// joining with its new incarnation.
-	slices.SortFunc(events, func(a, b sessionstore.MemberEvent) int {
-		return cmp.Or(
-			-cmp.Compare(a.Type, b.Type),
-			cmp.Compare(a.Member.Addr, b.Member.Addr),
-			cmp.Compare(a.Member.Incarnation, b.Member.Incarnation),
-		)
-	})
-	for _, ev := range events {
-		select {
-		case ch <- ev:
-		case <-ctx.Done():
-			return false
-		}
-		if ev.Type == sessionstore.MemberLeft {
-			delete(view, ev.Member)
-		} else {
-			view[ev.Member] = true
-		}
-	}
-	return true
 }
