@@ -10,6 +10,7 @@ import (
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
 	"github.com/yorkie-affinity/yorkie/server/routing"
 	"github.com/yorkie-affinity/yorkie/server/rpc"
+	"github.com/yorkie-affinity/yorkie/server/rpc/bounds"
 	"github.com/yorkie-affinity/yorkie/server/sessionstore"
 )
 
@@ -18,12 +19,12 @@ const (
 	DefaultMaxRequestBytes = rpc.DefaultMaxRequestBytes
 	// DefaultMaxInflightRequestBytes bounds the request bytes the RPC port
 	// holds at once, read and decompressed, over all requests.
-	DefaultMaxInflightRequestBytes = rpc.DefaultMaxInflightBytes
+	DefaultMaxInflightRequestBytes = bounds.DefaultMaxInflightBytes
 	// DefaultReadHeaderTimeout bounds the arrival of a request head, as
 	// net/http's ReadHeaderTimeout does.
-	DefaultReadHeaderTimeout = rpc.DefaultReadHeaderTimeout
+	DefaultReadHeaderTimeout = bounds.DefaultReadHeaderTimeout
 	// DefaultReadBodyTimeout bounds the arrival of a request body.
-	DefaultReadBodyTimeout = rpc.DefaultReadBodyTimeout
+	DefaultReadBodyTimeout = bounds.DefaultReadBodyTimeout
 	// failedShutdownTimeout bounds the shutdown of a node whose RPC port
 	// failed for good.
 	failedShutdownTimeout = 30 * time.Second

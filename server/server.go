@@ -39,6 +39,7 @@ import (
 	"github.com/yorkie-affinity/yorkie/server/project"
 	"github.com/yorkie-affinity/yorkie/server/routing"
 	"github.com/yorkie-affinity/yorkie/server/rpc"
+	"github.com/yorkie-affinity/yorkie/server/rpc/bounds"
 	"github.com/yorkie-affinity/yorkie/server/rpc/http1"
 	"github.com/yorkie-affinity/yorkie/server/rpc/jsoncodec"
 )
@@ -355,8 +356,8 @@ func (s *Server) newRPCPort(router *routing.Router) (port, error) {
 		mux.Handle("GET /dashboard", dash)
 	}
 	// Every body is bounded, after decompression, before any handler runs.
-	bounds := rpc.Bounds{
-		Rules:            []rpc.BoundRule{{Prefix: path, MaxBytes: cfg.MaxRequestBytes}},
+	limits := bounds.Config{
+		Rules:            []bounds.Rule{{Prefix: path, MaxBytes: cfg.MaxRequestBytes}},
 		ReadBodyTimeout:  cfg.ReadBodyTimeout,
 		MaxInflightBytes: cfg.MaxInflightRequestBytes,
 	}
@@ -369,9 +370,9 @@ func (s *Server) newRPCPort(router *routing.Router) (port, error) {
 			return nil, fmt.Errorf("server: create cluster service: %w", err)
 		}
 		mux.Handle(csvc.Handler())
-		bounds.Rules = append(bounds.Rules, csvc.Bound())
+		limits.Rules = append(limits.Rules, csvc.Bound())
 	}
-	mux.Handle(grpchealth.NewHandler(s.health, connect.WithReadMaxBytes(rpc.DefaultSmallRequestBytes)))
+	mux.Handle(grpchealth.NewHandler(s.health, connect.WithReadMaxBytes(bounds.DefaultSmallRequestBytes)))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		// A node shutting down says so at once, so a balancer's readiness
@@ -383,7 +384,7 @@ func (s *Server) newRPCPort(router *routing.Router) (port, error) {
 		}
 		_, _ = w.Write([]byte("ok"))
 	})
-	bounded := rpc.BoundRequests(mux, bounds)
+	bounded := bounds.New(mux, limits)
 	srv := newHTTPServer(withAdminCORS(withCORS(bounded, cfg.AllowedOrigins, s.exposedHeaders()), bounded, cfg.AdminAllowedOrigins),
 		logger, cfg.ReadHeaderTimeout)
 	if cfg.IdleTimeout > 0 {
@@ -432,7 +433,7 @@ func (s *Server) newProfilingPort() (port, error) {
 		pmux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 		pmux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	}
-	srv := newHTTPServer(rpc.BoundRequests(pmux, rpc.Bounds{ReadBodyTimeout: cfg.ReadBodyTimeout}),
+	srv := newHTTPServer(bounds.New(pmux, bounds.Config{ReadBodyTimeout: cfg.ReadBodyTimeout}),
 		logger, cfg.ReadHeaderTimeout)
 	if s.profilingCerts == nil {
 		return srv, nil

@@ -16,6 +16,7 @@ import (
 	upmetrics "github.com/yorkie-affinity/yorkie/server/metrics"
 	"github.com/yorkie-affinity/yorkie/server/project"
 	"github.com/yorkie-affinity/yorkie/server/routing"
+	"github.com/yorkie-affinity/yorkie/server/rpc/bounds"
 )
 
 // ClusterConfig configures a ClusterService.
@@ -58,11 +59,16 @@ func NewCluster(cfg ClusterConfig) (*ClusterService, error) {
 	return &ClusterService{cfg: cfg}, nil
 }
 
-// Bound is the service's rule for BoundRequests: node-to-node messages are
+// clusterRequestBytes bounds a node-to-node call: the largest carries a
+// whole AdminService request (at most bounds.DefaultSmallRequestBytes)
+// relayed to the document's owner, inside an envelope of its own.
+const clusterRequestBytes = 2 * bounds.DefaultSmallRequestBytes
+
+// Bound is the service's rule for bounds.New: node-to-node messages are
 // small, and a call without the cluster secret is refused before a byte of
 // its body is read.
-func (c *ClusterService) Bound() BoundRule {
-	return BoundRule{
+func (c *ClusterService) Bound() bounds.Rule {
+	return bounds.Rule{
 		Prefix:   "/" + clusterv1connect.ClusterServiceName + "/",
 		MaxBytes: clusterRequestBytes,
 		Admit:    c.admit,
@@ -78,7 +84,7 @@ func (c *ClusterService) admit(h http.Header) *connect.Error {
 }
 
 // Handler returns the path prefix and handler of the service. It checks the
-// secret again, so that the handler mounted without BoundRequests still
+// secret again, so that the handler mounted without bounds.New still
 // serves no one else.
 func (c *ClusterService) Handler() (string, http.Handler) {
 	return clusterv1connect.NewClusterServiceHandler(c,

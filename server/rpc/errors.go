@@ -12,6 +12,8 @@ import (
 	"github.com/yorkie-affinity/yorkie/server/channel"
 	"github.com/yorkie-affinity/yorkie/server/document"
 	"github.com/yorkie-affinity/yorkie/server/fault"
+	"github.com/yorkie-affinity/yorkie/server/rpc/bounds"
+	"github.com/yorkie-affinity/yorkie/server/rpc/errinfo"
 )
 
 // Error code names carried in the google.rpc.ErrorInfo metadata "code". Clients
@@ -27,7 +29,7 @@ const (
 	CodeShuttingDown        = "ErrShuttingDown"
 	CodeUnavailable         = "ErrUnavailable"
 	CodeInvalidArgument     = "ErrInvalidArgument"
-	CodeRequestTooLarge     = "ErrRequestTooLarge"
+	CodeRequestTooLarge     = bounds.CodeRequestTooLarge
 	CodeUnimplemented       = "ErrUnimplemented"
 	CodeInternal            = "ErrInternal"
 	CodeCanceled            = "ErrCanceled"
@@ -152,15 +154,7 @@ func changeProblem(err error) string {
 // newError builds a Connect error whose google.rpc.ErrorInfo detail names the
 // Yorkie error code, the form the SDKs parse.
 func newError(code connect.Code, name string, err error) *connect.Error {
-	cerr := connect.NewError(code, err)
-	detail, derr := connect.NewErrorDetail(&errdetails.ErrorInfo{
-		Reason:   name,
-		Metadata: map[string]string{"code": name},
-	})
-	if derr == nil {
-		cerr.AddDetail(detail)
-	}
-	return cerr
+	return errinfo.New(code, name, err)
 }
 
 // WrongNode is the redirect of a call that reached a node which does not own

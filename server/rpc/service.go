@@ -134,7 +134,7 @@ func New(cfg Config) (*Service, error) {
 }
 
 // Handler returns the path prefix and the HTTP handler serving the service with
-// its interceptors. Request bodies must come bounded (BoundRequests); the
+// its interceptors. Request bodies must come bounded (bounds.New); the
 // codec's own limit only backs that up.
 func (s *Service) Handler() (string, http.Handler) {
 	interceptors := []connect.Interceptor{}

@@ -1,4 +1,8 @@
-package rpc
+// Package bounds bounds HTTP requests before any handler sees them: each
+// body is read whole within a timeout and decompressed (gzip) within the
+// byte bound of its path, and the bytes all requests hold at once are
+// bounded together. The RPC port and the profiling port serve behind it.
+package bounds
 
 import (
 	"bytes"
@@ -14,6 +18,8 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
+
+	"github.com/yorkie-affinity/yorkie/server/rpc/errinfo"
 )
 
 // Defaults of the request bounds.
@@ -27,14 +33,21 @@ const (
 	// DefaultSmallRequestBytes bounds the requests of the endpoints whose
 	// messages are tiny: health checks and the profiling port.
 	DefaultSmallRequestBytes = 64 << 10
-	// clusterRequestBytes bounds a node-to-node call: the largest carries a
-	// whole AdminService request (at most DefaultSmallRequestBytes) relayed
-	// to the document's owner, inside an envelope of its own.
-	clusterRequestBytes = 2 * DefaultSmallRequestBytes
 	// DefaultMaxInflightBytes bounds the request bytes a node holds at once,
 	// read and decompressed, over all requests: each is bounded on its own,
 	// and this bounds their sum (gzip makes a small request large).
 	DefaultMaxInflightBytes = 256 << 20
+)
+
+// Error code names in the ErrorInfo of a refused request, as the RPC layer
+// names them (package rpc).
+const (
+	// CodeRequestTooLarge refuses a request over its bound; resending it
+	// cannot help.
+	CodeRequestTooLarge  = "ErrRequestTooLarge"
+	codeUnavailable      = "ErrUnavailable"
+	codeInvalidArgument  = "ErrInvalidArgument"
+	codeDeadlineExceeded = "ErrDeadlineExceeded"
 )
 
 // envelopePrefix is the framing the gRPC, gRPC-web and Connect streaming
@@ -54,13 +67,13 @@ var (
 	errBusy = errors.New("the server holds too many request bytes at once; try again")
 )
 
-// Bounds says what a request may send before any handler sees it.
-type Bounds struct {
+// Config says what a request may send before any handler sees it.
+type Config struct {
 	// MaxBytes bounds the decompressed body of requests no rule matches
 	// (0: DefaultSmallRequestBytes).
 	MaxBytes int
 	// Rules override MaxBytes by path prefix; the first match wins.
-	Rules []BoundRule
+	Rules []Rule
 	// ReadBodyTimeout bounds reading a body (0: DefaultReadBodyTimeout).
 	ReadBodyTimeout time.Duration
 	// MaxInflightBytes bounds the sum of the bodies, read and decompressed,
@@ -112,8 +125,8 @@ func (h *holding) grow(n int) error {
 // release gives back everything the request held.
 func (h *holding) release() { h.budget.give(h.held) }
 
-// BoundRule bounds the requests under one path prefix.
-type BoundRule struct {
+// Rule bounds the requests under one path prefix.
+type Rule struct {
 	// Prefix selects the requests by URL path.
 	Prefix string
 	// MaxBytes bounds a decompressed request message, envelope excluded.
@@ -123,9 +136,9 @@ type BoundRule struct {
 	Admit func(http.Header) *connect.Error
 }
 
-// BoundRequests reads every request body whole, within the read timeout,
-// and decompresses it within the byte bound of its path before next runs,
-// so no handler, codec or decompressor ever holds more than the bound or
+// New returns next behind the bounds of cfg: it reads every request body
+// whole, within the read timeout, and decompresses it within the byte bound
+// of its path before next runs, so no handler, codec or decompressor ever holds more than the bound or
 // waits on a slow client. Handlers get the body uncompressed, its encoding
 // headers removed.
 //
@@ -134,7 +147,8 @@ type BoundRule struct {
 // retry it (the JS SDK retries resource_exhausted for ever). A body that
 // does not arrive in time is answered 408 over HTTP/1.x, as a slow header
 // is, and the connection closes.
-func BoundRequests(next http.Handler, b Bounds) http.Handler {
+func New(next http.Handler, cfg Config) http.Handler {
+	b := cfg
 	if b.MaxBytes <= 0 {
 		b.MaxBytes = DefaultSmallRequestBytes
 	}
@@ -155,7 +169,7 @@ func BoundRequests(next http.Handler, b Bounds) http.Handler {
 		_ = errWriter.Write(w, r, err)
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rule := BoundRule{MaxBytes: b.MaxBytes}
+		rule := Rule{MaxBytes: b.MaxBytes}
 		for _, rl := range b.Rules {
 			if strings.HasPrefix(r.URL.Path, rl.Prefix) {
 				rule = rl
@@ -203,7 +217,7 @@ func BoundRequests(next http.Handler, b Bounds) http.Handler {
 			} else if errors.Is(err, errRequestTooLarge) {
 				refuse(w, r, tooLarge("a body over the limit once decompressed", rule.MaxBytes))
 			} else {
-				refuse(w, r, invalidArgument(err))
+				refuse(w, r, errinfo.New(connect.CodeInvalidArgument, codeInvalidArgument, err))
 			}
 			return
 		}
@@ -229,12 +243,12 @@ func BoundRequests(next http.Handler, b Bounds) http.Handler {
 // busy is the answer to a request refused because the node holds too many
 // request bytes: unavailable, which clients retry after a while.
 func busy() *connect.Error {
-	return newError(connect.CodeUnavailable, CodeUnavailable, errBusy)
+	return errinfo.New(connect.CodeUnavailable, codeUnavailable, errBusy)
 }
 
 // tooLarge is the answer to a request over its bound.
 func tooLarge(what string, limit int) *connect.Error {
-	return newError(connect.CodeInvalidArgument, CodeRequestTooLarge,
+	return errinfo.New(connect.CodeInvalidArgument, CodeRequestTooLarge,
 		fmt.Errorf("%w: %s, the limit is %d bytes", errRequestTooLarge, what, limit))
 }
 
@@ -320,7 +334,7 @@ func isTimeout(err error) bool {
 // over HTTP/2, where the connection carries other calls.
 func bodyTimedOut(w http.ResponseWriter, r *http.Request, errWriter *connect.ErrorWriter, timeout time.Duration) {
 	if r.ProtoMajor != 1 {
-		_ = errWriter.Write(w, r, newError(connect.CodeDeadlineExceeded, CodeDeadlineExceeded,
+		_ = errWriter.Write(w, r, errinfo.New(connect.CodeDeadlineExceeded, codeDeadlineExceeded,
 			fmt.Errorf("%w within %v", errBodyTimeout, timeout)))
 		return
 	}

@@ -1,4 +1,4 @@
-package rpc_test
+package bounds_test
 
 import (
 	"bytes"
@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/yorkie-affinity/yorkie/server"
-	"github.com/yorkie-affinity/yorkie/server/rpc"
+	"github.com/yorkie-affinity/yorkie/server/rpc/bounds"
 	"github.com/yorkie-affinity/yorkie/server/servertest"
 	"github.com/yorkie-affinity/yorkie/server/servertest/poll"
 )
@@ -27,15 +27,15 @@ import (
 func TestInflightRequestBytesAreBounded(t *testing.T) {
 	const path = "/yorkie.v1.YorkieService/PushPullChanges"
 	arrived, release := make(chan struct{}, 1), make(chan struct{})
-	h := rpc.BoundRequests(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := bounds.New(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		if bytes.HasPrefix(body, []byte("hold")) {
 			arrived <- struct{}{}
 			<-release
 		}
 		w.WriteHeader(http.StatusOK)
-	}), rpc.Bounds{
-		Rules:            []rpc.BoundRule{{Prefix: "/yorkie.v1.YorkieService/", MaxBytes: 8 << 20}},
+	}), bounds.Config{
+		Rules:            []bounds.Rule{{Prefix: "/yorkie.v1.YorkieService/", MaxBytes: 8 << 20}},
 		MaxInflightBytes: 10 << 20,
 	})
 	srv := httptest.NewServer(h)
@@ -117,11 +117,11 @@ func TestServerInflightBoundIsItsSetting(t *testing.T) {
 // served.
 func TestGzipBombHoldsNoInflatedBytes(t *testing.T) {
 	const path = "/yorkie.v1.YorkieService/PushPullChanges"
-	h := rpc.BoundRequests(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := bounds.New(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
 		w.WriteHeader(http.StatusOK)
-	}), rpc.Bounds{
-		Rules:            []rpc.BoundRule{{Prefix: "/yorkie.v1.YorkieService/", MaxBytes: 8 << 20}},
+	}), bounds.Config{
+		Rules:            []bounds.Rule{{Prefix: "/yorkie.v1.YorkieService/", MaxBytes: 8 << 20}},
 		MaxInflightBytes: 2 << 20,
 	})
 	srv := httptest.NewServer(h)
