@@ -51,6 +51,10 @@ function balancerConfig({
     `  timeout server ${timeouts.server}`,
     `  timeout tunnel ${timeouts.tunnel}`,
     '  option http-buffer-request',
+    // Sends each chunk of a stream at once: by default haproxy may hold a
+    // small one back (up to about 200 ms) to merge it with the next, which
+    // delays a Watch event (and so a remote change) behind the proxy.
+    '  option http-no-delay',
     '  retries 2',
     '  option redispatch',
     'frontend yorkie',
