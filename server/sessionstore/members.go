@@ -3,13 +3,15 @@ package sessionstore
 import (
 	"cmp"
 	"context"
+	"log/slog"
 	"slices"
+	"time"
 )
 
-// ReportMembers sends on ch the events that turn view into now, and updates
+// reportMembers sends on ch the events that turn view into now, and updates
 // view: what a store that polls its members (or re-reads them after a lost
 // watch) reports. It returns false if ctx ended first.
-func ReportMembers(ctx context.Context, ch chan<- MemberEvent, view map[Member]bool, now []Member) bool {
+func reportMembers(ctx context.Context, ch chan<- MemberEvent, view map[Member]bool, now []Member) bool {
 	next := make(map[Member]bool, len(now))
 	for _, m := range now {
 		next[m] = true
@@ -47,4 +49,37 @@ func ReportMembers(ctx context.Context, ch chan<- MemberEvent, view map[Member]b
 		}
 	}
 	return true
+}
+
+// PollMembers reports the members, then reads them again every interval and
+// whenever kick fires, sending on ch what changed, until ctx ends: the watch
+// of a store that has no change feed of its own. A failed read keeps the last
+// view.
+func PollMembers(ctx context.Context, initial []Member, interval time.Duration, kick <-chan struct{},
+	read func(context.Context) ([]Member, error), log *slog.Logger, ch chan<- MemberEvent,
+) {
+	view := map[Member]bool{}
+	if !reportMembers(ctx, ch, view, initial) {
+		return
+	}
+	ticker := time.NewTicker(interval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		case <-kick:
+		}
+		members, err := read(ctx)
+		if err != nil {
+			if ctx.Err() == nil {
+				log.Debug("watch: reading members failed; keeping the last view", "err", err)
+			}
+			continue
+		}
+		if !reportMembers(ctx, ch, view, members) {
+			return
+		}
+	}
 }

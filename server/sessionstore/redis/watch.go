@@ -46,30 +46,7 @@ func (s *Store) WatchMembers(ctx context.Context) (<-chan sessionstore.MemberEve
 }
 
 func (s *Store) watchLoop(ctx context.Context, initial []sessionstore.Member, kick <-chan struct{}, ch chan<- sessionstore.MemberEvent) {
-	view := map[sessionstore.Member]bool{}
-	if !sessionstore.ReportMembers(ctx, ch, view, initial) {
-		return
-	}
-	ticker := time.NewTicker(s.cfg.WatchInterval)
-	defer ticker.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-ticker.C:
-		case <-kick:
-		}
-		members, err := s.Members(ctx)
-		if err != nil {
-			if ctx.Err() == nil {
-				s.log.Debug("watch: reading members failed; keeping the last view", "err", err)
-			}
-			continue
-		}
-		if !sessionstore.ReportMembers(ctx, ch, view, members) {
-			return
-		}
-	}
+	sessionstore.PollMembers(ctx, initial, s.cfg.WatchInterval, kick, s.Members, s.log, ch)
 }
 
 // resubscribeDelay is the pause between subscription attempts.
