@@ -10,6 +10,8 @@ import (
 
 	"connectrpc.com/connect"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/yorkie-affinity/yorkie/server/rpc/streamconn"
 )
 
 // metrics is a connect.Interceptor that records, per procedure and result
@@ -107,10 +109,10 @@ func (m *metrics) WrapStreamingHandler(next connect.StreamingHandlerFunc) connec
 		start := time.Now()
 		open := m.streams.WithLabelValues(procedure)
 		open.Inc()
-		defer open.Dec()
-		err := next(ctx, conn)
-		m.observe(procedure, start, err)
-		return err
+		return streamconn.Finish(ctx, next(ctx, conn), func(err error) {
+			open.Dec()
+			m.observe(procedure, start, err)
+		})
 	}
 }
 
@@ -178,8 +180,8 @@ func (l *failureLogger) WrapStreamingClient(next connect.StreamingClientFunc) co
 func (l *failureLogger) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
 	return func(ctx context.Context, conn connect.StreamingHandlerConn) error {
 		start := time.Now()
-		err := next(ctx, conn)
-		l.log(ctx, conn.Spec().Procedure, start, err)
-		return err
+		return streamconn.Finish(ctx, next(ctx, conn), func(err error) {
+			l.log(ctx, conn.Spec().Procedure, start, err)
+		})
 	}
 }
