@@ -46,6 +46,7 @@ func Run(t *testing.T, newDB NewDB) {
 	t.Run("FindByKey", func(t *testing.T) { testFindByKey(t, newDB) })
 	t.Run("Attachments", func(t *testing.T) { testAttachments(t, newDB) })
 	t.Run("Changes", func(t *testing.T) { testChanges(t, newDB) })
+	t.Run("ChangeRanges", func(t *testing.T) { testChangeRanges(t, newDB) })
 	t.Run("Fencing", func(t *testing.T) { testFencing(t, newDB) })
 	t.Run("Contexts", func(t *testing.T) { testContexts(t, newDB) })
 	t.Run("Snapshots", func(t *testing.T) { testSnapshots(t, newDB) })

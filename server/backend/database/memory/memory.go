@@ -1,8 +1,10 @@
 // Package memory is an in-process database.Database. It is the embedded
-// default of a single node and the store the backend's tests run on, so its
-// reads are cheap: stored changes are shared, never copied, and the records
-// callers may mutate (clients, documents, attachments) are cloned at the
-// boundary so no caller can corrupt what is stored.
+// default of a single node and the store the backend's tests run on. What it
+// keeps for every document it ever held is kept compact and free of pointers
+// where it can be (the change log encoded, see changelog.go), so that the
+// garbage collector's work does not grow with the database; every read
+// returns memory of the caller's own, so no caller can corrupt what is
+// stored.
 package memory
 
 import (
@@ -55,10 +57,8 @@ type DB struct {
 type doc struct {
 	mu   sync.RWMutex
 	info database.DocInfo
-	// log[i].ServerSeq == base+i+1: the log is gapless from base+1 by
-	// construction. base is 0 until a compaction replaces the log.
-	log         []*database.Change
-	base        int64
+	// log is gapless from log.base+1 by construction.
+	log         changeLog
 	attachments map[string]*database.Attachment // by client ID
 }
 
@@ -450,6 +450,11 @@ func (db *DB) AppendChanges(ctx context.Context, docID string, epoch int64, chan
 				docID, c.ServerSeq, changes[i-1].ServerSeq)
 		}
 	}
+	// Encoding is the slow part: done before any lock is taken.
+	buf, lens, err := encodeChanges(changes)
+	if err != nil {
+		return fmt.Errorf("append changes to %q: %w", docID, err)
+	}
 	d, err := db.findDoc(docID)
 	if err != nil {
 		return fmt.Errorf("append changes: %w", err)
@@ -466,14 +471,13 @@ func (db *DB) AppendChanges(ctx context.Context, docID string, epoch int64, chan
 		return fmt.Errorf("append changes to %q: batch starts at server_seq %d, head is %d: %w",
 			docID, first, head, database.ErrConflict)
 	}
-	d.log = append(d.log, changes...)
+	d.log.appendRecords(buf, lens)
 	d.info.ServerSeq = d.head()
 	return nil
 }
 
-// FindChanges returns the changes with from <= server_seq <= to, in order.
-// The returned slice is the caller's; the changes in it are shared and must
-// not be mutated.
+// FindChanges returns the changes with from <= server_seq <= to, in order,
+// decoded into memory of the caller's own.
 func (db *DB) FindChanges(ctx context.Context, docID string, from, to int64) ([]*database.Change, error) {
 	if err := db.check(ctx, "find changes"); err != nil {
 		return nil, err
@@ -483,14 +487,12 @@ func (db *DB) FindChanges(ctx context.Context, docID string, from, to int64) ([]
 		return nil, fmt.Errorf("find changes: %w", err)
 	}
 	d.mu.RLock()
-	defer d.mu.RUnlock()
-	from = max(from, d.base+1)
-	to = min(to, d.head())
-	if from > to {
-		return nil, nil
+	v := d.log.view(from, to)
+	d.mu.RUnlock()
+	out, err := v.decode()
+	if err != nil {
+		return nil, fmt.Errorf("find changes of %q: %w", docID, err)
 	}
-	out := make([]*database.Change, to-from+1)
-	copy(out, d.log[from-d.base-1:to-d.base])
 	return out, nil
 }
 
@@ -505,11 +507,16 @@ func (db *DB) LastClientSeq(ctx context.Context, docID, actorID string, after in
 		return 0, fmt.Errorf("last client seq: %w", err)
 	}
 	d.mu.RLock()
-	defer d.mu.RUnlock()
+	v := d.log.view(after+1, d.head())
+	d.mu.RUnlock()
 	var last uint32
-	for i := len(d.log) - 1; i >= 0 && d.log[i].ServerSeq > after; i-- {
-		if c := d.log[i]; c.ActorID == actorID && c.ClientSeq > last {
-			last = c.ClientSeq
+	for i := range v.starts {
+		clientSeq, actor, _, err := header(v.record(i))
+		if err != nil {
+			return 0, fmt.Errorf("last client seq of %q at %d: %w", docID, v.first+int64(i), err)
+		}
+		if clientSeq > last && string(actor) == actorID {
+			last = clientSeq
 		}
 	}
 	return last, nil
@@ -517,7 +524,7 @@ func (db *DB) LastClientSeq(ctx context.Context, docID, actorID string, after in
 
 // head is the server_seq of the last change of the log. The caller holds
 // d.mu.
-func (d *doc) head() int64 { return d.base + int64(len(d.log)) }
+func (d *doc) head() int64 { return d.log.head() }
 
 // Close makes every later call fail with an error wrapping ErrUnavailable.
 func (db *DB) Close(ctx context.Context) error {
