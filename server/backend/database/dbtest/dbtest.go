@@ -45,6 +45,7 @@ func Run(t *testing.T, newDB NewDB) {
 	t.Run("Documents", func(t *testing.T) { testDocuments(t, newDB) })
 	t.Run("FindByKey", func(t *testing.T) { testFindByKey(t, newDB) })
 	t.Run("Attachments", func(t *testing.T) { testAttachments(t, newDB) })
+	t.Run("ManyClientsOfOneDocument", func(t *testing.T) { testManyClientsOfOneDocument(t, newDB) })
 	t.Run("Changes", func(t *testing.T) { testChanges(t, newDB) })
 	t.Run("ChangeRanges", func(t *testing.T) { testChangeRanges(t, newDB) })
 	t.Run("Fencing", func(t *testing.T) { testFencing(t, newDB) })

@@ -59,7 +59,7 @@ type doc struct {
 	info database.DocInfo
 	// log is gapless from log.base+1 by construction.
 	log         changeLog
-	attachments map[string]*database.Attachment // by client ID
+	attachments attachmentSet
 }
 
 // New returns an empty in-memory database.
@@ -99,12 +99,6 @@ func newID() string {
 func cloneClient(c *database.ClientInfo) *database.ClientInfo {
 	out := *c
 	out.Metadata = maps.Clone(c.Metadata)
-	return &out
-}
-
-func cloneAttachment(a *database.Attachment) *database.Attachment {
-	out := *a
-	out.VersionVector = maps.Clone(a.VersionVector)
 	return &out
 }
 
@@ -186,8 +180,7 @@ func (db *DB) FindOrCreateDocument(ctx context.Context, projectID, key string) (
 		id = newID()
 	}
 	d := &doc{
-		info:        database.DocInfo{ID: id, ProjectID: projectID, Key: key, CreatedAt: time.Now()},
-		attachments: make(map[string]*database.Attachment),
+		info: database.DocInfo{ID: id, ProjectID: projectID, Key: key, CreatedAt: time.Now()},
 	}
 	db.docs[id] = d
 	db.liveByKey[name] = id
@@ -298,12 +291,12 @@ func (db *DB) FindAttachment(ctx context.Context, clientID, docID string) (*data
 	}
 	d.mu.RLock()
 	defer d.mu.RUnlock()
-	a, ok := d.attachments[clientID]
-	if !ok {
+	a := d.attachments.find(clientID)
+	if a == nil {
 		return nil, fmt.Errorf("find attachment of client %q to document %q: %w",
 			clientID, docID, database.ErrAttachmentNotFound)
 	}
-	return cloneAttachment(a), nil
+	return a.attachment(d.info.ID), nil
 }
 
 // ListAttachments returns the document's attachments with status Attached.
@@ -317,10 +310,10 @@ func (db *DB) ListAttachments(ctx context.Context, docID string) ([]*database.At
 	}
 	d.mu.RLock()
 	defer d.mu.RUnlock()
-	out := make([]*database.Attachment, 0, len(d.attachments))
-	for _, a := range d.attachments {
-		if a.Status == database.Attached {
-			out = append(out, cloneAttachment(a))
+	out := make([]*database.Attachment, 0, len(d.attachments.list))
+	for i := range d.attachments.list {
+		if a := &d.attachments.list[i]; a.status == database.Attached {
+			out = append(out, a.attachment(d.info.ID))
 		}
 	}
 	return out, nil
@@ -338,9 +331,9 @@ func (db *DB) ListDocumentClients(ctx context.Context, docID string) ([]string, 
 	}
 	d.mu.RLock()
 	defer d.mu.RUnlock()
-	out := make([]string, 0, len(d.attachments))
-	for id := range d.attachments {
-		out = append(out, id)
+	out := make([]string, 0, len(d.attachments.list))
+	for i := range d.attachments.list {
+		out = append(out, d.attachments.list[i].clientID)
 	}
 	return out, nil
 }
@@ -367,8 +360,8 @@ func (db *DB) ListClientAttachments(ctx context.Context, clientID string) ([]*da
 	var out []*database.Attachment
 	for _, d := range docs {
 		d.mu.RLock()
-		if a, ok := d.attachments[clientID]; ok && a.Status == database.Attached {
-			out = append(out, cloneAttachment(a))
+		if a := d.attachments.find(clientID); a != nil && a.status == database.Attached {
+			out = append(out, a.attachment(d.info.ID))
 		}
 		d.mu.RUnlock()
 	}
@@ -398,39 +391,39 @@ func (db *DB) UpdateAttachment(ctx context.Context, a *database.Attachment, epoc
 	if err != nil {
 		return fmt.Errorf("update attachment: %w", err)
 	}
-	stored := cloneAttachment(a)
-	if stored.UpdatedAt.IsZero() {
-		stored.UpdatedAt = time.Now()
+	stored := storeAttachment(a)
+	if stored.updatedAt.IsZero() {
+		stored.updatedAt = time.Now()
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if err := d.fenced(epoch); err != nil {
 		return fmt.Errorf("update attachment: %w", err)
 	}
-	d.attachments[a.ClientID] = stored
-	db.indexAttachment(stored)
+	d.attachments.put(stored)
+	db.indexAttachment(a.ClientID, a.DocID, a.Status)
 	return nil
 }
 
 // indexAttachment records whether the client has the document attached. The
 // caller holds the document's lock, so updates of one attachment are indexed
 // in the order they were stored.
-func (db *DB) indexAttachment(a *database.Attachment) {
+func (db *DB) indexAttachment(clientID, docID string, status database.AttachmentStatus) {
 	db.attachedMu.Lock()
 	defer db.attachedMu.Unlock()
-	set := db.attached[a.ClientID]
-	if a.Status != database.Attached {
-		delete(set, a.DocID)
+	set := db.attached[clientID]
+	if status != database.Attached {
+		delete(set, docID)
 		if len(set) == 0 {
-			delete(db.attached, a.ClientID)
+			delete(db.attached, clientID)
 		}
 		return
 	}
 	if set == nil {
 		set = make(map[string]struct{})
-		db.attached[a.ClientID] = set
+		db.attached[clientID] = set
 	}
-	set[a.DocID] = struct{}{}
+	set[docID] = struct{}{}
 }
 
 // AppendChanges stores the batch after the current head, all or nothing.
