@@ -19,17 +19,13 @@ import (
 	"github.com/yorkie-affinity/yorkie/server/document"
 	"github.com/yorkie-affinity/yorkie/server/project"
 	"github.com/yorkie-affinity/yorkie/server/routing"
+	"github.com/yorkie-affinity/yorkie/server/rpc/errinfo"
 )
 
 // The AdminService's document and channel calls are served where the
 // document or channel group lives: this node when it owns it, else its
 // owner through the ClusterService. What they show of a document is the
 // owner's current in-memory state.
-
-// Error code names of the AdminService's document calls, as upstream's.
-const (
-	CodeDocumentAttached = "ErrDocumentAttached"
-)
 
 // errNoSummary is an owner's answer without the document's summary.
 var errNoSummary = errors.New("the owner sent no summary")
@@ -56,12 +52,12 @@ func (s *Service) AdminOwners() *AdminOwners { return &AdminOwners{s: s} }
 func (s *Service) ownerError(ctx context.Context, err error) error {
 	switch {
 	case errors.Is(err, backend.ErrDocumentAttached):
-		return newError(connect.CodeFailedPrecondition, CodeDocumentAttached, err)
+		return errinfo.New(connect.CodeFailedPrecondition, errinfo.CodeDocumentAttached, err)
 	case errors.Is(err, backend.ErrNoSuchServerSeq):
-		return invalidArgument(err)
+		return errinfo.InvalidArgument(err)
 	}
-	out := toConnectError(err)
-	if cause := internalCause(out); cause != nil {
+	out := errinfo.ToConnect(err)
+	if cause := errinfo.InternalCause(out); cause != nil {
 		s.logger.ErrorContext(ctx, "admin call at the owner failed", "error", cause)
 	}
 	return out
@@ -89,8 +85,8 @@ func (s *Service) routeAdmin(ctx context.Context, key string) (routing.Route, cl
 // relay does, and returns the error for the caller.
 func (s *Service) remoteFailed(ctx context.Context, rt routing.Route, err error) error {
 	var ce *connect.Error
-	if !errors.As(err, &ce) || errorName(ce) == "" {
-		ce = newError(connect.CodeUnavailable, CodeUnavailable, fmt.Errorf("call the owner: %w", err))
+	if !errors.As(err, &ce) || errinfo.Name(ce) == "" {
+		ce = errinfo.New(connect.CodeUnavailable, errinfo.CodeUnavailable, fmt.Errorf("call the owner: %w", err))
 	}
 	s.router.RelayFailed(ctx, rt, ce)
 	return ce
@@ -115,7 +111,7 @@ func (a *AdminOwners) DocumentSummary(ctx context.Context, p *database.ProjectIn
 		}
 		m := resp.Msg
 		if m.GetDocument() == nil {
-			return nil, newError(connect.CodeUnavailable, CodeUnavailable, errNoSummary)
+			return nil, errinfo.New(connect.CodeUnavailable, errinfo.CodeUnavailable, errNoSummary)
 		}
 		return &admin.OwnerState{Summary: m.GetDocument(), ServerSeq: m.GetServerSeq(),
 			GarbageLen: int(m.GetGarbageLen()), SnapshotSeq: m.GetSnapshotServerSeq()}, nil
@@ -193,7 +189,7 @@ func (a *AdminOwners) GetChannels(ctx context.Context, p *database.ProjectInfo, 
 	byGroup := map[string][]string{}
 	for _, k := range keys {
 		if err := channel.ValidateKey(k); err != nil {
-			return nil, toConnectError(err)
+			return nil, errinfo.ToConnect(err)
 		}
 		g := channel.RoutingKey(k)
 		if _, ok := byGroup[g]; !ok {
@@ -257,8 +253,8 @@ func (a *AdminOwners) ListChannels(ctx context.Context, p *database.ProjectInfo,
 			}))
 			if err != nil {
 				var ce *connect.Error
-				if !errors.As(err, &ce) || errorName(ce) == "" {
-					err = newError(connect.CodeUnavailable, CodeUnavailable, fmt.Errorf("list channels of another node: %w", err))
+				if !errors.As(err, &ce) || errinfo.Name(ce) == "" {
+					err = errinfo.New(connect.CodeUnavailable, errinfo.CodeUnavailable, fmt.Errorf("list channels of another node: %w", err))
 				}
 				return nil, err
 			}
@@ -302,7 +298,7 @@ func (s *Service) localChannels(projectID, query string, limit int) []*api.Chann
 func (a *AdminOwners) Broadcast(ctx context.Context, p *database.ProjectInfo, key, topic string, payload []byte) error {
 	s := a.s
 	if err := channel.ValidateKey(key); err != nil {
-		return toConnectError(err)
+		return errinfo.ToConnect(err)
 	}
 	ctx = project.NewContext(ctx, p)
 	rt, owner, err := s.routeAdmin(ctx, channel.RoutingKey(key))

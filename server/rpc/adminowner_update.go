@@ -11,6 +11,7 @@ import (
 	"github.com/yorkie-affinity/yorkie/server/backend"
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
 	"github.com/yorkie-affinity/yorkie/server/project"
+	"github.com/yorkie-affinity/yorkie/server/rpc/errinfo"
 	"github.com/yorkie-affinity/yorkie/server/yson"
 )
 
@@ -34,14 +35,14 @@ func (a *AdminOwners) UpdateDocument(ctx context.Context, p *database.ProjectInf
 			return nil, s.remoteFailed(ctx, rt, err)
 		}
 		if resp.Msg.GetDocument() == nil {
-			return nil, newError(connect.CodeUnavailable, CodeUnavailable, errNoSummary)
+			return nil, errinfo.New(connect.CodeUnavailable, errinfo.CodeUnavailable, errNoSummary)
 		}
 		return resp.Msg.GetDocument(), nil
 	}
 	bu := backend.DocumentUpdate{SetSchema: u.SetSchema, SchemaKey: u.SchemaKey}
 	if u.Root != "" {
 		if bu.Root, err = yson.ParseObject(u.Root); err != nil {
-			return nil, invalidArgument(err)
+			return nil, errinfo.InvalidArgument(err)
 		}
 	}
 	sum, err := s.updateHere(ctx, rt.Epoch, doc.ID, bu)

@@ -17,6 +17,7 @@ import (
 	"github.com/yorkie-affinity/yorkie/server/project"
 	"github.com/yorkie-affinity/yorkie/server/routing"
 	"github.com/yorkie-affinity/yorkie/server/rpc/bounds"
+	"github.com/yorkie-affinity/yorkie/server/rpc/errinfo"
 )
 
 // ClusterConfig configures a ClusterService.
@@ -78,7 +79,7 @@ func (c *ClusterService) Bound() bounds.Rule {
 // admit refuses a call without the cluster secret.
 func (c *ClusterService) admit(h http.Header) *connect.Error {
 	if !c.cfg.Authentic(h) {
-		return PermissionDenied(errors.New("node-to-node call without the cluster secret"))
+		return errinfo.PermissionDenied(errors.New("node-to-node call without the cluster secret"))
 	}
 	return nil
 }
@@ -106,13 +107,13 @@ func (c *ClusterService) Handler() (string, http.Handler) {
 func (c *ClusterService) DetachClientDocument(ctx context.Context, req *connect.Request[clusterv1.DetachClientDocumentRequest]) (*connect.Response[clusterv1.DetachClientDocumentResponse], error) {
 	clientID, docID, key := req.Msg.GetClientId(), req.Msg.GetDocumentId(), req.Msg.GetDocumentKey()
 	if err := validateClientID(clientID); err != nil {
-		return nil, invalidArgument(err)
+		return nil, errinfo.InvalidArgument(err)
 	}
 	if err := validateDocumentID(docID); err != nil {
-		return nil, invalidArgument(err)
+		return nil, errinfo.InvalidArgument(err)
 	}
 	if err := validateDocumentKey(key); err != nil {
-		return nil, invalidArgument(err)
+		return nil, errinfo.InvalidArgument(err)
 	}
 	pid := req.Msg.GetProjectId()
 	if pid == "" {
@@ -120,18 +121,18 @@ func (c *ClusterService) DetachClientDocument(ctx context.Context, req *connect.
 	}
 	p, err := c.cfg.FindProject(ctx, pid)
 	if err != nil {
-		return nil, toConnectError(err)
+		return nil, errinfo.ToConnect(err)
 	}
 	ctx = project.NewContext(ctx, p)
 	rt, err := c.cfg.Router.Route(ctx, routing.DocumentCall{Kind: routing.CallDetach, ClientID: clientID, DocumentID: docID, DocumentKey: key, Header: req.Header()})
 	if err != nil {
-		return nil, toConnectError(routeError(err))
+		return nil, errinfo.ToConnect(errinfo.RouteError(err))
 	}
 	if rt.Owner != nil {
-		return nil, WrongNode(c.cfg.Router.SessionKeyHeader(), rt.SessionKey, fmt.Errorf("document %q is owned elsewhere", key))
+		return nil, errinfo.WrongNode(c.cfg.Router.SessionKeyHeader(), rt.SessionKey, fmt.Errorf("document %q is owned elsewhere", key))
 	}
 	if err := c.cfg.Backend.DetachClient(ctx, rt.Epoch, clientID, docID); err != nil {
-		return nil, toConnectError(err)
+		return nil, errinfo.ToConnect(err)
 	}
 	return connect.NewResponse(&clusterv1.DetachClientDocumentResponse{}), nil
 }

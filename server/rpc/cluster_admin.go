@@ -10,6 +10,7 @@ import (
 	"github.com/yorkie-affinity/yorkie/server/channel"
 	"github.com/yorkie-affinity/yorkie/server/project"
 	"github.com/yorkie-affinity/yorkie/server/routing"
+	"github.com/yorkie-affinity/yorkie/server/rpc/errinfo"
 )
 
 // The owner's side of the AdminService's document and channel calls. A
@@ -21,15 +22,15 @@ import (
 func (c *ClusterService) ownedHere(ctx context.Context, projectID, key string, h map[string][]string) (context.Context, int64, error) {
 	p, err := c.cfg.FindProject(ctx, projectID)
 	if err != nil {
-		return nil, 0, toConnectError(err)
+		return nil, 0, errinfo.ToConnect(err)
 	}
 	ctx = project.NewContext(ctx, p)
 	rt, err := c.cfg.Router.Route(ctx, routing.DocumentCall{Kind: routing.CallAdmin, DocumentKey: key, Header: h})
 	if err != nil {
-		return nil, 0, toConnectError(routeError(err))
+		return nil, 0, errinfo.ToConnect(errinfo.RouteError(err))
 	}
 	if rt.Owner != nil {
-		return nil, 0, WrongNode(c.cfg.Router.SessionKeyHeader(), rt.SessionKey, fmt.Errorf("%q is owned elsewhere", key))
+		return nil, 0, errinfo.WrongNode(c.cfg.Router.SessionKeyHeader(), rt.SessionKey, fmt.Errorf("%q is owned elsewhere", key))
 	}
 	return ctx, rt.Epoch, nil
 }
@@ -37,10 +38,10 @@ func (c *ClusterService) ownedHere(ctx context.Context, projectID, key string, h
 // adminDoc checks the document named by an admin call.
 func adminDoc(docID, key string) error {
 	if err := validateDocumentID(docID); err != nil {
-		return invalidArgument(err)
+		return errinfo.InvalidArgument(err)
 	}
 	if err := validateDocumentKey(key); err != nil {
-		return invalidArgument(err)
+		return errinfo.InvalidArgument(err)
 	}
 	return nil
 }
@@ -95,10 +96,10 @@ func (c *ClusterService) GetChannels(ctx context.Context, req *connect.Request[c
 	group := channel.RoutingKey(m.GetChannelKeys()[0])
 	for _, k := range m.GetChannelKeys() {
 		if err := channel.ValidateKey(k); err != nil {
-			return nil, toConnectError(err)
+			return nil, errinfo.ToConnect(err)
 		}
 		if channel.RoutingKey(k) != group {
-			return nil, invalidArgument(fmt.Errorf("channel %q is not of group %q", k, group))
+			return nil, errinfo.InvalidArgument(fmt.Errorf("channel %q is not of group %q", k, group))
 		}
 	}
 	if _, _, err := c.ownedHere(ctx, m.GetProjectId(), group, req.Header()); err != nil {
@@ -112,7 +113,7 @@ func (c *ClusterService) GetChannels(ctx context.Context, req *connect.Request[c
 func (c *ClusterService) BroadcastByAdmin(ctx context.Context, req *connect.Request[clusterv1.BroadcastByAdminRequest]) (*connect.Response[clusterv1.BroadcastByAdminResponse], error) {
 	m := req.Msg
 	if err := channel.ValidateKey(m.GetChannelKey()); err != nil {
-		return nil, toConnectError(err)
+		return nil, errinfo.ToConnect(err)
 	}
 	ctx, _, err := c.ownedHere(ctx, m.GetProjectId(), channel.RoutingKey(m.GetChannelKey()), req.Header())
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 
 	clusterv1 "github.com/yorkie-affinity/yorkie/api/yorkie/cluster/v1"
 	"github.com/yorkie-affinity/yorkie/server/backend"
+	"github.com/yorkie-affinity/yorkie/server/rpc/errinfo"
 	"github.com/yorkie-affinity/yorkie/server/yson"
 )
 
@@ -23,7 +24,7 @@ func (c *ClusterService) UpdateDocumentByAdmin(ctx context.Context, req *connect
 	if m.GetRoot() != "" {
 		root, err := yson.ParseObject(m.GetRoot())
 		if err != nil {
-			return nil, invalidArgument(err)
+			return nil, errinfo.InvalidArgument(err)
 		}
 		u.Root = root
 	}

@@ -10,6 +10,7 @@ import (
 
 	"connectrpc.com/connect"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/yorkie-affinity/yorkie/server/rpc/errinfo"
 )
 
 // metrics is a connect.Interceptor that records, per procedure and result
@@ -131,7 +132,7 @@ func (l *failureLogger) log(ctx context.Context, procedure string, start time.Ti
 	name := ""
 	var cerr *connect.Error
 	if errors.As(err, &cerr) {
-		name = errorName(cerr)
+		name = errinfo.Name(cerr)
 	}
 	level := slog.LevelDebug
 	switch code {
@@ -141,12 +142,12 @@ func (l *failureLogger) log(ctx context.Context, procedure string, start time.Ti
 		// Streams ending because their client left or the server hands the
 		// document on are the normal course, not trouble.
 		switch name {
-		case CodeClientNotActivated, CodeDocumentNotAttached, CodeShuttingDown, CodeWrongNode:
+		case errinfo.CodeClientNotActivated, errinfo.CodeDocumentNotAttached, errinfo.CodeShuttingDown, errinfo.CodeWrongNode:
 		default:
 			level = slog.LevelWarn
 		}
 	}
-	if cause := internalCause(err); cause != nil {
+	if cause := errinfo.InternalCause(err); cause != nil {
 		err = cause
 	}
 	l.logger.Log(ctx, level, "rpc failed",

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"connectrpc.com/connect"
+	"github.com/yorkie-affinity/yorkie/server/rpc/errinfo"
 )
 
 // Defaults of Limits, generous enough for any honest client.
@@ -13,13 +14,6 @@ const (
 	DefaultMaxMetadataBytes         = 64 << 10
 	DefaultMaxWatchStreamsPerClient = 100
 	DefaultMaxAttachmentsPerClient  = 1000
-)
-
-// Error code names of the per-client bounds.
-const (
-	CodeMetadataTooLarge    = "ErrMetadataTooLarge"
-	CodeTooManyWatchStreams = "ErrTooManyWatchStreams"
-	CodeTooManyAttachments  = "ErrTooManyAttachments"
 )
 
 // Limits bound what one client may hold on the server. Zero fields take the
@@ -65,7 +59,7 @@ func (l Limits) checkMetadata(md map[string]string) error {
 		n += len(k) + len(v)
 	}
 	if n > l.MaxMetadataBytes {
-		return newError(connect.CodeInvalidArgument, CodeMetadataTooLarge, fmt.Errorf("client metadata is larger than %d bytes (keys and values together)", l.MaxMetadataBytes))
+		return errinfo.New(connect.CodeInvalidArgument, errinfo.CodeMetadataTooLarge, fmt.Errorf("client metadata is larger than %d bytes (keys and values together)", l.MaxMetadataBytes))
 	}
 	return nil
 }
@@ -83,7 +77,7 @@ func (s *Service) checkAttachments(ctx context.Context, clientID string) error {
 		return err
 	}
 	if n >= limit {
-		return newError(connect.CodeResourceExhausted, CodeTooManyAttachments, fmt.Errorf("client %s already has %d documents attached", clientID, n))
+		return errinfo.New(connect.CodeResourceExhausted, errinfo.CodeTooManyAttachments, fmt.Errorf("client %s already has %d documents attached", clientID, n))
 	}
 	return nil
 }
@@ -100,7 +94,7 @@ func (c *streamCounts) open(clientID string, limit int) (func(), error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if limit >= 0 && c.n[clientID] >= limit {
-		return nil, newError(connect.CodeResourceExhausted, CodeTooManyWatchStreams, fmt.Errorf("client %s already has %d Watch streams open on this node", clientID, c.n[clientID]))
+		return nil, errinfo.New(connect.CodeResourceExhausted, errinfo.CodeTooManyWatchStreams, fmt.Errorf("client %s already has %d Watch streams open on this node", clientID, c.n[clientID]))
 	}
 	if c.n == nil {
 		c.n = make(map[string]int)
