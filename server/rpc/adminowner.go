@@ -116,9 +116,15 @@ func (a *AdminOwners) DocumentSummary(ctx context.Context, p *database.ProjectIn
 		return &admin.OwnerState{Summary: m.GetDocument(), ServerSeq: m.GetServerSeq(),
 			GarbageLen: int(m.GetGarbageLen()), SnapshotSeq: m.GetSnapshotServerSeq()}, nil
 	}
-	st, err := s.localSummary(ctx, rt.Epoch, doc.ID, root, presences)
+	return a.SummaryHere(ctx, rt.Epoch, doc.ID, root, presences)
+}
+
+// SummaryHere is DocumentSummary at the owner, of a document held here
+// under epoch.
+func (a *AdminOwners) SummaryHere(ctx context.Context, epoch int64, docID string, root, presences bool) (*admin.OwnerState, error) {
+	st, err := a.s.localSummary(ctx, epoch, docID, root, presences)
 	if err != nil {
-		return nil, s.ownerError(ctx, err)
+		return nil, a.s.ownerError(ctx, err)
 	}
 	return st, nil
 }
@@ -164,8 +170,14 @@ func (a *AdminOwners) RemoveDocument(ctx context.Context, p *database.ProjectInf
 		}
 		return nil
 	}
-	if err := s.backend.RemoveDocumentByAdmin(ctx, rt.Epoch, doc.ID, force); err != nil {
-		return s.ownerError(ctx, err)
+	return a.RemoveHere(ctx, rt.Epoch, doc.ID, force)
+}
+
+// RemoveHere is RemoveDocument at the owner, of a document held here
+// under epoch.
+func (a *AdminOwners) RemoveHere(ctx context.Context, epoch int64, docID string, force bool) error {
+	if err := a.s.backend.RemoveDocumentByAdmin(ctx, epoch, docID, force); err != nil {
+		return a.s.ownerError(ctx, err)
 	}
 	return nil
 }
@@ -215,7 +227,7 @@ func (a *AdminOwners) GetChannels(ctx context.Context, p *database.ProjectInfo, 
 			}
 			continue
 		}
-		for _, c := range s.localChannelCounts(p.ID, byGroup[g], includeSub) {
+		for _, c := range a.ChannelCountsHere(p.ID, byGroup[g], includeSub) {
 			counts[c.GetKey()] = c.GetSessionCount()
 		}
 	}
@@ -226,8 +238,9 @@ func (a *AdminOwners) GetChannels(ctx context.Context, p *database.ProjectInfo, 
 	return out, nil
 }
 
-// localChannelCounts counts the channels of a group this node owns.
-func (s *Service) localChannelCounts(projectID string, keys []string, includeSub bool) []*api.ChannelSummary {
+// ChannelCountsHere counts the channels of a group this node owns.
+func (a *AdminOwners) ChannelCountsHere(projectID string, keys []string, includeSub bool) []*api.ChannelSummary {
+	s := a.s
 	out := make([]*api.ChannelSummary, 0, len(keys))
 	for _, k := range keys {
 		scoped := project.ScopedKey(projectID, k)
@@ -245,7 +258,7 @@ func (s *Service) localChannelCounts(projectID string, keys []string, includeSub
 // the channel groups it owns.
 func (a *AdminOwners) ListChannels(ctx context.Context, p *database.ProjectInfo, query string, limit int) ([]*api.ChannelSummary, error) {
 	s := a.s
-	all := s.localChannels(p.ID, query, limit)
+	all := a.ChannelsHere(p.ID, query, limit)
 	if cl, ok := s.router.(clusterLister); ok {
 		for _, other := range cl.Others() {
 			resp, err := other.ListChannels(ctx, connect.NewRequest(&clusterv1.ListChannelsRequest{
@@ -277,8 +290,9 @@ func (a *AdminOwners) ListChannels(ctx context.Context, p *database.ProjectInfo,
 	return out[:min(len(out), limit)], nil
 }
 
-// localChannels lists the project's channels this node holds.
-func (s *Service) localChannels(projectID, query string, limit int) []*api.ChannelSummary {
+// ChannelsHere lists the project's channels this node holds.
+func (a *AdminOwners) ChannelsHere(projectID, query string, limit int) []*api.ChannelSummary {
+	s := a.s
 	prefix := project.ScopedKey(projectID, query)
 	keep := func(string) bool { return true }
 	if projectID == database.DefaultProjectID {
@@ -314,8 +328,13 @@ func (a *AdminOwners) Broadcast(ctx context.Context, p *database.ProjectInfo, ke
 		}
 		return nil
 	}
-	if err := s.channels.Broadcast(adminSender, project.ScopedKey(p.ID, key), topic, payload); err != nil {
-		return s.ownerError(ctx, err)
+	return a.BroadcastHere(ctx, p.ID, key, topic, payload)
+}
+
+// BroadcastHere is Broadcast at the owner of the channel's group.
+func (a *AdminOwners) BroadcastHere(ctx context.Context, projectID, key, topic string, payload []byte) error {
+	if err := a.s.channels.Broadcast(adminSender, project.ScopedKey(projectID, key), topic, payload); err != nil {
+		return a.s.ownerError(ctx, err)
 	}
 	return nil
 }

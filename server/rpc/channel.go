@@ -14,6 +14,7 @@ import (
 	"github.com/yorkie-affinity/yorkie/server/project"
 	"github.com/yorkie-affinity/yorkie/server/routing"
 	"github.com/yorkie-affinity/yorkie/server/rpc/errinfo"
+	"github.com/yorkie-affinity/yorkie/server/rpc/validate"
 	"github.com/yorkie-affinity/yorkie/server/webhook/authwebhook"
 )
 
@@ -80,7 +81,7 @@ func (s *Service) Broadcast(ctx context.Context, req *connect.Request[api.Broadc
 	// Checked before routing: an oversized payload is refused where it
 	// arrives rather than carried to the owner.
 	if err := channel.CheckBroadcastSize(req.Msg.GetTopic(), req.Msg.GetPayload(), s.channels.MaxPayloadBytes()); err != nil {
-		return nil, errinfo.ToConnect(fmt.Errorf("broadcast on %q: %w", truncate(req.Msg.GetChannelKey()), err))
+		return nil, errinfo.ToConnect(fmt.Errorf("broadcast on %q: %w", validate.Truncate(req.Msg.GetChannelKey()), err))
 	}
 	return channelCall(ctx, s, req, routing.CallChannel, req.Msg.GetClientId(), req.Msg.GetChannelKey(),
 		func(o v1connect.YorkieServiceClient) relayFunc[api.BroadcastRequest, api.BroadcastResponse] {
@@ -101,7 +102,7 @@ func channelCall[Req, Res any](ctx context.Context, s *Service, req *connect.Req
 	serve func(clientID, key string) (*Res, error),
 ) (*connect.Response[Res], error) {
 	procedure := req.Spec().Procedure
-	if err := validateClientID(clientID); err != nil {
+	if err := validate.ClientID(clientID); err != nil {
 		return nil, errinfo.InvalidArgument(err)
 	}
 	if err := channel.ValidateKey(key); err != nil {
@@ -147,7 +148,7 @@ func channelCall[Req, Res any](ctx context.Context, s *Service, req *connect.Req
 // WatchChannel is the deprecated single-channel form of Watch.
 func (s *Service) WatchChannel(ctx context.Context, req *connect.Request[api.WatchChannelRequest], stream *connect.ServerStream[api.WatchChannelResponse]) error {
 	clientID, key := req.Msg.GetClientId(), req.Msg.GetChannelKey()
-	if err := validateClientID(clientID); err != nil {
+	if err := validate.ClientID(clientID); err != nil {
 		return errinfo.InvalidArgument(err)
 	}
 	if err := channel.ValidateKey(key); err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/yorkie-affinity/yorkie/server/project"
 	"github.com/yorkie-affinity/yorkie/server/routing"
 	"github.com/yorkie-affinity/yorkie/server/rpc/errinfo"
+	"github.com/yorkie-affinity/yorkie/server/rpc/validate"
 	"github.com/yorkie-affinity/yorkie/server/webhook/authwebhook"
 )
 
@@ -53,10 +54,10 @@ func revisionCall[Req, Res any](ctx context.Context, s *Service, req *connect.Re
 		// An operator's call another node relayed (RestoreRevisionAsOperator):
 		// routing refuses the mark without the cluster secret.
 		kind = routing.CallAdmin
-	} else if err := validateClientID(clientID); err != nil {
+	} else if err := validate.ClientID(clientID); err != nil {
 		return nil, errinfo.InvalidArgument(err)
 	}
-	if err := validateDocumentID(docID); err != nil {
+	if err := validate.DocumentID(docID); err != nil {
 		return nil, errinfo.InvalidArgument(err)
 	}
 	call := routing.DocumentCall{Kind: kind, ClientID: clientID, DocumentID: docID, Header: req.Header()}

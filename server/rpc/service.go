@@ -26,6 +26,8 @@ import (
 	"github.com/yorkie-affinity/yorkie/server/project"
 	"github.com/yorkie-affinity/yorkie/server/routing"
 	"github.com/yorkie-affinity/yorkie/server/rpc/errinfo"
+	"github.com/yorkie-affinity/yorkie/server/rpc/interceptor"
+	"github.com/yorkie-affinity/yorkie/server/rpc/validate"
 )
 
 // DefaultMaxRequestBytes bounds a request message when
@@ -56,7 +58,7 @@ type Config struct {
 	// Limits bound what one client may hold (zero fields: the defaults).
 	Limits Limits
 	// Activity is told about every call of a client; nil records nothing.
-	Activity Activity
+	Activity interceptor.Activity
 	// Channels holds the channel sessions this node serves. Required.
 	Channels *channel.Manager
 	// Codecs replace connect's codecs of the same names (package jsoncodec
@@ -77,9 +79,9 @@ type Service struct {
 	logger          *slog.Logger
 	router          Router
 	maxRequestBytes int
-	metrics         *metrics
+	metrics         *interceptor.Metrics
 	limits          Limits
-	activity        Activity
+	activity        interceptor.Activity
 	streams         streamCounts
 	channels        *channel.Manager
 	codecs          []connect.Codec
@@ -125,7 +127,7 @@ func New(cfg Config) (*Service, error) {
 		closing:         make(chan struct{}),
 	}
 	if cfg.Registerer != nil {
-		m, err := newMetrics(cfg.Registerer)
+		m, err := interceptor.NewMetrics(cfg.Registerer)
 		if err != nil {
 			return nil, fmt.Errorf("rpc: register metrics: %w", err)
 		}
@@ -142,7 +144,7 @@ func (s *Service) Handler() (string, http.Handler) {
 	if s.metrics != nil {
 		interceptors = append(interceptors, s.metrics)
 	}
-	interceptors = append(interceptors, &failureLogger{logger: s.logger})
+	interceptors = append(interceptors, interceptor.NewFailureLogger(s.logger))
 	// A call refused for its API key is not a client's activity.
 	if s.projects != nil {
 		interceptors = append(interceptors, projectInterceptor{projects: s.projects})
@@ -153,7 +155,7 @@ func (s *Service) Handler() (string, http.Handler) {
 		interceptors = append(interceptors, s.upstream.Interceptor(true))
 	}
 	if s.activity != nil {
-		interceptors = append(interceptors, activityInterceptor{a: s.activity})
+		interceptors = append(interceptors, interceptor.NewActivity(s.activity))
 	}
 	opts := []connect.HandlerOption{
 		connect.WithInterceptors(interceptors...),
@@ -191,8 +193,8 @@ func (s *Service) ActivateClient(ctx context.Context, req *connect.Request[api.A
 	if key == "" {
 		return nil, errinfo.InvalidArgument(errors.New("client_key is required"))
 	}
-	if len(key) > maxKeyLength*2 {
-		return nil, errinfo.InvalidArgument(fmt.Errorf("client_key is longer than %d bytes", maxKeyLength*2))
+	if len(key) > validate.MaxKeyLength*2 {
+		return nil, errinfo.InvalidArgument(fmt.Errorf("client_key is longer than %d bytes", validate.MaxKeyLength*2))
 	}
 	if err := s.limits.checkMetadata(req.Msg.GetMetadata()); err != nil {
 		return nil, err
@@ -210,7 +212,7 @@ func (s *Service) ActivateClient(ctx context.Context, req *connect.Request[api.A
 // DeactivateClient detaches the client's documents and deactivates it.
 func (s *Service) DeactivateClient(ctx context.Context, req *connect.Request[api.DeactivateClientRequest]) (*connect.Response[api.DeactivateClientResponse], error) {
 	clientID := req.Msg.GetClientId()
-	if err := validateClientID(clientID); err != nil {
+	if err := validate.ClientID(clientID); err != nil {
 		return nil, errinfo.InvalidArgument(err)
 	}
 	if err := s.authorize(ctx, req.Spec().Procedure, req.Header(), noAttributes); err != nil {
@@ -247,18 +249,18 @@ func (s *Service) Deactivate(ctx context.Context, clientID string) error {
 // AttachDocument attaches the client to the document named by the pack's key.
 func (s *Service) AttachDocument(ctx context.Context, req *connect.Request[api.AttachDocumentRequest]) (*connect.Response[api.AttachDocumentResponse], error) {
 	clientID := req.Msg.GetClientId()
-	if err := validateClientID(clientID); err != nil {
+	if err := validate.ClientID(clientID); err != nil {
 		return nil, errinfo.InvalidArgument(err)
 	}
 	pack := req.Msg.GetChangePack()
-	if err := validatePack(pack); err != nil {
+	if err := validate.Pack(pack); err != nil {
 		return nil, errinfo.InvalidArgument(err)
 	}
 	if err := checkPresences(pack); err != nil {
 		return nil, err
 	}
 	key := pack.GetDocumentKey()
-	if err := validateDocumentKey(key); err != nil {
+	if err := validate.DocumentKey(key); err != nil {
 		return nil, errinfo.InvalidArgument(err)
 	}
 	procedure := req.Spec().Procedure
@@ -421,13 +423,13 @@ func routedCall[Req, Res any](ctx context.Context, s *Service, req *connect.Requ
 // validateDocumentCall checks the fields shared by the calls on an attached
 // document.
 func validateDocumentCall(clientID, docID string, pack *api.ChangePack) error {
-	if err := validateClientID(clientID); err != nil {
+	if err := validate.ClientID(clientID); err != nil {
 		return errinfo.InvalidArgument(err)
 	}
-	if err := validateDocumentID(docID); err != nil {
+	if err := validate.DocumentID(docID); err != nil {
 		return errinfo.InvalidArgument(err)
 	}
-	if err := validatePack(pack); err != nil {
+	if err := validate.Pack(pack); err != nil {
 		return errinfo.InvalidArgument(err)
 	}
 	return checkPresences(pack)
@@ -437,7 +439,7 @@ func validateDocumentCall(clientID, docID string, pack *api.ChangePack) error {
 // its watchers, then CHANGED, WATCHED and UNWATCHED events.
 func (s *Service) Watch(ctx context.Context, req *connect.Request[api.WatchRequest], stream *connect.ServerStream[api.WatchResponse]) error {
 	clientID := req.Msg.GetClientId()
-	if err := validateClientID(clientID); err != nil {
+	if err := validate.ClientID(clientID); err != nil {
 		return errinfo.InvalidArgument(err)
 	}
 	resources := req.Msg.GetResources()
@@ -452,7 +454,7 @@ func (s *Service) Watch(ctx context.Context, req *connect.Request[api.WatchReque
 		return errinfo.InvalidArgument(errors.New("watch resource names no document"))
 	}
 	docID := doc.GetDocumentId()
-	if err := validateDocumentID(docID); err != nil {
+	if err := validate.DocumentID(docID); err != nil {
 		return errinfo.InvalidArgument(err)
 	}
 	call := routing.DocumentCall{Kind: routing.CallWatch, ClientID: clientID, DocumentID: docID, Header: req.Header()}
@@ -488,11 +490,11 @@ func (s *Service) Watch(ctx context.Context, req *connect.Request[api.WatchReque
 // WatchDocument is the deprecated single-document form of Watch.
 func (s *Service) WatchDocument(ctx context.Context, req *connect.Request[api.WatchDocumentRequest], stream *connect.ServerStream[api.WatchDocumentResponse]) error {
 	clientID := req.Msg.GetClientId()
-	if err := validateClientID(clientID); err != nil {
+	if err := validate.ClientID(clientID); err != nil {
 		return errinfo.InvalidArgument(err)
 	}
 	docID := req.Msg.GetDocumentId()
-	if err := validateDocumentID(docID); err != nil {
+	if err := validate.DocumentID(docID); err != nil {
 		return errinfo.InvalidArgument(err)
 	}
 	call := routing.DocumentCall{Kind: routing.CallWatch, ClientID: clientID, DocumentID: docID, Header: req.Header()}

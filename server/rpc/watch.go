@@ -15,6 +15,7 @@ import (
 	"github.com/yorkie-affinity/yorkie/server/project"
 	"github.com/yorkie-affinity/yorkie/server/routing"
 	"github.com/yorkie-affinity/yorkie/server/rpc/errinfo"
+	"github.com/yorkie-affinity/yorkie/server/rpc/validate"
 )
 
 // maxWatchResources bounds the resources of one Watch request. The JS SDK
@@ -132,7 +133,7 @@ func (s *Service) watchCall(ctx context.Context, procedure, clientID string, res
 	if doc == nil {
 		return routing.DocumentCall{}, errinfo.InvalidArgument(errors.New("watch resource names neither a document nor a channel"))
 	}
-	if err := validateDocumentID(doc.GetDocumentId()); err != nil {
+	if err := validate.DocumentID(doc.GetDocumentId()); err != nil {
 		return routing.DocumentCall{}, errinfo.InvalidArgument(err)
 	}
 	return routing.DocumentCall{Kind: routing.CallWatch, ClientID: clientID, DocumentID: doc.GetDocumentId(), Header: header}, nil

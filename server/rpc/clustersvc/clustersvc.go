@@ -1,4 +1,8 @@
-package rpc
+// Package clustersvc serves the ClusterService, the calls the nodes of a
+// cluster make to each other: detaching a deactivating client at a
+// document's owner, the owner's side of the AdminService's document and
+// channel calls, and draining a node.
+package clustersvc
 
 import (
 	"context"
@@ -11,6 +15,8 @@ import (
 
 	clusterv1 "github.com/yorkie-affinity/yorkie/api/yorkie/cluster/v1"
 	"github.com/yorkie-affinity/yorkie/api/yorkie/cluster/v1/clusterv1connect"
+	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
+	"github.com/yorkie-affinity/yorkie/server/admin"
 	"github.com/yorkie-affinity/yorkie/server/backend"
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
 	upmetrics "github.com/yorkie-affinity/yorkie/server/metrics"
@@ -18,10 +24,46 @@ import (
 	"github.com/yorkie-affinity/yorkie/server/routing"
 	"github.com/yorkie-affinity/yorkie/server/rpc/bounds"
 	"github.com/yorkie-affinity/yorkie/server/rpc/errinfo"
+	"github.com/yorkie-affinity/yorkie/server/rpc/interceptor"
+	"github.com/yorkie-affinity/yorkie/server/rpc/validate"
 )
 
-// ClusterConfig configures a ClusterService.
-type ClusterConfig struct {
+// Router tells whether this node owns a document (routing.Router is one).
+type Router interface {
+	// Route returns where call is served; a route without an Owner is
+	// served here, under its Epoch.
+	Route(ctx context.Context, call routing.DocumentCall) (routing.Route, error)
+	// SessionKeyHeader names the response header carrying the owner's key.
+	SessionKeyHeader() string
+}
+
+// Owner serves, on the node that owns a document or channel group, the
+// AdminService's calls another node passed on. ctx carries the call's
+// project. Its errors are Connect errors with upstream's codes. The
+// YorkieService's owner side (rpc.AdminOwners) is one.
+type Owner interface {
+	// SummaryHere returns the owner's state of a document held here
+	// under epoch: root and size when root, presences when presences.
+	SummaryHere(ctx context.Context, epoch int64, docID string, root, presences bool) (*admin.OwnerState, error)
+	// UpdateHere applies an admin's update to a document held here and
+	// returns its summary afterwards.
+	UpdateHere(ctx context.Context, epoch int64, docID string, u backend.DocumentUpdate) (*api.DocumentSummary, error)
+	// RemoveHere removes a document held here; unless force, one with
+	// clients attached is refused.
+	RemoveHere(ctx context.Context, epoch int64, docID string, force bool) error
+	// ChannelCountsHere counts the sessions of channels whose group is
+	// held here, with their sub-channels' when includeSub.
+	ChannelCountsHere(projectID string, keys []string, includeSub bool) []*api.ChannelSummary
+	// ChannelsHere lists, in key order, up to limit of the project's
+	// channels held here whose keys start with query.
+	ChannelsHere(projectID, query string, limit int) []*api.ChannelSummary
+	// BroadcastHere hands an admin's message to the watchers of a
+	// channel whose group is held here.
+	BroadcastHere(ctx context.Context, projectID, key, topic string, payload []byte) error
+}
+
+// Config configures a Service.
+type Config struct {
 	// Backend holds the document logic. Required.
 	Backend *backend.Backend
 	// Router tells whether this node owns a document. Required.
@@ -30,9 +72,8 @@ type ClusterConfig struct {
 	Authentic func(http.Header) bool
 	// Logger receives failures; nil discards.
 	Logger *slog.Logger
-	// Service is the node's YorkieService, which serves the owner's side
-	// of the AdminService's calls. Required.
-	Service *Service
+	// Owner serves the owner's side of the AdminService's calls. Required.
+	Owner Owner
 	// FindProject returns a project by ID, the one a call names. Required.
 	FindProject func(ctx context.Context, id string) (*database.ProjectInfo, error)
 	// Upstream records upstream Yorkie's RPC series; nil records none.
@@ -42,22 +83,22 @@ type ClusterConfig struct {
 	Drain func(ctx context.Context) (left int, err error)
 }
 
-// ClusterService serves the calls nodes make to each other. Every call must
+// Service serves the calls nodes make to each other. Every call must
 // carry the cluster secret: the service shares the public port, so a client
 // could otherwise detach other clients.
-type ClusterService struct {
-	cfg ClusterConfig
+type Service struct {
+	cfg Config
 }
 
-// NewCluster returns the node-to-node service.
-func NewCluster(cfg ClusterConfig) (*ClusterService, error) {
-	if cfg.Backend == nil || cfg.Router == nil || cfg.Authentic == nil || cfg.FindProject == nil || cfg.Service == nil {
-		return nil, errors.New("rpc: ClusterConfig needs Backend, Router, Authentic, FindProject and Service")
+// New returns the node-to-node service.
+func New(cfg Config) (*Service, error) {
+	if cfg.Backend == nil || cfg.Router == nil || cfg.Authentic == nil || cfg.FindProject == nil || cfg.Owner == nil {
+		return nil, errors.New("clustersvc: Config needs Backend, Router, Authentic, FindProject and Owner")
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &ClusterService{cfg: cfg}, nil
+	return &Service{cfg: cfg}, nil
 }
 
 // clusterRequestBytes bounds a node-to-node call: the largest carries a
@@ -68,7 +109,7 @@ const clusterRequestBytes = 2 * bounds.DefaultSmallRequestBytes
 // Bound is the service's rule for bounds.New: node-to-node messages are
 // small, and a call without the cluster secret is refused before a byte of
 // its body is read.
-func (c *ClusterService) Bound() bounds.Rule {
+func (c *Service) Bound() bounds.Rule {
 	return bounds.Rule{
 		Prefix:   "/" + clusterv1connect.ClusterServiceName + "/",
 		MaxBytes: clusterRequestBytes,
@@ -77,7 +118,7 @@ func (c *ClusterService) Bound() bounds.Rule {
 }
 
 // admit refuses a call without the cluster secret.
-func (c *ClusterService) admit(h http.Header) *connect.Error {
+func (c *Service) admit(h http.Header) *connect.Error {
 	if !c.cfg.Authentic(h) {
 		return errinfo.PermissionDenied(errors.New("node-to-node call without the cluster secret"))
 	}
@@ -87,10 +128,10 @@ func (c *ClusterService) admit(h http.Header) *connect.Error {
 // Handler returns the path prefix and handler of the service. It checks the
 // secret again, so that the handler mounted without bounds.New still
 // serves no one else.
-func (c *ClusterService) Handler() (string, http.Handler) {
+func (c *Service) Handler() (string, http.Handler) {
 	return clusterv1connect.NewClusterServiceHandler(c,
 		connect.WithReadMaxBytes(clusterRequestBytes),
-		connect.WithInterceptors(&failureLogger{logger: c.cfg.Logger}, c.cfg.Upstream.Interceptor(false), connect.UnaryInterceptorFunc(
+		connect.WithInterceptors(interceptor.NewFailureLogger(c.cfg.Logger), c.cfg.Upstream.Interceptor(false), connect.UnaryInterceptorFunc(
 			func(next connect.UnaryFunc) connect.UnaryFunc {
 				return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
 					if err := c.admit(req.Header()); err != nil {
@@ -104,15 +145,15 @@ func (c *ClusterService) Handler() (string, http.Handler) {
 // DetachClientDocument detaches a deactivating client from a document this
 // node owns. A node that does not own it refuses with ErrWrongNode rather
 // than pass the call on: the caller asks the owner it knows of.
-func (c *ClusterService) DetachClientDocument(ctx context.Context, req *connect.Request[clusterv1.DetachClientDocumentRequest]) (*connect.Response[clusterv1.DetachClientDocumentResponse], error) {
+func (c *Service) DetachClientDocument(ctx context.Context, req *connect.Request[clusterv1.DetachClientDocumentRequest]) (*connect.Response[clusterv1.DetachClientDocumentResponse], error) {
 	clientID, docID, key := req.Msg.GetClientId(), req.Msg.GetDocumentId(), req.Msg.GetDocumentKey()
-	if err := validateClientID(clientID); err != nil {
+	if err := validate.ClientID(clientID); err != nil {
 		return nil, errinfo.InvalidArgument(err)
 	}
-	if err := validateDocumentID(docID); err != nil {
+	if err := validate.DocumentID(docID); err != nil {
 		return nil, errinfo.InvalidArgument(err)
 	}
-	if err := validateDocumentKey(key); err != nil {
+	if err := validate.DocumentKey(key); err != nil {
 		return nil, errinfo.InvalidArgument(err)
 	}
 	pid := req.Msg.GetProjectId()
@@ -137,4 +178,4 @@ func (c *ClusterService) DetachClientDocument(ctx context.Context, req *connect.
 	return connect.NewResponse(&clusterv1.DetachClientDocumentResponse{}), nil
 }
 
-var _ clusterv1connect.ClusterServiceHandler = (*ClusterService)(nil)
+var _ clusterv1connect.ClusterServiceHandler = (*Service)(nil)

@@ -1,4 +1,4 @@
-package rpc
+package interceptor
 
 import (
 	"bytes"
@@ -19,7 +19,7 @@ import (
 // log holds one record of the call, with the cause the client did not see.
 func TestInternalErrorLoggedOnce(t *testing.T) {
 	var logs bytes.Buffer
-	l := &failureLogger{logger: slog.New(slog.NewJSONHandler(&logs, nil))}
+	l := NewFailureLogger(slog.New(slog.NewJSONHandler(&logs, nil)))
 	call := l.WrapUnary(func(context.Context, connect.AnyRequest) (connect.AnyResponse, error) {
 		return nil, errinfo.ToConnect(errors.New("disk on fire"))
 	})

@@ -1,4 +1,4 @@
-package rpc
+package clustersvc
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 
 // Drain hands this node's documents on to their next owners (the
 // AdminService's DrainNode naming this node) and answers how many are left.
-func (c *ClusterService) Drain(ctx context.Context, _ *connect.Request[clusterv1.DrainRequest]) (*connect.Response[clusterv1.DrainResponse], error) {
+func (c *Service) Drain(ctx context.Context, _ *connect.Request[clusterv1.DrainRequest]) (*connect.Response[clusterv1.DrainResponse], error) {
 	if c.cfg.Drain == nil {
 		return nil, errinfo.New(connect.CodeUnimplemented, errinfo.CodeUnimplemented, errors.New("drain is not served here"))
 	}
