@@ -278,7 +278,7 @@ func New(ctx context.Context, cfg Config, opts ...Option) (_ *Server, err error)
 	if s.house, err = s.newHousekeeper(o); err != nil {
 		return nil, err
 	}
-	if s.admin, err = admin.New(admin.Config{
+	if s.admin, err = admin.New(ctx, admin.Config{
 		Settings: cfg.Admin, DB: s.db, Logger: logger, Registerer: s.registry, Now: o.clock,
 		Interceptors:                     []connect.Interceptor{s.upstream.Interceptor(false)},
 		DefaultClientDeactivateThreshold: cfg.ClientDeactivateThreshold,
