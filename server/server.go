@@ -365,7 +365,7 @@ func (s *Server) newRPCPort(router *routing.Router) (port, error) {
 	if router != nil {
 		csvc, err := clustersvc.New(clustersvc.Config{
 			Backend: s.backend, Router: router, Authentic: router.Authentic, Logger: logger, FindProject: s.db.FindProjectByID,
-			Owner: svc.AdminOwners(), Upstream: s.upstream, Drain: s.drainHere,
+			Owner: svc.AdminOwners(), Upstream: s.upstream, Drain: s.drainHere, Channels: s.channels,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("server: create cluster service: %w", err)
