@@ -67,19 +67,29 @@ func converge(t *testing.T, c *clustertest.Cluster, docID string, rs ...*wire.Re
 
 // TestDrainHandsDocumentsOn drains a document's owner while a client on
 // each node edits and watches it: the binding moves to another node with a
-// larger epoch, every client syncs on without an error (the client on the
+// larger epoch, the next owner has the document built before that (and
+// builds it no more), every client syncs on without an error (the client on the
 // draining node through it, relayed), every Watch stream stays open and
 // reports the others' changes, and nothing is lost or stored twice.
 func TestDrainHandsDocumentsOn(t *testing.T) {
 	c := clustertest.Start(t, 3, withDrain(time.Minute))
 	f := newMoveFixture(t, c)
 	drained := f.owner.Node
+	built := make([]int64, len(c.Nodes()))
+	for i, n := range c.Nodes() {
+		built[i] = n.Server().Backend().Metrics().DocumentsBuilt.Load()
+	}
 
 	require.NoError(t, drained.Server().Drain(wire.Context(t)))
 	require.Empty(t, drained.Affinity().Owned(), "documents left on the drained node")
 	owner := ownerOf(t, c, f.docKey)
 	require.NotEqual(t, drained, owner.Node, "the drained node still owns the document")
 	require.Greater(t, owner.Binding.Epoch, f.owner.Binding.Epoch, "the handoff must bind with a larger epoch")
+	// The next owner built the document when asked to warm it, before the
+	// binding moved, and no call it served since built it again.
+	m := owner.Node.Server().Backend().Metrics()
+	require.EqualValues(t, 1, m.DocumentsWarmed.Load(), "the next owner was not asked to build the document")
+	require.Equal(t, built[owner.Node.Index()]+1, m.DocumentsBuilt.Load())
 
 	for _, w := range append([]*wire.Stream[api.WatchResponse]{f.nearW}, f.farW...) {
 		awaitMoved(t, w)
@@ -97,6 +107,7 @@ func TestDrainHandsDocumentsOn(t *testing.T) {
 		awaitChangeFrom(t, w, f.far[0].ID)
 	}
 	converge(t, c, f.near.DocID, f.all()...)
+	require.Equal(t, built[owner.Node.Index()]+1, m.DocumentsBuilt.Load(), "a call at the next owner built the document again")
 
 	c.Stop(drained.Index())
 	require.Equal(t, owner.Node, ownerOf(t, c, f.docKey).Node, "the stop moved the handed-on document again")
@@ -245,8 +256,9 @@ func TestDrainOfPartitionedNode(t *testing.T) {
 
 // TestDrainNodeCall drains a node through the AdminService of another one,
 // as `yorkie drain <node>` does: the named node hands its documents on and
-// keeps running (readiness draining); an unknown node and a call without
-// credentials are refused and drain nothing.
+// keeps running (readiness draining); an unknown node, a call without
+// credentials and one of an account other than the server's admin are
+// refused and drain nothing.
 func TestDrainNodeCall(t *testing.T) {
 	c := clustertest.Start(t, 3)
 	rs := drainFixture(t, c, 3)
@@ -264,7 +276,19 @@ func TestDrainNodeCall(t *testing.T) {
 	require.Equal(t, connect.CodeInvalidArgument, connect.CodeOf(err), "unknown node: %v", err)
 	_, err = a.DrainNode(ctx, connect.NewRequest(&api.DrainNodeRequest{Node: c.Node(0).Addr()}))
 	require.Equal(t, connect.CodeUnauthenticated, connect.CodeOf(err), "no credentials: %v", err)
+	// Another account, signed up and logged in: a node belongs to the
+	// server's admin, not to a project's owner.
+	_, err = a.SignUp(ctx, connect.NewRequest(&api.SignUpRequest{Username: "ada", Password: "s3cret-pw!"}))
+	require.NoError(t, err)
+	ada, err := a.LogIn(ctx, connect.NewRequest(&api.LogInRequest{Username: "ada", Password: "s3cret-pw!"}))
+	require.NoError(t, err)
+	req := connect.NewRequest(&api.DrainNodeRequest{Node: c.Node(0).Addr()})
+	req.Header().Set("Authorization", "Bearer "+ada.Msg.Token)
+	_, err = a.DrainNode(ctx, req)
+	require.Equal(t, connect.CodePermissionDenied, connect.CodeOf(err), "another account: %v", err)
+	require.Equal(t, "ErrPermissionDenied", wire.ErrorInfo(err)["code"], "another account: %v", err)
 	require.Len(t, c.Node(0).Affinity().Owned(), len(rs), "a refused call drained the node")
+	require.False(t, c.Node(0).Affinity().Draining(), "a refused call set the node draining")
 
 	resp, err := call(c.Node(0).Addr())
 	require.NoError(t, err)
