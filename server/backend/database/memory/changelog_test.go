@@ -3,8 +3,10 @@ package memory_test
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/proto"
 
@@ -88,4 +90,41 @@ func TestOldChangesReadBackWhole(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, lastOf(c.actor, c.after), got, "LastClientSeq(%s, %d)", c.actor[:1], c.after)
 	}
+}
+
+// TestReadsWhileOtherDocumentsWrite has writers on many documents push each
+// other's changes out of the recent ones while each reads its own log back
+// (run with -race).
+func TestReadsWhileOtherDocumentsWrite(t *testing.T) {
+	ctx := context.Background()
+	db := memory.New()
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Go(func() {
+			d, err := db.FindOrCreateDocument(ctx, database.DefaultProjectID, fmt.Sprint("doc-", w))
+			if !assert.NoError(t, err) {
+				return
+			}
+			actor := fmt.Sprintf("%024x", w)
+			for seq := int64(1); seq <= 1500; seq++ {
+				c := change(seq, actor, uint32(seq))
+				if !assert.NoError(t, db.AppendChanges(ctx, d.ID, 0, []*database.Change{c})) {
+					return
+				}
+				if seq%250 != 0 {
+					continue
+				}
+				got, err := db.FindChanges(ctx, d.ID, 1, seq)
+				if !assert.NoError(t, err) || !assert.Len(t, got, int(seq)) {
+					return
+				}
+				for i, c := range got {
+					if !assert.Equal(t, int64(i+1), c.Body.GetId().GetServerSeq()) || !assert.Equal(t, actor, c.ActorID) {
+						return
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
