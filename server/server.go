@@ -40,6 +40,7 @@ import (
 	"github.com/yorkie-affinity/yorkie/server/routing"
 	"github.com/yorkie-affinity/yorkie/server/rpc"
 	"github.com/yorkie-affinity/yorkie/server/rpc/bounds"
+	"github.com/yorkie-affinity/yorkie/server/rpc/clustersvc"
 	"github.com/yorkie-affinity/yorkie/server/rpc/http1"
 	"github.com/yorkie-affinity/yorkie/server/rpc/jsoncodec"
 )
@@ -277,7 +278,7 @@ func New(ctx context.Context, cfg Config, opts ...Option) (_ *Server, err error)
 	if s.house, err = s.newHousekeeper(o); err != nil {
 		return nil, err
 	}
-	if s.admin, err = admin.New(admin.Config{
+	if s.admin, err = admin.New(ctx, admin.Config{
 		Settings: cfg.Admin, DB: s.db, Logger: logger, Registerer: s.registry, Now: o.clock,
 		Interceptors:                     []connect.Interceptor{s.upstream.Interceptor(false)},
 		DefaultClientDeactivateThreshold: cfg.ClientDeactivateThreshold,
@@ -362,9 +363,9 @@ func (s *Server) newRPCPort(router *routing.Router) (port, error) {
 		MaxInflightBytes: cfg.MaxInflightRequestBytes,
 	}
 	if router != nil {
-		csvc, err := rpc.NewCluster(rpc.ClusterConfig{
+		csvc, err := clustersvc.New(clustersvc.Config{
 			Backend: s.backend, Router: router, Authentic: router.Authentic, Logger: logger, FindProject: s.db.FindProjectByID,
-			Service: svc, Upstream: s.upstream, Drain: s.drainHere,
+			Owner: svc.AdminOwners(), Upstream: s.upstream, Drain: s.drainHere, Channels: s.channels,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("server: create cluster service: %w", err)
@@ -543,6 +544,7 @@ func registerBackendMetrics(reg prometheus.Registerer, m *backend.Metrics) error
 		counter("conflicts_total", "Appends that lost a server_seq race and were retried.", m.Conflicts.Load),
 		counter("changes_refused_total", "Pushed changes refused: they do not apply or would exceed the document size limit.", m.ChangesRefused.Load),
 		counter("documents_built_total", "Documents built from a snapshot and the change log.", m.DocumentsBuilt.Load),
+		counter("documents_warmed_total", "Documents built (or brought forward) here for a draining node before their binding moved here.", m.DocumentsWarmed.Load),
 		counter("snapshots_stored_total", "Snapshots stored.", m.SnapshotsStored.Load),
 		counter("snapshot_failures_total", "Snapshots that failed to encode or store.", m.SnapshotFailures.Load),
 		counter("snapshots_sent_total", "Answers that carried a snapshot instead of changes.", m.SnapshotsSent.Load),

@@ -8,6 +8,7 @@ import (
 
 	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
+	"github.com/yorkie-affinity/yorkie/server/rpc/errinfo"
 	"github.com/yorkie-affinity/yorkie/server/webhook"
 	"github.com/yorkie-affinity/yorkie/server/webhook/authwebhook"
 )
@@ -99,7 +100,7 @@ func (s *Service) authorize(ctx context.Context, procedure string, header http.H
 	}
 	p, err := s.auth.Project(ctx)
 	if err != nil {
-		return toConnectError(fmt.Errorf("authorize: %w", err))
+		return errinfo.ToConnect(fmt.Errorf("authorize: %w", err))
 	}
 	if p == nil {
 		return nil
@@ -112,7 +113,7 @@ func (s *Service) authorize(ctx context.Context, procedure string, header http.H
 	settings.Policy = s.auth.Policy(p)
 	list, err := attrs(ctx)
 	if err != nil {
-		return toConnectError(err)
+		return errinfo.ToConnect(err)
 	}
 	err = s.auth.Client.Check(ctx, settings, authwebhook.Request{
 		Project:    p.ID,
@@ -126,5 +127,5 @@ func (s *Service) authorize(ctx context.Context, procedure string, header http.H
 	if cerr, ok := authwebhook.ConnectError(err); ok {
 		return cerr
 	}
-	return toConnectError(fmt.Errorf("authorize %s: %w", method, err))
+	return errinfo.ToConnect(fmt.Errorf("authorize %s: %w", method, err))
 }

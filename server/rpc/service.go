@@ -25,6 +25,10 @@ import (
 	upmetrics "github.com/yorkie-affinity/yorkie/server/metrics"
 	"github.com/yorkie-affinity/yorkie/server/project"
 	"github.com/yorkie-affinity/yorkie/server/routing"
+	"github.com/yorkie-affinity/yorkie/server/rpc/errinfo"
+	"github.com/yorkie-affinity/yorkie/server/rpc/interceptor"
+	"github.com/yorkie-affinity/yorkie/server/rpc/limits"
+	"github.com/yorkie-affinity/yorkie/server/rpc/validate"
 )
 
 // DefaultMaxRequestBytes bounds a request message when
@@ -53,9 +57,9 @@ type Config struct {
 	// Router is the routing step of document calls; nil serves everything here.
 	Router Router
 	// Limits bound what one client may hold (zero fields: the defaults).
-	Limits Limits
+	Limits limits.Limits
 	// Activity is told about every call of a client; nil records nothing.
-	Activity Activity
+	Activity interceptor.Activity
 	// Channels holds the channel sessions this node serves. Required.
 	Channels *channel.Manager
 	// Codecs replace connect's codecs of the same names (package jsoncodec
@@ -76,10 +80,10 @@ type Service struct {
 	logger          *slog.Logger
 	router          Router
 	maxRequestBytes int
-	metrics         *metrics
-	limits          Limits
-	activity        Activity
-	streams         streamCounts
+	metrics         *interceptor.Metrics
+	limits          limits.Limits
+	activity        interceptor.Activity
+	streams         limits.Streams
 	channels        *channel.Manager
 	codecs          []connect.Codec
 	projects        *project.Resolver
@@ -114,7 +118,7 @@ func New(cfg Config) (*Service, error) {
 		logger:          logger,
 		router:          cfg.Router,
 		maxRequestBytes: maxBytes,
-		limits:          cfg.Limits.withDefaults(),
+		limits:          cfg.Limits.WithDefaults(),
 		activity:        cfg.Activity,
 		channels:        cfg.Channels,
 		codecs:          cfg.Codecs,
@@ -124,7 +128,7 @@ func New(cfg Config) (*Service, error) {
 		closing:         make(chan struct{}),
 	}
 	if cfg.Registerer != nil {
-		m, err := newMetrics(cfg.Registerer)
+		m, err := interceptor.NewMetrics(cfg.Registerer)
 		if err != nil {
 			return nil, fmt.Errorf("rpc: register metrics: %w", err)
 		}
@@ -141,7 +145,7 @@ func (s *Service) Handler() (string, http.Handler) {
 	if s.metrics != nil {
 		interceptors = append(interceptors, s.metrics)
 	}
-	interceptors = append(interceptors, &failureLogger{logger: s.logger})
+	interceptors = append(interceptors, interceptor.NewFailureLogger(s.logger))
 	// A call refused for its API key is not a client's activity.
 	if s.projects != nil {
 		interceptors = append(interceptors, projectInterceptor{projects: s.projects})
@@ -152,7 +156,7 @@ func (s *Service) Handler() (string, http.Handler) {
 		interceptors = append(interceptors, s.upstream.Interceptor(true))
 	}
 	if s.activity != nil {
-		interceptors = append(interceptors, activityInterceptor{a: s.activity})
+		interceptors = append(interceptors, interceptor.NewActivity(s.activity))
 	}
 	opts := []connect.HandlerOption{
 		connect.WithInterceptors(interceptors...),
@@ -174,7 +178,7 @@ func (s *Service) Handler() (string, http.Handler) {
 func (s *Service) recovered(ctx context.Context, spec connect.Spec, _ http.Header, p any) error {
 	s.logger.ErrorContext(ctx, "panic in rpc handler", "procedure", spec.Procedure, "panic", p,
 		"stack", string(debug.Stack()))
-	return newError(connect.CodeInternal, CodeInternal, errors.New("internal error"))
+	return errinfo.New(connect.CodeInternal, errinfo.CodeInternal, errors.New("internal error"))
 }
 
 // CloseStreams ends every open Watch stream with code unavailable, so clients
@@ -188,12 +192,12 @@ func (s *Service) CloseStreams() {
 func (s *Service) ActivateClient(ctx context.Context, req *connect.Request[api.ActivateClientRequest]) (*connect.Response[api.ActivateClientResponse], error) {
 	key := req.Msg.GetClientKey()
 	if key == "" {
-		return nil, invalidArgument(errors.New("client_key is required"))
+		return nil, errinfo.InvalidArgument(errors.New("client_key is required"))
 	}
-	if len(key) > maxKeyLength*2 {
-		return nil, invalidArgument(fmt.Errorf("client_key is longer than %d bytes", maxKeyLength*2))
+	if len(key) > validate.MaxKeyLength*2 {
+		return nil, errinfo.InvalidArgument(fmt.Errorf("client_key is longer than %d bytes", validate.MaxKeyLength*2))
 	}
-	if err := s.limits.checkMetadata(req.Msg.GetMetadata()); err != nil {
+	if err := s.limits.CheckMetadata(req.Msg.GetMetadata()); err != nil {
 		return nil, err
 	}
 	if err := s.authorize(ctx, req.Spec().Procedure, req.Header(), noAttributes); err != nil {
@@ -201,7 +205,7 @@ func (s *Service) ActivateClient(ctx context.Context, req *connect.Request[api.A
 	}
 	info, err := s.backend.ActivateClient(ctx, key, req.Msg.GetMetadata())
 	if err != nil {
-		return nil, toConnectError(err)
+		return nil, errinfo.ToConnect(err)
 	}
 	return connect.NewResponse(&api.ActivateClientResponse{ClientId: info.ID}), nil
 }
@@ -209,14 +213,14 @@ func (s *Service) ActivateClient(ctx context.Context, req *connect.Request[api.A
 // DeactivateClient detaches the client's documents and deactivates it.
 func (s *Service) DeactivateClient(ctx context.Context, req *connect.Request[api.DeactivateClientRequest]) (*connect.Response[api.DeactivateClientResponse], error) {
 	clientID := req.Msg.GetClientId()
-	if err := validateClientID(clientID); err != nil {
-		return nil, invalidArgument(err)
+	if err := validate.ClientID(clientID); err != nil {
+		return nil, errinfo.InvalidArgument(err)
 	}
 	if err := s.authorize(ctx, req.Spec().Procedure, req.Header(), noAttributes); err != nil {
 		return nil, err
 	}
 	if err := s.Deactivate(ctx, clientID); err != nil {
-		return nil, toConnectError(err)
+		return nil, errinfo.ToConnect(err)
 	}
 	return connect.NewResponse(&api.DeactivateClientResponse{}), nil
 }
@@ -246,28 +250,28 @@ func (s *Service) Deactivate(ctx context.Context, clientID string) error {
 // AttachDocument attaches the client to the document named by the pack's key.
 func (s *Service) AttachDocument(ctx context.Context, req *connect.Request[api.AttachDocumentRequest]) (*connect.Response[api.AttachDocumentResponse], error) {
 	clientID := req.Msg.GetClientId()
-	if err := validateClientID(clientID); err != nil {
-		return nil, invalidArgument(err)
+	if err := validate.ClientID(clientID); err != nil {
+		return nil, errinfo.InvalidArgument(err)
 	}
 	pack := req.Msg.GetChangePack()
-	if err := validatePack(pack); err != nil {
-		return nil, invalidArgument(err)
+	if err := validate.Pack(pack); err != nil {
+		return nil, errinfo.InvalidArgument(err)
 	}
 	if err := checkPresences(pack); err != nil {
 		return nil, err
 	}
 	key := pack.GetDocumentKey()
-	if err := validateDocumentKey(key); err != nil {
-		return nil, invalidArgument(err)
+	if err := validate.DocumentKey(key); err != nil {
+		return nil, errinfo.InvalidArgument(err)
 	}
 	procedure := req.Spec().Procedure
-	if err := s.checkAttachments(ctx, clientID); err != nil {
-		return nil, toConnectError(err)
+	if err := s.limits.CheckAttachments(ctx, clientID, s.backend.CountAttachedDocuments); err != nil {
+		return nil, errinfo.ToConnect(err)
 	}
 	call := routing.DocumentCall{Kind: routing.CallAttach, ClientID: clientID, DocumentKey: key, Header: req.Header()}
 	rt, err := s.route(ctx, call)
 	if err != nil {
-		return nil, toConnectError(err)
+		return nil, errinfo.ToConnect(err)
 	}
 	if err := s.authorize(ctx, procedure, req.Header(), oneKey(key, packVerb(pack))); err != nil {
 		return nil, s.failRouted(ctx, procedure, rt, err)
@@ -289,7 +293,7 @@ func (s *Service) AttachDocument(ctx context.Context, req *connect.Request[api.A
 		att, err = servePack(ctx, s, pack, attach)
 		if errors.Is(err, backend.ErrStaleRoute) && attempt < maxReroutes {
 			if rt, err = s.route(ctx, call); err != nil {
-				return nil, toConnectError(err)
+				return nil, errinfo.ToConnect(err)
 			}
 			continue
 		}
@@ -380,7 +384,7 @@ func routedCall[Req, Res any](ctx context.Context, s *Service, req *connect.Requ
 	procedure := req.Spec().Procedure
 	rt, err := s.route(ctx, call)
 	if err != nil {
-		return nil, toConnectError(err)
+		return nil, errinfo.ToConnect(err)
 	}
 	// An operator's call relayed by a node asks no webhook: the operator
 	// was authorised where the call began.
@@ -404,7 +408,7 @@ func routedCall[Req, Res any](ctx context.Context, s *Service, req *connect.Requ
 			// owner changed while the binding stood) and has been dropped:
 			// route once more, so a failback costs the client no error.
 			if rt, err = s.route(ctx, call); err != nil {
-				return nil, toConnectError(err)
+				return nil, errinfo.ToConnect(err)
 			}
 			continue
 		}
@@ -420,14 +424,14 @@ func routedCall[Req, Res any](ctx context.Context, s *Service, req *connect.Requ
 // validateDocumentCall checks the fields shared by the calls on an attached
 // document.
 func validateDocumentCall(clientID, docID string, pack *api.ChangePack) error {
-	if err := validateClientID(clientID); err != nil {
-		return invalidArgument(err)
+	if err := validate.ClientID(clientID); err != nil {
+		return errinfo.InvalidArgument(err)
 	}
-	if err := validateDocumentID(docID); err != nil {
-		return invalidArgument(err)
+	if err := validate.DocumentID(docID); err != nil {
+		return errinfo.InvalidArgument(err)
 	}
-	if err := validatePack(pack); err != nil {
-		return invalidArgument(err)
+	if err := validate.Pack(pack); err != nil {
+		return errinfo.InvalidArgument(err)
 	}
 	return checkPresences(pack)
 }
@@ -436,23 +440,23 @@ func validateDocumentCall(clientID, docID string, pack *api.ChangePack) error {
 // its watchers, then CHANGED, WATCHED and UNWATCHED events.
 func (s *Service) Watch(ctx context.Context, req *connect.Request[api.WatchRequest], stream *connect.ServerStream[api.WatchResponse]) error {
 	clientID := req.Msg.GetClientId()
-	if err := validateClientID(clientID); err != nil {
-		return invalidArgument(err)
+	if err := validate.ClientID(clientID); err != nil {
+		return errinfo.InvalidArgument(err)
 	}
 	resources := req.Msg.GetResources()
 	if len(resources) == 0 || len(resources) > maxWatchResources {
-		return invalidArgument(fmt.Errorf("watch takes 1 to %d resources, got %d", maxWatchResources, len(resources)))
+		return errinfo.InvalidArgument(fmt.Errorf("watch takes 1 to %d resources, got %d", maxWatchResources, len(resources)))
 	}
 	if len(resources) > 1 || resources[0].GetChannel() != nil {
 		return s.watchResources(ctx, req, stream)
 	}
 	doc := resources[0].GetDocument()
 	if doc == nil {
-		return invalidArgument(errors.New("watch resource names no document"))
+		return errinfo.InvalidArgument(errors.New("watch resource names no document"))
 	}
 	docID := doc.GetDocumentId()
-	if err := validateDocumentID(docID); err != nil {
-		return invalidArgument(err)
+	if err := validate.DocumentID(docID); err != nil {
+		return errinfo.InvalidArgument(err)
 	}
 	call := routing.DocumentCall{Kind: routing.CallWatch, ClientID: clientID, DocumentID: docID, Header: req.Header()}
 	changed := &api.WatchResponse{Body: &api.WatchResponse_Event{Event: &api.WatchEvent{Event: &api.WatchEvent_DocEvent{
@@ -487,12 +491,12 @@ func (s *Service) Watch(ctx context.Context, req *connect.Request[api.WatchReque
 // WatchDocument is the deprecated single-document form of Watch.
 func (s *Service) WatchDocument(ctx context.Context, req *connect.Request[api.WatchDocumentRequest], stream *connect.ServerStream[api.WatchDocumentResponse]) error {
 	clientID := req.Msg.GetClientId()
-	if err := validateClientID(clientID); err != nil {
-		return invalidArgument(err)
+	if err := validate.ClientID(clientID); err != nil {
+		return errinfo.InvalidArgument(err)
 	}
 	docID := req.Msg.GetDocumentId()
-	if err := validateDocumentID(docID); err != nil {
-		return invalidArgument(err)
+	if err := validate.DocumentID(docID); err != nil {
+		return errinfo.InvalidArgument(err)
 	}
 	call := routing.DocumentCall{Kind: routing.CallWatch, ClientID: clientID, DocumentID: docID, Header: req.Header()}
 	changed := &api.WatchDocumentResponse{Body: &api.WatchDocumentResponse_Event{
@@ -526,7 +530,7 @@ type ownerStream[Res any] func(context.Context) (*connect.ServerStreamForClient[
 func serveWatchStream[Req, Res any](ctx context.Context, s *Service, req *connect.Request[Req], stream *connect.ServerStream[Res], call routing.DocumentCall,
 	changed *Res, relay func(owner v1connect.YorkieServiceClient) ownerStream[Res], local func(procedure string, rt routing.Route, send func(*Res) error) error,
 ) error {
-	closeStream, err := s.streams.open(call.ClientID, s.limits.MaxWatchStreamsPerClient)
+	closeStream, err := s.streams.Open(call.ClientID, s.limits.MaxWatchStreamsPerClient)
 	if err != nil {
 		return err
 	}
@@ -565,7 +569,7 @@ func (s *Service) watch(ctx context.Context, procedure string, rt routing.Route,
 		case <-ctx.Done():
 			return nil
 		case <-s.closing:
-			return newError(connect.CodeUnavailable, CodeShuttingDown, fault.ErrShuttingDown)
+			return errinfo.New(connect.CodeUnavailable, errinfo.CodeShuttingDown, fault.ErrShuttingDown)
 		case <-sub.Done():
 			return s.subscriptionEnded(ctx, procedure, sub.Err())
 		case <-sub.Ready():
@@ -587,12 +591,12 @@ func (s *Service) watch(ctx context.Context, procedure string, rt routing.Route,
 func (s *Service) routeWatch(ctx context.Context, procedure string, call routing.DocumentCall, header http.Header) (routing.Route, error) {
 	select {
 	case <-s.closing:
-		return routing.Route{}, newError(connect.CodeUnavailable, CodeShuttingDown, fault.ErrShuttingDown)
+		return routing.Route{}, errinfo.New(connect.CodeUnavailable, errinfo.CodeShuttingDown, fault.ErrShuttingDown)
 	default:
 	}
 	rt, err := s.route(ctx, call)
 	if err != nil {
-		err = toConnectError(err)
+		err = errinfo.ToConnect(err)
 		var ce *connect.Error
 		if errors.As(err, &ce) && s.router != nil {
 			if key := ce.Meta().Get(s.router.SessionKeyHeader()); key != "" {
@@ -611,12 +615,12 @@ func (s *Service) subscriptionEnded(ctx context.Context, procedure string, reaso
 	if reason == nil {
 		reason = errors.New("subscription ended")
 	}
-	name := CodeUnavailable
-	if _, n, ok := classify(reason); ok {
+	name := errinfo.CodeUnavailable
+	if _, n, ok := errinfo.Classify(reason); ok {
 		name = n
 	}
 	s.logger.DebugContext(ctx, "watch subscription ended", "procedure", procedure, "reason", reason)
-	return newError(connect.CodeUnavailable, name, fmt.Errorf("watch ended: %w", reason))
+	return errinfo.New(connect.CodeUnavailable, name, fmt.Errorf("watch ended: %w", reason))
 }
 
 // streamEnded handles a failed Send: the client went away or the connection
