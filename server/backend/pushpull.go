@@ -123,12 +123,11 @@ func (b *Backend) AttachDocumentWithSchema(ctx context.Context, epoch int64, cli
 		},
 		verified: true,
 	}
-	if err := b.db.UpdateAttachment(ctx, &e.att, ds.epoch); err != nil {
-		b.writeFailed(ds, err)
+	if err := b.writeAttachment(ctx, ds, &e.att); err != nil {
 		return "", nil, nil, fmt.Errorf("attach document %q: %w", docKey, err)
 	}
 	ds.addAttachment(clientID, e)
-	resp, err = b.exchange(ctx, ds, clientID, e, pack, false, b.maxPack)
+	resp, err = b.exchange(ctx, ds, clientID, e, pack, false, b.maxPack, false)
 	if err != nil {
 		return "", nil, nil, fmt.Errorf("attach document %q: %w", docKey, err)
 	}
@@ -239,7 +238,7 @@ func (b *Backend) pushPull(ctx context.Context, epoch int64, clientID, docID str
 	if err := ds.checkEpoch(e); err != nil {
 		return nil, fmt.Errorf("push pull: %w", err)
 	}
-	resp, err = b.exchange(ctx, ds, clientID, e, pack, pushOnly, b.maxPack)
+	resp, err = b.exchange(ctx, ds, clientID, e, pack, pushOnly, b.maxPack, true)
 	if err != nil {
 		return nil, fmt.Errorf("push pull: %w", err)
 	}
@@ -356,7 +355,10 @@ func actorIs(actor []byte, hexID string) bool {
 // split its packs and stops syncing for good on a rejected one, so a pack
 // beyond the bound is acknowledged in part: the client keeps the rest and
 // sends it again on its next PushPull.
-func (b *Backend) exchange(ctx context.Context, ds *docState, clientID string, e *attState, pack *api.ChangePack, pushOnly bool, limit int) (*api.ChangePack, error) {
+//
+// writeLater leaves the attachment write for after the lock
+// (ds.attWrite, sent by settle); otherwise it is written here.
+func (b *Backend) exchange(ctx context.Context, ds *docState, clientID string, e *attState, pack *api.ChangePack, pushOnly bool, limit int, writeLater bool) (*api.ChangePack, error) {
 	b.metrics.PushPulls.Add(1)
 	if err := ds.checkChangeVectors(pack); err != nil {
 		return nil, fmt.Errorf("pack of %s: %w", clientID, err)
@@ -426,8 +428,9 @@ func (b *Backend) exchange(ctx context.Context, ds *docState, clientID string, e
 	e.unsaved = e.unsaved || vvChanged || next.ServerSeq != e.att.ServerSeq
 	if stored > 0 || (e.unsaved && now.Sub(e.persistedAt) >= attachmentFlush) {
 		next.UpdatedAt = now
-		if err := b.db.UpdateAttachment(ctx, &next, ds.epoch); err != nil {
-			b.writeFailed(ds, err)
+		if writeLater {
+			ds.attWrite = b.attWrites.queue(next, ds.epoch)
+		} else if err := b.writeAttachment(ctx, ds, &next); err != nil {
 			return nil, fmt.Errorf("update attachment of %s: %w", clientID, err)
 		}
 		e.persistedAt, e.unsaved = now, false
@@ -560,12 +563,14 @@ func (b *Backend) verify(ctx context.Context, ds *docState, clientID string, e *
 // attachment of a client that is attached again (the requester or another)
 // come back without their presence: the SDK applies a change's presence to
 // the change's actor as it is now, so an old PUT or CLEAR would overwrite
-// its current presence or take it offline.
+// its current presence or take it offline. A requester that watches the
+// document gets no CLEAR of another client either (see leftMarker).
 func (b *Backend) pull(ctx context.Context, ds *docState, clientID string, e *attState, from int64) ([]*api.Change, error) {
 	stored, err := b.db.FindChanges(ctx, ds.id, from+1, ds.head)
 	if err != nil {
 		return nil, fmt.Errorf("find changes %d..%d: %w", from+1, ds.head, err)
 	}
+	watching := b.ps.Watching(ds.id, clientID)
 	out := make([]*api.Change, 0, len(stored))
 	for _, c := range stored {
 		own := c.ActorID == clientID
@@ -578,6 +583,7 @@ func (b *Backend) pull(ctx context.Context, ds *docState, clientID string, e *at
 		// SDK applies it to the actor as it is now, so the old CLEAR of a
 		// client that left and came back would take it offline for good.
 		oldPresence := body.GetPresenceChange() != nil && (own || attachedSince(ds, c.ActorID, c.ServerSeq))
+		oldPresence = oldPresence || (watching && !own && leftMarker(ds, c.ActorID, body))
 		if noVV || oldPresence {
 			// Stored bodies are shared and immutable: fix a copy.
 			body = proto.CloneOf(body)
@@ -594,6 +600,20 @@ func (b *Backend) pull(ctx context.Context, ds *docState, clientID string, e *at
 		out = append(out, body)
 	}
 	return out, nil
+}
+
+// leftMarker reports whether the change is the presence CLEAR of a client
+// that is not attached now: the mark of its detach or deactivation. A client
+// watching the document learns that on its stream: UNWATCHED, sent when the
+// actor left, before any pull can return its CLEAR, or an initialization
+// without it. The CLEAR itself must not reach it: the SDK applies a pull's
+// response and the stream's events each as it arrives, so a response
+// carrying the CLEAR that is applied after the WATCHED of the actor coming
+// back (it re-attached while the pull was in flight) would take it offline
+// at this client for good, whatever presence it sends later. The caller
+// holds the lock.
+func leftMarker(ds *docState, actorID string, c *api.Change) bool {
+	return c.GetPresenceChange().GetType() == api.PresenceChange_CHANGE_TYPE_CLEAR && ds.atts[actorID] == nil
 }
 
 // attachedSince reports whether the actor is attached now through an
@@ -632,8 +652,7 @@ func (b *Backend) endAttachment(ctx context.Context, ds *docState, clientID stri
 	next := e.att
 	next.Status = status
 	next.UpdatedAt = time.Now()
-	if err := b.db.UpdateAttachment(ctx, &next, ds.epoch); err != nil {
-		b.writeFailed(ds, err)
+	if err := b.writeAttachment(ctx, ds, &next); err != nil {
 		return fmt.Errorf("mark attachment of %s %s: %w", clientID, status, err)
 	}
 	ds.dropAttachment(clientID)
