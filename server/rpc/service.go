@@ -27,6 +27,7 @@ import (
 	"github.com/yorkie-affinity/yorkie/server/routing"
 	"github.com/yorkie-affinity/yorkie/server/rpc/errinfo"
 	"github.com/yorkie-affinity/yorkie/server/rpc/interceptor"
+	"github.com/yorkie-affinity/yorkie/server/rpc/limits"
 	"github.com/yorkie-affinity/yorkie/server/rpc/validate"
 )
 
@@ -56,7 +57,7 @@ type Config struct {
 	// Router is the routing step of document calls; nil serves everything here.
 	Router Router
 	// Limits bound what one client may hold (zero fields: the defaults).
-	Limits Limits
+	Limits limits.Limits
 	// Activity is told about every call of a client; nil records nothing.
 	Activity interceptor.Activity
 	// Channels holds the channel sessions this node serves. Required.
@@ -80,9 +81,9 @@ type Service struct {
 	router          Router
 	maxRequestBytes int
 	metrics         *interceptor.Metrics
-	limits          Limits
+	limits          limits.Limits
 	activity        interceptor.Activity
-	streams         streamCounts
+	streams         limits.Streams
 	channels        *channel.Manager
 	codecs          []connect.Codec
 	projects        *project.Resolver
@@ -117,7 +118,7 @@ func New(cfg Config) (*Service, error) {
 		logger:          logger,
 		router:          cfg.Router,
 		maxRequestBytes: maxBytes,
-		limits:          cfg.Limits.withDefaults(),
+		limits:          cfg.Limits.WithDefaults(),
 		activity:        cfg.Activity,
 		channels:        cfg.Channels,
 		codecs:          cfg.Codecs,
@@ -196,7 +197,7 @@ func (s *Service) ActivateClient(ctx context.Context, req *connect.Request[api.A
 	if len(key) > validate.MaxKeyLength*2 {
 		return nil, errinfo.InvalidArgument(fmt.Errorf("client_key is longer than %d bytes", validate.MaxKeyLength*2))
 	}
-	if err := s.limits.checkMetadata(req.Msg.GetMetadata()); err != nil {
+	if err := s.limits.CheckMetadata(req.Msg.GetMetadata()); err != nil {
 		return nil, err
 	}
 	if err := s.authorize(ctx, req.Spec().Procedure, req.Header(), noAttributes); err != nil {
@@ -264,7 +265,7 @@ func (s *Service) AttachDocument(ctx context.Context, req *connect.Request[api.A
 		return nil, errinfo.InvalidArgument(err)
 	}
 	procedure := req.Spec().Procedure
-	if err := s.checkAttachments(ctx, clientID); err != nil {
+	if err := s.limits.CheckAttachments(ctx, clientID, s.backend.CountAttachedDocuments); err != nil {
 		return nil, errinfo.ToConnect(err)
 	}
 	call := routing.DocumentCall{Kind: routing.CallAttach, ClientID: clientID, DocumentKey: key, Header: req.Header()}
@@ -532,7 +533,7 @@ type ownerStream[Res any] func(context.Context) (*connect.ServerStreamForClient[
 func serveWatchStream[Req, Res any](ctx context.Context, s *Service, req *connect.Request[Req], stream *connect.ServerStream[Res], call routing.DocumentCall,
 	changed *Res, relay func(owner v1connect.YorkieServiceClient) ownerStream[Res], local func(procedure string, rt routing.Route, send func(*Res) error) error,
 ) error {
-	closeStream, err := s.streams.open(call.ClientID, s.limits.MaxWatchStreamsPerClient)
+	closeStream, err := s.streams.Open(call.ClientID, s.limits.MaxWatchStreamsPerClient)
 	if err != nil {
 		return err
 	}
