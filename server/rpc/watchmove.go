@@ -134,7 +134,7 @@ func (s *Service) watchChannel(ctx context.Context, req *connect.Request[api.Wat
 		return func(ctx context.Context) (*connect.ServerStreamForClient[api.WatchResponse], error) {
 			return owner.Watch(ctx, relayRequest(req.Msg, call))
 		}
-	}, func(procedure string, rt routing.Route, send func(*api.WatchResponse) error) error {
+	}, func(ctx context.Context, procedure string, rt routing.Route, send func(*api.WatchResponse) error) error {
 		w, err := s.openChannelWatch(ctx, clientID, key)
 		if err != nil {
 			return s.failRouted(ctx, procedure, rt, err)
