@@ -156,13 +156,15 @@ func (s *Server) Wait(ctx context.Context) error {
 	}
 }
 
-// Close closes the connections of the detached streams at once.
+// Close ends the detached streams at once: their connections close and
+// their contexts end.
 func (s *Server) Close() {
 	s.hangups.close()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for st := range s.live {
 		_ = st.conn.Close()
+		st.cancel()
 	}
 }
 
@@ -206,6 +208,7 @@ type Stream struct {
 	onEnd []func(context.Context, error)
 
 	ctx     context.Context // the detached stream's
+	cancel  context.CancelFunc
 	conn    net.Conn
 	unwatch func() // ends the watch for the client hanging up, if shared
 	started bool   // the response head was written
@@ -278,10 +281,11 @@ func (st *Stream) Detach(ctx context.Context, run Run) bool {
 	// connect may still touch net/http's header map as the handler returns.
 	st.header = st.header.Clone()
 	st.detached = true
-	st.srv.wg.Add(1)
-	st.srv.track(st, true)
 	st.ctx = ctx
 	ctx, cancel := context.WithCancel(ctx)
+	st.cancel = cancel
+	st.srv.wg.Add(1)
+	st.srv.track(st, true)
 	if unwatch, ok := st.srv.hangups.watch(conn, cancel); ok {
 		st.unwatch = unwatch
 	} else {
