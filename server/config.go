@@ -87,7 +87,9 @@ type RPCConfig struct {
 	// once its head is in (0: DefaultReadBodyTimeout).
 	ReadBodyTimeout time.Duration
 	// DisableFastHTTP1 serves the RPC port with net/http alone, without the
-	// HTTP/1.1 loop of package http1 (whose metric then is not exported).
+	// HTTP/1.1 loop of package http1 (whose metric then is not exported)
+	// and without detaching Watch streams from net/http (package
+	// streamconn).
 	DisableFastHTTP1 bool
 	// DisableFastJSON reads and writes Connect JSON with connect's own
 	// codec, protojson, instead of package jsoncodec.

@@ -52,7 +52,7 @@ func runServer(args []string, stderr io.Writer) int {
 	idleTimeout := fs.Duration("rpc-idle-timeout", server.DefaultIdleTimeout, "time a keep-alive connection of the RPC port may wait for its next request; keep it above a load balancer's idle timeout")
 	readBodyTimeout := fs.Duration("rpc-read-body-timeout", server.DefaultReadBodyTimeout, "time a client has to send a request body once its head is in")
 	logLevel := stringFlag(fs, []string{"log-level", "l"}, "info", "log level: debug, info, warn, error, panic or fatal")
-	fastHTTP1 := fs.Bool("rpc-fast-http1", true, "answer unary calls over HTTP/1.1 on the server's own loop; false: net/http serves every request")
+	fastHTTP1 := fs.Bool("rpc-fast-http1", true, "answer unary calls over HTTP/1.1 on the server's own loop and hold idle HTTP/1.1 Watch streams on their own connections; false: net/http serves every request")
 	fastJSON := fs.Bool("rpc-fast-json", true, "read and write Connect JSON with the server's own codec; false: protojson, connect's default")
 	maxRequestBytes := fs.Int("rpc-max-request-bytes", server.DefaultMaxRequestBytes, "largest request message accepted, in bytes")
 	maxInflight := fs.Int64("rpc-max-inflight-request-bytes", server.DefaultMaxInflightRequestBytes, "bytes the requests being served may hold at once, read and decompressed; a request past it gets unavailable, which clients retry (at least twice --rpc-max-request-bytes; negative: no bound)")
