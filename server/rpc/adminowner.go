@@ -67,11 +67,11 @@ func (s *Service) ownerError(ctx context.Context, err error) error {
 	return out
 }
 
-// routeAdmin finds where the document or channel group bound under key (in
-// ctx's project) is served: here (nil client) with the epoch, or at the
-// owner's ClusterService.
-func (s *Service) routeAdmin(ctx context.Context, key string) (routing.Route, clusterv1connect.ClusterServiceClient, error) {
-	rt, err := s.route(ctx, routing.DocumentCall{Kind: routing.CallAdmin, DocumentKey: key})
+// routeAdmin finds where the document or channel group bound under key in
+// project p is served: here (nil client) on the route, or at the owner's
+// ClusterService.
+func (s *Service) routeAdmin(ctx context.Context, p *database.ProjectInfo, key string) (routing.Route, clusterv1connect.ClusterServiceClient, error) {
+	rt, err := s.route(ctx, routing.DocumentCall{Kind: routing.CallAdmin, Project: p, DocumentKey: key})
 	if err != nil {
 		return routing.Route{}, nil, err
 	}
@@ -101,8 +101,7 @@ func (s *Service) remoteFailed(ctx context.Context, rt routing.Route, err error)
 // count of attached clients. doc names the document in p.
 func (a *AdminOwners) DocumentSummary(ctx context.Context, p *database.ProjectInfo, doc *database.DocInfo, root, presences bool) (*admin.OwnerState, error) {
 	s := a.s
-	ctx = project.NewContext(ctx, p)
-	rt, owner, err := s.routeAdmin(ctx, doc.Key)
+	rt, owner, err := s.routeAdmin(ctx, p, doc.Key)
 	if err != nil {
 		return nil, s.ownerError(ctx, err)
 	}
@@ -120,7 +119,7 @@ func (a *AdminOwners) DocumentSummary(ctx context.Context, p *database.ProjectIn
 		return &admin.OwnerState{Summary: m.GetDocument(), ServerSeq: m.GetServerSeq(),
 			GarbageLen: int(m.GetGarbageLen()), SnapshotSeq: m.GetSnapshotServerSeq()}, nil
 	}
-	st, err := s.localSummary(ctx, rt.Epoch, doc.ID, root, presences)
+	st, err := s.localSummary(ctx, rt, doc.ID, root, presences)
 	if err != nil {
 		return nil, s.ownerError(ctx, err)
 	}
@@ -128,9 +127,10 @@ func (a *AdminOwners) DocumentSummary(ctx context.Context, p *database.ProjectIn
 }
 
 // localSummary is DocumentSummary at the owner: the fields the owner's
-// state gives (the caller adds the stored ones: ID, key, times).
-func (s *Service) localSummary(ctx context.Context, epoch int64, docID string, root, presences bool) (*admin.OwnerState, error) {
-	sum, err := s.backend.DocumentSummary(ctx, epoch, docID, root, presences)
+// state gives (the caller adds the stored ones: ID, key, times). rt is the
+// route that serves the document here.
+func (s *Service) localSummary(ctx context.Context, rt routing.Route, docID string, root, presences bool) (*admin.OwnerState, error) {
+	sum, err := s.backend.DocumentSummary(ctx, rt.Project, rt.Epoch, docID, root, presences)
 	if err != nil {
 		return nil, err
 	}
@@ -154,8 +154,7 @@ func (s *Service) localSummary(ctx context.Context, epoch int64, docID string, r
 // document with clients attached is refused with ErrDocumentAttached.
 func (a *AdminOwners) RemoveDocument(ctx context.Context, p *database.ProjectInfo, doc *database.DocInfo, force bool) error {
 	s := a.s
-	ctx = project.NewContext(ctx, p)
-	rt, owner, err := s.routeAdmin(ctx, doc.Key)
+	rt, owner, err := s.routeAdmin(ctx, p, doc.Key)
 	if err != nil {
 		return s.ownerError(ctx, err)
 	}
@@ -168,7 +167,7 @@ func (a *AdminOwners) RemoveDocument(ctx context.Context, p *database.ProjectInf
 		}
 		return nil
 	}
-	if err := s.backend.RemoveDocumentByAdmin(ctx, rt.Epoch, doc.ID, force); err != nil {
+	if err := s.backend.RemoveDocumentByAdmin(ctx, rt.Project, rt.Epoch, doc.ID, force); err != nil {
 		return s.ownerError(ctx, err)
 	}
 	return nil
@@ -177,7 +176,7 @@ func (a *AdminOwners) RemoveDocument(ctx context.Context, p *database.ProjectInf
 // DocumentAt builds the stored document as of server_seq seq: a past
 // state no owner keeps, read from the database where the call arrived.
 func (a *AdminOwners) DocumentAt(ctx context.Context, p *database.ProjectInfo, doc *database.DocInfo, seq int64) (*document.Document, error) {
-	d, err := a.s.backend.DocumentAt(project.NewContext(ctx, p), doc, seq)
+	d, err := a.s.backend.DocumentAt(ctx, doc, seq)
 	if err != nil {
 		return nil, a.s.ownerError(ctx, err)
 	}
@@ -188,7 +187,6 @@ func (a *AdminOwners) DocumentAt(ctx context.Context, p *database.ProjectInfo, d
 // sub-channels' when includeSub, from the owner of each channel group.
 func (a *AdminOwners) GetChannels(ctx context.Context, p *database.ProjectInfo, keys []string, includeSub bool) ([]*api.ChannelSummary, error) {
 	s := a.s
-	ctx = project.NewContext(ctx, p)
 	var groups []string
 	byGroup := map[string][]string{}
 	for _, k := range keys {
@@ -203,7 +201,7 @@ func (a *AdminOwners) GetChannels(ctx context.Context, p *database.ProjectInfo, 
 	}
 	counts := map[string]int32{}
 	for _, g := range groups {
-		rt, owner, err := s.routeAdmin(ctx, g)
+		rt, owner, err := s.routeAdmin(ctx, p, g)
 		if err != nil {
 			return nil, s.ownerError(ctx, err)
 		}
@@ -304,8 +302,7 @@ func (a *AdminOwners) Broadcast(ctx context.Context, p *database.ProjectInfo, ke
 	if err := channel.ValidateKey(key); err != nil {
 		return toConnectError(err)
 	}
-	ctx = project.NewContext(ctx, p)
-	rt, owner, err := s.routeAdmin(ctx, channel.RoutingKey(key))
+	rt, owner, err := s.routeAdmin(ctx, p, channel.RoutingKey(key))
 	if err != nil {
 		return s.ownerError(ctx, err)
 	}

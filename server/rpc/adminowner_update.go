@@ -10,7 +10,7 @@ import (
 	"github.com/yorkie-affinity/yorkie/server/admin"
 	"github.com/yorkie-affinity/yorkie/server/backend"
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
-	"github.com/yorkie-affinity/yorkie/server/project"
+	"github.com/yorkie-affinity/yorkie/server/routing"
 	"github.com/yorkie-affinity/yorkie/server/yson"
 )
 
@@ -20,8 +20,7 @@ import (
 // is bound to.
 func (a *AdminOwners) UpdateDocument(ctx context.Context, p *database.ProjectInfo, doc *database.DocInfo, u admin.DocumentUpdate) (*api.DocumentSummary, error) {
 	s := a.s
-	ctx = project.NewContext(ctx, p)
-	rt, owner, err := s.routeAdmin(ctx, doc.Key)
+	rt, owner, err := s.routeAdmin(ctx, p, doc.Key)
 	if err != nil {
 		return nil, s.ownerError(ctx, err)
 	}
@@ -44,21 +43,21 @@ func (a *AdminOwners) UpdateDocument(ctx context.Context, p *database.ProjectInf
 			return nil, invalidArgument(err)
 		}
 	}
-	sum, err := s.updateHere(ctx, rt.Epoch, doc.ID, bu)
+	sum, err := s.updateHere(ctx, rt, doc.ID, bu)
 	if err != nil {
 		return nil, s.ownerError(ctx, err)
 	}
 	return sum, nil
 }
 
-// updateHere applies an update to a document this node owns under epoch
-// and returns its summary afterwards, root and schema key included.
-func (s *Service) updateHere(ctx context.Context, epoch int64, docID string, u backend.DocumentUpdate) (*api.DocumentSummary, error) {
-	key, err := s.backend.UpdateDocumentByAdmin(ctx, epoch, docID, u)
+// updateHere applies an update to a document this node serves on rt and
+// returns its summary afterwards, root and schema key included.
+func (s *Service) updateHere(ctx context.Context, rt routing.Route, docID string, u backend.DocumentUpdate) (*api.DocumentSummary, error) {
+	key, err := s.backend.UpdateDocumentByAdmin(ctx, rt.Project, rt.Epoch, docID, u)
 	if err != nil {
 		return nil, err
 	}
-	st, err := s.localSummary(ctx, epoch, docID, true, false)
+	st, err := s.localSummary(ctx, rt, docID, true, false)
 	if err != nil {
 		return nil, err
 	}

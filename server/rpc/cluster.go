@@ -114,23 +114,24 @@ func (c *ClusterService) DetachClientDocument(ctx context.Context, req *connect.
 	if err := validateDocumentKey(key); err != nil {
 		return nil, invalidArgument(err)
 	}
+	// The detaching node names the client's project; none is no call of
+	// ours, never the default project.
 	pid := req.Msg.GetProjectId()
 	if pid == "" {
-		pid = database.DefaultProjectID
+		return nil, invalidArgument(fmt.Errorf("project_id: %w", project.ErrMissing))
 	}
 	p, err := c.cfg.FindProject(ctx, pid)
 	if err != nil {
 		return nil, toConnectError(err)
 	}
-	ctx = project.NewContext(ctx, p)
-	rt, err := c.cfg.Router.Route(ctx, routing.DocumentCall{Kind: routing.CallDetach, ClientID: clientID, DocumentID: docID, DocumentKey: key, Header: req.Header()})
+	rt, err := c.cfg.Router.Route(ctx, routing.DocumentCall{Kind: routing.CallDetach, Project: p, ClientID: clientID, DocumentID: docID, DocumentKey: key, Header: req.Header()})
 	if err != nil {
 		return nil, toConnectError(routeError(err))
 	}
 	if rt.Owner != nil {
 		return nil, WrongNode(c.cfg.Router.SessionKeyHeader(), rt.SessionKey, fmt.Errorf("document %q is owned elsewhere", key))
 	}
-	if err := c.cfg.Backend.DetachClient(ctx, rt.Epoch, clientID, docID); err != nil {
+	if err := c.cfg.Backend.DetachClient(ctx, rt.Project, rt.Epoch, clientID, docID); err != nil {
 		return nil, toConnectError(err)
 	}
 	return connect.NewResponse(&clusterv1.DetachClientDocumentResponse{}), nil

@@ -16,22 +16,21 @@ import (
 // node that does not own the document or channel group refuses with
 // ErrWrongNode rather than pass the call on: the caller asks again.
 
-// ownedHere puts the call's project in ctx and checks that this node owns
-// key, returning the owner epoch.
-func (c *ClusterService) ownedHere(ctx context.Context, projectID, key string, h map[string][]string) (context.Context, int64, error) {
+// ownedHere checks that this node owns key in the call's project and
+// returns the route that serves it here (the project, the owner epoch).
+func (c *ClusterService) ownedHere(ctx context.Context, projectID, key string, h map[string][]string) (routing.Route, error) {
 	p, err := c.cfg.FindProject(ctx, projectID)
 	if err != nil {
-		return nil, 0, toConnectError(err)
+		return routing.Route{}, toConnectError(err)
 	}
-	ctx = project.NewContext(ctx, p)
-	rt, err := c.cfg.Router.Route(ctx, routing.DocumentCall{Kind: routing.CallAdmin, DocumentKey: key, Header: h})
+	rt, err := c.cfg.Router.Route(ctx, routing.DocumentCall{Kind: routing.CallAdmin, Project: p, DocumentKey: key, Header: h})
 	if err != nil {
-		return nil, 0, toConnectError(routeError(err))
+		return routing.Route{}, toConnectError(routeError(err))
 	}
 	if rt.Owner != nil {
-		return nil, 0, WrongNode(c.cfg.Router.SessionKeyHeader(), rt.SessionKey, fmt.Errorf("%q is owned elsewhere", key))
+		return routing.Route{}, WrongNode(c.cfg.Router.SessionKeyHeader(), rt.SessionKey, fmt.Errorf("%q is owned elsewhere", key))
 	}
-	return ctx, rt.Epoch, nil
+	return rt, nil
 }
 
 // adminDoc checks the document named by an admin call.
@@ -51,11 +50,11 @@ func (c *ClusterService) GetDocumentSummary(ctx context.Context, req *connect.Re
 	if err := adminDoc(m.GetDocumentId(), m.GetDocumentKey()); err != nil {
 		return nil, err
 	}
-	ctx, epoch, err := c.ownedHere(ctx, m.GetProjectId(), m.GetDocumentKey(), req.Header())
+	rt, err := c.ownedHere(ctx, m.GetProjectId(), m.GetDocumentKey(), req.Header())
 	if err != nil {
 		return nil, err
 	}
-	st, err := c.cfg.Service.localSummary(ctx, epoch, m.GetDocumentId(), m.GetIncludeRoot(), m.GetIncludePresences())
+	st, err := c.cfg.Service.localSummary(ctx, rt, m.GetDocumentId(), m.GetIncludeRoot(), m.GetIncludePresences())
 	if err != nil {
 		return nil, c.cfg.Service.ownerError(ctx, err)
 	}
@@ -69,11 +68,11 @@ func (c *ClusterService) RemoveDocumentByAdmin(ctx context.Context, req *connect
 	if err := adminDoc(m.GetDocumentId(), m.GetDocumentKey()); err != nil {
 		return nil, err
 	}
-	ctx, epoch, err := c.ownedHere(ctx, m.GetProjectId(), m.GetDocumentKey(), req.Header())
+	rt, err := c.ownedHere(ctx, m.GetProjectId(), m.GetDocumentKey(), req.Header())
 	if err != nil {
 		return nil, err
 	}
-	if err := c.cfg.Backend.RemoveDocumentByAdmin(ctx, epoch, m.GetDocumentId(), m.GetForce()); err != nil {
+	if err := c.cfg.Backend.RemoveDocumentByAdmin(ctx, rt.Project, rt.Epoch, m.GetDocumentId(), m.GetForce()); err != nil {
 		return nil, c.cfg.Service.ownerError(ctx, err)
 	}
 	return connect.NewResponse(&clusterv1.RemoveDocumentByAdminResponse{}), nil
@@ -101,7 +100,7 @@ func (c *ClusterService) GetChannels(ctx context.Context, req *connect.Request[c
 			return nil, invalidArgument(fmt.Errorf("channel %q is not of group %q", k, group))
 		}
 	}
-	if _, _, err := c.ownedHere(ctx, m.GetProjectId(), group, req.Header()); err != nil {
+	if _, err := c.ownedHere(ctx, m.GetProjectId(), group, req.Header()); err != nil {
 		return nil, err
 	}
 	list := c.cfg.Service.localChannelCounts(m.GetProjectId(), m.GetChannelKeys(), m.GetIncludeSubPath())
@@ -114,11 +113,11 @@ func (c *ClusterService) BroadcastByAdmin(ctx context.Context, req *connect.Requ
 	if err := channel.ValidateKey(m.GetChannelKey()); err != nil {
 		return nil, toConnectError(err)
 	}
-	ctx, _, err := c.ownedHere(ctx, m.GetProjectId(), channel.RoutingKey(m.GetChannelKey()), req.Header())
+	rt, err := c.ownedHere(ctx, m.GetProjectId(), channel.RoutingKey(m.GetChannelKey()), req.Header())
 	if err != nil {
 		return nil, err
 	}
-	if err := c.cfg.Service.channels.Broadcast(adminSender, project.ScopedKey(m.GetProjectId(), m.GetChannelKey()), m.GetTopic(), m.GetPayload()); err != nil {
+	if err := c.cfg.Service.channels.Broadcast(adminSender, project.ScopedKey(rt.Project.ID, m.GetChannelKey()), m.GetTopic(), m.GetPayload()); err != nil {
 		return nil, c.cfg.Service.ownerError(ctx, err)
 	}
 	return connect.NewResponse(&clusterv1.BroadcastByAdminResponse{}), nil

@@ -27,11 +27,11 @@ func (c *ClusterService) UpdateDocumentByAdmin(ctx context.Context, req *connect
 		}
 		u.Root = root
 	}
-	ctx, epoch, err := c.ownedHere(ctx, m.GetProjectId(), m.GetDocumentKey(), req.Header())
+	rt, err := c.ownedHere(ctx, m.GetProjectId(), m.GetDocumentKey(), req.Header())
 	if err != nil {
 		return nil, err
 	}
-	sum, err := c.cfg.Service.updateHere(ctx, epoch, m.GetDocumentId(), u)
+	sum, err := c.cfg.Service.updateHere(ctx, rt, m.GetDocumentId(), u)
 	if err != nil {
 		return nil, c.cfg.Service.ownerError(ctx, err)
 	}

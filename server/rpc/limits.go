@@ -6,6 +6,8 @@ import (
 	"sync"
 
 	"connectrpc.com/connect"
+
+	"github.com/yorkie-affinity/yorkie/server/backend/database"
 )
 
 // Defaults of Limits, generous enough for any honest client.
@@ -73,12 +75,12 @@ func (l Limits) checkMetadata(md map[string]string) error {
 // checkAttachments refuses an attach by a client that has the most
 // documents attached already. Attaches racing for the last places may
 // together pass it by a few.
-func (s *Service) checkAttachments(ctx context.Context, clientID string) error {
+func (s *Service) checkAttachments(ctx context.Context, p *database.ProjectInfo, clientID string) error {
 	limit := s.limits.MaxAttachmentsPerClient
 	if limit < 0 {
 		return nil
 	}
-	n, err := s.backend.CountAttachedDocuments(ctx, clientID)
+	n, err := s.backend.CountAttachedDocuments(ctx, p, clientID)
 	if err != nil {
 		return err
 	}
