@@ -40,6 +40,7 @@ import (
 	"github.com/yorkie-affinity/yorkie/server/routing"
 	"github.com/yorkie-affinity/yorkie/server/rpc"
 	"github.com/yorkie-affinity/yorkie/server/rpc/bounds"
+	"github.com/yorkie-affinity/yorkie/server/rpc/clustersvc"
 	"github.com/yorkie-affinity/yorkie/server/rpc/http1"
 	"github.com/yorkie-affinity/yorkie/server/rpc/jsoncodec"
 )
@@ -277,7 +278,7 @@ func New(ctx context.Context, cfg Config, opts ...Option) (_ *Server, err error)
 	if s.house, err = s.newHousekeeper(o); err != nil {
 		return nil, err
 	}
-	if s.admin, err = admin.New(admin.Config{
+	if s.admin, err = admin.New(ctx, admin.Config{
 		Settings: cfg.Admin, DB: s.db, Logger: logger, Registerer: s.registry, Now: o.clock,
 		Interceptors:                     []connect.Interceptor{s.upstream.Interceptor(false)},
 		DefaultClientDeactivateThreshold: cfg.ClientDeactivateThreshold,
@@ -362,9 +363,9 @@ func (s *Server) newRPCPort(router *routing.Router) (port, error) {
 		MaxInflightBytes: cfg.MaxInflightRequestBytes,
 	}
 	if router != nil {
-		csvc, err := rpc.NewCluster(rpc.ClusterConfig{
+		csvc, err := clustersvc.New(clustersvc.Config{
 			Backend: s.backend, Router: router, Authentic: router.Authentic, Logger: logger, FindProject: s.db.FindProjectByID,
-			Service: svc, Upstream: s.upstream, Drain: s.drainHere,
+			Owner: svc.AdminOwners(), Upstream: s.upstream, Drain: s.drainHere,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("server: create cluster service: %w", err)

@@ -42,7 +42,7 @@ func startService(t *testing.T, db database.Database, settings admin.Settings) (
 	var log bytes.Buffer
 	var logMu sync.Mutex
 	settings.PasswordCost = bcrypt.MinCost
-	svc, err := admin.New(admin.Config{
+	svc, err := admin.New(ctxOf(t), admin.Config{
 		Settings: settings, DB: db, Now: clk.now,
 		Logger: slog.New(slog.NewTextHandler(&lockedWriter{w: &log, mu: &logMu}, nil)),
 	})

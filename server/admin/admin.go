@@ -125,8 +125,10 @@ type Service struct {
 	dummyHash func() ([]byte, error)
 }
 
-// New builds the service; Start must run before it serves.
-func New(cfg Config) (*Service, error) {
+// New builds the service with its token signer, agreeing on the token
+// secret with the other nodes (the one the database keeps, unless
+// configured); Start creates the default account before it serves.
+func New(ctx context.Context, cfg Config) (*Service, error) {
 	if cfg.DB == nil {
 		return nil, errors.New("admin: no database")
 	}
@@ -169,25 +171,25 @@ func New(cfg Config) (*Service, error) {
 	if cfg.MaxProjectsPerUser == 0 {
 		cfg.MaxProjectsPerUser = DefaultMaxProjectsPerUser
 	}
+	secret := cfg.TokenSecret
+	if secret == "" {
+		var err error
+		if secret, err = cfg.DB.EnsureSecret(ctx, TokenSecretName, database.NewSecret()); err != nil {
+			return nil, fmt.Errorf("admin: token secret: %w", err)
+		}
+	}
 	return &Service{
 		cfg: cfg, db: cfg.DB, logger: cfg.Logger, dummyHash: dummy, calls: calls,
+		tokens:     &tokens{secret: []byte(secret), duration: cfg.TokenDuration, now: cfg.Now},
 		loginUsers: newThrottle("login-user:", loginFreeAttemptsPerUser, loginBaseBackoff, loginMaxBackoff, cfg.DB, cfg.Now),
 		loginAddrs: newThrottle("login-addr:", loginFreeAttemptsPerAddr, loginBaseBackoff, loginMaxBackoff, cfg.DB, cfg.Now),
 		signUps:    newThrottle("signup-addr:", signUpFreePerAddr, signUpBaseBackoff, signUpMaxBackoff, cfg.DB, cfg.Now),
 	}, nil
 }
 
-// Start agrees on the token secret with the other nodes and creates the
-// default admin account and the default project if they are missing.
+// Start creates the default admin account and the default project if they
+// are missing.
 func (s *Service) Start(ctx context.Context) error {
-	secret := s.cfg.TokenSecret
-	if secret == "" {
-		var err error
-		if secret, err = s.db.EnsureSecret(ctx, TokenSecretName, database.NewSecret()); err != nil {
-			return fmt.Errorf("admin: token secret: %w", err)
-		}
-	}
-	s.tokens = &tokens{secret: []byte(secret), duration: s.cfg.TokenDuration, now: s.cfg.Now}
 	user, err := s.db.FindUserByName(ctx, s.cfg.User)
 	if errors.Is(err, database.ErrUserNotFound) {
 		user, err = s.createUser(ctx, s.cfg.User, s.cfg.Password)

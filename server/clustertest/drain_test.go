@@ -245,8 +245,9 @@ func TestDrainOfPartitionedNode(t *testing.T) {
 
 // TestDrainNodeCall drains a node through the AdminService of another one,
 // as `yorkie drain <node>` does: the named node hands its documents on and
-// keeps running (readiness draining); an unknown node and a call without
-// credentials are refused and drain nothing.
+// keeps running (readiness draining); an unknown node, a call without
+// credentials and one of an account other than the server's admin are
+// refused and drain nothing.
 func TestDrainNodeCall(t *testing.T) {
 	c := clustertest.Start(t, 3)
 	rs := drainFixture(t, c, 3)
@@ -264,7 +265,19 @@ func TestDrainNodeCall(t *testing.T) {
 	require.Equal(t, connect.CodeInvalidArgument, connect.CodeOf(err), "unknown node: %v", err)
 	_, err = a.DrainNode(ctx, connect.NewRequest(&api.DrainNodeRequest{Node: c.Node(0).Addr()}))
 	require.Equal(t, connect.CodeUnauthenticated, connect.CodeOf(err), "no credentials: %v", err)
+	// Another account, signed up and logged in: a node belongs to the
+	// server's admin, not to a project's owner.
+	_, err = a.SignUp(ctx, connect.NewRequest(&api.SignUpRequest{Username: "ada", Password: "s3cret-pw!"}))
+	require.NoError(t, err)
+	ada, err := a.LogIn(ctx, connect.NewRequest(&api.LogInRequest{Username: "ada", Password: "s3cret-pw!"}))
+	require.NoError(t, err)
+	req := connect.NewRequest(&api.DrainNodeRequest{Node: c.Node(0).Addr()})
+	req.Header().Set("Authorization", "Bearer "+ada.Msg.Token)
+	_, err = a.DrainNode(ctx, req)
+	require.Equal(t, connect.CodePermissionDenied, connect.CodeOf(err), "another account: %v", err)
+	require.Equal(t, "ErrPermissionDenied", wire.ErrorInfo(err)["code"], "another account: %v", err)
 	require.Len(t, c.Node(0).Affinity().Owned(), len(rs), "a refused call drained the node")
+	require.False(t, c.Node(0).Affinity().Draining(), "a refused call set the node draining")
 
 	resp, err := call(c.Node(0).Addr())
 	require.NoError(t, err)

@@ -19,17 +19,13 @@ import (
 	"github.com/yorkie-affinity/yorkie/server/document"
 	"github.com/yorkie-affinity/yorkie/server/project"
 	"github.com/yorkie-affinity/yorkie/server/routing"
+	"github.com/yorkie-affinity/yorkie/server/rpc/errinfo"
 )
 
 // The AdminService's document and channel calls are served where the
 // document or channel group lives: this node when it owns it, else its
 // owner through the ClusterService. What they show of a document is the
 // owner's current in-memory state.
-
-// Error code names of the AdminService's document calls, as upstream's.
-const (
-	CodeDocumentAttached = "ErrDocumentAttached"
-)
 
 // errNoSummary is an owner's answer without the document's summary.
 var errNoSummary = errors.New("the owner sent no summary")
@@ -56,12 +52,12 @@ func (s *Service) AdminOwners() *AdminOwners { return &AdminOwners{s: s} }
 func (s *Service) ownerError(ctx context.Context, err error) error {
 	switch {
 	case errors.Is(err, backend.ErrDocumentAttached):
-		return newError(connect.CodeFailedPrecondition, CodeDocumentAttached, err)
+		return errinfo.New(connect.CodeFailedPrecondition, errinfo.CodeDocumentAttached, err)
 	case errors.Is(err, backend.ErrNoSuchServerSeq):
-		return invalidArgument(err)
+		return errinfo.InvalidArgument(err)
 	}
-	out := toConnectError(err)
-	if cause := internalCause(out); cause != nil {
+	out := errinfo.ToConnect(err)
+	if cause := errinfo.InternalCause(out); cause != nil {
 		s.logger.ErrorContext(ctx, "admin call at the owner failed", "error", cause)
 	}
 	return out
@@ -89,8 +85,8 @@ func (s *Service) routeAdmin(ctx context.Context, p *database.ProjectInfo, key s
 // relay does, and returns the error for the caller.
 func (s *Service) remoteFailed(ctx context.Context, rt routing.Route, err error) error {
 	var ce *connect.Error
-	if !errors.As(err, &ce) || errorName(ce) == "" {
-		ce = newError(connect.CodeUnavailable, CodeUnavailable, fmt.Errorf("call the owner: %w", err))
+	if !errors.As(err, &ce) || errinfo.Name(ce) == "" {
+		ce = errinfo.New(connect.CodeUnavailable, errinfo.CodeUnavailable, fmt.Errorf("call the owner: %w", err))
 	}
 	s.router.RelayFailed(ctx, rt, ce)
 	return ce
@@ -114,23 +110,28 @@ func (a *AdminOwners) DocumentSummary(ctx context.Context, p *database.ProjectIn
 		}
 		m := resp.Msg
 		if m.GetDocument() == nil {
-			return nil, newError(connect.CodeUnavailable, CodeUnavailable, errNoSummary)
+			return nil, errinfo.New(connect.CodeUnavailable, errinfo.CodeUnavailable, errNoSummary)
 		}
 		return &admin.OwnerState{Summary: m.GetDocument(), ServerSeq: m.GetServerSeq(),
 			GarbageLen: int(m.GetGarbageLen()), SnapshotSeq: m.GetSnapshotServerSeq()}, nil
 	}
-	st, err := s.localSummary(ctx, rt, doc.ID, root, presences)
+	return a.SummaryHere(ctx, rt.Project, rt.Epoch, doc.ID, root, presences)
+}
+
+// SummaryHere is DocumentSummary at the owner, of a document of project p
+// held here under epoch.
+func (a *AdminOwners) SummaryHere(ctx context.Context, p *database.ProjectInfo, epoch int64, docID string, root, presences bool) (*admin.OwnerState, error) {
+	st, err := a.s.localSummary(ctx, p, epoch, docID, root, presences)
 	if err != nil {
-		return nil, s.ownerError(ctx, err)
+		return nil, a.s.ownerError(ctx, err)
 	}
 	return st, nil
 }
 
 // localSummary is DocumentSummary at the owner: the fields the owner's
-// state gives (the caller adds the stored ones: ID, key, times). rt is the
-// route that serves the document here.
-func (s *Service) localSummary(ctx context.Context, rt routing.Route, docID string, root, presences bool) (*admin.OwnerState, error) {
-	sum, err := s.backend.DocumentSummary(ctx, rt.Project, rt.Epoch, docID, root, presences)
+// state gives (the caller adds the stored ones: ID, key, times).
+func (s *Service) localSummary(ctx context.Context, p *database.ProjectInfo, epoch int64, docID string, root, presences bool) (*admin.OwnerState, error) {
+	sum, err := s.backend.DocumentSummary(ctx, p, epoch, docID, root, presences)
 	if err != nil {
 		return nil, err
 	}
@@ -167,8 +168,14 @@ func (a *AdminOwners) RemoveDocument(ctx context.Context, p *database.ProjectInf
 		}
 		return nil
 	}
-	if err := s.backend.RemoveDocumentByAdmin(ctx, rt.Project, rt.Epoch, doc.ID, force); err != nil {
-		return s.ownerError(ctx, err)
+	return a.RemoveHere(ctx, rt.Project, rt.Epoch, doc.ID, force)
+}
+
+// RemoveHere is RemoveDocument at the owner, of a document of project p
+// held here under epoch.
+func (a *AdminOwners) RemoveHere(ctx context.Context, p *database.ProjectInfo, epoch int64, docID string, force bool) error {
+	if err := a.s.backend.RemoveDocumentByAdmin(ctx, p, epoch, docID, force); err != nil {
+		return a.s.ownerError(ctx, err)
 	}
 	return nil
 }
@@ -191,7 +198,7 @@ func (a *AdminOwners) GetChannels(ctx context.Context, p *database.ProjectInfo, 
 	byGroup := map[string][]string{}
 	for _, k := range keys {
 		if err := channel.ValidateKey(k); err != nil {
-			return nil, toConnectError(err)
+			return nil, errinfo.ToConnect(err)
 		}
 		g := channel.RoutingKey(k)
 		if _, ok := byGroup[g]; !ok {
@@ -217,7 +224,7 @@ func (a *AdminOwners) GetChannels(ctx context.Context, p *database.ProjectInfo, 
 			}
 			continue
 		}
-		for _, c := range s.localChannelCounts(p.ID, byGroup[g], includeSub) {
+		for _, c := range a.ChannelCountsHere(p.ID, byGroup[g], includeSub) {
 			counts[c.GetKey()] = c.GetSessionCount()
 		}
 	}
@@ -228,8 +235,9 @@ func (a *AdminOwners) GetChannels(ctx context.Context, p *database.ProjectInfo, 
 	return out, nil
 }
 
-// localChannelCounts counts the channels of a group this node owns.
-func (s *Service) localChannelCounts(projectID string, keys []string, includeSub bool) []*api.ChannelSummary {
+// ChannelCountsHere counts the channels of a group this node owns.
+func (a *AdminOwners) ChannelCountsHere(projectID string, keys []string, includeSub bool) []*api.ChannelSummary {
+	s := a.s
 	out := make([]*api.ChannelSummary, 0, len(keys))
 	for _, k := range keys {
 		scoped := project.ScopedKey(projectID, k)
@@ -247,7 +255,7 @@ func (s *Service) localChannelCounts(projectID string, keys []string, includeSub
 // the channel groups it owns.
 func (a *AdminOwners) ListChannels(ctx context.Context, p *database.ProjectInfo, query string, limit int) ([]*api.ChannelSummary, error) {
 	s := a.s
-	all := s.localChannels(p.ID, query, limit)
+	all := a.ChannelsHere(p.ID, query, limit)
 	if cl, ok := s.router.(clusterLister); ok {
 		for _, other := range cl.Others() {
 			resp, err := other.ListChannels(ctx, connect.NewRequest(&clusterv1.ListChannelsRequest{
@@ -255,8 +263,8 @@ func (a *AdminOwners) ListChannels(ctx context.Context, p *database.ProjectInfo,
 			}))
 			if err != nil {
 				var ce *connect.Error
-				if !errors.As(err, &ce) || errorName(ce) == "" {
-					err = newError(connect.CodeUnavailable, CodeUnavailable, fmt.Errorf("list channels of another node: %w", err))
+				if !errors.As(err, &ce) || errinfo.Name(ce) == "" {
+					err = errinfo.New(connect.CodeUnavailable, errinfo.CodeUnavailable, fmt.Errorf("list channels of another node: %w", err))
 				}
 				return nil, err
 			}
@@ -279,8 +287,9 @@ func (a *AdminOwners) ListChannels(ctx context.Context, p *database.ProjectInfo,
 	return out[:min(len(out), limit)], nil
 }
 
-// localChannels lists the project's channels this node holds.
-func (s *Service) localChannels(projectID, query string, limit int) []*api.ChannelSummary {
+// ChannelsHere lists the project's channels this node holds.
+func (a *AdminOwners) ChannelsHere(projectID, query string, limit int) []*api.ChannelSummary {
+	s := a.s
 	prefix := project.ScopedKey(projectID, query)
 	keep := func(string) bool { return true }
 	if projectID == database.DefaultProjectID {
@@ -300,7 +309,7 @@ func (s *Service) localChannels(projectID, query string, limit int) []*api.Chann
 func (a *AdminOwners) Broadcast(ctx context.Context, p *database.ProjectInfo, key, topic string, payload []byte) error {
 	s := a.s
 	if err := channel.ValidateKey(key); err != nil {
-		return toConnectError(err)
+		return errinfo.ToConnect(err)
 	}
 	rt, owner, err := s.routeAdmin(ctx, p, channel.RoutingKey(key))
 	if err != nil {
@@ -315,8 +324,13 @@ func (a *AdminOwners) Broadcast(ctx context.Context, p *database.ProjectInfo, ke
 		}
 		return nil
 	}
-	if err := s.channels.Broadcast(adminSender, project.ScopedKey(p.ID, key), topic, payload); err != nil {
-		return s.ownerError(ctx, err)
+	return a.BroadcastHere(ctx, p.ID, key, topic, payload)
+}
+
+// BroadcastHere is Broadcast at the owner of the channel's group.
+func (a *AdminOwners) BroadcastHere(ctx context.Context, projectID, key, topic string, payload []byte) error {
+	if err := a.s.channels.Broadcast(adminSender, project.ScopedKey(projectID, key), topic, payload); err != nil {
+		return a.s.ownerError(ctx, err)
 	}
 	return nil
 }

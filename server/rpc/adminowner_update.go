@@ -10,7 +10,7 @@ import (
 	"github.com/yorkie-affinity/yorkie/server/admin"
 	"github.com/yorkie-affinity/yorkie/server/backend"
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
-	"github.com/yorkie-affinity/yorkie/server/routing"
+	"github.com/yorkie-affinity/yorkie/server/rpc/errinfo"
 	"github.com/yorkie-affinity/yorkie/server/yson"
 )
 
@@ -33,33 +33,31 @@ func (a *AdminOwners) UpdateDocument(ctx context.Context, p *database.ProjectInf
 			return nil, s.remoteFailed(ctx, rt, err)
 		}
 		if resp.Msg.GetDocument() == nil {
-			return nil, newError(connect.CodeUnavailable, CodeUnavailable, errNoSummary)
+			return nil, errinfo.New(connect.CodeUnavailable, errinfo.CodeUnavailable, errNoSummary)
 		}
 		return resp.Msg.GetDocument(), nil
 	}
 	bu := backend.DocumentUpdate{SetSchema: u.SetSchema, SchemaKey: u.SchemaKey}
 	if u.Root != "" {
 		if bu.Root, err = yson.ParseObject(u.Root); err != nil {
-			return nil, invalidArgument(err)
+			return nil, errinfo.InvalidArgument(err)
 		}
 	}
-	sum, err := s.updateHere(ctx, rt, doc.ID, bu)
+	return a.UpdateHere(ctx, rt.Project, rt.Epoch, doc.ID, bu)
+}
+
+// UpdateHere applies an update to a document of project p this node owns
+// under epoch and returns its summary afterwards, root and schema key
+// included.
+func (a *AdminOwners) UpdateHere(ctx context.Context, p *database.ProjectInfo, epoch int64, docID string, u backend.DocumentUpdate) (*api.DocumentSummary, error) {
+	s := a.s
+	key, err := s.backend.UpdateDocumentByAdmin(ctx, p, epoch, docID, u)
 	if err != nil {
 		return nil, s.ownerError(ctx, err)
 	}
-	return sum, nil
-}
-
-// updateHere applies an update to a document this node serves on rt and
-// returns its summary afterwards, root and schema key included.
-func (s *Service) updateHere(ctx context.Context, rt routing.Route, docID string, u backend.DocumentUpdate) (*api.DocumentSummary, error) {
-	key, err := s.backend.UpdateDocumentByAdmin(ctx, rt.Project, rt.Epoch, docID, u)
+	st, err := s.localSummary(ctx, p, epoch, docID, true, false)
 	if err != nil {
-		return nil, err
-	}
-	st, err := s.localSummary(ctx, rt, docID, true, false)
-	if err != nil {
-		return nil, err
+		return nil, s.ownerError(ctx, err)
 	}
 	st.Summary.SchemaKey = key
 	return st.Summary, nil

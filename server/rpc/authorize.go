@@ -8,6 +8,7 @@ import (
 
 	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
+	"github.com/yorkie-affinity/yorkie/server/rpc/errinfo"
 	"github.com/yorkie-affinity/yorkie/server/webhook"
 	"github.com/yorkie-affinity/yorkie/server/webhook/authwebhook"
 )
@@ -102,7 +103,7 @@ func (s *Service) authorize(ctx context.Context, p *database.ProjectInfo, proced
 	settings.Policy = s.auth.Policy(p)
 	list, err := attrs(ctx)
 	if err != nil {
-		return toConnectError(err)
+		return errinfo.ToConnect(err)
 	}
 	err = s.auth.Client.Check(ctx, settings, authwebhook.Request{
 		Project:    p.ID,
@@ -116,5 +117,5 @@ func (s *Service) authorize(ctx context.Context, p *database.ProjectInfo, proced
 	if cerr, ok := authwebhook.ConnectError(err); ok {
 		return cerr
 	}
-	return toConnectError(fmt.Errorf("authorize %s: %w", method, err))
+	return errinfo.ToConnect(fmt.Errorf("authorize %s: %w", method, err))
 }

@@ -14,6 +14,8 @@ import (
 	"github.com/yorkie-affinity/yorkie/server/fault"
 	"github.com/yorkie-affinity/yorkie/server/project"
 	"github.com/yorkie-affinity/yorkie/server/routing"
+	"github.com/yorkie-affinity/yorkie/server/rpc/errinfo"
+	"github.com/yorkie-affinity/yorkie/server/rpc/validate"
 	"github.com/yorkie-affinity/yorkie/server/webhook/authwebhook"
 )
 
@@ -80,7 +82,7 @@ func (s *Service) Broadcast(ctx context.Context, req *connect.Request[api.Broadc
 	// Checked before routing: an oversized payload is refused where it
 	// arrives rather than carried to the owner.
 	if err := channel.CheckBroadcastSize(req.Msg.GetTopic(), req.Msg.GetPayload(), s.channels.MaxPayloadBytes()); err != nil {
-		return nil, toConnectError(fmt.Errorf("broadcast on %q: %w", truncate(req.Msg.GetChannelKey()), err))
+		return nil, errinfo.ToConnect(fmt.Errorf("broadcast on %q: %w", validate.Truncate(req.Msg.GetChannelKey()), err))
 	}
 	return channelCall(ctx, s, req, routing.CallChannel, req.Msg.GetClientId(), req.Msg.GetChannelKey(),
 		func(o v1connect.YorkieServiceClient) relayFunc[api.BroadcastRequest, api.BroadcastResponse] {
@@ -101,16 +103,16 @@ func channelCall[Req, Res any](ctx context.Context, s *Service, req *connect.Req
 	serve func(clientID, key string) (*Res, error),
 ) (*connect.Response[Res], error) {
 	procedure := req.Spec().Procedure
-	if err := validateClientID(clientID); err != nil {
-		return nil, invalidArgument(err)
+	if err := validate.ClientID(clientID); err != nil {
+		return nil, errinfo.InvalidArgument(err)
 	}
 	if err := channel.ValidateKey(key); err != nil {
-		return nil, toConnectError(err)
+		return nil, errinfo.ToConnect(err)
 	}
 	call := routing.DocumentCall{Kind: kind, Project: project.FromContext(ctx), ClientID: clientID, DocumentKey: channel.RoutingKey(key), Header: req.Header()}
 	rt, err := s.route(ctx, call)
 	if err != nil {
-		return nil, toConnectError(err)
+		return nil, errinfo.ToConnect(err)
 	}
 	verb := authwebhook.ReadWrite
 	if methodOf(procedure) == "Broadcast" {
@@ -147,11 +149,11 @@ func channelCall[Req, Res any](ctx context.Context, s *Service, req *connect.Req
 // WatchChannel is the deprecated single-channel form of Watch.
 func (s *Service) WatchChannel(ctx context.Context, req *connect.Request[api.WatchChannelRequest], stream *connect.ServerStream[api.WatchChannelResponse]) error {
 	clientID, key := req.Msg.GetClientId(), req.Msg.GetChannelKey()
-	if err := validateClientID(clientID); err != nil {
-		return invalidArgument(err)
+	if err := validate.ClientID(clientID); err != nil {
+		return errinfo.InvalidArgument(err)
 	}
 	if err := channel.ValidateKey(key); err != nil {
-		return toConnectError(err)
+		return errinfo.ToConnect(err)
 	}
 	call := routing.DocumentCall{Kind: routing.CallWatchChannel, Project: project.FromContext(ctx), ClientID: clientID, DocumentKey: channel.RoutingKey(key), Header: req.Header()}
 	return serveWatchStream(ctx, s, req, stream, call, nil, func(owner v1connect.YorkieServiceClient) ownerStream[api.WatchChannelResponse] {
@@ -216,7 +218,7 @@ func (s *Service) pumpChannel(ctx context.Context, procedure string, w *channel.
 		case <-ctx.Done():
 			return nil
 		case <-s.closing:
-			return newError(connect.CodeUnavailable, CodeShuttingDown, fault.ErrShuttingDown)
+			return errinfo.New(connect.CodeUnavailable, errinfo.CodeShuttingDown, fault.ErrShuttingDown)
 		case <-w.Done():
 			return s.subscriptionEnded(ctx, procedure, w.Err())
 		case <-w.Ready():

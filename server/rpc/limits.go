@@ -6,8 +6,8 @@ import (
 	"sync"
 
 	"connectrpc.com/connect"
-
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
+	"github.com/yorkie-affinity/yorkie/server/rpc/errinfo"
 )
 
 // Defaults of Limits, generous enough for any honest client.
@@ -15,13 +15,6 @@ const (
 	DefaultMaxMetadataBytes         = 64 << 10
 	DefaultMaxWatchStreamsPerClient = 100
 	DefaultMaxAttachmentsPerClient  = 1000
-)
-
-// Error code names of the per-client bounds.
-const (
-	CodeMetadataTooLarge    = "ErrMetadataTooLarge"
-	CodeTooManyWatchStreams = "ErrTooManyWatchStreams"
-	CodeTooManyAttachments  = "ErrTooManyAttachments"
 )
 
 // Limits bound what one client may hold on the server. Zero fields take the
@@ -67,7 +60,7 @@ func (l Limits) checkMetadata(md map[string]string) error {
 		n += len(k) + len(v)
 	}
 	if n > l.MaxMetadataBytes {
-		return newError(connect.CodeInvalidArgument, CodeMetadataTooLarge, fmt.Errorf("client metadata is larger than %d bytes (keys and values together)", l.MaxMetadataBytes))
+		return errinfo.New(connect.CodeInvalidArgument, errinfo.CodeMetadataTooLarge, fmt.Errorf("client metadata is larger than %d bytes (keys and values together)", l.MaxMetadataBytes))
 	}
 	return nil
 }
@@ -85,7 +78,7 @@ func (s *Service) checkAttachments(ctx context.Context, p *database.ProjectInfo,
 		return err
 	}
 	if n >= limit {
-		return newError(connect.CodeResourceExhausted, CodeTooManyAttachments, fmt.Errorf("client %s already has %d documents attached", clientID, n))
+		return errinfo.New(connect.CodeResourceExhausted, errinfo.CodeTooManyAttachments, fmt.Errorf("client %s already has %d documents attached", clientID, n))
 	}
 	return nil
 }
@@ -102,7 +95,7 @@ func (c *streamCounts) open(clientID string, limit int) (func(), error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if limit >= 0 && c.n[clientID] >= limit {
-		return nil, newError(connect.CodeResourceExhausted, CodeTooManyWatchStreams, fmt.Errorf("client %s already has %d Watch streams open on this node", clientID, c.n[clientID]))
+		return nil, errinfo.New(connect.CodeResourceExhausted, errinfo.CodeTooManyWatchStreams, fmt.Errorf("client %s already has %d Watch streams open on this node", clientID, c.n[clientID]))
 	}
 	if c.n == nil {
 		c.n = make(map[string]int)
@@ -118,82 +111,4 @@ func (c *streamCounts) open(clientID string, limit int) (func(), error) {
 			c.mu.Unlock()
 		})
 	}, nil
-}
-
-// Activity is told about the calls of clients, so that housekeeping can
-// find the ones that went away.
-type Activity interface {
-	// Seen records a call of the client. It must be cheap: every call
-	// makes it.
-	Seen(clientID string)
-	// Watching records a Watch stream of the client until the returned
-	// function is called.
-	Watching(clientID string) (closed func())
-}
-
-// clientCall is every request message that names its client.
-type clientCall interface{ GetClientId() string }
-
-// activityInterceptor tells Activity about every call that names a client
-// and succeeds, and about every server stream for as long as it is open
-// once it has sent its first message. Calls that fail (an unknown client,
-// a bad request) are not activity: a flood of made-up client IDs then costs
-// the tracker nothing.
-type activityInterceptor struct{ a Activity }
-
-func (i activityInterceptor) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
-	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
-		resp, err := next(ctx, req)
-		if err == nil {
-			if m, ok := req.Any().(clientCall); ok && m.GetClientId() != "" {
-				i.a.Seen(m.GetClientId())
-			}
-		}
-		return resp, err
-	}
-}
-
-func (i activityInterceptor) WrapStreamingClient(next connect.StreamingClientFunc) connect.StreamingClientFunc {
-	return next
-}
-
-func (i activityInterceptor) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
-	return func(ctx context.Context, conn connect.StreamingHandlerConn) error {
-		wc := &watchedConn{StreamingHandlerConn: conn, a: i.a}
-		defer wc.close()
-		return next(ctx, wc)
-	}
-}
-
-// watchedConn records the stream's client once the stream sends its
-// first message (the initialization, which the server sends only to an
-// activated, attached client), until the stream ends.
-type watchedConn struct {
-	connect.StreamingHandlerConn
-	a        Activity
-	clientID string
-	closed   func()
-}
-
-func (c *watchedConn) Receive(msg any) error {
-	err := c.StreamingHandlerConn.Receive(msg)
-	if m, ok := msg.(clientCall); ok && err == nil {
-		c.clientID = m.GetClientId()
-	}
-	return err
-}
-
-func (c *watchedConn) Send(msg any) error {
-	if c.closed == nil && c.clientID != "" {
-		// Recorded before the message leaves: a client that has read it can
-		// count on the stream being activity already.
-		c.closed = c.a.Watching(c.clientID)
-	}
-	return c.StreamingHandlerConn.Send(msg)
-}
-
-func (c *watchedConn) close() {
-	if c.closed != nil {
-		c.closed()
-	}
 }

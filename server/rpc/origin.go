@@ -9,6 +9,7 @@ import (
 	"connectrpc.com/connect"
 
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
+	"github.com/yorkie-affinity/yorkie/server/rpc/errinfo"
 )
 
 // checkOrigin refuses a browser call (one with an Origin header) to a
@@ -24,7 +25,7 @@ func checkOrigin(p *database.ProjectInfo, origin string) error {
 			return nil
 		}
 	}
-	return newError(connect.CodePermissionDenied, CodePermissionDenied,
+	return errinfo.New(connect.CodePermissionDenied, errinfo.CodePermissionDenied,
 		fmt.Errorf("origin %q is not among the project's allowed origins", origin))
 }
 

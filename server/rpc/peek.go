@@ -9,6 +9,7 @@ import (
 	"github.com/yorkie-affinity/yorkie/server/channel"
 	"github.com/yorkie-affinity/yorkie/server/project"
 	"github.com/yorkie-affinity/yorkie/server/routing"
+	"github.com/yorkie-affinity/yorkie/server/rpc/errinfo"
 	"github.com/yorkie-affinity/yorkie/server/webhook/authwebhook"
 )
 
@@ -19,12 +20,12 @@ func (s *Service) PeekChannel(ctx context.Context, req *connect.Request[api.Peek
 	procedure := req.Spec().Procedure
 	key := req.Msg.GetChannelKey()
 	if err := channel.ValidateKey(key); err != nil {
-		return nil, toConnectError(err)
+		return nil, errinfo.ToConnect(err)
 	}
 	call := routing.DocumentCall{Kind: routing.CallChannel, Project: project.FromContext(ctx), DocumentKey: channel.RoutingKey(key), Header: req.Header()}
 	rt, err := s.route(ctx, call)
 	if err != nil {
-		return nil, toConnectError(err)
+		return nil, errinfo.ToConnect(err)
 	}
 	if err := s.authorize(ctx, call.Project, procedure, req.Header(), oneKey(key, authwebhook.Read)); err != nil {
 		return nil, s.failRouted(ctx, procedure, rt, err)

@@ -6,6 +6,7 @@ import (
 	"connectrpc.com/connect"
 
 	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
+	"github.com/yorkie-affinity/yorkie/server/rpc/errinfo"
 )
 
 // MaxPresenceBytes bounds the keys and values of one presence a change
@@ -14,10 +15,6 @@ import (
 // only by the request's. The SDK's presences (names, colours, cursors,
 // selections) are far smaller.
 const MaxPresenceBytes = 64 << 10
-
-// CodePresenceTooLarge is the ErrorInfo code of a change whose presence is
-// over MaxPresenceBytes.
-const CodePresenceTooLarge = "ErrPresenceTooLarge"
 
 // checkPresences refuses a pack with a presence over MaxPresenceBytes. The
 // request can never succeed, so the code is one clients do not retry.
@@ -28,7 +25,7 @@ func checkPresences(pack *api.ChangePack) error {
 			n += len(k) + len(v)
 		}
 		if n > MaxPresenceBytes {
-			return newError(connect.CodeInvalidArgument, CodePresenceTooLarge,
+			return errinfo.New(connect.CodeInvalidArgument, errinfo.CodePresenceTooLarge,
 				fmt.Errorf("a presence is larger than %d bytes (keys and values together)", MaxPresenceBytes))
 		}
 	}

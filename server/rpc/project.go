@@ -11,6 +11,7 @@ import (
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
 	"github.com/yorkie-affinity/yorkie/server/project"
 	"github.com/yorkie-affinity/yorkie/server/routing"
+	"github.com/yorkie-affinity/yorkie/server/rpc/errinfo"
 )
 
 // HeaderAPIKey carries the public key of the caller's project, as the SDKs
@@ -28,11 +29,11 @@ func (p projectInterceptor) resolve(ctx context.Context, h http.Header) (context
 	info, err := p.projects.Resolve(ctx, h.Get(HeaderAPIKey))
 	switch {
 	case errors.Is(err, project.ErrAPIKeyRequired):
-		return nil, newError(connect.CodeUnauthenticated, CodeUnauthenticated, err)
+		return nil, errinfo.New(connect.CodeUnauthenticated, errinfo.CodeUnauthenticated, err)
 	case errors.Is(err, project.ErrUnknownAPIKey):
-		return nil, newError(connect.CodeNotFound, CodeProjectNotFound, err)
+		return nil, errinfo.New(connect.CodeNotFound, errinfo.CodeProjectNotFound, err)
 	case err != nil:
-		return nil, newError(connect.CodeUnavailable, CodeUnavailable, fmt.Errorf("resolve project: %w", err))
+		return nil, errinfo.New(connect.CodeUnavailable, errinfo.CodeUnavailable, fmt.Errorf("resolve project: %w", err))
 	}
 	if err := checkOrigin(info, h.Get("Origin")); err != nil {
 		return nil, err

@@ -15,6 +15,8 @@ import (
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
 	"github.com/yorkie-affinity/yorkie/server/project"
 	"github.com/yorkie-affinity/yorkie/server/routing"
+	"github.com/yorkie-affinity/yorkie/server/rpc/errinfo"
+	"github.com/yorkie-affinity/yorkie/server/rpc/validate"
 	"github.com/yorkie-affinity/yorkie/server/webhook/authwebhook"
 )
 
@@ -52,11 +54,11 @@ func revisionCall[Req, Res any](ctx context.Context, s *Service, req *connect.Re
 		// An operator's call another node relayed (RestoreRevisionAsOperator):
 		// routing refuses the mark without the cluster secret.
 		kind = routing.CallAdmin
-	} else if err := validateClientID(clientID); err != nil {
-		return nil, invalidArgument(err)
+	} else if err := validate.ClientID(clientID); err != nil {
+		return nil, errinfo.InvalidArgument(err)
 	}
-	if err := validateDocumentID(docID); err != nil {
-		return nil, invalidArgument(err)
+	if err := validate.DocumentID(docID); err != nil {
+		return nil, errinfo.InvalidArgument(err)
 	}
 	p := project.FromContext(ctx)
 	call := routing.DocumentCall{Kind: kind, Project: p, ClientID: clientID, DocumentID: docID, Header: req.Header()}
@@ -67,7 +69,7 @@ func revisionCall[Req, Res any](ctx context.Context, s *Service, req *connect.Re
 func (s *Service) CreateRevision(ctx context.Context, req *connect.Request[api.CreateRevisionRequest]) (*connect.Response[api.CreateRevisionResponse], error) {
 	m := req.Msg
 	if len(m.GetLabel()) > maxRevisionLabelBytes || len(m.GetDescription()) > maxRevisionDescriptionBytes {
-		return nil, invalidArgument(fmt.Errorf("a revision's label takes up to %d bytes and its description up to %d",
+		return nil, errinfo.InvalidArgument(fmt.Errorf("a revision's label takes up to %d bytes and its description up to %d",
 			maxRevisionLabelBytes, maxRevisionDescriptionBytes))
 	}
 	return revisionCall(ctx, s, req, m.GetClientId(), m.GetDocumentId(), authwebhook.Read,
@@ -89,7 +91,7 @@ func (s *Service) ListRevisions(ctx context.Context, req *connect.Request[api.Li
 	m := req.Msg
 	paging, err := RevisionPaging(m.GetPageSize(), m.GetOffset(), m.GetIsForward())
 	if err != nil {
-		return nil, invalidArgument(err)
+		return nil, errinfo.InvalidArgument(err)
 	}
 	return revisionCall(ctx, s, req, m.GetClientId(), m.GetDocumentId(), authwebhook.Read,
 		func(o v1connect.YorkieServiceClient) relayFunc[api.ListRevisionsRequest, api.ListRevisionsResponse] {
@@ -120,7 +122,7 @@ func RevisionPaging(pageSize, offset int32, forward bool) (database.RevisionPagi
 func (s *Service) GetRevision(ctx context.Context, req *connect.Request[api.GetRevisionRequest]) (*connect.Response[api.GetRevisionResponse], error) {
 	m := req.Msg
 	if m.GetRevisionId() == "" {
-		return nil, invalidArgument(errors.New("revision_id is required"))
+		return nil, errinfo.InvalidArgument(errors.New("revision_id is required"))
 	}
 	return revisionCall(ctx, s, req, m.GetClientId(), m.GetDocumentId(), authwebhook.Read,
 		func(o v1connect.YorkieServiceClient) relayFunc[api.GetRevisionRequest, api.GetRevisionResponse] {
@@ -140,7 +142,7 @@ func (s *Service) GetRevision(ctx context.Context, req *connect.Request[api.GetR
 func (s *Service) RestoreRevision(ctx context.Context, req *connect.Request[api.RestoreRevisionRequest]) (*connect.Response[api.RestoreRevisionResponse], error) {
 	m := req.Msg
 	if m.GetRevisionId() == "" {
-		return nil, invalidArgument(errors.New("revision_id is required"))
+		return nil, errinfo.InvalidArgument(errors.New("revision_id is required"))
 	}
 	return revisionCall(ctx, s, req, m.GetClientId(), m.GetDocumentId(), authwebhook.ReadWrite,
 		func(o v1connect.YorkieServiceClient) relayFunc[api.RestoreRevisionRequest, api.RestoreRevisionResponse] {

@@ -13,6 +13,7 @@ import (
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
 	"github.com/yorkie-affinity/yorkie/server/fault"
 	"github.com/yorkie-affinity/yorkie/server/routing"
+	"github.com/yorkie-affinity/yorkie/server/rpc/errinfo"
 )
 
 // Router decides where document calls are served. routing.Router
@@ -56,7 +57,7 @@ func (s *Service) route(ctx context.Context, call routing.DocumentCall) (routing
 	}
 	rt, err := s.router.Route(ctx, call)
 	if err != nil {
-		return routing.Route{}, routeError(err)
+		return routing.Route{}, errinfo.RouteError(err)
 	}
 	return rt, nil
 }
@@ -78,9 +79,9 @@ func (s *Service) reroute(ctx context.Context, call routing.DocumentCall, attemp
 	if err == nil || attempt >= maxReroutes || ctx.Err() != nil || !errors.As(err, &ce) {
 		return routing.Route{}, false
 	}
-	switch errorName(ce) {
-	case CodeWrongNode, CodeShuttingDown:
-	case CodeUnavailable:
+	switch errinfo.Name(ce) {
+	case errinfo.CodeWrongNode, errinfo.CodeShuttingDown:
+	case errinfo.CodeUnavailable:
 		if call.Kind != routing.CallPushPull && !errors.Is(err, syscall.ECONNREFUSED) {
 			return routing.Route{}, false
 		}
@@ -95,18 +96,6 @@ func (s *Service) reroute(ctx context.Context, call routing.DocumentCall, attemp
 	return rt, true
 }
 
-// routeError gives a routing refusal the Connect error clients expect.
-func routeError(err error) error {
-	var wrong *routing.WrongNodeError
-	switch {
-	case errors.As(err, &wrong):
-		return WrongNode(wrong.Header, wrong.SessionKey, wrong.Err)
-	case errors.Is(err, routing.ErrForgedForward):
-		return PermissionDenied(err)
-	}
-	return err
-}
-
 // stamp puts the owner's session key in response headers.
 func (s *Service) stamp(h http.Header, rt routing.Route) {
 	if rt.SessionKey != "" {
@@ -116,7 +105,7 @@ func (s *Service) stamp(h http.Header, rt routing.Route) {
 
 // failRouted maps err like fail and adds the owner's session key.
 func (s *Service) failRouted(ctx context.Context, procedure string, rt routing.Route, err error) error {
-	out := toConnectError(err)
+	out := errinfo.ToConnect(err)
 	var ce *connect.Error
 	if errors.As(out, &ce) {
 		s.stamp(ce.Meta(), rt)
@@ -129,11 +118,11 @@ func (s *Service) failRouted(ctx context.Context, procedure string, rt routing.R
 // unavailable, which clients retry.
 func (s *Service) relayFailed(ctx context.Context, procedure string, rt routing.Route, err error) error {
 	var ce *connect.Error
-	if !errors.As(err, &ce) || errorName(ce) == "" {
+	if !errors.As(err, &ce) || errinfo.Name(ce) == "" {
 		// Every error the owner itself returns names a Yorkie code; one
 		// without is the transport failing (the owner crashed mid-stream, a
 		// refused connection), which the client must retry, not give up on.
-		ce = newError(connect.CodeUnavailable, CodeUnavailable, fmt.Errorf("relay to owner: %w", err))
+		ce = errinfo.New(connect.CodeUnavailable, errinfo.CodeUnavailable, fmt.Errorf("relay to owner: %w", err))
 	}
 	s.router.RelayFailed(ctx, rt, ce)
 	var badCert *tls.CertificateVerificationError
@@ -195,7 +184,7 @@ func relayStream[Res any](ctx context.Context, s *Service, procedure string, cal
 	}
 	select {
 	case <-s.closing:
-		return newError(connect.CodeUnavailable, CodeShuttingDown, fault.ErrShuttingDown)
+		return errinfo.New(connect.CodeUnavailable, errinfo.CodeShuttingDown, fault.ErrShuttingDown)
 	default:
 	}
 	if err := up.Err(); err != nil {

@@ -5,13 +5,6 @@ import (
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
 )
 
-// Error codes of schemas, as upstream names them.
-const (
-	CodeSchemaNotFound         = "ErrSchemaNotFound"
-	CodeInvalidSchemaKey       = "ErrInvalidSchemaKey"
-	CodeSchemaValidationFailed = "ErrSchemaValidationFailed"
-)
-
 // toPBRules writes a schema's rules as AttachDocument answers them.
 func toPBRules(rules []database.Rule) []*api.Rule {
 	if len(rules) == 0 {

@@ -26,6 +26,9 @@ import (
 	upmetrics "github.com/yorkie-affinity/yorkie/server/metrics"
 	"github.com/yorkie-affinity/yorkie/server/project"
 	"github.com/yorkie-affinity/yorkie/server/routing"
+	"github.com/yorkie-affinity/yorkie/server/rpc/errinfo"
+	"github.com/yorkie-affinity/yorkie/server/rpc/interceptor"
+	"github.com/yorkie-affinity/yorkie/server/rpc/validate"
 )
 
 // DefaultMaxRequestBytes bounds a request message when
@@ -56,7 +59,7 @@ type Config struct {
 	// Limits bound what one client may hold (zero fields: the defaults).
 	Limits Limits
 	// Activity is told about every call of a client; nil records nothing.
-	Activity Activity
+	Activity interceptor.Activity
 	// Channels holds the channel sessions this node serves. Required.
 	Channels *channel.Manager
 	// Codecs replace connect's codecs of the same names (package jsoncodec
@@ -77,9 +80,9 @@ type Service struct {
 	logger          *slog.Logger
 	router          Router
 	maxRequestBytes int
-	metrics         *metrics
+	metrics         *interceptor.Metrics
 	limits          Limits
-	activity        Activity
+	activity        interceptor.Activity
 	streams         streamCounts
 	channels        *channel.Manager
 	codecs          []connect.Codec
@@ -125,7 +128,7 @@ func New(cfg Config) (*Service, error) {
 		closing:         make(chan struct{}),
 	}
 	if cfg.Registerer != nil {
-		m, err := newMetrics(cfg.Registerer)
+		m, err := interceptor.NewMetrics(cfg.Registerer)
 		if err != nil {
 			return nil, fmt.Errorf("rpc: register metrics: %w", err)
 		}
@@ -142,7 +145,7 @@ func (s *Service) Handler() (string, http.Handler) {
 	if s.metrics != nil {
 		interceptors = append(interceptors, s.metrics)
 	}
-	interceptors = append(interceptors, &failureLogger{logger: s.logger})
+	interceptors = append(interceptors, interceptor.NewFailureLogger(s.logger))
 	// A call refused for its API key is not a client's activity.
 	if s.projects != nil {
 		interceptors = append(interceptors, projectInterceptor{projects: s.projects})
@@ -153,7 +156,7 @@ func (s *Service) Handler() (string, http.Handler) {
 		interceptors = append(interceptors, s.upstream.Interceptor(true))
 	}
 	if s.activity != nil {
-		interceptors = append(interceptors, activityInterceptor{a: s.activity})
+		interceptors = append(interceptors, interceptor.NewActivity(s.activity))
 	}
 	opts := []connect.HandlerOption{
 		connect.WithInterceptors(interceptors...),
@@ -175,7 +178,7 @@ func (s *Service) Handler() (string, http.Handler) {
 func (s *Service) recovered(ctx context.Context, spec connect.Spec, _ http.Header, p any) error {
 	s.logger.ErrorContext(ctx, "panic in rpc handler", "procedure", spec.Procedure, "panic", p,
 		"stack", string(debug.Stack()))
-	return newError(connect.CodeInternal, CodeInternal, errors.New("internal error"))
+	return errinfo.New(connect.CodeInternal, errinfo.CodeInternal, errors.New("internal error"))
 }
 
 // CloseStreams ends every open Watch stream with code unavailable, so clients
@@ -189,10 +192,10 @@ func (s *Service) CloseStreams() {
 func (s *Service) ActivateClient(ctx context.Context, req *connect.Request[api.ActivateClientRequest]) (*connect.Response[api.ActivateClientResponse], error) {
 	key := req.Msg.GetClientKey()
 	if key == "" {
-		return nil, invalidArgument(errors.New("client_key is required"))
+		return nil, errinfo.InvalidArgument(errors.New("client_key is required"))
 	}
-	if len(key) > maxKeyLength*2 {
-		return nil, invalidArgument(fmt.Errorf("client_key is longer than %d bytes", maxKeyLength*2))
+	if len(key) > validate.MaxKeyLength*2 {
+		return nil, errinfo.InvalidArgument(fmt.Errorf("client_key is longer than %d bytes", validate.MaxKeyLength*2))
 	}
 	if err := s.limits.checkMetadata(req.Msg.GetMetadata()); err != nil {
 		return nil, err
@@ -203,7 +206,7 @@ func (s *Service) ActivateClient(ctx context.Context, req *connect.Request[api.A
 	}
 	info, err := s.backend.ActivateClient(ctx, p, key, req.Msg.GetMetadata())
 	if err != nil {
-		return nil, toConnectError(err)
+		return nil, errinfo.ToConnect(err)
 	}
 	return connect.NewResponse(&api.ActivateClientResponse{ClientId: info.ID}), nil
 }
@@ -211,15 +214,15 @@ func (s *Service) ActivateClient(ctx context.Context, req *connect.Request[api.A
 // DeactivateClient detaches the client's documents and deactivates it.
 func (s *Service) DeactivateClient(ctx context.Context, req *connect.Request[api.DeactivateClientRequest]) (*connect.Response[api.DeactivateClientResponse], error) {
 	clientID := req.Msg.GetClientId()
-	if err := validateClientID(clientID); err != nil {
-		return nil, invalidArgument(err)
+	if err := validate.ClientID(clientID); err != nil {
+		return nil, errinfo.InvalidArgument(err)
 	}
 	p := project.FromContext(ctx)
 	if err := s.authorize(ctx, p, req.Spec().Procedure, req.Header(), noAttributes); err != nil {
 		return nil, err
 	}
 	if err := s.Deactivate(ctx, p, clientID); err != nil {
-		return nil, toConnectError(err)
+		return nil, errinfo.ToConnect(err)
 	}
 	return connect.NewResponse(&api.DeactivateClientResponse{}), nil
 }
@@ -248,29 +251,29 @@ func (s *Service) Deactivate(ctx context.Context, p *database.ProjectInfo, clien
 // AttachDocument attaches the client to the document named by the pack's key.
 func (s *Service) AttachDocument(ctx context.Context, req *connect.Request[api.AttachDocumentRequest]) (*connect.Response[api.AttachDocumentResponse], error) {
 	clientID := req.Msg.GetClientId()
-	if err := validateClientID(clientID); err != nil {
-		return nil, invalidArgument(err)
+	if err := validate.ClientID(clientID); err != nil {
+		return nil, errinfo.InvalidArgument(err)
 	}
 	pack := req.Msg.GetChangePack()
-	if err := validatePack(pack); err != nil {
-		return nil, invalidArgument(err)
+	if err := validate.Pack(pack); err != nil {
+		return nil, errinfo.InvalidArgument(err)
 	}
 	if err := checkPresences(pack); err != nil {
 		return nil, err
 	}
 	key := pack.GetDocumentKey()
-	if err := validateDocumentKey(key); err != nil {
-		return nil, invalidArgument(err)
+	if err := validate.DocumentKey(key); err != nil {
+		return nil, errinfo.InvalidArgument(err)
 	}
 	procedure := req.Spec().Procedure
 	p := project.FromContext(ctx)
 	if err := s.checkAttachments(ctx, p, clientID); err != nil {
-		return nil, toConnectError(err)
+		return nil, errinfo.ToConnect(err)
 	}
 	call := routing.DocumentCall{Kind: routing.CallAttach, Project: p, ClientID: clientID, DocumentKey: key, Header: req.Header()}
 	rt, err := s.route(ctx, call)
 	if err != nil {
-		return nil, toConnectError(err)
+		return nil, errinfo.ToConnect(err)
 	}
 	if err := s.authorize(ctx, p, procedure, req.Header(), oneKey(key, packVerb(pack))); err != nil {
 		return nil, s.failRouted(ctx, procedure, rt, err)
@@ -292,7 +295,7 @@ func (s *Service) AttachDocument(ctx context.Context, req *connect.Request[api.A
 		att, err = servePack(ctx, s, pack, attach)
 		if errors.Is(err, backend.ErrStaleRoute) && attempt < maxReroutes {
 			if rt, err = s.route(ctx, call); err != nil {
-				return nil, toConnectError(err)
+				return nil, errinfo.ToConnect(err)
 			}
 			continue
 		}
@@ -385,7 +388,7 @@ func routedCall[Req, Res any](ctx context.Context, s *Service, req *connect.Requ
 	procedure := req.Spec().Procedure
 	rt, err := s.route(ctx, call)
 	if err != nil {
-		return nil, toConnectError(err)
+		return nil, errinfo.ToConnect(err)
 	}
 	// An operator's call relayed by a node asks no webhook: the operator
 	// was authorised where the call began.
@@ -409,7 +412,7 @@ func routedCall[Req, Res any](ctx context.Context, s *Service, req *connect.Requ
 			// owner changed while the binding stood) and has been dropped:
 			// route once more, so a failback costs the client no error.
 			if rt, err = s.route(ctx, call); err != nil {
-				return nil, toConnectError(err)
+				return nil, errinfo.ToConnect(err)
 			}
 			continue
 		}
@@ -425,14 +428,14 @@ func routedCall[Req, Res any](ctx context.Context, s *Service, req *connect.Requ
 // validateDocumentCall checks the fields shared by the calls on an attached
 // document.
 func validateDocumentCall(clientID, docID string, pack *api.ChangePack) error {
-	if err := validateClientID(clientID); err != nil {
-		return invalidArgument(err)
+	if err := validate.ClientID(clientID); err != nil {
+		return errinfo.InvalidArgument(err)
 	}
-	if err := validateDocumentID(docID); err != nil {
-		return invalidArgument(err)
+	if err := validate.DocumentID(docID); err != nil {
+		return errinfo.InvalidArgument(err)
 	}
-	if err := validatePack(pack); err != nil {
-		return invalidArgument(err)
+	if err := validate.Pack(pack); err != nil {
+		return errinfo.InvalidArgument(err)
 	}
 	return checkPresences(pack)
 }
@@ -441,23 +444,23 @@ func validateDocumentCall(clientID, docID string, pack *api.ChangePack) error {
 // its watchers, then CHANGED, WATCHED and UNWATCHED events.
 func (s *Service) Watch(ctx context.Context, req *connect.Request[api.WatchRequest], stream *connect.ServerStream[api.WatchResponse]) error {
 	clientID := req.Msg.GetClientId()
-	if err := validateClientID(clientID); err != nil {
-		return invalidArgument(err)
+	if err := validate.ClientID(clientID); err != nil {
+		return errinfo.InvalidArgument(err)
 	}
 	resources := req.Msg.GetResources()
 	if len(resources) == 0 || len(resources) > maxWatchResources {
-		return invalidArgument(fmt.Errorf("watch takes 1 to %d resources, got %d", maxWatchResources, len(resources)))
+		return errinfo.InvalidArgument(fmt.Errorf("watch takes 1 to %d resources, got %d", maxWatchResources, len(resources)))
 	}
 	if len(resources) > 1 || resources[0].GetChannel() != nil {
 		return s.watchResources(ctx, req, stream)
 	}
 	doc := resources[0].GetDocument()
 	if doc == nil {
-		return invalidArgument(errors.New("watch resource names no document"))
+		return errinfo.InvalidArgument(errors.New("watch resource names no document"))
 	}
 	docID := doc.GetDocumentId()
-	if err := validateDocumentID(docID); err != nil {
-		return invalidArgument(err)
+	if err := validate.DocumentID(docID); err != nil {
+		return errinfo.InvalidArgument(err)
 	}
 	call := routing.DocumentCall{Kind: routing.CallWatch, Project: project.FromContext(ctx), ClientID: clientID, DocumentID: docID, Header: req.Header()}
 	changed := &api.WatchResponse{Body: &api.WatchResponse_Event{Event: &api.WatchEvent{Event: &api.WatchEvent_DocEvent{
@@ -492,12 +495,12 @@ func (s *Service) Watch(ctx context.Context, req *connect.Request[api.WatchReque
 // WatchDocument is the deprecated single-document form of Watch.
 func (s *Service) WatchDocument(ctx context.Context, req *connect.Request[api.WatchDocumentRequest], stream *connect.ServerStream[api.WatchDocumentResponse]) error {
 	clientID := req.Msg.GetClientId()
-	if err := validateClientID(clientID); err != nil {
-		return invalidArgument(err)
+	if err := validate.ClientID(clientID); err != nil {
+		return errinfo.InvalidArgument(err)
 	}
 	docID := req.Msg.GetDocumentId()
-	if err := validateDocumentID(docID); err != nil {
-		return invalidArgument(err)
+	if err := validate.DocumentID(docID); err != nil {
+		return errinfo.InvalidArgument(err)
 	}
 	call := routing.DocumentCall{Kind: routing.CallWatch, Project: project.FromContext(ctx), ClientID: clientID, DocumentID: docID, Header: req.Header()}
 	changed := &api.WatchDocumentResponse{Body: &api.WatchDocumentResponse_Event{
@@ -570,7 +573,7 @@ func (s *Service) watch(ctx context.Context, procedure string, rt routing.Route,
 		case <-ctx.Done():
 			return nil
 		case <-s.closing:
-			return newError(connect.CodeUnavailable, CodeShuttingDown, fault.ErrShuttingDown)
+			return errinfo.New(connect.CodeUnavailable, errinfo.CodeShuttingDown, fault.ErrShuttingDown)
 		case <-sub.Done():
 			return s.subscriptionEnded(ctx, procedure, sub.Err())
 		case <-sub.Ready():
@@ -592,12 +595,12 @@ func (s *Service) watch(ctx context.Context, procedure string, rt routing.Route,
 func (s *Service) routeWatch(ctx context.Context, procedure string, call routing.DocumentCall, header http.Header) (routing.Route, error) {
 	select {
 	case <-s.closing:
-		return routing.Route{}, newError(connect.CodeUnavailable, CodeShuttingDown, fault.ErrShuttingDown)
+		return routing.Route{}, errinfo.New(connect.CodeUnavailable, errinfo.CodeShuttingDown, fault.ErrShuttingDown)
 	default:
 	}
 	rt, err := s.route(ctx, call)
 	if err != nil {
-		err = toConnectError(err)
+		err = errinfo.ToConnect(err)
 		var ce *connect.Error
 		if errors.As(err, &ce) && s.router != nil {
 			if key := ce.Meta().Get(s.router.SessionKeyHeader()); key != "" {
@@ -616,12 +619,12 @@ func (s *Service) subscriptionEnded(ctx context.Context, procedure string, reaso
 	if reason == nil {
 		reason = errors.New("subscription ended")
 	}
-	name := CodeUnavailable
-	if _, n, ok := classify(reason); ok {
+	name := errinfo.CodeUnavailable
+	if _, n, ok := errinfo.Classify(reason); ok {
 		name = n
 	}
 	s.logger.DebugContext(ctx, "watch subscription ended", "procedure", procedure, "reason", reason)
-	return newError(connect.CodeUnavailable, name, fmt.Errorf("watch ended: %w", reason))
+	return errinfo.New(connect.CodeUnavailable, name, fmt.Errorf("watch ended: %w", reason))
 }
 
 // streamEnded handles a failed Send: the client went away or the connection

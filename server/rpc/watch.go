@@ -14,6 +14,8 @@ import (
 	"github.com/yorkie-affinity/yorkie/server/fault"
 	"github.com/yorkie-affinity/yorkie/server/project"
 	"github.com/yorkie-affinity/yorkie/server/routing"
+	"github.com/yorkie-affinity/yorkie/server/rpc/errinfo"
+	"github.com/yorkie-affinity/yorkie/server/rpc/validate"
 )
 
 // maxWatchResources bounds the resources of one Watch request. The JS SDK
@@ -110,7 +112,7 @@ func (s *Service) watchResources(ctx context.Context, req *connect.Request[api.W
 	select {
 	case <-ctx.Done():
 	case <-s.closing:
-		err = newError(connect.CodeUnavailable, CodeShuttingDown, fault.ErrShuttingDown)
+		err = errinfo.New(connect.CodeUnavailable, errinfo.CodeShuttingDown, fault.ErrShuttingDown)
 	case err = <-ended:
 	}
 	cancel()
@@ -125,16 +127,16 @@ func (s *Service) watchCall(ctx context.Context, procedure, clientID string, res
 	if ch := res.GetChannel(); ch != nil {
 		key := ch.GetChannelKey()
 		if err := channel.ValidateKey(key); err != nil {
-			return routing.DocumentCall{}, toConnectError(err)
+			return routing.DocumentCall{}, errinfo.ToConnect(err)
 		}
 		return routing.DocumentCall{Kind: routing.CallWatchChannel, Project: p, ClientID: clientID, DocumentKey: channel.RoutingKey(key), Header: header}, nil
 	}
 	doc := res.GetDocument()
 	if doc == nil {
-		return routing.DocumentCall{}, invalidArgument(errors.New("watch resource names neither a document nor a channel"))
+		return routing.DocumentCall{}, errinfo.InvalidArgument(errors.New("watch resource names neither a document nor a channel"))
 	}
-	if err := validateDocumentID(doc.GetDocumentId()); err != nil {
-		return routing.DocumentCall{}, invalidArgument(err)
+	if err := validate.DocumentID(doc.GetDocumentId()); err != nil {
+		return routing.DocumentCall{}, errinfo.InvalidArgument(err)
 	}
 	return routing.DocumentCall{Kind: routing.CallWatch, Project: p, ClientID: clientID, DocumentID: doc.GetDocumentId(), Header: header}, nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/yorkie-affinity/yorkie/server/backend"
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
 	"github.com/yorkie-affinity/yorkie/server/routing"
+	"github.com/yorkie-affinity/yorkie/server/rpc/errinfo"
 )
 
 // maxWatchMoves bounds how often in a row one Watch stream follows its
@@ -80,8 +81,8 @@ func (s *Service) watchMoved(ctx context.Context, err error) bool {
 	if !errors.As(err, &ce) || ce.Code() != connect.CodeUnavailable {
 		return false
 	}
-	switch errorName(ce) {
-	case CodeUnavailable, CodeShuttingDown, CodeWrongNode:
+	switch errinfo.Name(ce) {
+	case errinfo.CodeUnavailable, errinfo.CodeShuttingDown, errinfo.CodeWrongNode:
 		return true
 	}
 	return false

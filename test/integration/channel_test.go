@@ -10,7 +10,7 @@ import (
 	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
 	"github.com/yorkie-affinity/yorkie/api/yorkie/v1/v1connect"
 	"github.com/yorkie-affinity/yorkie/server"
-	"github.com/yorkie-affinity/yorkie/server/rpc"
+	"github.com/yorkie-affinity/yorkie/server/rpc/errinfo"
 	"github.com/yorkie-affinity/yorkie/server/servertest/wire"
 )
 
@@ -122,22 +122,22 @@ func TestChannelErrors(t *testing.T) {
 		session := attachChannel(t, c, a.ID, "room").GetSessionId()
 
 		_, err := c.Broadcast(ctx, connect.NewRequest(&api.BroadcastRequest{ClientId: a.ID, ChannelKey: "room", Topic: "t", Payload: []byte(strings.Repeat("x", limit+1))}))
-		wantError(t, err, connect.CodeInvalidArgument, rpc.CodePayloadTooLarge)
+		wantError(t, err, connect.CodeInvalidArgument, errinfo.CodePayloadTooLarge)
 		_, err = c.Broadcast(ctx, connect.NewRequest(&api.BroadcastRequest{ClientId: a.ID, ChannelKey: "room", Topic: strings.Repeat("t", limit+1)}))
-		wantError(t, err, connect.CodeInvalidArgument, rpc.CodePayloadTooLarge)
+		wantError(t, err, connect.CodeInvalidArgument, errinfo.CodePayloadTooLarge)
 
 		_, err = c.AttachChannel(ctx, connect.NewRequest(&api.AttachChannelRequest{ClientId: a.ID, ChannelKey: ".room"}))
-		wantError(t, err, connect.CodeInvalidArgument, rpc.CodeInvalidChannelKey)
+		wantError(t, err, connect.CodeInvalidArgument, errinfo.CodeInvalidChannelKey)
 
 		_, err = c.AttachChannel(ctx, connect.NewRequest(&api.AttachChannelRequest{ClientId: unknownClientID, ChannelKey: "room"}))
-		wantError(t, err, connect.CodeNotFound, rpc.CodeClientNotFound)
+		wantError(t, err, connect.CodeNotFound, errinfo.CodeClientNotFound)
 
 		_, err = c.RefreshChannel(ctx, connect.NewRequest(&api.RefreshChannelRequest{ClientId: a.ID, ChannelKey: "room", SessionId: "not-a-session"}))
-		wantError(t, err, connect.CodeInvalidArgument, rpc.CodeInvalidArgument)
+		wantError(t, err, connect.CodeInvalidArgument, errinfo.CodeInvalidArgument)
 
 		b := newReplica(t, c)
 		_, err = c.RefreshChannel(ctx, connect.NewRequest(&api.RefreshChannelRequest{ClientId: b.ID, ChannelKey: "room", SessionId: session}))
-		wantError(t, err, connect.CodeNotFound, rpc.CodeSessionNotFound)
+		wantError(t, err, connect.CodeNotFound, errinfo.CodeSessionNotFound)
 	}, func(cfg *server.Config) { cfg.ChannelMaxPayloadBytes = limit })
 }
 

@@ -9,7 +9,7 @@ import (
 
 	"github.com/yorkie-affinity/yorkie/api/yorkie/v1/v1connect"
 	"github.com/yorkie-affinity/yorkie/server"
-	"github.com/yorkie-affinity/yorkie/server/rpc"
+	"github.com/yorkie-affinity/yorkie/server/rpc/errinfo"
 	"github.com/yorkie-affinity/yorkie/server/servertest/wire"
 )
 
@@ -23,7 +23,7 @@ func TestOverflowingLamportRefused(t *testing.T) {
 		a.Lamport = math.MaxInt64 - 1
 		a.Edit(1)
 		_, err := a.PushPull(ctx)
-		wantError(t, err, connect.CodeInvalidArgument, rpc.CodeInvalidOperation)
+		wantError(t, err, connect.CodeInvalidArgument, errinfo.CodeInvalidOperation)
 
 		b.Edit(1)
 		pack := b.MustPushPull()

@@ -10,7 +10,7 @@ import (
 	"github.com/yorkie-affinity/yorkie/server/backend"
 	"github.com/yorkie-affinity/yorkie/server/backend/database/dbtest"
 	"github.com/yorkie-affinity/yorkie/server/document"
-	"github.com/yorkie-affinity/yorkie/server/rpc"
+	"github.com/yorkie-affinity/yorkie/server/rpc/errinfo"
 	"github.com/yorkie-affinity/yorkie/server/servertest"
 	"github.com/yorkie-affinity/yorkie/server/servertest/wire"
 	"github.com/yorkie-affinity/yorkie/test/testenv"
@@ -41,8 +41,8 @@ func TestRefusedChangesGetTheirCode(t *testing.T) {
 				code string
 				op   func(at *api.TimeTicket) *api.Operation
 			}{
-				{rpc.CodeInvalidOperation, func(*api.TimeTicket) *api.Operation { return &api.Operation{} }},
-				{rpc.CodeElementNotFound, func(at *api.TimeTicket) *api.Operation {
+				{errinfo.CodeInvalidOperation, func(*api.TimeTicket) *api.Operation { return &api.Operation{} }},
+				{errinfo.CodeElementNotFound, func(at *api.TimeTicket) *api.Operation {
 					return &api.Operation{Body: &api.Operation_Set_{Set: &api.Operation_Set{
 						ParentCreatedAt: &api.TimeTicket{Lamport: 999, ActorId: at.ActorId},
 						Key:             "x",
@@ -50,7 +50,7 @@ func TestRefusedChangesGetTheirCode(t *testing.T) {
 						ExecutedAt:      at,
 					}}}
 				}},
-				{rpc.CodeRemoveRoot, func(at *api.TimeTicket) *api.Operation {
+				{errinfo.CodeRemoveRoot, func(at *api.TimeTicket) *api.Operation {
 					return &api.Operation{Body: &api.Operation_Remove_{Remove: &api.Operation_Remove{
 						ParentCreatedAt: wire.RootTicket(), CreatedAt: wire.RootTicket(), ExecutedAt: at,
 					}}}

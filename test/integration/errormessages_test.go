@@ -15,7 +15,7 @@ import (
 	"github.com/yorkie-affinity/yorkie/server"
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
 	"github.com/yorkie-affinity/yorkie/server/backend/database/memory"
-	"github.com/yorkie-affinity/yorkie/server/rpc"
+	"github.com/yorkie-affinity/yorkie/server/rpc/errinfo"
 	"github.com/yorkie-affinity/yorkie/server/servertest"
 	"github.com/yorkie-affinity/yorkie/server/servertest/sdksim"
 	"github.com/yorkie-affinity/yorkie/server/servertest/wire"
@@ -59,16 +59,16 @@ func TestErrorMessagesSayEachThingOnce(t *testing.T) {
 
 		key := wire.UniqueKey(t, "doc")
 		_, err := ghost.Attach(ctx, key)
-		wantError(t, err, connect.CodeNotFound, rpc.CodeClientNotFound)
+		wantError(t, err, connect.CodeNotFound, errinfo.CodeClientNotFound)
 		wantSaidOnce(t, err, unknownClientID, key)
 
 		ghost.DocID, ghost.DocKey = owner.DocID, owner.DocKey
 		_, err = ghost.PushPull(ctx)
-		wantError(t, err, connect.CodeNotFound, rpc.CodeClientNotFound)
+		wantError(t, err, connect.CodeNotFound, errinfo.CodeClientNotFound)
 		wantSaidOnce(t, err, unknownClientID)
 
 		_, err = c.DeactivateClient(ctx, connect.NewRequest(&api.DeactivateClientRequest{ClientId: unknownClientID}))
-		wantError(t, err, connect.CodeNotFound, rpc.CodeClientNotFound)
+		wantError(t, err, connect.CodeNotFound, errinfo.CodeClientNotFound)
 		wantSaidOnce(t, err, unknownClientID)
 	})
 
@@ -79,7 +79,7 @@ func TestErrorMessagesSayEachThingOnce(t *testing.T) {
 		const unknownDocID = "0123456789abcdef01234567"
 		r.DocID = unknownDocID
 		_, err := r.PushPull(ctx)
-		wantError(t, err, connect.CodeNotFound, rpc.CodeDocumentNotFound)
+		wantError(t, err, connect.CodeNotFound, errinfo.CodeDocumentNotFound)
 		wantSaidOnce(t, err, unknownDocID)
 	})
 
@@ -91,7 +91,7 @@ func TestErrorMessagesSayEachThingOnce(t *testing.T) {
 		b.DocID, b.DocKey = a.DocID, a.DocKey
 		b.FailFast = false
 		_, err := b.PushPull(ctx)
-		wantError(t, err, connect.CodeFailedPrecondition, rpc.CodeDocumentNotAttached)
+		wantError(t, err, connect.CodeFailedPrecondition, errinfo.CodeDocumentNotAttached)
 		wantSaidOnce(t, err, b.ID)
 	})
 
@@ -110,7 +110,7 @@ func TestErrorMessagesSayEachThingOnce(t *testing.T) {
 		newReplica(t, cb).MustAttach(old.DocKey)
 		old.Edit(1)
 		_, err := old.PushPull(ctx)
-		wantError(t, err, connect.CodeUnavailable, rpc.CodeUnavailable)
+		wantError(t, err, connect.CodeUnavailable, errinfo.CodeUnavailable)
 		wantSaidOnce(t, err, old.DocID)
 	})
 
@@ -125,11 +125,11 @@ func TestErrorMessagesSayEachThingOnce(t *testing.T) {
 		r.Edit(1)
 		r.FailFast = false
 		_, err := r.PushPull(ctx)
-		wantError(t, err, connect.CodeUnavailable, rpc.CodeUnavailable)
+		wantError(t, err, connect.CodeUnavailable, errinfo.CodeUnavailable)
 		wantSaidOnce(t, err, r.ID)
 
 		_, err = c.ActivateClient(ctx, connect.NewRequest(&api.ActivateClientRequest{ClientKey: "client-of-a-down-server"}))
-		wantError(t, err, connect.CodeUnavailable, rpc.CodeUnavailable)
+		wantError(t, err, connect.CodeUnavailable, errinfo.CodeUnavailable)
 		wantSaidOnce(t, err, "client-of-a-down-server")
 	})
 }

@@ -11,7 +11,7 @@ import (
 	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
 	"github.com/yorkie-affinity/yorkie/api/yorkie/v1/v1connect"
 	"github.com/yorkie-affinity/yorkie/server"
-	"github.com/yorkie-affinity/yorkie/server/rpc"
+	"github.com/yorkie-affinity/yorkie/server/rpc/errinfo"
 	"github.com/yorkie-affinity/yorkie/server/servertest/sdksim"
 	"github.com/yorkie-affinity/yorkie/server/servertest/wire"
 )
@@ -66,7 +66,7 @@ func TestHugeVersionVectorRefused(t *testing.T) {
 		req := a.PushPullRequest()
 		req.Msg.ChangePack.VersionVector = &api.VersionVector{Vector: huge}
 		_, err := c.PushPullChanges(ctx, req)
-		wantError(t, err, connect.CodeInvalidArgument, rpc.CodeInvalidChangePack)
+		wantError(t, err, connect.CodeInvalidArgument, errinfo.CodeInvalidChangePack)
 
 		req = b.PushPullRequest()
 		req.Msg.ChangePack.VersionVector = &api.VersionVector{Vector: map[string]int64{ka: 1, kb: 1}}

@@ -15,7 +15,7 @@ import (
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
 	"github.com/yorkie-affinity/yorkie/server/backend/database/dbtest"
 	"github.com/yorkie-affinity/yorkie/server/backend/database/memory"
-	"github.com/yorkie-affinity/yorkie/server/rpc"
+	"github.com/yorkie-affinity/yorkie/server/rpc/errinfo"
 	"github.com/yorkie-affinity/yorkie/server/servertest"
 	"github.com/yorkie-affinity/yorkie/server/servertest/wire"
 	"github.com/yorkie-affinity/yorkie/test/testenv"
@@ -132,7 +132,7 @@ func testFencing(t *testing.T, dbA, dbB database.Database) {
 		if last.err == nil {
 			t.Fatalf("client %d on A: pushes ended without an error (%v)", i, ctx.Err())
 		}
-		wantError(t, last.err, connect.CodeUnavailable, rpc.CodeUnavailable)
+		wantError(t, last.err, connect.CodeUnavailable, errinfo.CodeUnavailable)
 		for _, p := range ps[:len(ps)-1] {
 			if p.start.After(claimed) {
 				lateAccepted++
@@ -151,7 +151,7 @@ func testFencing(t *testing.T, dbA, dbB database.Database) {
 		if err == nil {
 			t.Fatalf("client %d: A acknowledged a push after it was fenced", i)
 		}
-		wantError(t, err, connect.CodeUnavailable, rpc.CodeUnavailable)
+		wantError(t, err, connect.CodeUnavailable, errinfo.CodeUnavailable)
 	}
 	if after := len(fencingLog(t, dbB, onA[0].DocID)); after != before {
 		t.Fatalf("the log grew from %d to %d changes through the fenced owner", before, after)

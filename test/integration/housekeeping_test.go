@@ -10,7 +10,7 @@ import (
 	"github.com/yorkie-affinity/yorkie/server"
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
 	dbmemory "github.com/yorkie-affinity/yorkie/server/backend/database/memory"
-	"github.com/yorkie-affinity/yorkie/server/rpc"
+	"github.com/yorkie-affinity/yorkie/server/rpc/errinfo"
 	"github.com/yorkie-affinity/yorkie/server/servertest"
 	"github.com/yorkie-affinity/yorkie/server/servertest/testclock"
 	"github.com/yorkie-affinity/yorkie/server/servertest/wire"
@@ -48,7 +48,7 @@ func TestHousekeepingDeactivatesSilentClients(t *testing.T) {
 	stranger := *silent
 	stranger.ID = "0123456789abcdef01234567"
 	_, err := stranger.PushPull(wire.Context(t))
-	wantError(t, err, connect.CodeNotFound, rpc.CodeClientNotFound)
+	wantError(t, err, connect.CodeNotFound, errinfo.CodeClientNotFound)
 	if r := house.RunOnce(wire.Context(t)); r.Err != nil || r.Touched != 2 || len(r.Candidates) != 0 {
 		t.Fatalf("run before the pause = %+v; want the two clients' activity recorded and nobody deactivated", r)
 	}
@@ -65,7 +65,7 @@ func TestHousekeepingDeactivatesSilentClients(t *testing.T) {
 		t.Fatalf("watching client is %s, want activated", got)
 	}
 	_, err = silent.PushPull(wire.Context(t))
-	wantError(t, err, connect.CodeFailedPrecondition, rpc.CodeClientNotActivated)
+	wantError(t, err, connect.CodeFailedPrecondition, errinfo.CodeClientNotActivated)
 
 	// Once the stream is gone, the watcher is silent too.
 	stream.Close()

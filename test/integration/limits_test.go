@@ -12,6 +12,7 @@ import (
 	"github.com/yorkie-affinity/yorkie/api/yorkie/v1/v1connect"
 	"github.com/yorkie-affinity/yorkie/server"
 	"github.com/yorkie-affinity/yorkie/server/rpc"
+	"github.com/yorkie-affinity/yorkie/server/rpc/errinfo"
 	"github.com/yorkie-affinity/yorkie/server/servertest/wire"
 )
 
@@ -34,7 +35,7 @@ func TestClientMetadataBound(t *testing.T) {
 		wire.Must(t, activate(atBound), "activate with metadata at the bound")
 
 		atBound["c"] = ""
-		wantError(t, activate(atBound), connect.CodeInvalidArgument, rpc.CodeMetadataTooLarge)
+		wantError(t, activate(atBound), connect.CodeInvalidArgument, errinfo.CodeMetadataTooLarge)
 	})
 }
 
@@ -60,9 +61,9 @@ func TestWatchStreamBound(t *testing.T) {
 		}
 
 		refused := r.Watch(t)
-		wantError(t, refused.End(t), connect.CodeResourceExhausted, rpc.CodeTooManyWatchStreams)
+		wantError(t, refused.End(t), connect.CodeResourceExhausted, errinfo.CodeTooManyWatchStreams)
 		refusedLegacy := r.WatchDocument(t)
-		wantError(t, refusedLegacy.End(t), connect.CodeResourceExhausted, rpc.CodeTooManyWatchStreams)
+		wantError(t, refusedLegacy.End(t), connect.CodeResourceExhausted, errinfo.CodeTooManyWatchStreams)
 
 		// Another client has bounds of its own.
 		other := newReplica(t, c)
@@ -103,7 +104,7 @@ func TestAttachmentBound(t *testing.T) {
 		}
 		extra := wire.UniqueKey(t, "doc")
 		_, err := r.Attach(wire.Context(t), extra)
-		wantError(t, err, connect.CodeResourceExhausted, rpc.CodeTooManyAttachments)
+		wantError(t, err, connect.CodeResourceExhausted, errinfo.CodeTooManyAttachments)
 
 		// Another client has its own bound.
 		newReplica(t, c).MustAttach(extra)

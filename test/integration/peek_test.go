@@ -9,7 +9,7 @@ import (
 	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
 	"github.com/yorkie-affinity/yorkie/api/yorkie/v1/v1connect"
 	"github.com/yorkie-affinity/yorkie/server"
-	"github.com/yorkie-affinity/yorkie/server/rpc"
+	"github.com/yorkie-affinity/yorkie/server/rpc/errinfo"
 	"github.com/yorkie-affinity/yorkie/server/servertest/wire"
 )
 
@@ -44,8 +44,8 @@ func TestPeekChannel(t *testing.T) {
 		require.EqualValues(t, 1, n)
 
 		_, err = peek(".bad")
-		wantError(t, err, connect.CodeInvalidArgument, rpc.CodeInvalidChannelKey)
+		wantError(t, err, connect.CodeInvalidArgument, errinfo.CodeInvalidChannelKey)
 		_, err = peek("")
-		wantError(t, err, connect.CodeInvalidArgument, rpc.CodeInvalidChannelKey)
+		wantError(t, err, connect.CodeInvalidArgument, errinfo.CodeInvalidChannelKey)
 	})
 }

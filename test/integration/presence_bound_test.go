@@ -9,6 +9,7 @@ import (
 	"github.com/yorkie-affinity/yorkie/api/yorkie/v1/v1connect"
 	"github.com/yorkie-affinity/yorkie/server"
 	"github.com/yorkie-affinity/yorkie/server/rpc"
+	"github.com/yorkie-affinity/yorkie/server/rpc/errinfo"
 	"github.com/yorkie-affinity/yorkie/server/servertest/wire"
 )
 
@@ -28,10 +29,10 @@ func TestPresenceBound(t *testing.T) {
 
 		a.NewChange(presence(rpc.MaxPresenceBytes + 1))
 		_, err = a.PushPull(ctx)
-		wantError(t, err, connect.CodeInvalidArgument, rpc.CodePresenceTooLarge)
+		wantError(t, err, connect.CodeInvalidArgument, errinfo.CodePresenceTooLarge)
 
 		b := newReplica(t, c)
 		_, err = b.AttachWith(ctx, wire.UniqueKey(t, "doc"), presence(rpc.MaxPresenceBytes+1))
-		wantError(t, err, connect.CodeInvalidArgument, rpc.CodePresenceTooLarge)
+		wantError(t, err, connect.CodeInvalidArgument, errinfo.CodePresenceTooLarge)
 	})
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/yorkie-affinity/yorkie/server"
 	"github.com/yorkie-affinity/yorkie/server/backend/database/memory"
 	"github.com/yorkie-affinity/yorkie/server/rpc"
+	"github.com/yorkie-affinity/yorkie/server/rpc/errinfo"
 	"github.com/yorkie-affinity/yorkie/server/servertest"
 	"github.com/yorkie-affinity/yorkie/server/servertest/wire"
 )
@@ -75,7 +76,7 @@ func TestProjectAPIKeys(t *testing.T) {
 			}
 			wire.Must(t, activate(keyedClient(t, srv, p, "")), "activate without a key (default project)")
 			wire.Must(t, activate(keyedClient(t, srv, p, keyA)), "activate with a project's key")
-			wantError(t, activate(keyedClient(t, srv, p, "not-a-key")), connect.CodeNotFound, rpc.CodeProjectNotFound)
+			wantError(t, activate(keyedClient(t, srv, p, "not-a-key")), connect.CodeNotFound, errinfo.CodeProjectNotFound)
 
 			// Streams are refused as well, before anything is watched.
 			bogus := keyedClient(t, srv, p, "not-a-key")
@@ -90,7 +91,7 @@ func TestProjectAPIKeys(t *testing.T) {
 				err = stream.Err()
 				_ = stream.Close()
 			}
-			wantError(t, err, connect.CodeNotFound, rpc.CodeProjectNotFound)
+			wantError(t, err, connect.CodeNotFound, errinfo.CodeProjectNotFound)
 		})
 	}
 }
@@ -99,7 +100,7 @@ func TestProjectDefaultOff(t *testing.T) {
 	forEachProtocolWith(t, func(t *testing.T, srv *server.Server, p servertest.Protocol, keyA, _ string) {
 		ctx := wire.Context(t)
 		_, err := keyedClient(t, srv, p, "").ActivateClient(ctx, connect.NewRequest(&api.ActivateClientRequest{ClientKey: "k"}))
-		wantError(t, err, connect.CodeUnauthenticated, rpc.CodeUnauthenticated)
+		wantError(t, err, connect.CodeUnauthenticated, errinfo.CodeUnauthenticated)
 		_, err = keyedClient(t, srv, p, keyA).ActivateClient(ctx, connect.NewRequest(&api.ActivateClientRequest{ClientKey: "k"}))
 		wire.Must(t, err, "activate with a project's key")
 	}, func(c *server.Config) { c.DisableDefaultProject = true })
@@ -169,13 +170,13 @@ func TestProjectsDoNotShareDocuments(t *testing.T) {
 		cross := *b2
 		cross.DocID = a1.DocID
 		_, err := cross.PushPull(ctx)
-		wantError(t, err, connect.CodeNotFound, rpc.CodeDocumentNotFound)
+		wantError(t, err, connect.CodeNotFound, errinfo.CodeDocumentNotFound)
 		stranger := *a2
 		stranger.C = cb
 		_, err = stranger.PushPull(ctx)
-		wantError(t, err, connect.CodeNotFound, rpc.CodeClientNotFound)
+		wantError(t, err, connect.CodeNotFound, errinfo.CodeClientNotFound)
 		_, err = cb.DeactivateClient(ctx, connect.NewRequest(&api.DeactivateClientRequest{ClientId: a2.ID}))
-		wantError(t, err, connect.CodeNotFound, rpc.CodeClientNotFound)
+		wantError(t, err, connect.CodeNotFound, errinfo.CodeClientNotFound)
 		a2.MustPushPull() // still active in its own project
 	})
 }

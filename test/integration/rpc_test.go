@@ -11,7 +11,7 @@ import (
 	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
 	"github.com/yorkie-affinity/yorkie/api/yorkie/v1/v1connect"
 	"github.com/yorkie-affinity/yorkie/server"
-	"github.com/yorkie-affinity/yorkie/server/rpc"
+	"github.com/yorkie-affinity/yorkie/server/rpc/errinfo"
 	"github.com/yorkie-affinity/yorkie/server/servertest/sdksim"
 	"github.com/yorkie-affinity/yorkie/server/servertest/wire"
 )
@@ -48,7 +48,7 @@ func TestActivateClient(t *testing.T) {
 		}
 
 		_, err = c.ActivateClient(ctx, connect.NewRequest(&api.ActivateClientRequest{}))
-		wantError(t, err, connect.CodeInvalidArgument, rpc.CodeInvalidArgument)
+		wantError(t, err, connect.CodeInvalidArgument, errinfo.CodeInvalidArgument)
 	})
 }
 
@@ -74,12 +74,12 @@ func TestDeactivateClient(t *testing.T) {
 		}
 
 		_, err = a.PushPull(ctx)
-		wantError(t, err, connect.CodeFailedPrecondition, rpc.CodeClientNotActivated)
+		wantError(t, err, connect.CodeFailedPrecondition, errinfo.CodeClientNotActivated)
 		_, err = a.Attach(ctx, wire.UniqueKey(t, "doc"))
-		wantError(t, err, connect.CodeFailedPrecondition, rpc.CodeClientNotActivated)
+		wantError(t, err, connect.CodeFailedPrecondition, errinfo.CodeClientNotActivated)
 
 		_, err = c.DeactivateClient(ctx, connect.NewRequest(&api.DeactivateClientRequest{ClientId: unknownClientID}))
-		wantError(t, err, connect.CodeNotFound, rpc.CodeClientNotFound)
+		wantError(t, err, connect.CodeNotFound, errinfo.CodeClientNotFound)
 	})
 }
 
@@ -91,11 +91,11 @@ func TestUnknownClient(t *testing.T) {
 		ghost := &wire.Replica{T: t, C: c, Client: sdksim.Client{ID: unknownClientID}, Seen: map[string]int{}, FailFast: true}
 		ghost.Actor, _ = hex.DecodeString(unknownClientID)
 		_, err := ghost.Attach(ctx, wire.UniqueKey(t, "doc"))
-		wantError(t, err, connect.CodeNotFound, rpc.CodeClientNotFound)
+		wantError(t, err, connect.CodeNotFound, errinfo.CodeClientNotFound)
 
 		ghost.DocID = owner.DocID
 		_, err = ghost.PushPull(ctx)
-		wantError(t, err, connect.CodeNotFound, rpc.CodeClientNotFound)
+		wantError(t, err, connect.CodeNotFound, errinfo.CodeClientNotFound)
 
 		// After a restart that lost everything, the client and its document
 		// are both unknown: the client must hear about itself first, since
@@ -103,7 +103,7 @@ func TestUnknownClient(t *testing.T) {
 		// document error.
 		ghost.DocID = "0123456789abcdef01234567"
 		_, err = ghost.PushPull(ctx)
-		wantError(t, err, connect.CodeNotFound, rpc.CodeClientNotFound)
+		wantError(t, err, connect.CodeNotFound, errinfo.CodeClientNotFound)
 	})
 }
 
@@ -117,34 +117,34 @@ func TestMalformedRequests(t *testing.T) {
 			_, err := c.PushPullChanges(ctx, connect.NewRequest(&api.PushPullChangesRequest{
 				ClientId: id, DocumentId: r.DocID, ChangePack: goodPack,
 			}))
-			wantError(t, err, connect.CodeInvalidArgument, rpc.CodeInvalidArgument)
+			wantError(t, err, connect.CodeInvalidArgument, errinfo.CodeInvalidArgument)
 			_, err = c.DeactivateClient(ctx, connect.NewRequest(&api.DeactivateClientRequest{ClientId: id}))
-			wantError(t, err, connect.CodeInvalidArgument, rpc.CodeInvalidArgument)
+			wantError(t, err, connect.CodeInvalidArgument, errinfo.CodeInvalidArgument)
 		}
 
 		_, err := c.PushPullChanges(ctx, connect.NewRequest(&api.PushPullChangesRequest{ClientId: r.ID, ChangePack: goodPack}))
-		wantError(t, err, connect.CodeInvalidArgument, rpc.CodeInvalidArgument)
+		wantError(t, err, connect.CodeInvalidArgument, errinfo.CodeInvalidArgument)
 		_, err = c.PushPullChanges(ctx, connect.NewRequest(&api.PushPullChangesRequest{ClientId: r.ID, DocumentId: r.DocID}))
-		wantError(t, err, connect.CodeInvalidArgument, rpc.CodeInvalidArgument)
+		wantError(t, err, connect.CodeInvalidArgument, errinfo.CodeInvalidArgument)
 		_, err = c.DetachDocument(ctx, connect.NewRequest(&api.DetachDocumentRequest{ClientId: r.ID, DocumentId: "../x", ChangePack: goodPack}))
-		wantError(t, err, connect.CodeInvalidArgument, rpc.CodeInvalidArgument)
+		wantError(t, err, connect.CodeInvalidArgument, errinfo.CodeInvalidArgument)
 		_, err = c.RemoveDocument(ctx, connect.NewRequest(&api.RemoveDocumentRequest{ClientId: r.ID, DocumentId: r.DocID}))
-		wantError(t, err, connect.CodeInvalidArgument, rpc.CodeInvalidArgument)
+		wantError(t, err, connect.CodeInvalidArgument, errinfo.CodeInvalidArgument)
 
 		for _, key := range []string{"", "has space", "slash/key", strings.Repeat("k", 121), "ünïcode"} {
 			_, err := c.AttachDocument(ctx, connect.NewRequest(&api.AttachDocumentRequest{
 				ClientId: r.ID, ChangePack: &api.ChangePack{DocumentKey: key, Checkpoint: &api.Checkpoint{}},
 			}))
-			wantError(t, err, connect.CodeInvalidArgument, rpc.CodeInvalidArgument)
+			wantError(t, err, connect.CodeInvalidArgument, errinfo.CodeInvalidArgument)
 		}
 		_, err = c.AttachDocument(ctx, connect.NewRequest(&api.AttachDocumentRequest{ClientId: r.ID}))
-		wantError(t, err, connect.CodeInvalidArgument, rpc.CodeInvalidArgument)
+		wantError(t, err, connect.CodeInvalidArgument, errinfo.CodeInvalidArgument)
 
 		// A pack with no checkpoint is malformed.
 		_, err = c.PushPullChanges(ctx, connect.NewRequest(&api.PushPullChangesRequest{
 			ClientId: r.ID, DocumentId: r.DocID, ChangePack: &api.ChangePack{DocumentKey: r.DocKey},
 		}))
-		wantError(t, err, connect.CodeInvalidArgument, rpc.CodeInvalidChangePack)
+		wantError(t, err, connect.CodeInvalidArgument, errinfo.CodeInvalidChangePack)
 
 		// The server still serves the client normally.
 		r.Edit(1)
@@ -164,9 +164,9 @@ func TestDocumentNotAttached(t *testing.T) {
 		b.DocID, b.DocKey = a.DocID, a.DocKey
 		b.Edit(1)
 		_, err := b.PushPull(ctx)
-		wantError(t, err, connect.CodeFailedPrecondition, rpc.CodeDocumentNotAttached)
+		wantError(t, err, connect.CodeFailedPrecondition, errinfo.CodeDocumentNotAttached)
 		_, err = b.Detach(ctx)
-		wantError(t, err, connect.CodeFailedPrecondition, rpc.CodeDocumentNotAttached)
+		wantError(t, err, connect.CodeFailedPrecondition, errinfo.CodeDocumentNotAttached)
 	})
 }
 
@@ -179,7 +179,7 @@ func TestClientSeqGap(t *testing.T) {
 		r.Acked++
 		r.Edit(1)
 		_, err := r.PushPull(ctx)
-		wantError(t, err, connect.CodeInvalidArgument, rpc.CodeInvalidClientSeq)
+		wantError(t, err, connect.CodeInvalidArgument, errinfo.CodeInvalidClientSeq)
 	})
 }
 
@@ -295,7 +295,7 @@ func TestDetachDocument(t *testing.T) {
 		}
 		a.Edit(1)
 		_, err = a.PushPull(ctx)
-		wantError(t, err, connect.CodeFailedPrecondition, rpc.CodeDocumentNotAttached)
+		wantError(t, err, connect.CodeFailedPrecondition, errinfo.CodeDocumentNotAttached)
 	})
 }
 
@@ -317,7 +317,7 @@ func TestRemoveDocument(t *testing.T) {
 		// b learns of the removal on its next exchange, one way or the other.
 		p, err := b.PushPull(ctx)
 		if err != nil {
-			wantError(t, err, connect.CodeFailedPrecondition, rpc.CodeDocumentRemoved)
+			wantError(t, err, connect.CodeFailedPrecondition, errinfo.CodeDocumentRemoved)
 		} else if !p.GetIsRemoved() {
 			t.Fatalf("b's pushpull after removal: is_removed false")
 		}
@@ -363,7 +363,7 @@ func TestOversizedRequest(t *testing.T) {
 		ch.Message = strings.Repeat("x", 2*limit)
 		_, err := r.PushPull(wire.Context(t))
 		// Not resource_exhausted: the JS SDK retries that for ever.
-		wantError(t, err, connect.CodeInvalidArgument, rpc.CodeRequestTooLarge)
+		wantError(t, err, connect.CodeInvalidArgument, errinfo.CodeRequestTooLarge)
 
 		// A request under the limit still works.
 		ch.Message = "small"

@@ -15,7 +15,7 @@ import (
 	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
 	"github.com/yorkie-affinity/yorkie/api/yorkie/v1/v1connect"
 	"github.com/yorkie-affinity/yorkie/server"
-	"github.com/yorkie-affinity/yorkie/server/rpc"
+	"github.com/yorkie-affinity/yorkie/server/rpc/errinfo"
 	"github.com/yorkie-affinity/yorkie/server/servertest"
 	"github.com/yorkie-affinity/yorkie/server/servertest/wire"
 )
@@ -98,14 +98,14 @@ func TestWatchErrors(t *testing.T) {
 			code connect.Code
 			want string
 		}{
-			{"no resource", &api.WatchRequest{ClientId: a.ID}, connect.CodeInvalidArgument, rpc.CodeInvalidArgument},
-			{"too many resources", &api.WatchRequest{ClientId: a.ID, Resources: slices.Repeat([]*api.ResourceDescriptor{doc}, 65)}, connect.CodeInvalidArgument, rpc.CodeInvalidArgument},
-			{"invalid channel key", &api.WatchRequest{ClientId: a.ID, Resources: []*api.ResourceDescriptor{badChannel}}, connect.CodeInvalidArgument, rpc.CodeInvalidChannelKey},
-			{"channel of an unknown client", &api.WatchRequest{ClientId: unknownClientID, Resources: []*api.ResourceDescriptor{channel}}, connect.CodeNotFound, rpc.CodeClientNotFound},
-			{"channel and a document not attached", &api.WatchRequest{ClientId: stranger.ID, Resources: []*api.ResourceDescriptor{channel, doc}}, connect.CodeFailedPrecondition, rpc.CodeDocumentNotAttached},
-			{"malformed client", &api.WatchRequest{ClientId: "ZZ", Resources: []*api.ResourceDescriptor{doc}}, connect.CodeInvalidArgument, rpc.CodeInvalidArgument},
-			{"unknown client", &api.WatchRequest{ClientId: unknownClientID, Resources: []*api.ResourceDescriptor{doc}}, connect.CodeNotFound, rpc.CodeClientNotFound},
-			{"not attached", &api.WatchRequest{ClientId: stranger.ID, Resources: []*api.ResourceDescriptor{doc}}, connect.CodeFailedPrecondition, rpc.CodeDocumentNotAttached},
+			{"no resource", &api.WatchRequest{ClientId: a.ID}, connect.CodeInvalidArgument, errinfo.CodeInvalidArgument},
+			{"too many resources", &api.WatchRequest{ClientId: a.ID, Resources: slices.Repeat([]*api.ResourceDescriptor{doc}, 65)}, connect.CodeInvalidArgument, errinfo.CodeInvalidArgument},
+			{"invalid channel key", &api.WatchRequest{ClientId: a.ID, Resources: []*api.ResourceDescriptor{badChannel}}, connect.CodeInvalidArgument, errinfo.CodeInvalidChannelKey},
+			{"channel of an unknown client", &api.WatchRequest{ClientId: unknownClientID, Resources: []*api.ResourceDescriptor{channel}}, connect.CodeNotFound, errinfo.CodeClientNotFound},
+			{"channel and a document not attached", &api.WatchRequest{ClientId: stranger.ID, Resources: []*api.ResourceDescriptor{channel, doc}}, connect.CodeFailedPrecondition, errinfo.CodeDocumentNotAttached},
+			{"malformed client", &api.WatchRequest{ClientId: "ZZ", Resources: []*api.ResourceDescriptor{doc}}, connect.CodeInvalidArgument, errinfo.CodeInvalidArgument},
+			{"unknown client", &api.WatchRequest{ClientId: unknownClientID, Resources: []*api.ResourceDescriptor{doc}}, connect.CodeNotFound, errinfo.CodeClientNotFound},
+			{"not attached", &api.WatchRequest{ClientId: stranger.ID, Resources: []*api.ResourceDescriptor{doc}}, connect.CodeFailedPrecondition, errinfo.CodeDocumentNotAttached},
 		}
 		for _, tc := range cases {
 			t.Run(tc.name, func(t *testing.T) {
@@ -134,7 +134,7 @@ func TestShutdownEndsWatchWithUnavailable(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), wire.WaitTimeout)
 			defer cancel()
 			wire.Must(t, srv.Shutdown(ctx), "shutdown")
-			wantError(t, aw.End(t), connect.CodeUnavailable, rpc.CodeShuttingDown)
+			wantError(t, aw.End(t), connect.CodeUnavailable, errinfo.CodeShuttingDown)
 
 			// A fresh client, so the call dials: a pooled connection the server
 			// closed would fail on the client's side before reaching anyone.
@@ -178,7 +178,7 @@ func TestHealthAndProfiling(t *testing.T) {
 	r.MustPushPull()
 	r.MustPushPull()
 	_, err := c.DeactivateClient(wire.Context(t), connect.NewRequest(&api.DeactivateClientRequest{ClientId: "zz"}))
-	wantError(t, err, connect.CodeInvalidArgument, rpc.CodeInvalidArgument)
+	wantError(t, err, connect.CodeInvalidArgument, errinfo.CodeInvalidArgument)
 	profiling := "http://" + srv.ProfilingAddr()
 	code, body := get(profiling + "/metrics")
 	for _, want := range []string{

@@ -39,17 +39,6 @@ const (
 	DefaultMaxInflightBytes = 256 << 20
 )
 
-// Error code names in the ErrorInfo of a refused request, as the RPC layer
-// names them (package rpc).
-const (
-	// CodeRequestTooLarge refuses a request over its bound; resending it
-	// cannot help.
-	CodeRequestTooLarge  = "ErrRequestTooLarge"
-	codeUnavailable      = "ErrUnavailable"
-	codeInvalidArgument  = "ErrInvalidArgument"
-	codeDeadlineExceeded = "ErrDeadlineExceeded"
-)
-
 // envelopePrefix is the framing the gRPC, gRPC-web and Connect streaming
 // protocols put before a message; it does not count against the limit.
 const envelopePrefix = 5
@@ -217,7 +206,7 @@ func New(next http.Handler, cfg Config) http.Handler {
 			} else if errors.Is(err, errRequestTooLarge) {
 				refuse(w, r, tooLarge("a body over the limit once decompressed", rule.MaxBytes))
 			} else {
-				refuse(w, r, errinfo.New(connect.CodeInvalidArgument, codeInvalidArgument, err))
+				refuse(w, r, errinfo.New(connect.CodeInvalidArgument, errinfo.CodeInvalidArgument, err))
 			}
 			return
 		}
@@ -243,12 +232,12 @@ func New(next http.Handler, cfg Config) http.Handler {
 // busy is the answer to a request refused because the node holds too many
 // request bytes: unavailable, which clients retry after a while.
 func busy() *connect.Error {
-	return errinfo.New(connect.CodeUnavailable, codeUnavailable, errBusy)
+	return errinfo.New(connect.CodeUnavailable, errinfo.CodeUnavailable, errBusy)
 }
 
 // tooLarge is the answer to a request over its bound.
 func tooLarge(what string, limit int) *connect.Error {
-	return errinfo.New(connect.CodeInvalidArgument, CodeRequestTooLarge,
+	return errinfo.New(connect.CodeInvalidArgument, errinfo.CodeRequestTooLarge,
 		fmt.Errorf("%w: %s, the limit is %d bytes", errRequestTooLarge, what, limit))
 }
 
@@ -334,7 +323,7 @@ func isTimeout(err error) bool {
 // over HTTP/2, where the connection carries other calls.
 func bodyTimedOut(w http.ResponseWriter, r *http.Request, errWriter *connect.ErrorWriter, timeout time.Duration) {
 	if r.ProtoMajor != 1 {
-		_ = errWriter.Write(w, r, errinfo.New(connect.CodeDeadlineExceeded, codeDeadlineExceeded,
+		_ = errWriter.Write(w, r, errinfo.New(connect.CodeDeadlineExceeded, errinfo.CodeDeadlineExceeded,
 			fmt.Errorf("%w within %v", errBodyTimeout, timeout)))
 		return
 	}

@@ -25,7 +25,7 @@ import (
 	"github.com/yorkie-affinity/yorkie/api/yorkie/v1/v1connect"
 	"github.com/yorkie-affinity/yorkie/server"
 	"github.com/yorkie-affinity/yorkie/server/routing"
-	"github.com/yorkie-affinity/yorkie/server/rpc/bounds"
+	"github.com/yorkie-affinity/yorkie/server/rpc/errinfo"
 	"github.com/yorkie-affinity/yorkie/server/servertest"
 	"github.com/yorkie-affinity/yorkie/server/servertest/wire"
 )
@@ -137,7 +137,7 @@ func testGzipBomb(t *testing.T, bomb []byte, inflated int) {
 			n := allocated(func() { err = call() })
 			t.Logf("%s: %d KiB compressed, inflating to %d MiB: the process allocated %.1f MiB; answer: %v",
 				name, len(bomb)>>10, inflated>>20, float64(n)/(1<<20), err)
-			wantCode(t, err, connect.CodeInvalidArgument, bounds.CodeRequestTooLarge)
+			wantCode(t, err, connect.CodeInvalidArgument, errinfo.CodeRequestTooLarge)
 		})
 	}
 }
@@ -334,7 +334,7 @@ func TestOversizedAnswerIsNotRetryable(t *testing.T) {
 		t.Run(p.String(), func(t *testing.T) {
 			_, err := servertest.Client(t, srv, p).ActivateClient(context.Background(),
 				connect.NewRequest(&api.ActivateClientRequest{ClientKey: "k", Metadata: map[string]string{"m": strings.Repeat("x", 2<<10)}}))
-			wantCode(t, err, connect.CodeInvalidArgument, bounds.CodeRequestTooLarge)
+			wantCode(t, err, connect.CodeInvalidArgument, errinfo.CodeRequestTooLarge)
 		})
 	}
 }

@@ -19,6 +19,10 @@ func (db *DB) CompactDocument(ctx context.Context, docID string, epoch, docEpoch
 	if c == nil || c.Body == nil {
 		return nil, errors.New("compact document: no change")
 	}
+	buf, lens, err := encodeChanges([]*database.Change{c})
+	if err != nil {
+		return nil, fmt.Errorf("compact document %q: %w", docID, err)
+	}
 	d, err := db.findDoc(docID)
 	if err != nil {
 		return nil, fmt.Errorf("compact document: %w", err)
@@ -32,8 +36,7 @@ func (db *DB) CompactDocument(ctx context.Context, docID string, epoch, docEpoch
 		return nil, fmt.Errorf("compact document %q at %d (epoch %d): head is %d (epoch %d): %w",
 			docID, c.ServerSeq, docEpoch, head, d.info.DocEpoch, database.ErrConflict)
 	}
-	d.log = []*database.Change{c}
-	d.base = c.ServerSeq - 1
+	d.log.reset(c.ServerSeq-1, buf, lens)
 	d.info.ServerSeq = c.ServerSeq
 	d.info.CompactedSeq = c.ServerSeq
 	d.info.DocEpoch = docEpoch + 1

@@ -1,8 +1,10 @@
 // Package memory is an in-process database.Database. It is the embedded
-// default of a single node and the store the backend's tests run on, so its
-// reads are cheap: stored changes are shared, never copied, and the records
-// callers may mutate (clients, documents, attachments) are cloned at the
-// boundary so no caller can corrupt what is stored.
+// default of a single node and the store the backend's tests run on. What it
+// keeps for every document it ever held is kept compact and free of pointers
+// where it can be (the change log encoded, see changelog.go), so that the
+// garbage collector's work does not grow with the database; every read
+// returns memory of the caller's own, so no caller can corrupt what is
+// stored.
 package memory
 
 import (
@@ -55,11 +57,9 @@ type DB struct {
 type doc struct {
 	mu   sync.RWMutex
 	info database.DocInfo
-	// log[i].ServerSeq == base+i+1: the log is gapless from base+1 by
-	// construction. base is 0 until a compaction replaces the log.
-	log         []*database.Change
-	base        int64
-	attachments map[string]*database.Attachment // by client ID
+	// log is gapless from log.base+1 by construction.
+	log         changeLog
+	attachments attachmentSet
 }
 
 // New returns an empty in-memory database.
@@ -99,12 +99,6 @@ func newID() string {
 func cloneClient(c *database.ClientInfo) *database.ClientInfo {
 	out := *c
 	out.Metadata = maps.Clone(c.Metadata)
-	return &out
-}
-
-func cloneAttachment(a *database.Attachment) *database.Attachment {
-	out := *a
-	out.VersionVector = maps.Clone(a.VersionVector)
 	return &out
 }
 
@@ -186,8 +180,7 @@ func (db *DB) FindOrCreateDocument(ctx context.Context, projectID, key string) (
 		id = newID()
 	}
 	d := &doc{
-		info:        database.DocInfo{ID: id, ProjectID: projectID, Key: key, CreatedAt: time.Now()},
-		attachments: make(map[string]*database.Attachment),
+		info: database.DocInfo{ID: id, ProjectID: projectID, Key: key, CreatedAt: time.Now()},
 	}
 	db.docs[id] = d
 	db.liveByKey[name] = id
@@ -298,12 +291,12 @@ func (db *DB) FindAttachment(ctx context.Context, clientID, docID string) (*data
 	}
 	d.mu.RLock()
 	defer d.mu.RUnlock()
-	a, ok := d.attachments[clientID]
-	if !ok {
+	a := d.attachments.find(clientID)
+	if a == nil {
 		return nil, fmt.Errorf("find attachment of client %q to document %q: %w",
 			clientID, docID, database.ErrAttachmentNotFound)
 	}
-	return cloneAttachment(a), nil
+	return a.attachment(d.info.ID), nil
 }
 
 // ListAttachments returns the document's attachments with status Attached.
@@ -317,10 +310,10 @@ func (db *DB) ListAttachments(ctx context.Context, docID string) ([]*database.At
 	}
 	d.mu.RLock()
 	defer d.mu.RUnlock()
-	out := make([]*database.Attachment, 0, len(d.attachments))
-	for _, a := range d.attachments {
-		if a.Status == database.Attached {
-			out = append(out, cloneAttachment(a))
+	out := make([]*database.Attachment, 0, len(d.attachments.list))
+	for i := range d.attachments.list {
+		if a := &d.attachments.list[i]; a.status == database.Attached {
+			out = append(out, a.attachment(d.info.ID))
 		}
 	}
 	return out, nil
@@ -338,9 +331,9 @@ func (db *DB) ListDocumentClients(ctx context.Context, docID string) ([]string, 
 	}
 	d.mu.RLock()
 	defer d.mu.RUnlock()
-	out := make([]string, 0, len(d.attachments))
-	for id := range d.attachments {
-		out = append(out, id)
+	out := make([]string, 0, len(d.attachments.list))
+	for i := range d.attachments.list {
+		out = append(out, d.attachments.list[i].clientID)
 	}
 	return out, nil
 }
@@ -367,8 +360,8 @@ func (db *DB) ListClientAttachments(ctx context.Context, clientID string) ([]*da
 	var out []*database.Attachment
 	for _, d := range docs {
 		d.mu.RLock()
-		if a, ok := d.attachments[clientID]; ok && a.Status == database.Attached {
-			out = append(out, cloneAttachment(a))
+		if a := d.attachments.find(clientID); a != nil && a.status == database.Attached {
+			out = append(out, a.attachment(d.info.ID))
 		}
 		d.mu.RUnlock()
 	}
@@ -398,39 +391,39 @@ func (db *DB) UpdateAttachment(ctx context.Context, a *database.Attachment, epoc
 	if err != nil {
 		return fmt.Errorf("update attachment: %w", err)
 	}
-	stored := cloneAttachment(a)
-	if stored.UpdatedAt.IsZero() {
-		stored.UpdatedAt = time.Now()
+	stored := storeAttachment(a)
+	if stored.updatedAt.IsZero() {
+		stored.updatedAt = time.Now()
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if err := d.fenced(epoch); err != nil {
 		return fmt.Errorf("update attachment: %w", err)
 	}
-	d.attachments[a.ClientID] = stored
-	db.indexAttachment(stored)
+	d.attachments.put(stored)
+	db.indexAttachment(a.ClientID, a.DocID, a.Status)
 	return nil
 }
 
 // indexAttachment records whether the client has the document attached. The
 // caller holds the document's lock, so updates of one attachment are indexed
 // in the order they were stored.
-func (db *DB) indexAttachment(a *database.Attachment) {
+func (db *DB) indexAttachment(clientID, docID string, status database.AttachmentStatus) {
 	db.attachedMu.Lock()
 	defer db.attachedMu.Unlock()
-	set := db.attached[a.ClientID]
-	if a.Status != database.Attached {
-		delete(set, a.DocID)
+	set := db.attached[clientID]
+	if status != database.Attached {
+		delete(set, docID)
 		if len(set) == 0 {
-			delete(db.attached, a.ClientID)
+			delete(db.attached, clientID)
 		}
 		return
 	}
 	if set == nil {
 		set = make(map[string]struct{})
-		db.attached[a.ClientID] = set
+		db.attached[clientID] = set
 	}
-	set[a.DocID] = struct{}{}
+	set[docID] = struct{}{}
 }
 
 // AppendChanges stores the batch after the current head, all or nothing.
@@ -450,6 +443,11 @@ func (db *DB) AppendChanges(ctx context.Context, docID string, epoch int64, chan
 				docID, c.ServerSeq, changes[i-1].ServerSeq)
 		}
 	}
+	// Encoding is the slow part: done before any lock is taken.
+	buf, lens, err := encodeChanges(changes)
+	if err != nil {
+		return fmt.Errorf("append changes to %q: %w", docID, err)
+	}
 	d, err := db.findDoc(docID)
 	if err != nil {
 		return fmt.Errorf("append changes: %w", err)
@@ -466,14 +464,13 @@ func (db *DB) AppendChanges(ctx context.Context, docID string, epoch int64, chan
 		return fmt.Errorf("append changes to %q: batch starts at server_seq %d, head is %d: %w",
 			docID, first, head, database.ErrConflict)
 	}
-	d.log = append(d.log, changes...)
+	d.log.appendRecords(buf, lens)
 	d.info.ServerSeq = d.head()
 	return nil
 }
 
-// FindChanges returns the changes with from <= server_seq <= to, in order.
-// The returned slice is the caller's; the changes in it are shared and must
-// not be mutated.
+// FindChanges returns the changes with from <= server_seq <= to, in order,
+// decoded into memory of the caller's own.
 func (db *DB) FindChanges(ctx context.Context, docID string, from, to int64) ([]*database.Change, error) {
 	if err := db.check(ctx, "find changes"); err != nil {
 		return nil, err
@@ -483,14 +480,12 @@ func (db *DB) FindChanges(ctx context.Context, docID string, from, to int64) ([]
 		return nil, fmt.Errorf("find changes: %w", err)
 	}
 	d.mu.RLock()
-	defer d.mu.RUnlock()
-	from = max(from, d.base+1)
-	to = min(to, d.head())
-	if from > to {
-		return nil, nil
+	v := d.log.view(from, to)
+	d.mu.RUnlock()
+	out, err := v.decode()
+	if err != nil {
+		return nil, fmt.Errorf("find changes of %q: %w", docID, err)
 	}
-	out := make([]*database.Change, to-from+1)
-	copy(out, d.log[from-d.base-1:to-d.base])
 	return out, nil
 }
 
@@ -505,11 +500,16 @@ func (db *DB) LastClientSeq(ctx context.Context, docID, actorID string, after in
 		return 0, fmt.Errorf("last client seq: %w", err)
 	}
 	d.mu.RLock()
-	defer d.mu.RUnlock()
+	v := d.log.view(after+1, d.head())
+	d.mu.RUnlock()
 	var last uint32
-	for i := len(d.log) - 1; i >= 0 && d.log[i].ServerSeq > after; i-- {
-		if c := d.log[i]; c.ActorID == actorID && c.ClientSeq > last {
-			last = c.ClientSeq
+	for i := range v.starts {
+		clientSeq, actor, _, err := header(v.record(i))
+		if err != nil {
+			return 0, fmt.Errorf("last client seq of %q at %d: %w", docID, v.first+int64(i), err)
+		}
+		if clientSeq > last && string(actor) == actorID {
+			last = clientSeq
 		}
 	}
 	return last, nil
@@ -517,7 +517,7 @@ func (db *DB) LastClientSeq(ctx context.Context, docID, actorID string, after in
 
 // head is the server_seq of the last change of the log. The caller holds
 // d.mu.
-func (d *doc) head() int64 { return d.base + int64(len(d.log)) }
+func (d *doc) head() int64 { return d.log.head() }
 
 // Close makes every later call fail with an error wrapping ErrUnavailable.
 func (db *DB) Close(ctx context.Context) error {

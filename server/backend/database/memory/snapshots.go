@@ -74,8 +74,8 @@ func (db *DB) SaveSnapshot(ctx context.Context, docID string, epoch int64, s *da
 	if err := d.fenced(epoch); err != nil {
 		return fmt.Errorf("save snapshot: %w", err)
 	}
-	if head := d.head(); s.ServerSeq <= d.base || s.ServerSeq > head {
-		return fmt.Errorf("save snapshot of %q: server_seq %d outside the log %d..%d", docID, s.ServerSeq, d.base+1, head)
+	if head := d.head(); s.ServerSeq <= d.log.base || s.ServerSeq > head {
+		return fmt.Errorf("save snapshot of %q: server_seq %d outside the log %d..%d", docID, s.ServerSeq, d.log.base+1, head)
 	}
 	db.snaps.mu.Lock()
 	defer db.snaps.mu.Unlock()

@@ -38,9 +38,9 @@ func (db *DB) ProjectActivity(ctx context.Context, projectID string, from, to ti
 				out.Documents++
 			}
 			var last time.Time
-			for _, a := range d.attachments {
-				if in(a.UpdatedAt) && a.UpdatedAt.After(last) {
-					last = a.UpdatedAt
+			for i := range d.attachments.list {
+				if at := d.attachments.list[i].updatedAt; in(at) && at.After(last) {
+					last = at
 				}
 			}
 			if !last.IsZero() && len(out.ActiveDocuments) < database.MaxActivityRecords {

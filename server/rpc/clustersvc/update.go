@@ -1,4 +1,4 @@
-package rpc
+package clustersvc
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 
 	clusterv1 "github.com/yorkie-affinity/yorkie/api/yorkie/cluster/v1"
 	"github.com/yorkie-affinity/yorkie/server/backend"
+	"github.com/yorkie-affinity/yorkie/server/rpc/errinfo"
 	"github.com/yorkie-affinity/yorkie/server/yson"
 )
 
@@ -14,7 +15,7 @@ import (
 // this node owns. The root comes as YSON and is parsed again here: the
 // node that took the admin call checked it already, but this node trusts
 // no body it did not read itself.
-func (c *ClusterService) UpdateDocumentByAdmin(ctx context.Context, req *connect.Request[clusterv1.UpdateDocumentByAdminRequest]) (*connect.Response[clusterv1.UpdateDocumentByAdminResponse], error) {
+func (c *Service) UpdateDocumentByAdmin(ctx context.Context, req *connect.Request[clusterv1.UpdateDocumentByAdminRequest]) (*connect.Response[clusterv1.UpdateDocumentByAdminResponse], error) {
 	m := req.Msg
 	if err := adminDoc(m.GetDocumentId(), m.GetDocumentKey()); err != nil {
 		return nil, err
@@ -23,7 +24,7 @@ func (c *ClusterService) UpdateDocumentByAdmin(ctx context.Context, req *connect
 	if m.GetRoot() != "" {
 		root, err := yson.ParseObject(m.GetRoot())
 		if err != nil {
-			return nil, invalidArgument(err)
+			return nil, errinfo.InvalidArgument(err)
 		}
 		u.Root = root
 	}
@@ -31,9 +32,9 @@ func (c *ClusterService) UpdateDocumentByAdmin(ctx context.Context, req *connect
 	if err != nil {
 		return nil, err
 	}
-	sum, err := c.cfg.Service.updateHere(ctx, rt, m.GetDocumentId(), u)
+	sum, err := c.cfg.Owner.UpdateHere(ctx, rt.Project, rt.Epoch, m.GetDocumentId(), u)
 	if err != nil {
-		return nil, c.cfg.Service.ownerError(ctx, err)
+		return nil, err
 	}
 	return connect.NewResponse(&clusterv1.UpdateDocumentByAdminResponse{Document: sum}), nil
 }

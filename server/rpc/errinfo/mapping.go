@@ -1,76 +1,21 @@
-package rpc
+package errinfo
 
 import (
 	"context"
 	"errors"
 
 	"connectrpc.com/connect"
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
 
 	"github.com/yorkie-affinity/yorkie/server/backend"
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
 	"github.com/yorkie-affinity/yorkie/server/channel"
 	"github.com/yorkie-affinity/yorkie/server/document"
 	"github.com/yorkie-affinity/yorkie/server/fault"
-	"github.com/yorkie-affinity/yorkie/server/rpc/bounds"
-	"github.com/yorkie-affinity/yorkie/server/rpc/errinfo"
+	"github.com/yorkie-affinity/yorkie/server/routing"
 )
 
-// Error code names carried in the google.rpc.ErrorInfo metadata "code". Clients
-// (the JS SDK in particular) branch on these names, not on the message text.
-const (
-	CodeClientNotFound      = "ErrClientNotFound"
-	CodeClientNotActivated  = "ErrClientNotActivated"
-	CodeDocumentNotFound    = "ErrDocumentNotFound"
-	CodeDocumentNotAttached = "ErrDocumentNotAttached"
-	CodeDocumentRemoved     = "ErrDocumentRemoved"
-	CodeInvalidClientSeq    = "ErrInvalidClientSeq"
-	CodeInvalidChangePack   = "ErrInvalidChangePack"
-	CodeShuttingDown        = "ErrShuttingDown"
-	CodeUnavailable         = "ErrUnavailable"
-	CodeInvalidArgument     = "ErrInvalidArgument"
-	CodeRequestTooLarge     = bounds.CodeRequestTooLarge
-	CodeUnimplemented       = "ErrUnimplemented"
-	CodeInternal            = "ErrInternal"
-	CodeCanceled            = "ErrCanceled"
-	CodeDeadlineExceeded    = "ErrDeadlineExceeded"
-	CodeWrongNode           = "ErrWrongNode"
-	CodePermissionDenied    = "ErrPermissionDenied"
-	CodeInvalidChannelKey   = "ErrInvalidChannelKey"
-	CodePayloadTooLarge     = "ErrPayloadTooLarge"
-	CodeSessionNotFound     = "ErrSessionNotFound"
-	// CodeUnauthenticated refuses a call for its API key: the code the SDK
-	// acts on (it asks its authTokenInjector again and retries).
-	CodeUnauthenticated = "ErrUnauthenticated"
-	// CodeProjectNotFound refuses an API key no project has, not_found as
-	// upstream answers it: the SDK gives up instead of asking its
-	// authTokenInjector for a token that cannot help.
-	CodeProjectNotFound = "ErrProjectNotFound"
-	// A pushed change that does not apply gets the name of its problem.
-	CodeInvalidOperation = "ErrInvalidOperation"
-	CodeElementNotFound  = "ErrElementNotFound"
-	CodeWrongElementType = "ErrWrongElementType"
-	CodeRemoveRoot       = "ErrRemoveRoot"
-	CodeInvalidChange    = "ErrInvalidChange"
-	// CodeDocumentSizeExceedsLimit is the SDK's name for a document past
-	// max_size_per_document.
-	CodeDocumentSizeExceedsLimit = "ErrDocumentSizeExceedsLimit"
-	// CodeTooManySubscribers is the SDK's name for a Watch past the
-	// project's subscribers per document.
-	CodeTooManySubscribers = "ErrTooManySubscribers"
-	// CodeRevisionNotFound is upstream's name for a revision the document
-	// does not have.
-	CodeRevisionNotFound = "ErrRevisionNotFound"
-	// CodeFailedPrecondition names a call the state of its subject refuses.
-	CodeFailedPrecondition = "ErrFailedPrecondition"
-	// CodeEpochMismatch is the SDK's name for a PushPull of a client that
-	// attached before a compaction: the SDK publishes its epoch-mismatch
-	// event and stops syncing the document.
-	CodeEpochMismatch = "ErrEpochMismatch"
-)
-
-// classify returns the Connect code and code name of a known sentinel error.
-func classify(err error) (connect.Code, string, bool) {
+// Classify returns the Connect code and code name of a known sentinel error.
+func Classify(err error) (connect.Code, string, bool) {
 	switch {
 	case errors.Is(err, database.ErrClientNotFound):
 		return connect.CodeNotFound, CodeClientNotFound, true
@@ -151,47 +96,13 @@ func changeProblem(err error) string {
 	return CodeInvalidChange
 }
 
-// newError builds a Connect error whose google.rpc.ErrorInfo detail names the
-// Yorkie error code, the form the SDKs parse.
-func newError(code connect.Code, name string, err error) *connect.Error {
-	return errinfo.New(code, name, err)
-}
-
-// WrongNode is the redirect of a call that reached a node which does not own
-// its document: code unavailable, which clients retry, with the owner's
-// session key in the response header and in the ErrorInfo metadata
-// ("code" = ErrWrongNode, "session_key" = the key), so a client or a proxy
-// that honours the key reaches the owner next time.
-func WrongNode(header, sessionKey string, err error) *connect.Error {
-	cerr := connect.NewError(connect.CodeUnavailable, err)
-	detail, derr := connect.NewErrorDetail(&errdetails.ErrorInfo{
-		Reason:   CodeWrongNode,
-		Metadata: map[string]string{"code": CodeWrongNode, "session_key": sessionKey},
-	})
-	if derr == nil {
-		cerr.AddDetail(detail)
-	}
-	cerr.Meta().Set(header, sessionKey)
-	return cerr
-}
-
-// PermissionDenied refuses a call that needs the cluster secret.
-func PermissionDenied(err error) *connect.Error {
-	return newError(connect.CodePermissionDenied, CodePermissionDenied, err)
-}
-
-// invalidArgument reports a request that failed the RPC layer's own checks.
-func invalidArgument(err error) *connect.Error {
-	return newError(connect.CodeInvalidArgument, CodeInvalidArgument, err)
-}
-
-// toConnectError maps an error from the backend (or the RPC layer) to the
+// ToConnect maps an error from the backend (or the RPC layer) to the
 // Connect error a client receives, its message the error's text: the layers
 // below have said what the client does not know, so nothing is added here.
 // Errors it does not know become internal: the client reads only "internal
 // error", and the failure logger, the one place that logs a failed call,
 // finds the cause in it.
-func toConnectError(err error) error {
+func ToConnect(err error) error {
 	if err == nil {
 		return nil
 	}
@@ -199,10 +110,10 @@ func toConnectError(err error) error {
 	if errors.As(err, &cerr) {
 		return cerr
 	}
-	if code, name, ok := classify(err); ok {
-		return newError(code, name, err)
+	if code, name, ok := Classify(err); ok {
+		return New(code, name, err)
 	}
-	return newError(connect.CodeInternal, CodeInternal, &internalError{cause: err})
+	return New(connect.CodeInternal, CodeInternal, &internalError{cause: err})
 }
 
 // internalError hides an unexpected error from the client while keeping it
@@ -211,9 +122,9 @@ type internalError struct{ cause error }
 
 func (e *internalError) Error() string { return "internal error" }
 
-// internalCause returns the unexpected error behind an internal Connect
+// InternalCause returns the unexpected error behind an internal Connect
 // error, or nil.
-func internalCause(err error) error {
+func InternalCause(err error) error {
 	var ie *internalError
 	if errors.As(err, &ie) {
 		return ie.cause
@@ -221,17 +132,16 @@ func internalCause(err error) error {
 	return nil
 }
 
-// errorName returns the Yorkie error code name in a Connect error's ErrorInfo
-// detail, or "" when it has none.
-func errorName(cerr *connect.Error) string {
-	for _, d := range cerr.Details() {
-		msg, err := d.Value()
-		if err != nil {
-			continue
-		}
-		if info, ok := msg.(*errdetails.ErrorInfo); ok {
-			return info.GetMetadata()["code"]
-		}
+// RouteError gives a routing refusal the Connect error clients expect: a
+// redirect names the owner (WrongNode), a forged forwarding mark is
+// refused (PermissionDenied); other errors are returned as they are.
+func RouteError(err error) error {
+	var wrong *routing.WrongNodeError
+	switch {
+	case errors.As(err, &wrong):
+		return WrongNode(wrong.Header, wrong.SessionKey, wrong.Err)
+	case errors.Is(err, routing.ErrForgedForward):
+		return PermissionDenied(err)
 	}
-	return ""
+	return err
 }

@@ -1,4 +1,6 @@
-package rpc
+// Package interceptor holds the Connect interceptors the node's services
+// run in: the RPC metrics, the log of failed calls and clients' activity.
+package interceptor
 
 import (
 	"context"
@@ -10,20 +12,21 @@ import (
 
 	"connectrpc.com/connect"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/yorkie-affinity/yorkie/server/rpc/errinfo"
 )
 
-// metrics is a connect.Interceptor that records, per procedure and result
+// Metrics is a connect.Interceptor that records, per procedure and result
 // code, how many calls the server handled and how long they took. For Watch
 // streams the duration is the stream's lifetime.
-type metrics struct {
+type Metrics struct {
 	handled  *prometheus.CounterVec
 	duration *prometheus.HistogramVec
 	streams  *prometheus.GaugeVec
 }
 
-// newMetrics registers the RPC metrics on reg.
-func newMetrics(reg prometheus.Registerer) (*metrics, error) {
-	m := &metrics{
+// NewMetrics registers the RPC metrics (yorkie_rpc_*) on reg.
+func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
+	m := &Metrics{
 		handled: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "yorkie",
 			Subsystem: "rpc",
@@ -53,7 +56,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 }
 
 // observe records one finished call.
-func (m *metrics) observe(procedure string, start time.Time, err error) {
+func (m *Metrics) observe(procedure string, start time.Time, err error) {
 	code := "ok"
 	if err != nil {
 		code = connect.CodeOf(err).String()
@@ -72,7 +75,7 @@ type okObservers struct {
 
 // WrapUnary records unary calls. Connect wraps each procedure's handler once,
 // so the returned function serves a single procedure.
-func (m *metrics) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
+func (m *Metrics) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
 	var ok okObservers
 	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
 		spec := req.Spec()
@@ -96,12 +99,12 @@ func (m *metrics) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
 }
 
 // WrapStreamingClient leaves client streams alone: this is a server interceptor.
-func (m *metrics) WrapStreamingClient(next connect.StreamingClientFunc) connect.StreamingClientFunc {
+func (m *Metrics) WrapStreamingClient(next connect.StreamingClientFunc) connect.StreamingClientFunc {
 	return next
 }
 
 // WrapStreamingHandler records server streams and counts the open ones.
-func (m *metrics) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
+func (m *Metrics) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
 	return func(ctx context.Context, conn connect.StreamingHandlerConn) error {
 		procedure := conn.Spec().Procedure
 		start := time.Now()
@@ -114,16 +117,21 @@ func (m *metrics) WrapStreamingHandler(next connect.StreamingHandlerFunc) connec
 	}
 }
 
-// failureLogger is a connect.Interceptor that logs failed calls: server-side
+// FailureLogger is a connect.Interceptor that logs failed calls: server-side
 // faults at error level, with the cause the client was not shown, client
 // mistakes and expected conditions at debug. It is the only place a failed
 // call is logged.
-type failureLogger struct {
+type FailureLogger struct {
 	logger *slog.Logger
 }
 
+// NewFailureLogger returns the interceptor logging failed calls to logger.
+func NewFailureLogger(logger *slog.Logger) *FailureLogger {
+	return &FailureLogger{logger: logger}
+}
+
 // log reports one failed call.
-func (l *failureLogger) log(ctx context.Context, procedure string, start time.Time, err error) {
+func (l *FailureLogger) log(ctx context.Context, procedure string, start time.Time, err error) {
 	if err == nil {
 		return
 	}
@@ -131,7 +139,7 @@ func (l *failureLogger) log(ctx context.Context, procedure string, start time.Ti
 	name := ""
 	var cerr *connect.Error
 	if errors.As(err, &cerr) {
-		name = errorName(cerr)
+		name = errinfo.Name(cerr)
 	}
 	level := slog.LevelDebug
 	switch code {
@@ -141,12 +149,12 @@ func (l *failureLogger) log(ctx context.Context, procedure string, start time.Ti
 		// Streams ending because their client left or the server hands the
 		// document on are the normal course, not trouble.
 		switch name {
-		case CodeClientNotActivated, CodeDocumentNotAttached, CodeShuttingDown, CodeWrongNode:
+		case errinfo.CodeClientNotActivated, errinfo.CodeDocumentNotAttached, errinfo.CodeShuttingDown, errinfo.CodeWrongNode:
 		default:
 			level = slog.LevelWarn
 		}
 	}
-	if cause := internalCause(err); cause != nil {
+	if cause := errinfo.InternalCause(err); cause != nil {
 		err = cause
 	}
 	l.logger.Log(ctx, level, "rpc failed",
@@ -158,7 +166,7 @@ func (l *failureLogger) log(ctx context.Context, procedure string, start time.Ti
 }
 
 // WrapUnary logs failed unary calls.
-func (l *failureLogger) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
+func (l *FailureLogger) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
 	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
 		start := time.Now()
 		resp, err := next(ctx, req)
@@ -170,12 +178,12 @@ func (l *failureLogger) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
 }
 
 // WrapStreamingClient leaves client streams alone: this is a server interceptor.
-func (l *failureLogger) WrapStreamingClient(next connect.StreamingClientFunc) connect.StreamingClientFunc {
+func (l *FailureLogger) WrapStreamingClient(next connect.StreamingClientFunc) connect.StreamingClientFunc {
 	return next
 }
 
 // WrapStreamingHandler logs server streams that end with an error.
-func (l *failureLogger) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
+func (l *FailureLogger) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
 	return func(ctx context.Context, conn connect.StreamingHandlerConn) error {
 		start := time.Now()
 		err := next(ctx, conn)

@@ -1,4 +1,6 @@
-package rpc
+// Package validate checks the identifiers, keys and packs a request
+// carries before any layer below the RPC layer sees them.
+package validate
 
 import (
 	"errors"
@@ -11,52 +13,53 @@ import (
 // characters in practice; the bounds leave room without letting a request
 // smuggle arbitrary data into logs and keys.
 const (
-	maxIDLength  = 64
-	maxKeyLength = 120
+	maxIDLength = 64
+	// MaxKeyLength bounds a document key.
+	MaxKeyLength = 120
 )
 
 // errMissingChangePack is reported when a call that needs a change pack has none.
 var errMissingChangePack = errors.New("change_pack is required")
 
-// validateClientID checks that id is lowercase, even-length hex: the form of
+// ClientID checks that id is lowercase, even-length hex: the form of
 // an actor ID, which clients hex-decode into actor bytes.
-func validateClientID(id string) error {
+func ClientID(id string) error {
 	if id == "" {
 		return errors.New("client_id is required")
 	}
 	if len(id) > maxIDLength || len(id)%2 != 0 {
-		return fmt.Errorf("client_id %q: want lowercase hex of even length up to %d", truncate(id), maxIDLength)
+		return fmt.Errorf("client_id %q: want lowercase hex of even length up to %d", Truncate(id), maxIDLength)
 	}
 	for i := 0; i < len(id); i++ {
 		c := id[i]
 		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			return fmt.Errorf("client_id %q: want lowercase hex of even length", truncate(id))
+			return fmt.Errorf("client_id %q: want lowercase hex of even length", Truncate(id))
 		}
 	}
 	return nil
 }
 
-// validateDocumentID checks that a document ID is present and plausible.
+// DocumentID checks that a document ID is present and plausible.
 // Document IDs are opaque to clients, so only length and charset are checked.
-func validateDocumentID(id string) error {
+func DocumentID(id string) error {
 	if id == "" {
 		return errors.New("document_id is required")
 	}
 	if len(id) > maxIDLength || !isKeyText(id) {
-		return fmt.Errorf("document_id %q: want up to %d letters or digits", truncate(id), maxIDLength)
+		return fmt.Errorf("document_id %q: want up to %d letters or digits", Truncate(id), maxIDLength)
 	}
 	return nil
 }
 
-// validateDocumentKey checks a document key as Yorkie accepts them: 1 to 120
+// DocumentKey checks a document key as Yorkie accepts them: 1 to 120
 // characters among letters, digits and "-._~".
-func validateDocumentKey(key string) error {
+func DocumentKey(key string) error {
 	if key == "" {
 		return errors.New("change_pack.document_key is required")
 	}
-	if len(key) > maxKeyLength || !isKeyText(key) {
+	if len(key) > MaxKeyLength || !isKeyText(key) {
 		return fmt.Errorf("document key %q: want 1 to %d characters among letters, digits and \"-._~\"",
-			truncate(key), maxKeyLength)
+			Truncate(key), MaxKeyLength)
 	}
 	return nil
 }
@@ -75,16 +78,16 @@ func isKeyText(s string) bool {
 	return true
 }
 
-// validatePack checks that a change pack is present.
-func validatePack(pack *api.ChangePack) error {
+// Pack checks that a change pack is present.
+func Pack(pack *api.ChangePack) error {
 	if pack == nil {
 		return errMissingChangePack
 	}
 	return nil
 }
 
-// truncate shortens a rejected value before it is echoed in an error message.
-func truncate(s string) string {
+// Truncate shortens a rejected value before it is echoed in an error message.
+func Truncate(s string) string {
 	const limit = 80
 	if len(s) > limit {
 		return s[:limit] + "..."

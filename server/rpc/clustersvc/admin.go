@@ -1,4 +1,4 @@
-package rpc
+package clustersvc
 
 import (
 	"context"
@@ -8,8 +8,9 @@ import (
 
 	clusterv1 "github.com/yorkie-affinity/yorkie/api/yorkie/cluster/v1"
 	"github.com/yorkie-affinity/yorkie/server/channel"
-	"github.com/yorkie-affinity/yorkie/server/project"
 	"github.com/yorkie-affinity/yorkie/server/routing"
+	"github.com/yorkie-affinity/yorkie/server/rpc/errinfo"
+	"github.com/yorkie-affinity/yorkie/server/rpc/validate"
 )
 
 // The owner's side of the AdminService's document and channel calls. A
@@ -18,34 +19,34 @@ import (
 
 // ownedHere checks that this node owns key in the call's project and
 // returns the route that serves it here (the project, the owner epoch).
-func (c *ClusterService) ownedHere(ctx context.Context, projectID, key string, h map[string][]string) (routing.Route, error) {
+func (c *Service) ownedHere(ctx context.Context, projectID, key string, h map[string][]string) (routing.Route, error) {
 	p, err := c.cfg.FindProject(ctx, projectID)
 	if err != nil {
-		return routing.Route{}, toConnectError(err)
+		return routing.Route{}, errinfo.ToConnect(err)
 	}
 	rt, err := c.cfg.Router.Route(ctx, routing.DocumentCall{Kind: routing.CallAdmin, Project: p, DocumentKey: key, Header: h})
 	if err != nil {
-		return routing.Route{}, toConnectError(routeError(err))
+		return routing.Route{}, errinfo.ToConnect(errinfo.RouteError(err))
 	}
 	if rt.Owner != nil {
-		return routing.Route{}, WrongNode(c.cfg.Router.SessionKeyHeader(), rt.SessionKey, fmt.Errorf("%q is owned elsewhere", key))
+		return routing.Route{}, errinfo.WrongNode(c.cfg.Router.SessionKeyHeader(), rt.SessionKey, fmt.Errorf("%q is owned elsewhere", key))
 	}
 	return rt, nil
 }
 
 // adminDoc checks the document named by an admin call.
 func adminDoc(docID, key string) error {
-	if err := validateDocumentID(docID); err != nil {
-		return invalidArgument(err)
+	if err := validate.DocumentID(docID); err != nil {
+		return errinfo.InvalidArgument(err)
 	}
-	if err := validateDocumentKey(key); err != nil {
-		return invalidArgument(err)
+	if err := validate.DocumentKey(key); err != nil {
+		return errinfo.InvalidArgument(err)
 	}
 	return nil
 }
 
 // GetDocumentSummary answers the owner's summary of a document.
-func (c *ClusterService) GetDocumentSummary(ctx context.Context, req *connect.Request[clusterv1.GetDocumentSummaryRequest]) (*connect.Response[clusterv1.GetDocumentSummaryResponse], error) {
+func (c *Service) GetDocumentSummary(ctx context.Context, req *connect.Request[clusterv1.GetDocumentSummaryRequest]) (*connect.Response[clusterv1.GetDocumentSummaryResponse], error) {
 	m := req.Msg
 	if err := adminDoc(m.GetDocumentId(), m.GetDocumentKey()); err != nil {
 		return nil, err
@@ -54,16 +55,16 @@ func (c *ClusterService) GetDocumentSummary(ctx context.Context, req *connect.Re
 	if err != nil {
 		return nil, err
 	}
-	st, err := c.cfg.Service.localSummary(ctx, rt, m.GetDocumentId(), m.GetIncludeRoot(), m.GetIncludePresences())
+	st, err := c.cfg.Owner.SummaryHere(ctx, rt.Project, rt.Epoch, m.GetDocumentId(), m.GetIncludeRoot(), m.GetIncludePresences())
 	if err != nil {
-		return nil, c.cfg.Service.ownerError(ctx, err)
+		return nil, err
 	}
 	return connect.NewResponse(&clusterv1.GetDocumentSummaryResponse{Document: st.Summary, ServerSeq: st.ServerSeq,
 		GarbageLen: int32(st.GarbageLen), SnapshotServerSeq: st.SnapshotSeq}), nil
 }
 
 // RemoveDocumentByAdmin removes a document this node owns.
-func (c *ClusterService) RemoveDocumentByAdmin(ctx context.Context, req *connect.Request[clusterv1.RemoveDocumentByAdminRequest]) (*connect.Response[clusterv1.RemoveDocumentByAdminResponse], error) {
+func (c *Service) RemoveDocumentByAdmin(ctx context.Context, req *connect.Request[clusterv1.RemoveDocumentByAdminRequest]) (*connect.Response[clusterv1.RemoveDocumentByAdminResponse], error) {
 	m := req.Msg
 	if err := adminDoc(m.GetDocumentId(), m.GetDocumentKey()); err != nil {
 		return nil, err
@@ -72,21 +73,21 @@ func (c *ClusterService) RemoveDocumentByAdmin(ctx context.Context, req *connect
 	if err != nil {
 		return nil, err
 	}
-	if err := c.cfg.Backend.RemoveDocumentByAdmin(ctx, rt.Project, rt.Epoch, m.GetDocumentId(), m.GetForce()); err != nil {
-		return nil, c.cfg.Service.ownerError(ctx, err)
+	if err := c.cfg.Owner.RemoveHere(ctx, rt.Project, rt.Epoch, m.GetDocumentId(), m.GetForce()); err != nil {
+		return nil, err
 	}
 	return connect.NewResponse(&clusterv1.RemoveDocumentByAdminResponse{}), nil
 }
 
 // ListChannels lists the project's channels this node holds.
-func (c *ClusterService) ListChannels(ctx context.Context, req *connect.Request[clusterv1.ListChannelsRequest]) (*connect.Response[clusterv1.ListChannelsResponse], error) {
+func (c *Service) ListChannels(ctx context.Context, req *connect.Request[clusterv1.ListChannelsRequest]) (*connect.Response[clusterv1.ListChannelsResponse], error) {
 	m := req.Msg
-	list := c.cfg.Service.localChannels(m.GetProjectId(), m.GetQuery(), int(m.GetLimit()))
+	list := c.cfg.Owner.ChannelsHere(m.GetProjectId(), m.GetQuery(), int(m.GetLimit()))
 	return connect.NewResponse(&clusterv1.ListChannelsResponse{Channels: list}), nil
 }
 
 // GetChannels counts channels of a group this node owns.
-func (c *ClusterService) GetChannels(ctx context.Context, req *connect.Request[clusterv1.GetChannelsRequest]) (*connect.Response[clusterv1.GetChannelsResponse], error) {
+func (c *Service) GetChannels(ctx context.Context, req *connect.Request[clusterv1.GetChannelsRequest]) (*connect.Response[clusterv1.GetChannelsResponse], error) {
 	m := req.Msg
 	if len(m.GetChannelKeys()) == 0 {
 		return connect.NewResponse(&clusterv1.GetChannelsResponse{}), nil
@@ -94,31 +95,31 @@ func (c *ClusterService) GetChannels(ctx context.Context, req *connect.Request[c
 	group := channel.RoutingKey(m.GetChannelKeys()[0])
 	for _, k := range m.GetChannelKeys() {
 		if err := channel.ValidateKey(k); err != nil {
-			return nil, toConnectError(err)
+			return nil, errinfo.ToConnect(err)
 		}
 		if channel.RoutingKey(k) != group {
-			return nil, invalidArgument(fmt.Errorf("channel %q is not of group %q", k, group))
+			return nil, errinfo.InvalidArgument(fmt.Errorf("channel %q is not of group %q", k, group))
 		}
 	}
 	if _, err := c.ownedHere(ctx, m.GetProjectId(), group, req.Header()); err != nil {
 		return nil, err
 	}
-	list := c.cfg.Service.localChannelCounts(m.GetProjectId(), m.GetChannelKeys(), m.GetIncludeSubPath())
+	list := c.cfg.Owner.ChannelCountsHere(m.GetProjectId(), m.GetChannelKeys(), m.GetIncludeSubPath())
 	return connect.NewResponse(&clusterv1.GetChannelsResponse{Channels: list}), nil
 }
 
 // BroadcastByAdmin broadcasts on a channel whose group this node owns.
-func (c *ClusterService) BroadcastByAdmin(ctx context.Context, req *connect.Request[clusterv1.BroadcastByAdminRequest]) (*connect.Response[clusterv1.BroadcastByAdminResponse], error) {
+func (c *Service) BroadcastByAdmin(ctx context.Context, req *connect.Request[clusterv1.BroadcastByAdminRequest]) (*connect.Response[clusterv1.BroadcastByAdminResponse], error) {
 	m := req.Msg
 	if err := channel.ValidateKey(m.GetChannelKey()); err != nil {
-		return nil, toConnectError(err)
+		return nil, errinfo.ToConnect(err)
 	}
 	rt, err := c.ownedHere(ctx, m.GetProjectId(), channel.RoutingKey(m.GetChannelKey()), req.Header())
 	if err != nil {
 		return nil, err
 	}
-	if err := c.cfg.Service.channels.Broadcast(adminSender, project.ScopedKey(rt.Project.ID, m.GetChannelKey()), m.GetTopic(), m.GetPayload()); err != nil {
-		return nil, c.cfg.Service.ownerError(ctx, err)
+	if err := c.cfg.Owner.BroadcastHere(ctx, rt.Project.ID, m.GetChannelKey(), m.GetTopic(), m.GetPayload()); err != nil {
+		return nil, err
 	}
 	return connect.NewResponse(&clusterv1.BroadcastByAdminResponse{}), nil
 }

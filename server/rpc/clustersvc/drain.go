@@ -1,4 +1,4 @@
-package rpc
+package clustersvc
 
 import (
 	"context"
@@ -7,17 +7,18 @@ import (
 	"connectrpc.com/connect"
 
 	clusterv1 "github.com/yorkie-affinity/yorkie/api/yorkie/cluster/v1"
+	"github.com/yorkie-affinity/yorkie/server/rpc/errinfo"
 )
 
 // Drain hands this node's documents on to their next owners (the
 // AdminService's DrainNode naming this node) and answers how many are left.
-func (c *ClusterService) Drain(ctx context.Context, _ *connect.Request[clusterv1.DrainRequest]) (*connect.Response[clusterv1.DrainResponse], error) {
+func (c *Service) Drain(ctx context.Context, _ *connect.Request[clusterv1.DrainRequest]) (*connect.Response[clusterv1.DrainResponse], error) {
 	if c.cfg.Drain == nil {
-		return nil, newError(connect.CodeUnimplemented, CodeUnimplemented, errors.New("drain is not served here"))
+		return nil, errinfo.New(connect.CodeUnimplemented, errinfo.CodeUnimplemented, errors.New("drain is not served here"))
 	}
 	left, err := c.cfg.Drain(ctx)
 	if err != nil {
-		return nil, toConnectError(err)
+		return nil, errinfo.ToConnect(err)
 	}
 	return connect.NewResponse(&clusterv1.DrainResponse{DocumentsLeft: int32(left)}), nil
 }
