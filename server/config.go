@@ -11,6 +11,7 @@ import (
 	"github.com/yorkie-affinity/yorkie/server/routing"
 	"github.com/yorkie-affinity/yorkie/server/rpc"
 	"github.com/yorkie-affinity/yorkie/server/rpc/bounds"
+	"github.com/yorkie-affinity/yorkie/server/rpc/limits"
 	"github.com/yorkie-affinity/yorkie/server/sessionstore"
 )
 
@@ -103,7 +104,7 @@ type RPCConfig struct {
 	DashboardDir string
 	// Limits bound what one client may hold: metadata bytes, Watch streams
 	// and attached documents (zero fields: the rpc package's defaults).
-	Limits rpc.Limits
+	Limits limits.Limits
 	// DisableDefaultProject refuses YorkieService calls without an API key
 	// (unauthenticated) instead of serving them in the default project.
 	DisableDefaultProject bool

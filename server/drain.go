@@ -27,8 +27,13 @@ const (
 	DefaultShutdownDrainTimeout = 15 * time.Second
 	// drainWorkers bounds the documents handed on at once.
 	drainWorkers = 16
-	// warmTimeout bounds the call that has the next owner build a document.
+	// warmTimeout bounds the call that has the next owner build a document
+	// or take a batch of channel sessions.
 	warmTimeout = 10 * time.Second
+	// channelSessionBatch is the most channel sessions handed on in one
+	// call: at most about 300 bytes each (IDs and a 120-byte key), well
+	// within the ClusterService's request bound.
+	channelSessionBatch = 250
 	// drainRetryDelay is the pause before a drain pass that follows one that
 	// left documents behind (their handoff failed, or others bound documents
 	// here meanwhile).
@@ -137,42 +142,119 @@ func (s *Server) handOffAll(ctx context.Context, mgr *affinity.Manager, keys []s
 	return moved
 }
 
-// handOff moves one binding to the next owner, drops the document's state
-// here (ending its streams, which follow it) and has the next owner build
-// it.
+// handOff moves one binding to its next owner. The order, and why it keeps
+// the fencing guarantees:
+//
+//  1. The successor builds (warms) each document under the key from the
+//     database, claiming nothing, while this node still owns it and may
+//     still write.
+//  2. The binding moves to the successor with a larger epoch; new calls
+//     route there from now on.
+//  3. This node drops its state of the documents once the call in progress
+//     on each ends; their Watch streams end and follow to the successor.
+//     Calls that still reach this node are relayed.
+//
+// The successor serves a document only after a call routed to it with the
+// new epoch has loaded it, and loading claims the document in the database
+// with that epoch: a compare-and-set that refuses a claim older than the
+// database's and, once done, refuses every write of an older epoch
+// (ErrFenced). So each write of this node either landed before the claim,
+// and the claim's head includes it, or is refused and was never
+// acknowledged: the client sends it again, to the successor. This node
+// stops writing, as far as the database takes writes, before the new epoch
+// serves, whatever the timing of steps 2 and 3; step 3 only makes the stop
+// early, so that normally no write is refused at all. The warm copy is the
+// document at some head h0 no later than the claim's head h1: the load
+// brings it forward through the stored changes h0+1..h1, which never
+// change (a compaction rewrites the log, but it also bumps the document
+// epoch, and a load drops a copy built at another document epoch). Nothing
+// is acknowledged twice: the successor's load reconciles each client's
+// client_seq with the log, so a change sent again after its
+// acknowledgement here was lost is recognised as stored. A warm that fails,
+// or that went to a member that does not get the binding after all, costs
+// nothing but the build: the first call builds the document, as before.
+//
+// A channel group has no document: its sessions are copied to the successor
+// after the binding moved (it refuses sessions of a group it does not own),
+// and only then are they released here, so the Watch streams that follow
+// find the channels' counts there unchanged.
 func (s *Server) handOff(ctx context.Context, mgr *affinity.Manager, key string) error {
-	owner, err := mgr.HandOff(ctx, key)
+	next, err := mgr.Successor(key)
+	if err != nil {
+		return err
+	}
+	pid, k := project.SplitScopedKey(key)
+	first, isChannel := channel.FromRoutingKey(k)
+	var ids []string
+	if !isChannel {
+		ids = s.backend.DocumentIDs(pid, k)
+		for _, id := range ids {
+			s.warm(ctx, next, pid, id)
+		}
+	}
+	owner, err := mgr.HandOff(ctx, key, next)
 	if err != nil {
 		return err
 	}
 	if owner.Self {
 		return fmt.Errorf("bound here again by another node")
 	}
-	pid, k := project.SplitScopedKey(key)
-	if first, ok := channel.FromRoutingKey(k); ok {
-		s.channels.Release(project.ScopedKey(pid, first), errHandedOff)
+	if isChannel {
+		scoped := project.ScopedKey(pid, first)
+		s.handChannelSessions(ctx, mgr, owner.Addr, pid, first, s.channels.GroupSessions(scoped))
+		s.channels.Release(scoped, errHandedOff)
 		return nil
 	}
-	ids := s.backend.DocumentIDs(pid, k)
 	if err := s.backend.ReleaseKey(ctx, pid, k, errHandedOff); err != nil {
 		return fmt.Errorf("release %q here: %w", key, err)
 	}
-	for _, id := range ids {
-		req := connect.NewRequest(&clusterv1.GetDocumentSummaryRequest{
-			ProjectId: pid, DocumentId: id, DocumentKey: k, IncludeRoot: true,
-		})
-		// Marked as forwarded from here: the next owner may still take
-		// this node for the owner until it asks the store.
-		req.Header().Set(routing.HeaderForwardedBy, mgr.Addr())
-		wctx, cancel := context.WithTimeout(ctx, warmTimeout)
-		_, err := s.peers.Cluster(owner.Addr).GetDocumentSummary(wctx, req)
-		cancel()
-		if err != nil {
-			// The next owner builds it on the first call instead.
-			s.logger.WarnContext(ctx, "next owner did not build the document", "binding", key, "owner", owner.Addr, "error", err)
+	if owner.Addr != next {
+		// Another node bound it meanwhile: have that one build it.
+		for _, id := range ids {
+			s.warm(ctx, owner.Addr, pid, id)
 		}
 	}
 	return nil
+}
+
+// warm has the node at addr build a document, bounded by warmTimeout. A
+// failure is logged: the node builds it on the first call instead.
+func (s *Server) warm(ctx context.Context, addr, pid, docID string) {
+	req := connect.NewRequest(&clusterv1.WarmDocumentRequest{ProjectId: pid, DocumentId: docID})
+	wctx, cancel := context.WithTimeout(ctx, warmTimeout)
+	defer cancel()
+	if _, err := s.peers.Cluster(addr).WarmDocument(wctx, req); err != nil {
+		s.logger.WarnContext(ctx, "next owner did not build the document", "document", docID, "owner", addr, "error", err)
+	}
+}
+
+// handChannelSessions gives the node at addr, which the channel group first
+// moved to, the group's sessions, a batch per call. A failure is logged:
+// the clients' heartbeats (every 30 s with the JS SDK) count them again
+// there.
+func (s *Server) handChannelSessions(ctx context.Context, mgr *affinity.Manager, addr, pid, first string, sessions []channel.HandedSession) {
+	for len(sessions) > 0 {
+		n := min(len(sessions), channelSessionBatch)
+		batch := make([]*clusterv1.ChannelSession, 0, n)
+		for _, cs := range sessions[:n] {
+			_, key := project.SplitScopedKey(cs.Key)
+			batch = append(batch, &clusterv1.ChannelSession{
+				SessionId: cs.ID, ChannelKey: key, ClientId: cs.Client,
+				AgeMs: cs.Age.Milliseconds(), TtlMs: cs.TTL.Milliseconds(),
+			})
+		}
+		sessions = sessions[n:]
+		req := connect.NewRequest(&clusterv1.ImportChannelSessionsRequest{ProjectId: pid, ChannelGroup: first, Sessions: batch})
+		// Marked as forwarded from here: the next owner may still take this
+		// node for the owner until it asks the store.
+		req.Header().Set(routing.HeaderForwardedBy, mgr.Addr())
+		wctx, cancel := context.WithTimeout(ctx, warmTimeout)
+		_, err := s.peers.Cluster(addr).ImportChannelSessions(wctx, req)
+		cancel()
+		if err != nil {
+			s.logger.WarnContext(ctx, "next owner did not take the channel sessions", "channel_group", first, "owner", addr, "sessions", len(batch), "error", err)
+		}
+	}
 }
 
 // drainOnShutdown runs the drain that begins a shutdown, bounded by

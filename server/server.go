@@ -365,7 +365,7 @@ func (s *Server) newRPCPort(router *routing.Router) (port, error) {
 	if router != nil {
 		csvc, err := clustersvc.New(clustersvc.Config{
 			Backend: s.backend, Router: router, Authentic: router.Authentic, Logger: logger, FindProject: s.db.FindProjectByID,
-			Owner: svc.AdminOwners(), Upstream: s.upstream, Drain: s.drainHere,
+			Owner: svc.AdminOwners(), Upstream: s.upstream, Drain: s.drainHere, Channels: s.channels,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("server: create cluster service: %w", err)
@@ -544,6 +544,7 @@ func registerBackendMetrics(reg prometheus.Registerer, m *backend.Metrics) error
 		counter("conflicts_total", "Appends that lost a server_seq race and were retried.", m.Conflicts.Load),
 		counter("changes_refused_total", "Pushed changes refused: they do not apply or would exceed the document size limit.", m.ChangesRefused.Load),
 		counter("documents_built_total", "Documents built from a snapshot and the change log.", m.DocumentsBuilt.Load),
+		counter("documents_warmed_total", "Documents built (or brought forward) here for a draining node before their binding moved here.", m.DocumentsWarmed.Load),
 		counter("snapshots_stored_total", "Snapshots stored.", m.SnapshotsStored.Load),
 		counter("snapshot_failures_total", "Snapshots that failed to encode or store.", m.SnapshotFailures.Load),
 		counter("snapshots_sent_total", "Answers that carried a snapshot instead of changes.", m.SnapshotsSent.Load),

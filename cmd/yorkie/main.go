@@ -24,7 +24,7 @@ import (
 	"github.com/yorkie-affinity/yorkie/server/housekeeping"
 	"github.com/yorkie-affinity/yorkie/server/project"
 	"github.com/yorkie-affinity/yorkie/server/routing"
-	"github.com/yorkie-affinity/yorkie/server/rpc"
+	"github.com/yorkie-affinity/yorkie/server/rpc/limits"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -75,9 +75,9 @@ func runServer(args []string, stderr io.Writer) int {
 	nodeTTL := fs.Duration("node-ttl", 0, fmt.Sprintf("lease TTL of this node in the session store (default %v with etcd, redis or mongo, a minute with memory)", affinity.DefaultTTL))
 	drainTimeout := fs.Duration("shutdown-drain-timeout", server.DefaultShutdownDrainTimeout, "on SIGTERM, time to hand this node's documents on to their next owners before the rest are released (a second SIGTERM ends it early); negative: no drain")
 	clusterSecret := fs.String("cluster-secret", "", "secret of node-to-node calls (default: one the session store keeps for the cluster)")
-	maxMetadata := fs.Int("max-client-metadata-bytes", rpc.DefaultMaxMetadataBytes, "largest client metadata (keys and values) ActivateClient accepts; negative: no bound")
-	maxStreams := fs.Int("max-watch-streams-per-client", rpc.DefaultMaxWatchStreamsPerClient, "most Watch streams one client may hold open on one node; negative: no bound")
-	maxAttachments := fs.Int("max-attachments-per-client", rpc.DefaultMaxAttachmentsPerClient, "most documents one client may have attached; negative: no bound")
+	maxMetadata := fs.Int("max-client-metadata-bytes", limits.DefaultMaxMetadataBytes, "largest client metadata (keys and values) ActivateClient accepts; negative: no bound")
+	maxStreams := fs.Int("max-watch-streams-per-client", limits.DefaultMaxWatchStreamsPerClient, "most Watch streams one client may hold open on one node; negative: no bound")
+	maxAttachments := fs.Int("max-attachments-per-client", limits.DefaultMaxAttachmentsPerClient, "most documents one client may have attached; negative: no bound")
 	deactivateThreshold := fs.Duration("client-deactivate-threshold", housekeeping.DefaultDeactivateThreshold, "housekeeping deactivates clients that made no call for longer than this")
 	housekeepingInterval := fs.Duration("housekeeping-interval", housekeeping.DefaultInterval, "time between housekeeping runs")
 	admin := adminFlags(fs)
@@ -184,7 +184,7 @@ func runServer(args []string, stderr io.Writer) int {
 			IdleTimeout:             *idleTimeout,
 			DisableFastHTTP1:        !*fastHTTP1,
 			DisableFastJSON:         !*fastJSON,
-			Limits: rpc.Limits{
+			Limits: limits.Limits{
 				MaxMetadataBytes:         *maxMetadata,
 				MaxWatchStreamsPerClient: *maxStreams,
 				MaxAttachmentsPerClient:  *maxAttachments,

@@ -45,13 +45,27 @@ func (m *Manager) Owned() []string {
 	return keys
 }
 
-// HandOff moves the binding of key from this node to its next owner, the
-// member placement chooses among the others: the binding is released and
-// bound afresh to that member, so the new binding has a larger epoch and
-// the database fences any late write of this node. If another node binds
-// key in between, its binding stands (the store's compare-and-set decides)
-// and is returned. A key this node does not own is returned as it is bound.
-func (m *Manager) HandOff(ctx context.Context, key string) (Owner, error) {
+// Successor returns the address of the member placement chooses, among the
+// live members other than this node, to take key on: a draining node has it
+// build the key's documents, then hands the key to it (HandOff).
+func (m *Manager) Successor(key string) (string, error) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	next, ok := m.successorLocked(key)
+	if !ok {
+		return "", fmt.Errorf("affinity: hand off %q: %w", key, ErrNoSuccessor)
+	}
+	return next.Addr, nil
+}
+
+// HandOff moves the binding of key from this node to the member at to (see
+// Successor): the binding is released and bound afresh to that member, so
+// the new binding has a larger epoch and the database fences any late
+// write of this node. If another node binds key in between, its binding
+// stands (the store's compare-and-set decides) and is returned; if to left
+// meanwhile, placement chooses again. A key this node does not own is
+// returned as it is bound.
+func (m *Manager) HandOff(ctx context.Context, key, to string) (Owner, error) {
 	m.mu.Lock()
 	if m.stopped || m.lease == nil {
 		m.mu.Unlock()
@@ -62,10 +76,10 @@ func (m *Manager) HandOff(ctx context.Context, key string) (Owner, error) {
 		m.mu.Unlock()
 		return m.Owner(ctx, key)
 	}
-	next, ok := m.successorLocked(key)
-	if !ok {
+	next, ok := m.members[to]
+	if !ok || to == m.self.Addr {
 		m.mu.Unlock()
-		return Owner{}, fmt.Errorf("affinity: hand off %q: %w", key, ErrNoSuccessor)
+		return Owner{}, fmt.Errorf("affinity: hand off %q to %s: %w", key, to, ErrNoSuccessor)
 	}
 	m.dropLocked(key)
 	m.mu.Unlock()

@@ -156,6 +156,9 @@ type Metrics struct {
 	ChangesRefused atomic.Int64
 	// DocumentsBuilt counts documents built from a snapshot and the log.
 	DocumentsBuilt atomic.Int64
+	// DocumentsWarmed counts documents built or brought forward here
+	// before their binding moved here (WarmDocument).
+	DocumentsWarmed atomic.Int64
 	// SnapshotsStored and SnapshotFailures count snapshot saves.
 	SnapshotsStored  atomic.Int64
 	SnapshotFailures atomic.Int64

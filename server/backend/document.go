@@ -181,6 +181,11 @@ func (b *Backend) load(ctx context.Context, pid string, epoch int64, ds *docStat
 	if err != nil {
 		return fmt.Errorf("document %s: %w", ds.id, err)
 	}
+	if ds.doc != nil && ds.docEpoch != info.DocEpoch {
+		// Built before a compaction (a copy warmed before the binding
+		// moved here): its history is gone.
+		b.dropDoc(ds)
+	}
 	ds.project, ds.key, ds.epoch, ds.head = info.ProjectID, info.Key, epoch, info.ServerSeq
 	ds.schema = sch
 	ds.removed = !info.RemovedAt.IsZero()

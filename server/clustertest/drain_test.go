@@ -67,19 +67,29 @@ func converge(t *testing.T, c *clustertest.Cluster, docID string, rs ...*wire.Re
 
 // TestDrainHandsDocumentsOn drains a document's owner while a client on
 // each node edits and watches it: the binding moves to another node with a
-// larger epoch, every client syncs on without an error (the client on the
+// larger epoch, the next owner has the document built before that (and
+// builds it no more), every client syncs on without an error (the client on the
 // draining node through it, relayed), every Watch stream stays open and
 // reports the others' changes, and nothing is lost or stored twice.
 func TestDrainHandsDocumentsOn(t *testing.T) {
 	c := clustertest.Start(t, 3, withDrain(time.Minute))
 	f := newMoveFixture(t, c)
 	drained := f.owner.Node
+	built := make([]int64, len(c.Nodes()))
+	for i, n := range c.Nodes() {
+		built[i] = n.Server().Backend().Metrics().DocumentsBuilt.Load()
+	}
 
 	require.NoError(t, drained.Server().Drain(wire.Context(t)))
 	require.Empty(t, drained.Affinity().Owned(), "documents left on the drained node")
 	owner := ownerOf(t, c, f.docKey)
 	require.NotEqual(t, drained, owner.Node, "the drained node still owns the document")
 	require.Greater(t, owner.Binding.Epoch, f.owner.Binding.Epoch, "the handoff must bind with a larger epoch")
+	// The next owner built the document when asked to warm it, before the
+	// binding moved, and no call it served since built it again.
+	m := owner.Node.Server().Backend().Metrics()
+	require.EqualValues(t, 1, m.DocumentsWarmed.Load(), "the next owner was not asked to build the document")
+	require.Equal(t, built[owner.Node.Index()]+1, m.DocumentsBuilt.Load())
 
 	for _, w := range append([]*wire.Stream[api.WatchResponse]{f.nearW}, f.farW...) {
 		awaitMoved(t, w)
@@ -97,6 +107,7 @@ func TestDrainHandsDocumentsOn(t *testing.T) {
 		awaitChangeFrom(t, w, f.far[0].ID)
 	}
 	converge(t, c, f.near.DocID, f.all()...)
+	require.Equal(t, built[owner.Node.Index()]+1, m.DocumentsBuilt.Load(), "a call at the next owner built the document again")
 
 	c.Stop(drained.Index())
 	require.Equal(t, owner.Node, ownerOf(t, c, f.docKey).Node, "the stop moved the handed-on document again")

@@ -28,6 +28,7 @@ import (
 	"github.com/yorkie-affinity/yorkie/server/routing"
 	"github.com/yorkie-affinity/yorkie/server/rpc/errinfo"
 	"github.com/yorkie-affinity/yorkie/server/rpc/interceptor"
+	"github.com/yorkie-affinity/yorkie/server/rpc/limits"
 	"github.com/yorkie-affinity/yorkie/server/rpc/validate"
 )
 
@@ -57,7 +58,7 @@ type Config struct {
 	// Router is the routing step of document calls; nil serves everything here.
 	Router Router
 	// Limits bound what one client may hold (zero fields: the defaults).
-	Limits Limits
+	Limits limits.Limits
 	// Activity is told about every call of a client; nil records nothing.
 	Activity interceptor.Activity
 	// Channels holds the channel sessions this node serves. Required.
@@ -81,9 +82,9 @@ type Service struct {
 	router          Router
 	maxRequestBytes int
 	metrics         *interceptor.Metrics
-	limits          Limits
+	limits          limits.Limits
 	activity        interceptor.Activity
-	streams         streamCounts
+	streams         limits.Streams
 	channels        *channel.Manager
 	codecs          []connect.Codec
 	projects        *project.Resolver
@@ -118,7 +119,7 @@ func New(cfg Config) (*Service, error) {
 		logger:          logger,
 		router:          cfg.Router,
 		maxRequestBytes: maxBytes,
-		limits:          cfg.Limits.withDefaults(),
+		limits:          cfg.Limits.WithDefaults(),
 		activity:        cfg.Activity,
 		channels:        cfg.Channels,
 		codecs:          cfg.Codecs,
@@ -197,7 +198,7 @@ func (s *Service) ActivateClient(ctx context.Context, req *connect.Request[api.A
 	if len(key) > validate.MaxKeyLength*2 {
 		return nil, errinfo.InvalidArgument(fmt.Errorf("client_key is longer than %d bytes", validate.MaxKeyLength*2))
 	}
-	if err := s.limits.checkMetadata(req.Msg.GetMetadata()); err != nil {
+	if err := s.limits.CheckMetadata(req.Msg.GetMetadata()); err != nil {
 		return nil, err
 	}
 	p := project.FromContext(ctx)
@@ -267,7 +268,10 @@ func (s *Service) AttachDocument(ctx context.Context, req *connect.Request[api.A
 	}
 	procedure := req.Spec().Procedure
 	p := project.FromContext(ctx)
-	if err := s.checkAttachments(ctx, p, clientID); err != nil {
+	countIn := func(ctx context.Context, clientID string) (int, error) {
+		return s.backend.CountAttachedDocuments(ctx, p, clientID)
+	}
+	if err := s.limits.CheckAttachments(ctx, clientID, countIn); err != nil {
 		return nil, errinfo.ToConnect(err)
 	}
 	call := routing.DocumentCall{Kind: routing.CallAttach, Project: p, ClientID: clientID, DocumentKey: key, Header: req.Header()}
@@ -534,7 +538,7 @@ type ownerStream[Res any] func(context.Context) (*connect.ServerStreamForClient[
 func serveWatchStream[Req, Res any](ctx context.Context, s *Service, req *connect.Request[Req], stream *connect.ServerStream[Res], call routing.DocumentCall,
 	changed *Res, relay func(owner v1connect.YorkieServiceClient) ownerStream[Res], local func(procedure string, rt routing.Route, send func(*Res) error) error,
 ) error {
-	closeStream, err := s.streams.open(call.ClientID, s.limits.MaxWatchStreamsPerClient)
+	closeStream, err := s.streams.Open(call.ClientID, s.limits.MaxWatchStreamsPerClient)
 	if err != nil {
 		return err
 	}

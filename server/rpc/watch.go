@@ -46,7 +46,7 @@ func (s *Service) watchResources(ctx context.Context, req *connect.Request[api.W
 		}
 		calls[i] = call
 	}
-	closeStream, err := s.streams.open(clientID, s.limits.MaxWatchStreamsPerClient)
+	closeStream, err := s.streams.Open(clientID, s.limits.MaxWatchStreamsPerClient)
 	if err != nil {
 		return err
 	}

@@ -11,8 +11,8 @@ import (
 	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
 	"github.com/yorkie-affinity/yorkie/api/yorkie/v1/v1connect"
 	"github.com/yorkie-affinity/yorkie/server"
-	"github.com/yorkie-affinity/yorkie/server/rpc"
 	"github.com/yorkie-affinity/yorkie/server/rpc/errinfo"
+	"github.com/yorkie-affinity/yorkie/server/rpc/limits"
 	"github.com/yorkie-affinity/yorkie/server/servertest/wire"
 )
 
@@ -30,8 +30,8 @@ func TestClientMetadataBound(t *testing.T) {
 		}
 		// Keys and values count together: 2 keys of 1 byte and values
 		// filling the rest reach the bound exactly.
-		half := (rpc.DefaultMaxMetadataBytes - 2) / 2
-		atBound := map[string]string{"a": strings.Repeat("x", half), "b": strings.Repeat("y", rpc.DefaultMaxMetadataBytes-2-half)}
+		half := (limits.DefaultMaxMetadataBytes - 2) / 2
+		atBound := map[string]string{"a": strings.Repeat("x", half), "b": strings.Repeat("y", limits.DefaultMaxMetadataBytes-2-half)}
 		wire.Must(t, activate(atBound), "activate with metadata at the bound")
 
 		atBound["c"] = ""
@@ -121,7 +121,7 @@ func TestNegativeLimitsRemoveBounds(t *testing.T) {
 	forEachProtocol(t, func(t *testing.T, c v1connect.YorkieServiceClient, _ *server.Server) {
 		_, err := c.ActivateClient(wire.Context(t), connect.NewRequest(&api.ActivateClientRequest{
 			ClientKey: wire.UniqueKey(t, "client"),
-			Metadata:  map[string]string{"big": strings.Repeat("x", rpc.DefaultMaxMetadataBytes*2)},
+			Metadata:  map[string]string{"big": strings.Repeat("x", limits.DefaultMaxMetadataBytes*2)},
 		}))
 		wire.Must(t, err, "activate with large metadata and no bound")
 		r := newReplica(t, c)
@@ -129,7 +129,7 @@ func TestNegativeLimitsRemoveBounds(t *testing.T) {
 			r.MustAttach(wire.UniqueKey(t, "doc"))
 		}
 	}, func(cfg *server.Config) {
-		cfg.Limits = rpc.Limits{MaxMetadataBytes: -1, MaxWatchStreamsPerClient: -1, MaxAttachmentsPerClient: -1}
+		cfg.Limits = limits.Limits{MaxMetadataBytes: -1, MaxWatchStreamsPerClient: -1, MaxAttachmentsPerClient: -1}
 		cfg.MaxRequestBytes = 1 << 20
 	})
 }

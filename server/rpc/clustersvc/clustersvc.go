@@ -1,7 +1,7 @@
 // Package clustersvc serves the ClusterService, the calls the nodes of a
 // cluster make to each other: detaching a deactivating client at a
 // document's owner, the owner's side of the AdminService's document and
-// channel calls, and draining a node.
+// channel calls, and draining a node (its successor's side included).
 package clustersvc
 
 import (
@@ -19,6 +19,7 @@ import (
 	"github.com/yorkie-affinity/yorkie/server/admin"
 	"github.com/yorkie-affinity/yorkie/server/backend"
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
+	"github.com/yorkie-affinity/yorkie/server/channel"
 	upmetrics "github.com/yorkie-affinity/yorkie/server/metrics"
 	"github.com/yorkie-affinity/yorkie/server/project"
 	"github.com/yorkie-affinity/yorkie/server/routing"
@@ -81,6 +82,10 @@ type Config struct {
 	// Drain drains this node and returns the documents it still owns
 	// (nil: Drain answers unimplemented).
 	Drain func(ctx context.Context) (left int, err error)
+	// Channels holds this node's channel sessions, which take those a
+	// draining node hands on (nil: ImportChannelSessions answers
+	// unimplemented).
+	Channels *channel.Manager
 }
 
 // Service serves the calls nodes make to each other. Every call must

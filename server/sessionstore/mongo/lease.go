@@ -253,43 +253,14 @@ func (l *lease) renew(ctx context.Context) (ok bool, err error) {
 func (l *lease) keepAlive(lastOK time.Time) {
 	defer close(l.stopped)
 	defer l.end()
-	log := l.s.log.With("addr", l.member.Addr, "incarnation", l.member.Incarnation)
-	interval := l.ttl / 3
-	timer := time.NewTimer(interval)
-	defer timer.Stop()
-	for {
-		select {
-		case <-l.ctx.Done():
-			return
-		case <-timer.C:
-		}
-		now := time.Now()
-		deadline := lastOK.Add(l.ttl)
-		if !now.Before(deadline) {
-			log.Warn("lease lost: no renewal succeeded within the TTL", "ttl", l.ttl)
-			return
-		}
-		next := now.Add(interval)
-		if deadline.Before(next) {
-			next = deadline
-		}
-		ctx, cancel := context.WithDeadline(l.ctx, next)
-		ok, err := l.renew(ctx)
-		cancel()
-		switch {
-		case l.ctx.Err() != nil:
-			return
-		case err == nil && ok:
-			lastOK = now
-			timer.Reset(interval)
-		case err == nil:
-			log.Warn("lease lost: the member record was deleted (declared dead or revoked)")
-			l.s.kickWatches()
-			return
-		default:
-			log.Warn("lease renewal failed; retrying", "err", err)
-			timer.Reset(max(time.Until(now.Add(interval/2)), 0))
-		}
+	gone := sessionstore.KeepAlive{
+		TTL:    l.ttl,
+		Renew:  l.renew,
+		Gone:   "the member record was deleted (declared dead or revoked)",
+		Logger: l.s.log.With("addr", l.member.Addr, "incarnation", l.member.Incarnation),
+	}.Run(l.ctx, lastOK)
+	if gone {
+		l.s.kickWatches()
 	}
 }
 

@@ -95,57 +95,16 @@ func (l *lease) end() { l.doneOnce.Do(func() { close(l.done) }) }
 func (l *lease) keepAlive(lastOK time.Time) {
 	defer close(l.stopped)
 	defer l.end()
-	log := l.s.log.With("addr", l.member.Addr, "incarnation", l.member.Incarnation)
-	interval := l.ttl / 3
-	timer := time.NewTimer(interval)
-	defer timer.Stop()
-	for {
-		select {
-		case <-l.ctx.Done():
-			return
-		case <-timer.C:
-		}
-		now := time.Now()
-		deadline := lastOK.Add(l.ttl)
-		if !now.Before(deadline) {
-			log.Warn("lease lost: no renewal succeeded within the TTL", "ttl", l.ttl)
-			return
-		}
-		ctx, cancel := context.WithDeadline(l.ctx, earliest(now.Add(interval), deadline))
-		ok, err := l.s.renew(ctx, l.member, l.ttl)
-		cancel()
-		switch {
-		case l.ctx.Err() != nil:
-			return
-		case err == nil && ok:
-			lastOK = now
-			timer.Reset(interval)
-		case err == nil:
-			log.Warn("lease lost: the member key expired or was taken over")
-			return
-		case errors.Is(err, sessionstore.ErrMalformed):
-			log.Warn("lease lost: the member key is unreadable", "err", err)
-			return
-		case errors.As(err, new(*ReadOnlyError)):
-			// A failover: the stale connection is gone and the next try dials
-			// the new master. Waiting between tries would spend the whole TTL
-			// on the pool's other stale connections.
-			log.Info("lease renewal met a demoted master; retrying at once", "err", err)
-			timer.Reset(0)
-		default:
-			// Retry sooner than the normal interval, but never past the
-			// deadline, where the loop ends the lease.
-			log.Warn("lease renewal failed; retrying", "err", err)
-			timer.Reset(max(time.Until(earliest(now.Add(interval/2), deadline)), 0))
-		}
-	}
-}
-
-func earliest(a, b time.Time) time.Time {
-	if a.Before(b) {
-		return a
-	}
-	return b
+	sessionstore.KeepAlive{
+		TTL:   l.ttl,
+		Renew: func(ctx context.Context) (bool, error) { return l.s.renew(ctx, l.member, l.ttl) },
+		// A failover: the stale connection is gone and the next try dials
+		// the new master. Waiting between tries would spend the whole TTL
+		// on the pool's other stale connections.
+		RetryAtOnce: func(err error) bool { return errors.As(err, new(*ReadOnlyError)) },
+		Gone:        "the member key expired or was taken over",
+		Logger:      l.s.log.With("addr", l.member.Addr, "incarnation", l.member.Incarnation),
+	}.Run(l.ctx, lastOK)
 }
 
 // Revoke implements sessionstore.Lease: it deletes the member key if it still

@@ -920,6 +920,292 @@ func (x *DrainResponse) GetDocumentsLeft() int32 {
 	return 0
 }
 
+type WarmDocumentRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ProjectId     string                 `protobuf:"bytes,1,opt,name=project_id,json=projectId,proto3" json:"project_id,omitempty"`
+	DocumentId    string                 `protobuf:"bytes,2,opt,name=document_id,json=documentId,proto3" json:"document_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WarmDocumentRequest) Reset() {
+	*x = WarmDocumentRequest{}
+	mi := &file_yorkie_cluster_v1_cluster_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WarmDocumentRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WarmDocumentRequest) ProtoMessage() {}
+
+func (x *WarmDocumentRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_yorkie_cluster_v1_cluster_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WarmDocumentRequest.ProtoReflect.Descriptor instead.
+func (*WarmDocumentRequest) Descriptor() ([]byte, []int) {
+	return file_yorkie_cluster_v1_cluster_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *WarmDocumentRequest) GetProjectId() string {
+	if x != nil {
+		return x.ProjectId
+	}
+	return ""
+}
+
+func (x *WarmDocumentRequest) GetDocumentId() string {
+	if x != nil {
+		return x.DocumentId
+	}
+	return ""
+}
+
+type WarmDocumentResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// server_seq is the change the document was built up to.
+	ServerSeq     int64 `protobuf:"varint,1,opt,name=server_seq,json=serverSeq,proto3" json:"server_seq,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WarmDocumentResponse) Reset() {
+	*x = WarmDocumentResponse{}
+	mi := &file_yorkie_cluster_v1_cluster_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WarmDocumentResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WarmDocumentResponse) ProtoMessage() {}
+
+func (x *WarmDocumentResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_yorkie_cluster_v1_cluster_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WarmDocumentResponse.ProtoReflect.Descriptor instead.
+func (*WarmDocumentResponse) Descriptor() ([]byte, []int) {
+	return file_yorkie_cluster_v1_cluster_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *WarmDocumentResponse) GetServerSeq() int64 {
+	if x != nil {
+		return x.ServerSeq
+	}
+	return 0
+}
+
+// ChannelSession is one client's session on a channel, as the node that
+// held it hands it on.
+type ChannelSession struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	SessionId string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// channel_key is the channel's key within the project.
+	ChannelKey string `protobuf:"bytes,2,opt,name=channel_key,json=channelKey,proto3" json:"channel_key,omitempty"`
+	ClientId   string `protobuf:"bytes,3,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	// age_ms is the time since the session's attach or last refresh, and
+	// ttl_ms its time to live from then.
+	AgeMs         int64 `protobuf:"varint,4,opt,name=age_ms,json=ageMs,proto3" json:"age_ms,omitempty"`
+	TtlMs         int64 `protobuf:"varint,5,opt,name=ttl_ms,json=ttlMs,proto3" json:"ttl_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ChannelSession) Reset() {
+	*x = ChannelSession{}
+	mi := &file_yorkie_cluster_v1_cluster_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ChannelSession) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ChannelSession) ProtoMessage() {}
+
+func (x *ChannelSession) ProtoReflect() protoreflect.Message {
+	mi := &file_yorkie_cluster_v1_cluster_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ChannelSession.ProtoReflect.Descriptor instead.
+func (*ChannelSession) Descriptor() ([]byte, []int) {
+	return file_yorkie_cluster_v1_cluster_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *ChannelSession) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *ChannelSession) GetChannelKey() string {
+	if x != nil {
+		return x.ChannelKey
+	}
+	return ""
+}
+
+func (x *ChannelSession) GetClientId() string {
+	if x != nil {
+		return x.ClientId
+	}
+	return ""
+}
+
+func (x *ChannelSession) GetAgeMs() int64 {
+	if x != nil {
+		return x.AgeMs
+	}
+	return 0
+}
+
+func (x *ChannelSession) GetTtlMs() int64 {
+	if x != nil {
+		return x.TtlMs
+	}
+	return 0
+}
+
+type ImportChannelSessionsRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	ProjectId string                 `protobuf:"bytes,1,opt,name=project_id,json=projectId,proto3" json:"project_id,omitempty"`
+	// channel_group is the first key path of every session's channel: the
+	// group whose binding moved to the receiving node.
+	ChannelGroup  string            `protobuf:"bytes,2,opt,name=channel_group,json=channelGroup,proto3" json:"channel_group,omitempty"`
+	Sessions      []*ChannelSession `protobuf:"bytes,3,rep,name=sessions,proto3" json:"sessions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ImportChannelSessionsRequest) Reset() {
+	*x = ImportChannelSessionsRequest{}
+	mi := &file_yorkie_cluster_v1_cluster_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ImportChannelSessionsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ImportChannelSessionsRequest) ProtoMessage() {}
+
+func (x *ImportChannelSessionsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_yorkie_cluster_v1_cluster_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ImportChannelSessionsRequest.ProtoReflect.Descriptor instead.
+func (*ImportChannelSessionsRequest) Descriptor() ([]byte, []int) {
+	return file_yorkie_cluster_v1_cluster_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *ImportChannelSessionsRequest) GetProjectId() string {
+	if x != nil {
+		return x.ProjectId
+	}
+	return ""
+}
+
+func (x *ImportChannelSessionsRequest) GetChannelGroup() string {
+	if x != nil {
+		return x.ChannelGroup
+	}
+	return ""
+}
+
+func (x *ImportChannelSessionsRequest) GetSessions() []*ChannelSession {
+	if x != nil {
+		return x.Sessions
+	}
+	return nil
+}
+
+type ImportChannelSessionsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// imported counts the sessions added; a client that already holds a
+	// session on the channel there keeps that one.
+	Imported      int32 `protobuf:"varint,1,opt,name=imported,proto3" json:"imported,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ImportChannelSessionsResponse) Reset() {
+	*x = ImportChannelSessionsResponse{}
+	mi := &file_yorkie_cluster_v1_cluster_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ImportChannelSessionsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ImportChannelSessionsResponse) ProtoMessage() {}
+
+func (x *ImportChannelSessionsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_yorkie_cluster_v1_cluster_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ImportChannelSessionsResponse.ProtoReflect.Descriptor instead.
+func (*ImportChannelSessionsResponse) Descriptor() ([]byte, []int) {
+	return file_yorkie_cluster_v1_cluster_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *ImportChannelSessionsResponse) GetImported() int32 {
+	if x != nil {
+		return x.Imported
+	}
+	return 0
+}
+
 var File_yorkie_cluster_v1_cluster_proto protoreflect.FileDescriptor
 
 const file_yorkie_cluster_v1_cluster_proto_rawDesc = "" +
@@ -993,7 +1279,30 @@ const file_yorkie_cluster_v1_cluster_proto_rawDesc = "" +
 	"\bdocument\x18\x01 \x01(\v2\x1a.yorkie.v1.DocumentSummaryR\bdocument\"\x0e\n" +
 	"\fDrainRequest\"6\n" +
 	"\rDrainResponse\x12%\n" +
-	"\x0edocuments_left\x18\x01 \x01(\x05R\rdocumentsLeft2\xfc\x06\n" +
+	"\x0edocuments_left\x18\x01 \x01(\x05R\rdocumentsLeft\"U\n" +
+	"\x13WarmDocumentRequest\x12\x1d\n" +
+	"\n" +
+	"project_id\x18\x01 \x01(\tR\tprojectId\x12\x1f\n" +
+	"\vdocument_id\x18\x02 \x01(\tR\n" +
+	"documentId\"5\n" +
+	"\x14WarmDocumentResponse\x12\x1d\n" +
+	"\n" +
+	"server_seq\x18\x01 \x01(\x03R\tserverSeq\"\x9b\x01\n" +
+	"\x0eChannelSession\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x1f\n" +
+	"\vchannel_key\x18\x02 \x01(\tR\n" +
+	"channelKey\x12\x1b\n" +
+	"\tclient_id\x18\x03 \x01(\tR\bclientId\x12\x15\n" +
+	"\x06age_ms\x18\x04 \x01(\x03R\x05ageMs\x12\x15\n" +
+	"\x06ttl_ms\x18\x05 \x01(\x03R\x05ttlMs\"\xa1\x01\n" +
+	"\x1cImportChannelSessionsRequest\x12\x1d\n" +
+	"\n" +
+	"project_id\x18\x01 \x01(\tR\tprojectId\x12#\n" +
+	"\rchannel_group\x18\x02 \x01(\tR\fchannelGroup\x12=\n" +
+	"\bsessions\x18\x03 \x03(\v2!.yorkie.cluster.v1.ChannelSessionR\bsessions\";\n" +
+	"\x1dImportChannelSessionsResponse\x12\x1a\n" +
+	"\bimported\x18\x01 \x01(\x05R\bimported2\xdd\b\n" +
 	"\x0eClusterService\x12y\n" +
 	"\x14DetachClientDocument\x12..yorkie.cluster.v1.DetachClientDocumentRequest\x1a/.yorkie.cluster.v1.DetachClientDocumentResponse\"\x00\x12s\n" +
 	"\x12GetDocumentSummary\x12,.yorkie.cluster.v1.GetDocumentSummaryRequest\x1a-.yorkie.cluster.v1.GetDocumentSummaryResponse\"\x00\x12|\n" +
@@ -1002,7 +1311,9 @@ const file_yorkie_cluster_v1_cluster_proto_rawDesc = "" +
 	"\vGetChannels\x12%.yorkie.cluster.v1.GetChannelsRequest\x1a&.yorkie.cluster.v1.GetChannelsResponse\"\x00\x12m\n" +
 	"\x10BroadcastByAdmin\x12*.yorkie.cluster.v1.BroadcastByAdminRequest\x1a+.yorkie.cluster.v1.BroadcastByAdminResponse\"\x00\x12|\n" +
 	"\x15UpdateDocumentByAdmin\x12/.yorkie.cluster.v1.UpdateDocumentByAdminRequest\x1a0.yorkie.cluster.v1.UpdateDocumentByAdminResponse\"\x00\x12L\n" +
-	"\x05Drain\x12\x1f.yorkie.cluster.v1.DrainRequest\x1a .yorkie.cluster.v1.DrainResponse\"\x00BCZAgithub.com/yorkie-affinity/yorkie/api/yorkie/cluster/v1;clusterv1b\x06proto3"
+	"\x05Drain\x12\x1f.yorkie.cluster.v1.DrainRequest\x1a .yorkie.cluster.v1.DrainResponse\"\x00\x12a\n" +
+	"\fWarmDocument\x12&.yorkie.cluster.v1.WarmDocumentRequest\x1a'.yorkie.cluster.v1.WarmDocumentResponse\"\x00\x12|\n" +
+	"\x15ImportChannelSessions\x12/.yorkie.cluster.v1.ImportChannelSessionsRequest\x1a0.yorkie.cluster.v1.ImportChannelSessionsResponse\"\x00BCZAgithub.com/yorkie-affinity/yorkie/api/yorkie/cluster/v1;clusterv1b\x06proto3"
 
 var (
 	file_yorkie_cluster_v1_cluster_proto_rawDescOnce sync.Once
@@ -1016,7 +1327,7 @@ func file_yorkie_cluster_v1_cluster_proto_rawDescGZIP() []byte {
 	return file_yorkie_cluster_v1_cluster_proto_rawDescData
 }
 
-var file_yorkie_cluster_v1_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
+var file_yorkie_cluster_v1_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
 var file_yorkie_cluster_v1_cluster_proto_goTypes = []any{
 	(*DetachClientDocumentRequest)(nil),   // 0: yorkie.cluster.v1.DetachClientDocumentRequest
 	(*DetachClientDocumentResponse)(nil),  // 1: yorkie.cluster.v1.DetachClientDocumentResponse
@@ -1034,35 +1345,45 @@ var file_yorkie_cluster_v1_cluster_proto_goTypes = []any{
 	(*UpdateDocumentByAdminResponse)(nil), // 13: yorkie.cluster.v1.UpdateDocumentByAdminResponse
 	(*DrainRequest)(nil),                  // 14: yorkie.cluster.v1.DrainRequest
 	(*DrainResponse)(nil),                 // 15: yorkie.cluster.v1.DrainResponse
-	(*v1.DocumentSummary)(nil),            // 16: yorkie.v1.DocumentSummary
-	(*v1.ChannelSummary)(nil),             // 17: yorkie.v1.ChannelSummary
+	(*WarmDocumentRequest)(nil),           // 16: yorkie.cluster.v1.WarmDocumentRequest
+	(*WarmDocumentResponse)(nil),          // 17: yorkie.cluster.v1.WarmDocumentResponse
+	(*ChannelSession)(nil),                // 18: yorkie.cluster.v1.ChannelSession
+	(*ImportChannelSessionsRequest)(nil),  // 19: yorkie.cluster.v1.ImportChannelSessionsRequest
+	(*ImportChannelSessionsResponse)(nil), // 20: yorkie.cluster.v1.ImportChannelSessionsResponse
+	(*v1.DocumentSummary)(nil),            // 21: yorkie.v1.DocumentSummary
+	(*v1.ChannelSummary)(nil),             // 22: yorkie.v1.ChannelSummary
 }
 var file_yorkie_cluster_v1_cluster_proto_depIdxs = []int32{
-	16, // 0: yorkie.cluster.v1.GetDocumentSummaryResponse.document:type_name -> yorkie.v1.DocumentSummary
-	17, // 1: yorkie.cluster.v1.ListChannelsResponse.channels:type_name -> yorkie.v1.ChannelSummary
-	17, // 2: yorkie.cluster.v1.GetChannelsResponse.channels:type_name -> yorkie.v1.ChannelSummary
-	16, // 3: yorkie.cluster.v1.UpdateDocumentByAdminResponse.document:type_name -> yorkie.v1.DocumentSummary
-	0,  // 4: yorkie.cluster.v1.ClusterService.DetachClientDocument:input_type -> yorkie.cluster.v1.DetachClientDocumentRequest
-	2,  // 5: yorkie.cluster.v1.ClusterService.GetDocumentSummary:input_type -> yorkie.cluster.v1.GetDocumentSummaryRequest
-	4,  // 6: yorkie.cluster.v1.ClusterService.RemoveDocumentByAdmin:input_type -> yorkie.cluster.v1.RemoveDocumentByAdminRequest
-	6,  // 7: yorkie.cluster.v1.ClusterService.ListChannels:input_type -> yorkie.cluster.v1.ListChannelsRequest
-	8,  // 8: yorkie.cluster.v1.ClusterService.GetChannels:input_type -> yorkie.cluster.v1.GetChannelsRequest
-	10, // 9: yorkie.cluster.v1.ClusterService.BroadcastByAdmin:input_type -> yorkie.cluster.v1.BroadcastByAdminRequest
-	12, // 10: yorkie.cluster.v1.ClusterService.UpdateDocumentByAdmin:input_type -> yorkie.cluster.v1.UpdateDocumentByAdminRequest
-	14, // 11: yorkie.cluster.v1.ClusterService.Drain:input_type -> yorkie.cluster.v1.DrainRequest
-	1,  // 12: yorkie.cluster.v1.ClusterService.DetachClientDocument:output_type -> yorkie.cluster.v1.DetachClientDocumentResponse
-	3,  // 13: yorkie.cluster.v1.ClusterService.GetDocumentSummary:output_type -> yorkie.cluster.v1.GetDocumentSummaryResponse
-	5,  // 14: yorkie.cluster.v1.ClusterService.RemoveDocumentByAdmin:output_type -> yorkie.cluster.v1.RemoveDocumentByAdminResponse
-	7,  // 15: yorkie.cluster.v1.ClusterService.ListChannels:output_type -> yorkie.cluster.v1.ListChannelsResponse
-	9,  // 16: yorkie.cluster.v1.ClusterService.GetChannels:output_type -> yorkie.cluster.v1.GetChannelsResponse
-	11, // 17: yorkie.cluster.v1.ClusterService.BroadcastByAdmin:output_type -> yorkie.cluster.v1.BroadcastByAdminResponse
-	13, // 18: yorkie.cluster.v1.ClusterService.UpdateDocumentByAdmin:output_type -> yorkie.cluster.v1.UpdateDocumentByAdminResponse
-	15, // 19: yorkie.cluster.v1.ClusterService.Drain:output_type -> yorkie.cluster.v1.DrainResponse
-	12, // [12:20] is the sub-list for method output_type
-	4,  // [4:12] is the sub-list for method input_type
-	4,  // [4:4] is the sub-list for extension type_name
-	4,  // [4:4] is the sub-list for extension extendee
-	0,  // [0:4] is the sub-list for field type_name
+	21, // 0: yorkie.cluster.v1.GetDocumentSummaryResponse.document:type_name -> yorkie.v1.DocumentSummary
+	22, // 1: yorkie.cluster.v1.ListChannelsResponse.channels:type_name -> yorkie.v1.ChannelSummary
+	22, // 2: yorkie.cluster.v1.GetChannelsResponse.channels:type_name -> yorkie.v1.ChannelSummary
+	21, // 3: yorkie.cluster.v1.UpdateDocumentByAdminResponse.document:type_name -> yorkie.v1.DocumentSummary
+	18, // 4: yorkie.cluster.v1.ImportChannelSessionsRequest.sessions:type_name -> yorkie.cluster.v1.ChannelSession
+	0,  // 5: yorkie.cluster.v1.ClusterService.DetachClientDocument:input_type -> yorkie.cluster.v1.DetachClientDocumentRequest
+	2,  // 6: yorkie.cluster.v1.ClusterService.GetDocumentSummary:input_type -> yorkie.cluster.v1.GetDocumentSummaryRequest
+	4,  // 7: yorkie.cluster.v1.ClusterService.RemoveDocumentByAdmin:input_type -> yorkie.cluster.v1.RemoveDocumentByAdminRequest
+	6,  // 8: yorkie.cluster.v1.ClusterService.ListChannels:input_type -> yorkie.cluster.v1.ListChannelsRequest
+	8,  // 9: yorkie.cluster.v1.ClusterService.GetChannels:input_type -> yorkie.cluster.v1.GetChannelsRequest
+	10, // 10: yorkie.cluster.v1.ClusterService.BroadcastByAdmin:input_type -> yorkie.cluster.v1.BroadcastByAdminRequest
+	12, // 11: yorkie.cluster.v1.ClusterService.UpdateDocumentByAdmin:input_type -> yorkie.cluster.v1.UpdateDocumentByAdminRequest
+	14, // 12: yorkie.cluster.v1.ClusterService.Drain:input_type -> yorkie.cluster.v1.DrainRequest
+	16, // 13: yorkie.cluster.v1.ClusterService.WarmDocument:input_type -> yorkie.cluster.v1.WarmDocumentRequest
+	19, // 14: yorkie.cluster.v1.ClusterService.ImportChannelSessions:input_type -> yorkie.cluster.v1.ImportChannelSessionsRequest
+	1,  // 15: yorkie.cluster.v1.ClusterService.DetachClientDocument:output_type -> yorkie.cluster.v1.DetachClientDocumentResponse
+	3,  // 16: yorkie.cluster.v1.ClusterService.GetDocumentSummary:output_type -> yorkie.cluster.v1.GetDocumentSummaryResponse
+	5,  // 17: yorkie.cluster.v1.ClusterService.RemoveDocumentByAdmin:output_type -> yorkie.cluster.v1.RemoveDocumentByAdminResponse
+	7,  // 18: yorkie.cluster.v1.ClusterService.ListChannels:output_type -> yorkie.cluster.v1.ListChannelsResponse
+	9,  // 19: yorkie.cluster.v1.ClusterService.GetChannels:output_type -> yorkie.cluster.v1.GetChannelsResponse
+	11, // 20: yorkie.cluster.v1.ClusterService.BroadcastByAdmin:output_type -> yorkie.cluster.v1.BroadcastByAdminResponse
+	13, // 21: yorkie.cluster.v1.ClusterService.UpdateDocumentByAdmin:output_type -> yorkie.cluster.v1.UpdateDocumentByAdminResponse
+	15, // 22: yorkie.cluster.v1.ClusterService.Drain:output_type -> yorkie.cluster.v1.DrainResponse
+	17, // 23: yorkie.cluster.v1.ClusterService.WarmDocument:output_type -> yorkie.cluster.v1.WarmDocumentResponse
+	20, // 24: yorkie.cluster.v1.ClusterService.ImportChannelSessions:output_type -> yorkie.cluster.v1.ImportChannelSessionsResponse
+	15, // [15:25] is the sub-list for method output_type
+	5,  // [5:15] is the sub-list for method input_type
+	5,  // [5:5] is the sub-list for extension type_name
+	5,  // [5:5] is the sub-list for extension extendee
+	0,  // [0:5] is the sub-list for field type_name
 }
 
 func init() { file_yorkie_cluster_v1_cluster_proto_init() }
@@ -1076,7 +1397,7 @@ func file_yorkie_cluster_v1_cluster_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_yorkie_cluster_v1_cluster_proto_rawDesc), len(file_yorkie_cluster_v1_cluster_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   16,
+			NumMessages:   21,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -60,6 +60,12 @@ const (
 	ClusterServiceUpdateDocumentByAdminProcedure = "/yorkie.cluster.v1.ClusterService/UpdateDocumentByAdmin"
 	// ClusterServiceDrainProcedure is the fully-qualified name of the ClusterService's Drain RPC.
 	ClusterServiceDrainProcedure = "/yorkie.cluster.v1.ClusterService/Drain"
+	// ClusterServiceWarmDocumentProcedure is the fully-qualified name of the ClusterService's
+	// WarmDocument RPC.
+	ClusterServiceWarmDocumentProcedure = "/yorkie.cluster.v1.ClusterService/WarmDocument"
+	// ClusterServiceImportChannelSessionsProcedure is the fully-qualified name of the ClusterService's
+	// ImportChannelSessions RPC.
+	ClusterServiceImportChannelSessionsProcedure = "/yorkie.cluster.v1.ClusterService/ImportChannelSessions"
 )
 
 // ClusterServiceClient is a client for the yorkie.cluster.v1.ClusterService service.
@@ -77,6 +83,14 @@ type ClusterServiceClient interface {
 	// Drain makes the receiving node hand its documents on (AdminService's
 	// DrainNode naming it).
 	Drain(context.Context, *connect.Request[v1.DrainRequest]) (*connect.Response[v1.DrainResponse], error)
+	// WarmDocument has the receiving node, a draining node's successor, build
+	// a document from the database before the document's binding moves to
+	// it, so that the calls it then serves find the document built.
+	WarmDocument(context.Context, *connect.Request[v1.WarmDocumentRequest]) (*connect.Response[v1.WarmDocumentResponse], error)
+	// ImportChannelSessions gives the receiving node, to which a draining
+	// node moved the binding of a channel group, the group's sessions, so
+	// the channels' counts carry on there.
+	ImportChannelSessions(context.Context, *connect.Request[v1.ImportChannelSessionsRequest]) (*connect.Response[v1.ImportChannelSessionsResponse], error)
 }
 
 // NewClusterServiceClient constructs a client for the yorkie.cluster.v1.ClusterService service. By
@@ -138,6 +152,18 @@ func NewClusterServiceClient(httpClient connect.HTTPClient, baseURL string, opts
 			connect.WithSchema(clusterServiceMethods.ByName("Drain")),
 			connect.WithClientOptions(opts...),
 		),
+		warmDocument: connect.NewClient[v1.WarmDocumentRequest, v1.WarmDocumentResponse](
+			httpClient,
+			baseURL+ClusterServiceWarmDocumentProcedure,
+			connect.WithSchema(clusterServiceMethods.ByName("WarmDocument")),
+			connect.WithClientOptions(opts...),
+		),
+		importChannelSessions: connect.NewClient[v1.ImportChannelSessionsRequest, v1.ImportChannelSessionsResponse](
+			httpClient,
+			baseURL+ClusterServiceImportChannelSessionsProcedure,
+			connect.WithSchema(clusterServiceMethods.ByName("ImportChannelSessions")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -151,6 +177,8 @@ type clusterServiceClient struct {
 	broadcastByAdmin      *connect.Client[v1.BroadcastByAdminRequest, v1.BroadcastByAdminResponse]
 	updateDocumentByAdmin *connect.Client[v1.UpdateDocumentByAdminRequest, v1.UpdateDocumentByAdminResponse]
 	drain                 *connect.Client[v1.DrainRequest, v1.DrainResponse]
+	warmDocument          *connect.Client[v1.WarmDocumentRequest, v1.WarmDocumentResponse]
+	importChannelSessions *connect.Client[v1.ImportChannelSessionsRequest, v1.ImportChannelSessionsResponse]
 }
 
 // DetachClientDocument calls yorkie.cluster.v1.ClusterService.DetachClientDocument.
@@ -193,6 +221,16 @@ func (c *clusterServiceClient) Drain(ctx context.Context, req *connect.Request[v
 	return c.drain.CallUnary(ctx, req)
 }
 
+// WarmDocument calls yorkie.cluster.v1.ClusterService.WarmDocument.
+func (c *clusterServiceClient) WarmDocument(ctx context.Context, req *connect.Request[v1.WarmDocumentRequest]) (*connect.Response[v1.WarmDocumentResponse], error) {
+	return c.warmDocument.CallUnary(ctx, req)
+}
+
+// ImportChannelSessions calls yorkie.cluster.v1.ClusterService.ImportChannelSessions.
+func (c *clusterServiceClient) ImportChannelSessions(ctx context.Context, req *connect.Request[v1.ImportChannelSessionsRequest]) (*connect.Response[v1.ImportChannelSessionsResponse], error) {
+	return c.importChannelSessions.CallUnary(ctx, req)
+}
+
 // ClusterServiceHandler is an implementation of the yorkie.cluster.v1.ClusterService service.
 type ClusterServiceHandler interface {
 	// DetachClientDocument detaches the client from a document this node owns,
@@ -208,6 +246,14 @@ type ClusterServiceHandler interface {
 	// Drain makes the receiving node hand its documents on (AdminService's
 	// DrainNode naming it).
 	Drain(context.Context, *connect.Request[v1.DrainRequest]) (*connect.Response[v1.DrainResponse], error)
+	// WarmDocument has the receiving node, a draining node's successor, build
+	// a document from the database before the document's binding moves to
+	// it, so that the calls it then serves find the document built.
+	WarmDocument(context.Context, *connect.Request[v1.WarmDocumentRequest]) (*connect.Response[v1.WarmDocumentResponse], error)
+	// ImportChannelSessions gives the receiving node, to which a draining
+	// node moved the binding of a channel group, the group's sessions, so
+	// the channels' counts carry on there.
+	ImportChannelSessions(context.Context, *connect.Request[v1.ImportChannelSessionsRequest]) (*connect.Response[v1.ImportChannelSessionsResponse], error)
 }
 
 // NewClusterServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -265,6 +311,18 @@ func NewClusterServiceHandler(svc ClusterServiceHandler, opts ...connect.Handler
 		connect.WithSchema(clusterServiceMethods.ByName("Drain")),
 		connect.WithHandlerOptions(opts...),
 	)
+	clusterServiceWarmDocumentHandler := connect.NewUnaryHandler(
+		ClusterServiceWarmDocumentProcedure,
+		svc.WarmDocument,
+		connect.WithSchema(clusterServiceMethods.ByName("WarmDocument")),
+		connect.WithHandlerOptions(opts...),
+	)
+	clusterServiceImportChannelSessionsHandler := connect.NewUnaryHandler(
+		ClusterServiceImportChannelSessionsProcedure,
+		svc.ImportChannelSessions,
+		connect.WithSchema(clusterServiceMethods.ByName("ImportChannelSessions")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/yorkie.cluster.v1.ClusterService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case ClusterServiceDetachClientDocumentProcedure:
@@ -283,6 +341,10 @@ func NewClusterServiceHandler(svc ClusterServiceHandler, opts ...connect.Handler
 			clusterServiceUpdateDocumentByAdminHandler.ServeHTTP(w, r)
 		case ClusterServiceDrainProcedure:
 			clusterServiceDrainHandler.ServeHTTP(w, r)
+		case ClusterServiceWarmDocumentProcedure:
+			clusterServiceWarmDocumentHandler.ServeHTTP(w, r)
+		case ClusterServiceImportChannelSessionsProcedure:
+			clusterServiceImportChannelSessionsHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -322,4 +384,12 @@ func (UnimplementedClusterServiceHandler) UpdateDocumentByAdmin(context.Context,
 
 func (UnimplementedClusterServiceHandler) Drain(context.Context, *connect.Request[v1.DrainRequest]) (*connect.Response[v1.DrainResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("yorkie.cluster.v1.ClusterService.Drain is not implemented"))
+}
+
+func (UnimplementedClusterServiceHandler) WarmDocument(context.Context, *connect.Request[v1.WarmDocumentRequest]) (*connect.Response[v1.WarmDocumentResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("yorkie.cluster.v1.ClusterService.WarmDocument is not implemented"))
+}
+
+func (UnimplementedClusterServiceHandler) ImportChannelSessions(context.Context, *connect.Request[v1.ImportChannelSessionsRequest]) (*connect.Response[v1.ImportChannelSessionsResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("yorkie.cluster.v1.ClusterService.ImportChannelSessions is not implemented"))
 }

@@ -1,4 +1,6 @@
-package rpc
+// Package limits holds the bounds of what one client may hold on a node:
+// its metadata's size, its open Watch streams and its attached documents.
+package limits
 
 import (
 	"context"
@@ -6,7 +8,6 @@ import (
 	"sync"
 
 	"connectrpc.com/connect"
-	"github.com/yorkie-affinity/yorkie/server/backend/database"
 	"github.com/yorkie-affinity/yorkie/server/rpc/errinfo"
 )
 
@@ -37,7 +38,8 @@ type Limits struct {
 	MaxAttachmentsPerClient int
 }
 
-func (l Limits) withDefaults() Limits {
+// WithDefaults returns l with its zero fields set to the defaults.
+func (l Limits) WithDefaults() Limits {
 	def := func(v, d int) int {
 		if v == 0 {
 			return d
@@ -50,8 +52,8 @@ func (l Limits) withDefaults() Limits {
 	return l
 }
 
-// checkMetadata refuses metadata over the bound.
-func (l Limits) checkMetadata(md map[string]string) error {
+// CheckMetadata refuses metadata over the bound.
+func (l Limits) CheckMetadata(md map[string]string) error {
 	if l.MaxMetadataBytes < 0 {
 		return nil
 	}
@@ -65,15 +67,15 @@ func (l Limits) checkMetadata(md map[string]string) error {
 	return nil
 }
 
-// checkAttachments refuses an attach by a client that has the most
-// documents attached already. Attaches racing for the last places may
-// together pass it by a few.
-func (s *Service) checkAttachments(ctx context.Context, p *database.ProjectInfo, clientID string) error {
-	limit := s.limits.MaxAttachmentsPerClient
+// CheckAttachments refuses an attach by a client that has the most
+// documents attached already, counted by count. Attaches racing for the
+// last places may together pass it by a few.
+func (l Limits) CheckAttachments(ctx context.Context, clientID string, count func(context.Context, string) (int, error)) error {
+	limit := l.MaxAttachmentsPerClient
 	if limit < 0 {
 		return nil
 	}
-	n, err := s.backend.CountAttachedDocuments(ctx, p, clientID)
+	n, err := count(ctx, clientID)
 	if err != nil {
 		return err
 	}
@@ -83,15 +85,16 @@ func (s *Service) checkAttachments(ctx context.Context, p *database.ProjectInfo,
 	return nil
 }
 
-// streamCounts counts the open Watch streams of each client on this node.
-type streamCounts struct {
+// Streams counts the open Watch streams of each client on this node; the
+// zero value counts none.
+type Streams struct {
 	mu sync.Mutex
 	n  map[string]int
 }
 
-// open counts a new stream of the client unless it has limit open already
+// Open counts a new stream of the client unless it has limit open already
 // (a negative limit bounds nothing); the returned function ends it.
-func (c *streamCounts) open(clientID string, limit int) (func(), error) {
+func (c *Streams) Open(clientID string, limit int) (func(), error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if limit >= 0 && c.n[clientID] >= limit {
