@@ -43,6 +43,7 @@ import (
 	"github.com/yorkie-affinity/yorkie/server/rpc/clustersvc"
 	"github.com/yorkie-affinity/yorkie/server/rpc/http1"
 	"github.com/yorkie-affinity/yorkie/server/rpc/jsoncodec"
+	"github.com/yorkie-affinity/yorkie/server/rpc/streamconn"
 )
 
 // Server is one Yorkie server node. New builds every part of it and binds
@@ -56,7 +57,9 @@ type Server struct {
 	backend  *backend.Backend
 	channels *channel.Manager
 	service  *rpc.Service
-	health   *grpchealth.StaticChecker
+	// codecs are the Connect JSON codecs the RPC service reads and writes.
+	codecs []connect.Codec
+	health *grpchealth.StaticChecker
 	// draining is set when shutdown begins: /healthz then answers 503.
 	draining atomic.Bool
 	// routes is the router the RPC port routes with: the cluster's, or the
@@ -259,6 +262,7 @@ func New(ctx context.Context, cfg Config, opts ...Option) (_ *Server, err error)
 	if router != nil {
 		forwarded = func(h http.Header) bool { return forwardedBy(h, router.Authentic) }
 	}
+	s.codecs = jsonCodecs(cfg.DisableFastJSON)
 	if s.service, err = rpc.New(rpc.Config{
 		Backend:         s.backend,
 		Logger:          logger,
@@ -268,7 +272,7 @@ func New(ctx context.Context, cfg Config, opts ...Option) (_ *Server, err error)
 		Limits:          cfg.Limits,
 		Activity:        s.tracker,
 		Channels:        s.channels,
-		Codecs:          jsonCodecs(cfg.DisableFastJSON),
+		Codecs:          s.codecs,
 		Projects:        s.projects,
 		Auth:            s.webhooks.rpcAuth(forwarded),
 		Upstream:        s.upstream,
@@ -344,6 +348,16 @@ func (s *Server) newRPCPort(router *routing.Router) (port, error) {
 	cfg, logger, svc := s.cfg, s.logger, s.service
 	mux := http.NewServeMux()
 	path, yorkieHandler := svc.Handler()
+	var streams *streamconn.Server
+	if !cfg.DisableFastHTTP1 {
+		// Watch streams over HTTP/1.1 go on on their own connections once
+		// set up, holding no net/http goroutine or buffers.
+		var err error
+		if streams, err = streamconn.New(streamconn.Config{Paths: rpc.StreamPaths(), Codecs: s.codecs, Logger: logger}); err != nil {
+			return nil, fmt.Errorf("server: %w", err)
+		}
+		yorkieHandler = streams.Wrap(yorkieHandler)
+	}
 	mux.Handle(path, yorkieHandler)
 	// The AdminService's requests keep the small default bound.
 	mux.Handle(s.admin.Handler())
@@ -412,7 +426,24 @@ func (s *Server) newRPCPort(router *routing.Router) (port, error) {
 	if err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
-	return fast, nil
+	return streamsPort{port: fast, streams: streams}, nil
+}
+
+// streamsPort is the RPC port with the Watch streams detached from it: its
+// shutdown also waits for them to end (the service ends them when it closes
+// its streams), and closing it closes them.
+type streamsPort struct {
+	port
+	streams *streamconn.Server
+}
+
+func (p streamsPort) Shutdown(ctx context.Context) error {
+	return errors.Join(p.port.Shutdown(ctx), p.streams.Wait(ctx))
+}
+
+func (p streamsPort) Close() error {
+	p.streams.Close()
+	return p.port.Close()
 }
 
 // newProfilingPort builds the operators' port.

@@ -19,11 +19,11 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
 	"github.com/yorkie-affinity/yorkie/api/yorkie/v1/v1connect"
+	"github.com/yorkie-affinity/yorkie/server/rpc/errinfo"
 	"github.com/yorkie-affinity/yorkie/server/servertest/sdksim"
 )
 
@@ -353,27 +353,9 @@ func runAuthPort(ctx context.Context, t *target, cfg config, _ *slog.Logger) ([]
 		cancel()
 		tr.CloseIdleConnections()
 		figs = append(figs, figure{tc.name + ": answer / time (" + cfg.portTimeout.String() + " timeout, 2 retries)",
-			fmt.Sprintf("%s %q / %s", code(err), errorInfoCode(err), ms(took))})
+			fmt.Sprintf("%s %q / %s", code(err), errinfo.Metadata(err)["code"], ms(took))})
 	}
 	return figs, nil
-}
-
-// errorInfoCode is the ErrorInfo "code" of a Connect error, "" if none.
-func errorInfoCode(err error) string {
-	var ce *connect.Error
-	if !errors.As(err, &ce) {
-		return ""
-	}
-	for _, d := range ce.Details() {
-		v, derr := d.Value()
-		if derr != nil {
-			continue
-		}
-		if info, ok := v.(*errdetails.ErrorInfo); ok {
-			return info.GetMetadata()["code"]
-		}
-	}
-	return ""
 }
 
 // eventHook records when each document's event arrives.
@@ -597,7 +579,7 @@ func runLamport(ctx context.Context, t *target, _ config, _ *slog.Logger) ([]fig
 		next = "an SDK client's next change needs lamport 2^63: past int64, every PushPull refused"
 	}
 	return []figure{
-		{"push of a change with lamport 2^63-1", fmt.Sprintf("%s %s", code(perr), errorInfoCode(perr))},
+		{"push of a change with lamport 2^63-1", fmt.Sprintf("%s %s", code(perr), errinfo.Metadata(perr)["code"])},
 		{"lamport a client attaching next pulls", fmt.Sprintf("%d (%s)", b.Lamport, next)},
 	}, nil
 }

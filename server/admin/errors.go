@@ -5,9 +5,9 @@ import (
 	"errors"
 
 	"connectrpc.com/connect"
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
 
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
+	"github.com/yorkie-affinity/yorkie/server/rpc/errinfo"
 )
 
 // Error code names carried in the google.rpc.ErrorInfo metadata "code", as
@@ -28,13 +28,7 @@ const (
 
 // newError builds a Connect error with an ErrorInfo naming the code.
 func newError(code connect.Code, name string, err error) *connect.Error {
-	cerr := connect.NewError(code, err)
-	if detail, derr := connect.NewErrorDetail(&errdetails.ErrorInfo{
-		Reason: name, Metadata: map[string]string{"code": name},
-	}); derr == nil {
-		cerr.AddDetail(detail)
-	}
-	return cerr
+	return errinfo.New(code, name, err)
 }
 
 func unauthenticated(err error) *connect.Error {

@@ -544,12 +544,14 @@ func (b *Backend) verify(ctx context.Context, ds *docState, clientID string, e *
 // attachment of a client that is attached again (the requester or another)
 // come back without their presence: the SDK applies a change's presence to
 // the change's actor as it is now, so an old PUT or CLEAR would overwrite
-// its current presence or take it offline.
+// its current presence or take it offline. A requester that watches the
+// document gets no CLEAR of another client either (see leftMarker).
 func (b *Backend) pull(ctx context.Context, ds *docState, clientID string, e *attState, from int64) ([]*api.Change, error) {
 	stored, err := b.db.FindChanges(ctx, ds.id, from+1, ds.head)
 	if err != nil {
 		return nil, fmt.Errorf("find changes %d..%d: %w", from+1, ds.head, err)
 	}
+	watching := b.ps.Watching(ds.id, clientID)
 	out := make([]*api.Change, 0, len(stored))
 	for _, c := range stored {
 		own := c.ActorID == clientID
@@ -562,6 +564,7 @@ func (b *Backend) pull(ctx context.Context, ds *docState, clientID string, e *at
 		// SDK applies it to the actor as it is now, so the old CLEAR of a
 		// client that left and came back would take it offline for good.
 		oldPresence := body.GetPresenceChange() != nil && (own || attachedSince(ds, c.ActorID, c.ServerSeq))
+		oldPresence = oldPresence || (watching && !own && leftMarker(ds, c.ActorID, body))
 		if noVV || oldPresence {
 			// Stored bodies are shared and immutable: fix a copy.
 			body = proto.CloneOf(body)
@@ -578,6 +581,20 @@ func (b *Backend) pull(ctx context.Context, ds *docState, clientID string, e *at
 		out = append(out, body)
 	}
 	return out, nil
+}
+
+// leftMarker reports whether the change is the presence CLEAR of a client
+// that is not attached now: the mark of its detach or deactivation. A client
+// watching the document learns that on its stream: UNWATCHED, sent when the
+// actor left, before any pull can return its CLEAR, or an initialization
+// without it. The CLEAR itself must not reach it: the SDK applies a pull's
+// response and the stream's events each as it arrives, so a response
+// carrying the CLEAR that is applied after the WATCHED of the actor coming
+// back (it re-attached while the pull was in flight) would take it offline
+// at this client for good, whatever presence it sends later. The caller
+// holds the lock.
+func leftMarker(ds *docState, actorID string, c *api.Change) bool {
+	return c.GetPresenceChange().GetType() == api.PresenceChange_CHANGE_TYPE_CLEAR && ds.atts[actorID] == nil
 }
 
 // attachedSince reports whether the actor is attached now through an

@@ -332,15 +332,27 @@ func TestDeactivateDetachesAtEveryOwner(t *testing.T) {
 	for i, o := range others {
 		awaitEvent(t, oW[i], changed, x.ID)
 		o.MustPushPull()
+		// The leave is stored as x's presence clear. The watcher pulls that
+		// change without the clear: it hears of the leave on its stream
+		// (UNWATCHED, checked below), and a clear applied after x came back
+		// would take x offline for it.
+		log, err := c.DB().FindChanges(wire.Context(t), xDocs[i].DocID, 1, 1<<62)
+		wire.Must(t, err, "read the log")
 		var cleared bool
-		for _, ch := range o.Pulled {
-			if fmt.Sprintf("%x", ch.GetId().GetActorId()) == x.ID &&
-				ch.GetPresenceChange().GetType() == api.PresenceChange_CHANGE_TYPE_CLEAR {
-				cleared = true
+		for _, stored := range log {
+			if stored.ActorID != x.ID || stored.Body.GetPresenceChange().GetType() != api.PresenceChange_CHANGE_TYPE_CLEAR {
+				continue
+			}
+			cleared = true
+			switch pulled, ok := o.Pulled[wire.ChangeKey(stored.Body)]; {
+			case !ok:
+				t.Errorf("watcher of document %d did not pull the deactivated client's leave", i)
+			case pulled.GetPresenceChange() != nil:
+				t.Errorf("watcher of document %d pulled the deactivated client's leave with its presence %v", i, pulled.GetPresenceChange())
 			}
 		}
 		if !cleared {
-			t.Errorf("watcher of document %d did not pull the deactivated client's presence clear", i)
+			t.Errorf("document %d stored no presence clear of the deactivated client", i)
 		}
 		att, err := c.DB().FindAttachment(wire.Context(t), x.ID, xDocs[i].DocID)
 		wire.Must(t, err, "find attachment")

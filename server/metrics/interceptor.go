@@ -7,6 +7,7 @@ import (
 	"connectrpc.com/connect"
 
 	"github.com/yorkie-affinity/yorkie/server/project"
+	"github.com/yorkie-affinity/yorkie/server/rpc/streamconn"
 )
 
 // interceptor records yorkie_rpc_server_handled_* for the calls of one
@@ -49,11 +50,11 @@ func (i interceptor) WrapStreamingHandler(next connect.StreamingHandlerFunc) con
 			return next(ctx, conn)
 		}
 		start := time.Now()
-		err := next(ctx, conn)
-		if i.userAgents {
-			i.m.UserAgent(conn.RequestHeader(), project.FromContext(ctx), conn.Spec().Procedure)
-		}
-		i.m.Handled(ServerStream, conn.Spec().Procedure, err, time.Since(start))
-		return err
+		return streamconn.Finish(ctx, next(ctx, conn), func(err error) {
+			if i.userAgents {
+				i.m.UserAgent(conn.RequestHeader(), project.FromContext(ctx), conn.Spec().Procedure)
+			}
+			i.m.Handled(ServerStream, conn.Spec().Procedure, err, time.Since(start))
+		})
 	}
 }

@@ -160,7 +160,7 @@ func (s *Service) WatchChannel(ctx context.Context, req *connect.Request[api.Wat
 		return func(ctx context.Context) (*connect.ServerStreamForClient[api.WatchChannelResponse], error) {
 			return owner.WatchChannel(ctx, relayRequest(req.Msg, call))
 		}
-	}, func(procedure string, rt routing.Route, send func(*api.WatchChannelResponse) error) error {
+	}, func(ctx context.Context, procedure string, rt routing.Route, send func(*api.WatchChannelResponse) error) error {
 		w, err := s.openChannelWatch(ctx, rt.Project, clientID, key)
 		if err != nil {
 			return s.failRouted(ctx, procedure, rt, err)

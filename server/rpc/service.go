@@ -29,6 +29,7 @@ import (
 	"github.com/yorkie-affinity/yorkie/server/rpc/errinfo"
 	"github.com/yorkie-affinity/yorkie/server/rpc/interceptor"
 	"github.com/yorkie-affinity/yorkie/server/rpc/limits"
+	"github.com/yorkie-affinity/yorkie/server/rpc/streamconn"
 	"github.com/yorkie-affinity/yorkie/server/rpc/validate"
 )
 
@@ -474,7 +475,7 @@ func (s *Service) Watch(ctx context.Context, req *connect.Request[api.WatchReque
 		return func(ctx context.Context) (*connect.ServerStreamForClient[api.WatchResponse], error) {
 			return owner.Watch(ctx, relayRequest(req.Msg, call))
 		}
-	}, func(procedure string, rt routing.Route, send func(*api.WatchResponse) error) error {
+	}, func(ctx context.Context, procedure string, rt routing.Route, send func(*api.WatchResponse) error) error {
 		return s.watch(ctx, procedure, rt, clientID, docID,
 			func(watchers []string) error {
 				return send(&api.WatchResponse{Body: &api.WatchResponse_Initialization{
@@ -514,7 +515,7 @@ func (s *Service) WatchDocument(ctx context.Context, req *connect.Request[api.Wa
 		return func(ctx context.Context) (*connect.ServerStreamForClient[api.WatchDocumentResponse], error) {
 			return owner.WatchDocument(ctx, relayRequest(req.Msg, call))
 		}
-	}, func(procedure string, rt routing.Route, send func(*api.WatchDocumentResponse) error) error {
+	}, func(ctx context.Context, procedure string, rt routing.Route, send func(*api.WatchDocumentResponse) error) error {
 		return s.watch(ctx, procedure, rt, clientID, docID,
 			func(watchers []string) error {
 				return send(&api.WatchDocumentResponse{Body: &api.WatchDocumentResponse_Initialization_{
@@ -536,13 +537,18 @@ type ownerStream[Res any] func(context.Context) (*connect.ServerStreamForClient[
 // (opened by relay) or, when this node owns it, stamps the session key and
 // runs local.
 func serveWatchStream[Req, Res any](ctx context.Context, s *Service, req *connect.Request[Req], stream *connect.ServerStream[Res], call routing.DocumentCall,
-	changed *Res, relay func(owner v1connect.YorkieServiceClient) ownerStream[Res], local func(procedure string, rt routing.Route, send func(*Res) error) error,
+	changed *Res, relay func(owner v1connect.YorkieServiceClient) ownerStream[Res], local func(ctx context.Context, procedure string, rt routing.Route, send func(*Res) error) error,
 ) error {
 	closeStream, err := s.streams.Open(call.ClientID, s.limits.MaxWatchStreamsPerClient)
 	if err != nil {
 		return err
 	}
-	defer closeStream()
+	detached := false
+	defer func() {
+		if !detached {
+			closeStream()
+		}
+	}()
 	procedure := req.Spec().Procedure
 	rt, err := s.routeWatch(ctx, procedure, call, stream.ResponseHeader())
 	if err != nil {
@@ -550,6 +556,18 @@ func serveWatchStream[Req, Res any](ctx context.Context, s *Service, req *connec
 	}
 	if err := s.authorize(ctx, call.Project, procedure, req.Header(), noAttributes); err != nil {
 		return s.failRouted(ctx, procedure, rt, err)
+	}
+	if st := streamconn.FromContext(ctx); st != nil && rt.Owner == nil {
+		// Served here over HTTP/1.1: the stream goes on on its own
+		// connection, and this goroutine, deep in net/http and connect,
+		// returns instead of waiting for the stream's whole life.
+		detached = st.Detach(ctx, func(ctx context.Context, header http.Header, send func(any) error) error {
+			defer closeStream()
+			return followWatch(ctx, s, procedure, call, rt, changed, relay, local, header, func(m *Res) error { return send(m) })
+		})
+		if detached {
+			return nil
+		}
 	}
 	return followWatch(ctx, s, procedure, call, rt, changed, relay, local, stream.ResponseHeader(), stream.Send)
 }

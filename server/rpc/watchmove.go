@@ -30,7 +30,7 @@ const maxWatchMoves = 3
 // while the stream moved: no remote change waits for the client's own
 // next edit. A channel stream (changed nil) just carries on.
 func followWatch[Res any](ctx context.Context, s *Service, procedure string, call routing.DocumentCall, rt routing.Route, changed *Res,
-	relay func(owner v1connect.YorkieServiceClient) ownerStream[Res], local func(procedure string, rt routing.Route, send func(*Res) error) error,
+	relay func(owner v1connect.YorkieServiceClient) ownerStream[Res], local func(ctx context.Context, procedure string, rt routing.Route, send func(*Res) error) error,
 	header http.Header, send func(*Res) error,
 ) error {
 	out := send
@@ -45,7 +45,7 @@ func followWatch[Res any](ctx context.Context, s *Service, procedure string, cal
 			err = relayStream(ctx, s, procedure, call, rt, relay(rt.Owner), header, counted)
 		} else {
 			s.stamp(header, rt)
-			err = local(procedure, rt, counted)
+			err = local(ctx, procedure, rt, counted)
 		}
 		if sent {
 			moves = 0

@@ -14,7 +14,7 @@ import (
 
 	"connectrpc.com/connect"
 	"github.com/prometheus/client_golang/prometheus"
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"github.com/yorkie-affinity/yorkie/server/rpc/errinfo"
 )
 
 // DocumentsPath is the prefix of the document view: GET DocumentsPath + key,
@@ -163,7 +163,7 @@ func refusal(err error) (int, string) {
 	case connect.CodeInvalidArgument:
 		return http.StatusBadRequest, "invalid_key"
 	case connect.CodeNotFound:
-		if errorCode(err) == "ErrProjectNotFound" {
+		if errinfo.Metadata(err)["code"] == errinfo.CodeProjectNotFound {
 			return http.StatusNotFound, "project_not_found"
 		}
 		return http.StatusNotFound, "document_not_found"
@@ -171,22 +171,6 @@ func refusal(err error) (int, string) {
 		return http.StatusServiceUnavailable, "unavailable"
 	}
 	return http.StatusInternalServerError, "internal"
-}
-
-// errorCode returns the ErrorInfo code of a Connect error.
-func errorCode(err error) string {
-	var ce *connect.Error
-	if !errors.As(err, &ce) {
-		return ""
-	}
-	for _, d := range ce.Details() {
-		if v, derr := d.Value(); derr == nil {
-			if info, ok := v.(*errdetails.ErrorInfo); ok {
-				return info.GetMetadata()["code"]
-			}
-		}
-	}
-	return ""
 }
 
 // message is the error's own message, without the Connect code.

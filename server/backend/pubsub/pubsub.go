@@ -216,6 +216,15 @@ func (ps *PubSub) Watchers(docID string) []string {
 	return out
 }
 
+// Watching reports whether the client has a live subscription to the
+// document.
+func (ps *PubSub) Watching(docID, clientID string) bool {
+	ps.mu.RLock()
+	defer ps.mu.RUnlock()
+	t := ps.topics[docID]
+	return t != nil && t.watchers[clientID] > 0
+}
+
 // EndDocument ends every subscription of the document with err, without
 // announcing UNWATCHED (the watchers all go at once).
 func (ps *PubSub) EndDocument(docID string, err error) {

@@ -5,6 +5,9 @@
 package errinfo
 
 import (
+	"errors"
+	"maps"
+
 	"connectrpc.com/connect"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 )
@@ -12,30 +15,45 @@ import (
 // New returns err as a Connect error of the given code whose ErrorInfo
 // detail names the Yorkie error code name.
 func New(code connect.Code, name string, err error) *connect.Error {
+	return WithMetadata(code, name, nil, err)
+}
+
+// WithMetadata is New with more ErrorInfo metadata beside the "code".
+func WithMetadata(code connect.Code, name string, meta map[string]string, err error) *connect.Error {
+	md := make(map[string]string, len(meta)+1)
+	maps.Copy(md, meta)
+	md["code"] = name
 	cerr := connect.NewError(code, err)
-	detail, derr := connect.NewErrorDetail(&errdetails.ErrorInfo{
-		Reason:   name,
-		Metadata: map[string]string{"code": name},
-	})
+	detail, derr := connect.NewErrorDetail(&errdetails.ErrorInfo{Reason: name, Metadata: md})
 	if derr == nil {
 		cerr.AddDetail(detail)
 	}
 	return cerr
 }
 
-// Name returns the Yorkie error code name in a Connect error's ErrorInfo
-// detail, or "" when it has none.
-func Name(cerr *connect.Error) string {
+// Metadata returns the ErrorInfo metadata of a Connect error (err or one it
+// wraps), where "code" names the Yorkie error; nil when it has none.
+func Metadata(err error) map[string]string {
+	var cerr *connect.Error
+	if !errors.As(err, &cerr) {
+		return nil
+	}
 	for _, d := range cerr.Details() {
-		msg, err := d.Value()
-		if err != nil {
+		msg, derr := d.Value()
+		if derr != nil {
 			continue
 		}
 		if info, ok := msg.(*errdetails.ErrorInfo); ok {
-			return info.GetMetadata()["code"]
+			return info.GetMetadata()
 		}
 	}
-	return ""
+	return nil
+}
+
+// Name returns the Yorkie error code name in a Connect error's ErrorInfo
+// detail, or "" when it has none.
+func Name(cerr *connect.Error) string {
+	return Metadata(cerr)["code"]
 }
 
 // WrongNode is the redirect of a call that reached a node which does not own
@@ -44,14 +62,7 @@ func Name(cerr *connect.Error) string {
 // ("code" = ErrWrongNode, "session_key" = the key), so a client or a proxy
 // that honours the key reaches the owner next time.
 func WrongNode(header, sessionKey string, err error) *connect.Error {
-	cerr := connect.NewError(connect.CodeUnavailable, err)
-	detail, derr := connect.NewErrorDetail(&errdetails.ErrorInfo{
-		Reason:   CodeWrongNode,
-		Metadata: map[string]string{"code": CodeWrongNode, "session_key": sessionKey},
-	})
-	if derr == nil {
-		cerr.AddDetail(detail)
-	}
+	cerr := WithMetadata(connect.CodeUnavailable, CodeWrongNode, map[string]string{"session_key": sessionKey}, err)
 	cerr.Meta().Set(header, sessionKey)
 	return cerr
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"connectrpc.com/connect"
+
+	"github.com/yorkie-affinity/yorkie/server/rpc/streamconn"
 )
 
 // Activity is told about the calls of clients, so that housekeeping can
@@ -52,8 +54,9 @@ func (i activityInterceptor) WrapStreamingClient(next connect.StreamingClientFun
 func (i activityInterceptor) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
 	return func(ctx context.Context, conn connect.StreamingHandlerConn) error {
 		wc := &watchedConn{StreamingHandlerConn: conn, a: i.a}
-		defer wc.close()
-		return next(ctx, wc)
+		// A stream detached from connect sends its messages on its own.
+		streamconn.BeforeFirstMessage(ctx, wc.sending)
+		return streamconn.Finish(ctx, next(ctx, wc), func(error) { wc.close() })
 	}
 }
 
@@ -76,12 +79,16 @@ func (c *watchedConn) Receive(msg any) error {
 }
 
 func (c *watchedConn) Send(msg any) error {
+	c.sending()
+	return c.StreamingHandlerConn.Send(msg)
+}
+
+// sending records the stream before its first message leaves: a client
+// that has read it can count on the stream being activity already.
+func (c *watchedConn) sending() {
 	if c.closed == nil && c.clientID != "" {
-		// Recorded before the message leaves: a client that has read it can
-		// count on the stream being activity already.
 		c.closed = c.a.Watching(c.clientID)
 	}
-	return c.StreamingHandlerConn.Send(msg)
 }
 
 func (c *watchedConn) close() {

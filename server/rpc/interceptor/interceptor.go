@@ -13,6 +13,7 @@ import (
 	"connectrpc.com/connect"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/yorkie-affinity/yorkie/server/rpc/errinfo"
+	"github.com/yorkie-affinity/yorkie/server/rpc/streamconn"
 )
 
 // Metrics is a connect.Interceptor that records, per procedure and result
@@ -110,10 +111,10 @@ func (m *Metrics) WrapStreamingHandler(next connect.StreamingHandlerFunc) connec
 		start := time.Now()
 		open := m.streams.WithLabelValues(procedure)
 		open.Inc()
-		defer open.Dec()
-		err := next(ctx, conn)
-		m.observe(procedure, start, err)
-		return err
+		return streamconn.Finish(ctx, next(ctx, conn), func(err error) {
+			open.Dec()
+			m.observe(procedure, start, err)
+		})
 	}
 }
 
@@ -186,8 +187,8 @@ func (l *FailureLogger) WrapStreamingClient(next connect.StreamingClientFunc) co
 func (l *FailureLogger) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
 	return func(ctx context.Context, conn connect.StreamingHandlerConn) error {
 		start := time.Now()
-		err := next(ctx, conn)
-		l.log(ctx, conn.Spec().Procedure, start, err)
-		return err
+		return streamconn.Finish(ctx, next(ctx, conn), func(err error) {
+			l.log(ctx, conn.Spec().Procedure, start, err)
+		})
 	}
 }

@@ -10,14 +10,12 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
-	"connectrpc.com/connect"
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"github.com/yorkie-affinity/yorkie/server/rpc/errinfo"
 )
 
 // WaitTimeout bounds every wait for a server answer or a stream message; it
@@ -73,18 +71,5 @@ func Must(t testing.TB, err error, what string) {
 // ErrorInfo returns the metadata of the ErrorInfo detail of a Connect error,
 // where the server names its error code ("code"); nil if err has none.
 func ErrorInfo(err error) map[string]string {
-	var cerr *connect.Error
-	if !errors.As(err, &cerr) {
-		return nil
-	}
-	for _, d := range cerr.Details() {
-		v, derr := d.Value()
-		if derr != nil {
-			continue
-		}
-		if info, ok := v.(*errdetails.ErrorInfo); ok {
-			return info.GetMetadata()
-		}
-	}
-	return nil
+	return errinfo.Metadata(err)
 }

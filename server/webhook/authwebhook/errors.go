@@ -4,7 +4,7 @@ import (
 	"errors"
 
 	"connectrpc.com/connect"
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"github.com/yorkie-affinity/yorkie/server/rpc/errinfo"
 )
 
 // Sentinel errors of Check; every error Check returns matches one of them.
@@ -102,13 +102,10 @@ func ConnectError(err error) (cerr *connect.Error, ok bool) {
 	if reason != "" {
 		msg += ": " + reason
 	}
-	cerr = connect.NewError(code, errors.New(msg))
-	meta := map[string]string{"code": name}
+	var meta map[string]string
 	if reason != "" {
-		meta["reason"] = reason
+		meta = map[string]string{"reason": reason}
 	}
-	if detail, derr := connect.NewErrorDetail(&errdetails.ErrorInfo{Reason: name, Metadata: meta}); derr == nil {
-		cerr.AddDetail(detail)
-	}
+	cerr = errinfo.WithMetadata(code, name, meta, errors.New(msg))
 	return cerr, true
 }

@@ -9,6 +9,8 @@ const entries = [];
 let installed = false;
 // Open Watch streams, for fault injection: { body: Buffer, drop(opts) }.
 const openWatches = new Set();
+// Answers to hold back, for fault injection: { method, clientID, held(), released }.
+const holds = new Set();
 
 function record(entry) {
   entries.push({ at: new Date().toISOString().slice(11, 23), ...entry });
@@ -106,6 +108,13 @@ function install() {
     }
     record(entry);
     if (isWatch && response.body) return trackWatch(response, init.body, connection, cut);
+    const body = init.body ? Buffer.from(init.body) : undefined;
+    const hold = body && [...holds].find((h) => h.method === method && body.includes(Buffer.from(h.clientID)));
+    if (hold) {
+      holds.delete(hold);
+      hold.held();
+      await hold.released;
+    }
     return response;
   };
 
@@ -209,6 +218,25 @@ function delayWatchClose(clientID, ms) {
   return matching.length;
 }
 
+/**
+ * Holds back the answer to the next `method` call of `clientID` (a unary
+ * call): the server has answered, the SDK does not see the answer until
+ * release() is called. `answered` resolves once the answer is held.
+ */
+function holdNextAnswer(method, clientID) {
+  let release;
+  const hold = { method, clientID, released: new Promise((resolve) => (release = resolve)) };
+  const answered = new Promise((resolve) => (hold.held = resolve));
+  holds.add(hold);
+  return {
+    answered,
+    release() {
+      holds.delete(hold);
+      release();
+    },
+  };
+}
+
 function safeJSON(value) {
   try {
     return short(JSON.stringify(value, (_, v) => (typeof v === 'bigint' ? v.toString() : v)), 300);
@@ -245,4 +273,4 @@ function summarize(list) {
   return lines.join('\n');
 }
 
-module.exports = { install, mark, since, summarize, entries, dropWatchStreams, delayWatchClose, headerOf };
+module.exports = { install, mark, since, summarize, entries, dropWatchStreams, delayWatchClose, holdNextAnswer, headerOf };

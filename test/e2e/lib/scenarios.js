@@ -5,8 +5,8 @@
 
 const assert = require('node:assert/strict');
 const { yorkie, newDocKey } = require('./session');
-const { waitFor } = require('./wait');
-const { dropWatchStreams, delayWatchClose } = require('./diagnostics');
+const { waitFor, withTimeout } = require('./wait');
+const { dropWatchStreams, delayWatchClose, holdNextAnswer } = require('./diagnostics');
 const {
   waitConverged,
   waitPresences,
@@ -869,6 +869,40 @@ async function reattachWhileOldStreamHalfOpen(s) {
   others.stop();
 }
 
+/**
+ * The client detaches and attaches again while the other client's pull is
+ * in flight: the server answered that pull after the detach and before the
+ * new attach, but the other client applies the answer only after the
+ * WATCHED of the new attach, which came on its Watch stream (another
+ * connection). The client that came back must be online for the other.
+ */
+async function reattachWhileOthersPullInFlight(s) {
+  const [c0, c1] = await s.activateClients(2);
+  const key = newDocKey('reattach-pull-in-flight');
+  const d0 = await s.attach(c0, key, { initialPresence: { name: 'stays' } });
+  const first = await s.attach(c1, key, { initialPresence: { name: 'leaves' } });
+  await waitPresences([d0], { [c1.getID()]: { name: 'leaves' } });
+  const others = recordEvents(d0, 'others');
+
+  const pull = holdNextAnswer('PushPullChanges', c0.getID());
+  try {
+    await c1.detach(first);
+    await waitRecorded(others, 'unwatched', c1.getID());
+    await withTimeout(pull.answered, 15000, 'the pull that follows the detach');
+    const again = await s.attach(c1, key, { initialPresence: { name: 'back' } });
+    // The SDK keeps no public record of an online client without a presence.
+    await waitFor(() => d0.onlineClients.has(c1.getID()), { what: "the other client to apply the returning client's WATCHED" });
+    pull.release();
+    await waitPresences([d0, again], { [c0.getID()]: { name: 'stays' }, [c1.getID()]: { name: 'back' } }, {
+      what: 'the re-attached client to be online for the other client once its pull in flight is applied',
+      events: others,
+    });
+  } finally {
+    pull.release();
+    others.stop();
+  }
+}
+
 /** Every scenario, by name. Each takes a Session and uses fresh keys. */
 const scenarios = [
   { name: 'three clients editing every data type concurrently converge, with presence', run: concurrentEditsConverge },
@@ -882,6 +916,7 @@ const scenarios = [
   { name: 'four clients attaching a new key at the same moment share one document', run: simultaneousFirstAttach },
   { name: 'edits made right before detach reach the others', run: editsRightBeforeDetachAreKept },
   { name: 'a client re-attaching while the server still holds its old Watch connection is online for others', run: reattachWhileOldStreamHalfOpen },
+  { name: "a client re-attaching while another client's pull of its detach is in flight is online for that client", run: reattachWhileOthersPullInFlight },
   { name: 'a client can deactivate, activate again and re-attach; its new edits reach others', run: reactivateAndReattach },
   { name: `a client attaching to a document with ${HISTORY} changes of history gets the full state`, run: longHistoryLateAttach },
   { name: 'a client that attaches later gets the full state and presences', run: lateAttachGetsFullState },
