@@ -552,13 +552,15 @@ func newHTTPServer(h http.Handler, logger *slog.Logger, readHeaderTimeout time.D
 	var protocols http.Protocols
 	protocols.SetHTTP1(true)
 	protocols.SetUnencryptedHTTP2(true)
-	return &http.Server{
+	srv := &http.Server{
 		Handler:           h,
 		Protocols:         &protocols,
 		ReadHeaderTimeout: readHeaderTimeout,
 		IdleTimeout:       DefaultIdleTimeout,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
+	newIdleCloser(goAwayGrace).install(srv)
+	return srv
 }
 
 // registerBackendMetrics exposes the backend's counters on reg.

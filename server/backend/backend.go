@@ -215,6 +215,7 @@ type Backend struct {
 	maxDocSize    int
 	hardFactor    int
 	cache         *docCache
+	attWrites     attWrites
 	ps            *pubsub.PubSub
 	closing       atomic.Bool
 

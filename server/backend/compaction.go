@@ -39,7 +39,7 @@ func (ds *docState) checkEpoch(e *attState) error {
 // leave. The caller holds the lock.
 func (b *Backend) exchangeOrLeave(ctx context.Context, p *database.ProjectInfo, ds *docState, clientID string, e *attState, pack *api.ChangePack) (*api.ChangePack, error) {
 	if ds.checkEpoch(e) == nil {
-		return b.exchange(ctx, p, ds, clientID, e, pack, false, 0)
+		return b.exchange(ctx, p, ds, clientID, e, pack, false, 0, false)
 	}
 	return &api.ChangePack{
 		DocumentKey: ds.key,

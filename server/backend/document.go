@@ -57,6 +57,9 @@ type docState struct {
 	// answerJob is the snapshot answer the call holding the lock leaves
 	// to encode once it has released it (see settle).
 	answerJob *snapshotJob
+	// attWrite is the attachment write the call holding the lock leaves
+	// for after it (see attwrites.go).
+	attWrite *attWrite
 	// gcWith is the minimum synced vector garbage was last collected with;
 	// collection runs again only when the minimum is a new one.
 	gcWith map[string]int64
@@ -126,6 +129,12 @@ func (b *Backend) lockDoc(ctx context.Context, p *database.ProjectInfo, epoch in
 			continue
 		}
 		if !ds.loaded {
+			// A reload reads the attachments as the writes left after the
+			// lock have made them.
+			if err := b.attWrites.wait(ctx, docID, ""); err != nil {
+				ds.unlock()
+				return nil, err
+			}
 			if err := b.load(ctx, pid, epoch, ds); err != nil {
 				ds.unlock()
 				return nil, err
@@ -225,6 +234,12 @@ func (b *Backend) ReleaseDocument(ctx context.Context, docID string, cause error
 		case ds.lock <- struct{}{}:
 		case <-ctx.Done():
 			return fmt.Errorf("release document %s: %w", docID, ctx.Err())
+		}
+		// The calls that ended under the lock finish their attachment
+		// writes before the next owner can claim the document.
+		if err := b.attWrites.wait(ctx, docID, ""); err != nil {
+			ds.unlock()
+			return fmt.Errorf("release document %s: %w", docID, err)
 		}
 		b.forget(ds)
 		ds.unlock()

@@ -7,3 +7,7 @@ func SetBeforeEncode(b *Backend, fn func(docID string, seq int64)) { b.beforeEnc
 // SetBeforeAnswer makes the backend call fn before it encodes a snapshot
 // answer off the document's lock, so a test can hold it there.
 func SetBeforeAnswer(b *Backend, fn func(docID string, seq int64)) { b.beforeAnswer = fn }
+
+// AttachmentWritesWaited returns how many calls wait for attachment writes
+// left for after a document's lock.
+func AttachmentWritesWaited(b *Backend) int { return int(b.attWrites.waiting.Load()) }

@@ -115,12 +115,11 @@ func (b *Backend) AttachDocumentWithSchema(ctx context.Context, p *database.Proj
 		},
 		verified: true,
 	}
-	if err := b.db.UpdateAttachment(ctx, &e.att, ds.epoch); err != nil {
-		b.writeFailed(ds, err)
+	if err := b.writeAttachment(ctx, ds, &e.att); err != nil {
 		return "", nil, nil, fmt.Errorf("attach document %q: %w", docKey, err)
 	}
 	ds.addAttachment(clientID, e)
-	resp, err = b.exchange(ctx, p, ds, clientID, e, pack, false, b.maxPack)
+	resp, err = b.exchange(ctx, p, ds, clientID, e, pack, false, b.maxPack, false)
 	if err != nil {
 		return "", nil, nil, fmt.Errorf("attach document %q: %w", docKey, err)
 	}
@@ -227,7 +226,7 @@ func (b *Backend) pushPull(ctx context.Context, p *database.ProjectInfo, epoch i
 	if err := ds.checkEpoch(e); err != nil {
 		return nil, fmt.Errorf("push pull: %w", err)
 	}
-	resp, err = b.exchange(ctx, p, ds, clientID, e, pack, pushOnly, b.maxPack)
+	resp, err = b.exchange(ctx, p, ds, clientID, e, pack, pushOnly, b.maxPack, true)
 	if err != nil {
 		return nil, fmt.Errorf("push pull: %w", err)
 	}
@@ -340,7 +339,10 @@ func actorIs(actor []byte, hexID string) bool {
 // split its packs and stops syncing for good on a rejected one, so a pack
 // beyond the bound is acknowledged in part: the client keeps the rest and
 // sends it again on its next PushPull.
-func (b *Backend) exchange(ctx context.Context, p *database.ProjectInfo, ds *docState, clientID string, e *attState, pack *api.ChangePack, pushOnly bool, limit int) (*api.ChangePack, error) {
+//
+// writeLater leaves the attachment write for after the lock
+// (ds.attWrite, sent by settle); otherwise it is written here.
+func (b *Backend) exchange(ctx context.Context, p *database.ProjectInfo, ds *docState, clientID string, e *attState, pack *api.ChangePack, pushOnly bool, limit int, writeLater bool) (*api.ChangePack, error) {
 	b.metrics.PushPulls.Add(1)
 	if err := ds.checkChangeVectors(pack); err != nil {
 		return nil, fmt.Errorf("pack of %s: %w", clientID, err)
@@ -410,8 +412,9 @@ func (b *Backend) exchange(ctx context.Context, p *database.ProjectInfo, ds *doc
 	e.unsaved = e.unsaved || vvChanged || next.ServerSeq != e.att.ServerSeq
 	if stored > 0 || (e.unsaved && now.Sub(e.persistedAt) >= attachmentFlush) {
 		next.UpdatedAt = now
-		if err := b.db.UpdateAttachment(ctx, &next, ds.epoch); err != nil {
-			b.writeFailed(ds, err)
+		if writeLater {
+			ds.attWrite = b.attWrites.queue(next, ds.epoch)
+		} else if err := b.writeAttachment(ctx, ds, &next); err != nil {
 			return nil, fmt.Errorf("update attachment of %s: %w", clientID, err)
 		}
 		e.persistedAt, e.unsaved = now, false
@@ -633,8 +636,7 @@ func (b *Backend) endAttachment(ctx context.Context, ds *docState, clientID stri
 	next := e.att
 	next.Status = status
 	next.UpdatedAt = time.Now()
-	if err := b.db.UpdateAttachment(ctx, &next, ds.epoch); err != nil {
-		b.writeFailed(ds, err)
+	if err := b.writeAttachment(ctx, ds, &next); err != nil {
 		return fmt.Errorf("mark attachment of %s %s: %w", clientID, status, err)
 	}
 	ds.dropAttachment(clientID)

@@ -164,9 +164,16 @@ func (b *Backend) snapshotAnswer(ctx context.Context, ds *docState, minSynced ma
 // document do not wait for the encoding. Every call answering with a pack
 // defers it on its named results once it holds the lock.
 func (b *Backend) settle(ctx context.Context, ds *docState, resp *api.ChangePack, err error) error {
-	job := ds.answerJob
-	ds.answerJob = nil
+	job, w := ds.answerJob, ds.attWrite
+	ds.answerJob, ds.attWrite = nil, nil
 	ds.unlock()
+	if w != nil {
+		if err == nil {
+			err = b.writeQueued(ctx, ds, w)
+		} else {
+			b.attWrites.finish(w)
+		}
+	}
 	if err != nil || job == nil {
 		return err
 	}

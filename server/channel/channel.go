@@ -340,11 +340,15 @@ func (m *Manager) DetachClient(clientID string) {
 }
 
 // Release drops every channel whose first key path is firstKeyPath: this
-// node no longer owns them. Their watchers end with cause, so clients
+// node no longer owns them. Their watchers end with cause (wrapped in
+// ErrReleased, which clients retry), so clients
 // reconnect to the new owner, where their heartbeats count them again.
 func (m *Manager) Release(firstKeyPath string, cause error) {
-	if cause == nil {
+	switch {
+	case cause == nil:
 		cause = ErrReleased
+	case !errors.Is(cause, ErrReleased):
+		cause = fmt.Errorf("%w: %w", ErrReleased, cause)
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()

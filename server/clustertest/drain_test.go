@@ -11,6 +11,7 @@ import (
 
 	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
 	"github.com/yorkie-affinity/yorkie/server"
+	"github.com/yorkie-affinity/yorkie/server/channel"
 	"github.com/yorkie-affinity/yorkie/server/clustertest"
 	"github.com/yorkie-affinity/yorkie/server/routing"
 	"github.com/yorkie-affinity/yorkie/server/servertest/wire"
@@ -320,4 +321,81 @@ func TestDrainAllAtOnce(t *testing.T) {
 		r.C = c.Node(3).ConnectJSON()
 	}
 	checkEnd(t, c, rs)
+}
+
+// TestDrainMovesChannelSessions drains the owner of a channel group with a
+// client of the group on every node, each watching the root channel: the
+// sessions move to the next owner with the binding, so no watcher ever sees
+// the count leave 3 (every stream follows and is initialized there with
+// 3, before any heartbeat), and a client joining afterwards makes it 4.
+func TestDrainMovesChannelSessions(t *testing.T) {
+	c := clustertest.Start(t, 3, withDrain(time.Minute))
+	root := wire.UniqueKey(t, "room")
+	clients := make([]*channelClient, 3)
+	for i, key := range []string{root, root + ".a", root + ".b"} {
+		clients[i] = &channelClient{r: wire.NewReplica(t, c.Node(i).ConnectJSON()), key: key}
+		clients[i].attach(t)
+	}
+	watchers := make([]*wire.Stream[api.WatchResponse], 3)
+	for i, cc := range clients {
+		watchers[i] = watchChannel(t, cc.r.C, cc.r.ID, root)
+		awaitCount(t, watchers[i], 3)
+	}
+	old := ownerOf(t, c, channel.RoutingKey(root))
+
+	require.NoError(t, old.Node.Server().Drain(wire.Context(t)))
+	now := ownerOf(t, c, channel.RoutingKey(root))
+	require.NotEqual(t, old.Node, now.Node, "the drained node still owns the channel group")
+	require.Greater(t, now.Binding.Epoch, old.Binding.Epoch)
+	// Counted at the next owner before any heartbeat reached it.
+	for i := range 3 {
+		resp, err := c.Node(i).ConnectJSON().PeekChannel(wire.Context(t), connect.NewRequest(&api.PeekChannelRequest{ChannelKey: root}))
+		require.NoError(t, err, "peek through node %d", i)
+		require.EqualValues(t, 3, resp.Msg.GetSessionCount(), "peek through node %d", i)
+	}
+
+	// Every stream follows: the next owner initializes it with 3.
+	for i, w := range watchers {
+		for {
+			m := w.Next(t)
+			if in := m.GetInitialization(); in != nil {
+				require.EqualValues(t, 3, in.GetResourceInits()[0].GetChannelInit().GetSessionCount(), "watcher %d re-initialized", i)
+				break
+			}
+			require.EqualValues(t, 3, m.GetEvent().GetChannelEvent().GetEvent().GetSessionCount(), "watcher %d", i)
+		}
+	}
+	// Heartbeats keep the moved sessions (no new ones), and a newcomer is
+	// the fourth: the next count every watcher sees is 4.
+	for i, cc := range clients {
+		require.NoError(t, cc.refresh(wire.Context(t)), "heartbeat of client %d", i)
+	}
+	late := &channelClient{r: wire.NewReplica(t, now.Node.ConnectJSON()), key: root + ".late"}
+	late.attach(t)
+	for i, w := range watchers {
+		awaitCountFrom(t, w, 3, 4, fmt.Sprintf("watcher %d", i))
+	}
+	// A client's detach at the next owner ends its moved session.
+	_, err := clients[0].r.C.DetachChannel(wire.Context(t), connect.NewRequest(&api.DetachChannelRequest{
+		ClientId: clients[0].r.ID, ChannelKey: clients[0].key, SessionId: clients[0].session,
+	}))
+	require.NoError(t, err)
+	for i, w := range watchers {
+		awaitCountFrom(t, w, 4, 3, fmt.Sprintf("watcher %d", i))
+	}
+}
+
+// awaitCountFrom reads a channel Watch until its count is want; every count
+// before it must be from (a count is announced again after an
+// initialization).
+func awaitCountFrom(t *testing.T, s *wire.Stream[api.WatchResponse], from, want int64, what string) {
+	t.Helper()
+	for {
+		m := s.Next(t)
+		n := m.GetEvent().GetChannelEvent().GetEvent().GetSessionCount()
+		if n == want {
+			return
+		}
+		require.Equal(t, from, n, "%s: %v", what, m)
+	}
 }

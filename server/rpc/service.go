@@ -456,8 +456,11 @@ func (s *Service) Watch(ctx context.Context, req *connect.Request[api.WatchReque
 	if len(resources) == 0 || len(resources) > maxWatchResources {
 		return errinfo.InvalidArgument(fmt.Errorf("watch takes 1 to %d resources, got %d", maxWatchResources, len(resources)))
 	}
-	if len(resources) > 1 || resources[0].GetChannel() != nil {
+	if len(resources) > 1 {
 		return s.watchResources(ctx, req, stream)
+	}
+	if ch := resources[0].GetChannel(); ch != nil {
+		return s.watchChannel(ctx, req, stream, ch.GetChannelKey())
 	}
 	doc := resources[0].GetDocument()
 	if doc == nil {

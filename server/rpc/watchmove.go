@@ -7,9 +7,12 @@ import (
 
 	"connectrpc.com/connect"
 
+	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
 	"github.com/yorkie-affinity/yorkie/api/yorkie/v1/v1connect"
 	"github.com/yorkie-affinity/yorkie/server/backend"
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
+	"github.com/yorkie-affinity/yorkie/server/channel"
+	"github.com/yorkie-affinity/yorkie/server/project"
 	"github.com/yorkie-affinity/yorkie/server/routing"
 	"github.com/yorkie-affinity/yorkie/server/rpc/errinfo"
 )
@@ -114,4 +117,44 @@ func staleServe(call routing.DocumentCall, err error) bool {
 		return true
 	}
 	return call.Kind == routing.CallPushPull && errors.Is(err, database.ErrFenced)
+}
+
+// watchChannel serves a Watch of one channel (the JS SDK's channel stream)
+// as a single-document Watch is served: here or relayed from the owner of
+// the channel's group, following the group to its next owner when it moves
+// (a draining owner hands the group's sessions on first, so the stream's
+// new initialization carries the same count).
+func (s *Service) watchChannel(ctx context.Context, req *connect.Request[api.WatchRequest], stream *connect.ServerStream[api.WatchResponse], key string) error {
+	if err := channel.ValidateKey(key); err != nil {
+		return errinfo.ToConnect(err)
+	}
+	clientID := req.Msg.GetClientId()
+	call := routing.DocumentCall{Kind: routing.CallWatchChannel, Project: project.FromContext(ctx), ClientID: clientID, DocumentKey: channel.RoutingKey(key), Header: req.Header()}
+	return serveWatchStream(ctx, s, req, stream, call, nil, func(owner v1connect.YorkieServiceClient) ownerStream[api.WatchResponse] {
+		return func(ctx context.Context) (*connect.ServerStreamForClient[api.WatchResponse], error) {
+			return owner.Watch(ctx, relayRequest(req.Msg, call))
+		}
+	}, func(ctx context.Context, procedure string, rt routing.Route, send func(*api.WatchResponse) error) error {
+		w, err := s.openChannelWatch(ctx, rt.Project, clientID, key)
+		if err != nil {
+			return s.failRouted(ctx, procedure, rt, err)
+		}
+		defer w.Close()
+		defer s.upstream.WatchOpened(rt.Project)()
+		c, _ := w.LatestCount()
+		if err := send(&api.WatchResponse{Body: &api.WatchResponse_Initialization{
+			Initialization: &api.WatchInitialization{ResourceInits: []*api.ResourceInit{{
+				Init: &api.ResourceInit_ChannelInit{ChannelInit: &api.ChannelInit{ChannelKey: key, SessionCount: c.Sessions, Seq: c.Seq}},
+			}}},
+		}}); err != nil {
+			return s.streamEnded(ctx, procedure, err)
+		}
+		defer announceLater(w)()
+		err = s.pumpChannel(ctx, procedure, w, func(ev *api.ChannelEvent) error {
+			return send(&api.WatchResponse{Body: &api.WatchResponse_Event{Event: &api.WatchEvent{Event: &api.WatchEvent_ChannelEvent{
+				ChannelEvent: &api.ChannelWatchEvent{ChannelKey: key, Event: ev},
+			}}}})
+		})
+		return s.endWatch(ctx, procedure, err)
+	})
 }

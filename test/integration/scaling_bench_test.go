@@ -21,7 +21,7 @@ import (
 
 // scaleSizes are the sizes the scaling benchmarks build before measuring:
 // small by default, so CI runs them in seconds; YORKIE_BENCH_SCALE=1 adds
-// the large ones (100k and 1M documents, 40k attached before).
+// the large ones (100k and 1M documents, 10k and 40k attached before).
 func scaleSizes(small, large []int) []int {
 	if on, _ := strconv.ParseBool(os.Getenv("YORKIE_BENCH_SCALE")); on {
 		return append(small, large...)
@@ -34,7 +34,7 @@ func scaleSizes(small, large []int) []int {
 // before: the per-client attachment limit is checked on every attach, and
 // its cost must follow what the client holds, not what it ever held.
 func BenchmarkAttachAfterHistory(b *testing.B) {
-	for _, history := range scaleSizes([]int{0, 2_000}, []int{40_000}) {
+	for _, history := range scaleSizes([]int{0, 2_000}, []int{10_000, 40_000}) {
 		b.Run(fmt.Sprintf("history=%d", history), func(b *testing.B) {
 			srv := servertest.Start(b)
 			c := servertest.Client(b, srv, servertest.ConnectProto)

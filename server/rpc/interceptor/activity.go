@@ -70,6 +70,7 @@ type watchedConn struct {
 	closed   func()
 }
 
+// Receive notes the client the stream's request names.
 func (c *watchedConn) Receive(msg any) error {
 	err := c.StreamingHandlerConn.Receive(msg)
 	if m, ok := msg.(clientCall); ok && err == nil {
@@ -78,6 +79,7 @@ func (c *watchedConn) Receive(msg any) error {
 	return err
 }
 
+// Send records the client as watching before the first message leaves.
 func (c *watchedConn) Send(msg any) error {
 	c.sending()
 	return c.StreamingHandlerConn.Send(msg)

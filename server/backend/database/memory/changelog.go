@@ -38,9 +38,15 @@ func (l *changeLog) head() int64 { return l.base + int64(len(l.starts)) }
 // encodeChanges returns the records of changes, one after the other, and
 // their lengths.
 func encodeChanges(changes []*database.Change) ([]byte, []int, error) {
-	var buf []byte
+	// Sizing first lets the bodies be written into one allocation; the
+	// marshalling then reuses the sizes computed.
+	size := 0
+	for _, c := range changes {
+		size += 2*binary.MaxVarintLen32 + len(c.ActorID) + proto.Size(c.Body)
+	}
+	buf := make([]byte, 0, size)
 	lens := make([]int, len(changes))
-	opts := proto.MarshalOptions{}
+	opts := proto.MarshalOptions{UseCachedSize: true}
 	for i, c := range changes {
 		before := len(buf)
 		buf = binary.AppendUvarint(buf, uint64(c.ClientSeq))
@@ -129,14 +135,14 @@ func header(rec []byte) (clientSeq uint32, actor []byte, body []byte, err error)
 }
 
 // decode returns the view's changes, each decoded into memory of the
-// caller's own.
-func (v logView) decode() ([]*database.Change, error) {
+// caller's own, in a slice with room for size changes.
+func (v logView) decode(size int) ([]*database.Change, error) {
+	out := make([]*database.Change, len(v.starts), max(size, len(v.starts)))
 	if len(v.starts) == 0 {
-		return nil, nil
+		return out, nil
 	}
 	rows := make([]database.Change, len(v.starts))
 	bodies := make([]api.Change, len(v.starts))
-	out := make([]*database.Change, len(v.starts))
 	for i := range v.starts {
 		seq := v.first + int64(i)
 		clientSeq, actor, body, err := header(v.record(i))

@@ -37,6 +37,7 @@ func (db *DB) CompactDocument(ctx context.Context, docID string, epoch, docEpoch
 			docID, c.ServerSeq, docEpoch, head, d.info.DocEpoch, database.ErrConflict)
 	}
 	d.log.reset(c.ServerSeq-1, buf, lens)
+	db.recent.forget(d)
 	d.info.ServerSeq = c.ServerSeq
 	d.info.CompactedSeq = c.ServerSeq
 	d.info.DocEpoch = docEpoch + 1

@@ -1,9 +1,11 @@
 // Package memory is an in-process database.Database. It is the embedded
 // default of a single node and the store the backend's tests run on. What it
 // keeps for every document it ever held is kept compact and free of pointers
-// where it can be (the change log encoded, see changelog.go), so that the
-// garbage collector's work does not grow with the database; every read
-// returns memory of the caller's own, so no caller can corrupt what is
+// where it can be (the change log encoded, see changelog.go; attachments,
+// see attachments.go), so that the garbage collector's work does not grow
+// with the database. The newest changes are also kept as they were stored,
+// within a fixed bound, and shared with readers (see recent.go); every other
+// read returns memory of the caller's own, so no caller can corrupt what is
 // stored.
 package memory
 
@@ -50,6 +52,7 @@ type DB struct {
 	schemas  schemaStore   // see schemas.go; its zero value is ready
 	members  memberStore   // see members.go; its zero value is ready
 	strikes  strikeStore   // see strikes.go; its zero value is ready
+	recent   recentChanges // see recent.go; its zero value is ready
 }
 
 // doc is one document: metadata, change log and attachments, under its own
@@ -60,6 +63,10 @@ type doc struct {
 	// log is gapless from log.base+1 by construction.
 	log         changeLog
 	attachments attachmentSet
+	// recent holds the newest changes of the log as they were stored, while
+	// held (see recentChanges).
+	recent []*database.Change
+	held   bool
 }
 
 // New returns an empty in-memory database.
@@ -452,6 +459,7 @@ func (db *DB) AppendChanges(ctx context.Context, docID string, epoch int64, chan
 	if err != nil {
 		return fmt.Errorf("append changes: %w", err)
 	}
+	defer db.recent.trim() // after the document's lock is released
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if err := d.fenced(epoch); err != nil {
@@ -465,12 +473,14 @@ func (db *DB) AppendChanges(ctx context.Context, docID string, epoch int64, chan
 			docID, first, head, database.ErrConflict)
 	}
 	d.log.appendRecords(buf, lens)
+	db.recent.add(d, changes)
 	d.info.ServerSeq = d.head()
 	return nil
 }
 
-// FindChanges returns the changes with from <= server_seq <= to, in order,
-// decoded into memory of the caller's own.
+// FindChanges returns the changes with from <= server_seq <= to, in order:
+// the recent ones as they were stored (shared, not to be mutated), the others
+// decoded.
 func (db *DB) FindChanges(ctx context.Context, docID string, from, to int64) ([]*database.Change, error) {
 	if err := db.check(ctx, "find changes"); err != nil {
 		return nil, err
@@ -480,11 +490,19 @@ func (db *DB) FindChanges(ctx context.Context, docID string, from, to int64) ([]
 		return nil, fmt.Errorf("find changes: %w", err)
 	}
 	d.mu.RLock()
-	v := d.log.view(from, to)
+	from, to = max(from, d.log.base+1), min(to, d.head())
+	recent, recentFirst := d.recentFrom()
+	v := d.log.view(from, min(to, recentFirst-1))
 	d.mu.RUnlock()
-	out, err := v.decode()
+	if from > to {
+		return nil, nil
+	}
+	out, err := v.decode(int(to - from + 1))
 	if err != nil {
 		return nil, fmt.Errorf("find changes of %q: %w", docID, err)
+	}
+	for seq := max(from, recentFirst); seq <= to; seq++ {
+		out = append(out, recent[seq-recentFirst])
 	}
 	return out, nil
 }

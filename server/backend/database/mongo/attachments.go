@@ -173,10 +173,7 @@ func (db *DB) UpdateAttachment(ctx context.Context, a *database.Attachment, epoc
 	if a == nil {
 		return errors.New("update attachment: nil attachment")
 	}
-	if _, err := db.loadDocHex(ctx, a.DocID); err != nil {
-		return fmt.Errorf("update attachment: %w", err)
-	}
-	if _, err := db.checkFence(ctx, a.DocID, epoch); err != nil {
+	if _, err := db.docAndFence(ctx, a.DocID, epoch); err != nil {
 		return fmt.Errorf("update attachment: %w", err)
 	}
 	rec := toAttachmentRecord(a)

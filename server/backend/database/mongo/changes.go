@@ -162,11 +162,8 @@ func (db *DB) AppendChanges(ctx context.Context, docID string, epoch int64, chan
 		}
 	}
 
-	doc, err := db.loadDocHex(ctx, docID)
+	doc, err := db.docAndFence(ctx, docID, epoch)
 	if err != nil {
-		return fmt.Errorf("append changes: %w", err)
-	}
-	if _, err := db.checkFence(ctx, docID, epoch); err != nil {
 		return fmt.Errorf("append changes: %w", err)
 	}
 	// Find the batch boundary at first-1, starting from a stored boundary.
@@ -199,7 +196,7 @@ func (db *DB) AppendChanges(ctx context.Context, docID string, epoch int64, chan
 			return fmt.Errorf("append changes to %q: server_seq %d..%d taken: %w", docID, first, rec.LastSeq, database.ErrConflict)
 		}
 	}
-	db.raiseHeadHint(ctx, docID, rec.LastSeq)
+	db.raiseHeadHintLater(ctx, docID, rec.LastSeq)
 	return nil
 }
 

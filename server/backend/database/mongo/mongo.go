@@ -47,6 +47,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"go.mongodb.org/mongo-driver/bson"
@@ -105,6 +106,8 @@ type DB struct {
 	claims      *mongo.Collection
 	attachments *mongo.Collection
 	changes     *mongo.Collection
+
+	hints sync.WaitGroup // head hints raised after their appends returned
 
 	snaps snapshotState // see snapshots.go; its zero value is ready
 	revs  snapshotState // the codec of revisions' content (revisions.go)
@@ -272,6 +275,7 @@ func (db *DB) hasIndex(ctx context.Context, col *mongo.Collection, name string) 
 
 // Close disconnects from the server.
 func (db *DB) Close(ctx context.Context) error {
+	db.hints.Wait()
 	if err := db.client.Disconnect(ctx); err != nil {
 		return wrapErr("mongo: disconnect", err)
 	}
