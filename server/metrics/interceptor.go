@@ -50,11 +50,12 @@ func (i interceptor) WrapStreamingHandler(next connect.StreamingHandlerFunc) con
 			return next(ctx, conn)
 		}
 		start := time.Now()
-		return streamconn.Finish(ctx, next(ctx, conn), func(err error) {
+		header, procedure := conn.RequestHeader(), conn.Spec().Procedure
+		return streamconn.Finish(ctx, next(ctx, conn), func(ctx context.Context, err error) {
 			if i.userAgents {
-				i.m.UserAgent(conn.RequestHeader(), project.FromContext(ctx), conn.Spec().Procedure)
+				i.m.UserAgent(header, project.FromContext(ctx), procedure)
 			}
-			i.m.Handled(ServerStream, conn.Spec().Procedure, err, time.Since(start))
+			i.m.Handled(ServerStream, procedure, err, time.Since(start))
 		})
 	}
 }

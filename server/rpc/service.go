@@ -564,7 +564,10 @@ func serveWatchStream[Req, Res any](ctx context.Context, s *Service, req *connec
 		// Served here over HTTP/1.1: the stream goes on on its own
 		// connection, and this goroutine, deep in net/http and connect,
 		// returns instead of waiting for the stream's whole life.
-		detached = st.Detach(ctx, func(ctx context.Context, header http.Header, send func(any) error) error {
+		// The stream's context keeps the call's project and nothing of the
+		// call itself, which holds net/http's connection.
+		base := project.NewContext(context.Background(), project.FromContext(ctx))
+		detached = st.Detach(base, func(ctx context.Context, header http.Header, send func(any) error) error {
 			defer closeStream()
 			return followWatch(ctx, s, procedure, call, rt, changed, relay, local, header, func(m *Res) error { return send(m) })
 		})

@@ -53,48 +53,54 @@ func (i activityInterceptor) WrapStreamingClient(next connect.StreamingClientFun
 // WrapStreamingHandler records a stream's client while the stream is open.
 func (i activityInterceptor) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
 	return func(ctx context.Context, conn connect.StreamingHandlerConn) error {
-		wc := &watchedConn{StreamingHandlerConn: conn, a: i.a}
-		// A stream detached from connect sends its messages on its own.
-		streamconn.BeforeFirstMessage(ctx, wc.sending)
-		return streamconn.Finish(ctx, next(ctx, wc), func(error) { wc.close() })
+		w := &watching{a: i.a}
+		// A stream detached from connect sends its messages on its own;
+		// what outlives the call holds w alone, not connect's conn.
+		streamconn.BeforeFirstMessage(ctx, w.sending)
+		return streamconn.Finish(ctx, next(ctx, &watchedConn{StreamingHandlerConn: conn, w: w}), func(context.Context, error) { w.close() })
 	}
 }
 
-// watchedConn records the stream's client once the stream sends its
-// first message (the initialization, which the server sends only to an
+// watching records a stream's client once the stream sends its first
+// message (the initialization, which the server sends only to an
 // activated, attached client), until the stream ends.
-type watchedConn struct {
-	connect.StreamingHandlerConn
+type watching struct {
 	a        Activity
 	clientID string
 	closed   func()
+}
+
+// sending records the stream before its first message leaves: a client
+// that has read it can count on the stream being activity already.
+func (w *watching) sending() {
+	if w.closed == nil && w.clientID != "" {
+		w.closed = w.a.Watching(w.clientID)
+	}
+}
+
+func (w *watching) close() {
+	if w.closed != nil {
+		w.closed()
+	}
+}
+
+// watchedConn tells watching about the stream's request and messages.
+type watchedConn struct {
+	connect.StreamingHandlerConn
+	w *watching
 }
 
 // Receive notes the client the stream's request names.
 func (c *watchedConn) Receive(msg any) error {
 	err := c.StreamingHandlerConn.Receive(msg)
 	if m, ok := msg.(clientCall); ok && err == nil {
-		c.clientID = m.GetClientId()
+		c.w.clientID = m.GetClientId()
 	}
 	return err
 }
 
 // Send records the client as watching before the first message leaves.
 func (c *watchedConn) Send(msg any) error {
-	c.sending()
+	c.w.sending()
 	return c.StreamingHandlerConn.Send(msg)
-}
-
-// sending records the stream before its first message leaves: a client
-// that has read it can count on the stream being activity already.
-func (c *watchedConn) sending() {
-	if c.closed == nil && c.clientID != "" {
-		c.closed = c.a.Watching(c.clientID)
-	}
-}
-
-func (c *watchedConn) close() {
-	if c.closed != nil {
-		c.closed()
-	}
 }

@@ -81,8 +81,9 @@ func (l *FailureLogger) WrapStreamingClient(next connect.StreamingClientFunc) co
 func (l *FailureLogger) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
 	return func(ctx context.Context, conn connect.StreamingHandlerConn) error {
 		start := time.Now()
-		return streamconn.Finish(ctx, next(ctx, conn), func(err error) {
-			l.log(ctx, conn.Spec().Procedure, start, err)
+		procedure := conn.Spec().Procedure
+		return streamconn.Finish(ctx, next(ctx, conn), func(ctx context.Context, err error) {
+			l.log(ctx, procedure, start, err)
 		})
 	}
 }

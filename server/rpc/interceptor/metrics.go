@@ -107,7 +107,7 @@ func (m *Metrics) WrapStreamingHandler(next connect.StreamingHandlerFunc) connec
 		start := time.Now()
 		open := m.streams.WithLabelValues(procedure)
 		open.Inc()
-		return streamconn.Finish(ctx, next(ctx, conn), func(err error) {
+		return streamconn.Finish(ctx, next(ctx, conn), func(_ context.Context, err error) {
 			open.Dec()
 			m.observe(procedure, start, err)
 		})

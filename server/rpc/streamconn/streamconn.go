@@ -198,11 +198,11 @@ type Stream struct {
 	mu    sync.Mutex
 	ended bool
 	err   error
-	onEnd []func(error)
+	onEnd []func(context.Context, error)
 
+	ctx     context.Context // the detached stream's
 	conn    net.Conn
 	started bool // the response head was written
-	buf     []byte
 }
 
 // BeforeFirstMessage has f called just before a detached stream sends its
@@ -215,14 +215,17 @@ func BeforeFirstMessage(ctx context.Context, f func()) {
 	}
 }
 
-// Finish hands a stream's end to done: at once with err for a stream that
-// stays with connect, or, for a detached one, with the error it ends with,
-// when it ends. It returns what the handler's caller should see: err, or
-// nil for a detached stream (connect's own end of it goes nowhere).
-func Finish(ctx context.Context, err error, done func(error)) error {
+// Finish hands a stream's end to done: at once with ctx and err for a
+// stream that stays with connect, or, for a detached one, with the detached
+// stream's context and the error it ends with, when it ends. It returns what
+// the handler's caller should see: err, or nil for a detached stream
+// (connect's own end of it goes nowhere). done outlives the call, so it
+// must not hold the call's context or connect's conn: they hold the
+// connection's buffers.
+func Finish(ctx context.Context, err error, done func(ctx context.Context, err error)) error {
 	st := FromContext(ctx)
 	if st == nil || !st.detached {
-		done(err)
+		done(ctx, err)
 		return err
 	}
 	st.mu.Lock()
@@ -233,7 +236,7 @@ func Finish(ctx context.Context, err error, done func(error)) error {
 	}
 	endErr := st.err
 	st.mu.Unlock()
-	done(endErr)
+	done(st.ctx, endErr)
 	return nil
 }
 
@@ -244,7 +247,10 @@ func Finish(ctx context.Context, err error, done func(error)) error {
 type Run func(ctx context.Context, header http.Header, send func(any) error) error
 
 // Detach takes the stream's connection from net/http and runs run on a
-// goroutine of its own. Detach reports false, having
+// goroutine of its own, with a context derived from ctx that ends when the
+// client leaves. ctx must carry only what the stream needs, not the call's
+// context: connect's call info in it holds the request and net/http's
+// connection with its buffers, for as long as the stream lasts. Detach reports false, having
 // changed nothing, when the stream cannot be detached (a message already
 // went out, or net/http refuses the connection): the caller then serves
 // the stream itself. The handler must return once Detach reported true.
@@ -252,13 +258,13 @@ func (st *Stream) Detach(ctx context.Context, run Run) bool {
 	if st.wrote || st.detached {
 		return false
 	}
-	conn, rw, err := st.hijacker.Hijack()
+	conn, _, err := st.hijacker.Hijack()
 	if err != nil {
 		return false
 	}
 	// Whatever the client sent after its request is not for this stream;
-	// the buffers go with net/http's hold on the connection.
-	_ = rw
+	// net/http's buffers and response go with its hold on the connection.
+	st.hijacker = nil
 	// A body read deadline may still be on the connection; from here on
 	// reading only watches for the client leaving.
 	_ = conn.SetReadDeadline(time.Time{})
@@ -268,7 +274,8 @@ func (st *Stream) Detach(ctx context.Context, run Run) bool {
 	st.detached = true
 	st.srv.wg.Add(1)
 	st.srv.track(st, true)
-	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	st.ctx = ctx
+	ctx, cancel := context.WithCancel(ctx)
 	go watchClose(conn, cancel)
 	go st.serve(ctx, cancel, run)
 	return true
@@ -298,14 +305,13 @@ func (st *Stream) serve(ctx context.Context, cancel context.CancelFunc, run Run)
 	cancel()
 	_ = st.conn.Close()
 	st.srv.track(st, false)
-	st.buf = nil
 	st.mu.Lock()
 	st.ended, st.err = true, err
 	onEnd := st.onEnd
 	st.onEnd = nil
 	st.mu.Unlock()
 	for _, f := range onEnd {
-		f(err)
+		f(st.ctx, err)
 	}
 }
 
@@ -328,7 +334,8 @@ const flagEndStream = 0b10
 // writeEnvelope writes one enveloped message as one chunk, after the
 // response head if it is the first.
 func (st *Stream) writeEnvelope(flags byte, data []byte) error {
-	out := st.buf[:0]
+	// No buffer is kept between messages: an idle stream holds none.
+	var out []byte
 	if !st.started {
 		out = st.appendHead(out)
 	}
@@ -344,11 +351,6 @@ func (st *Stream) writeEnvelope(flags byte, data []byte) error {
 	}
 	_ = st.conn.SetWriteDeadline(time.Now().Add(st.srv.writeTimeout))
 	_, err := st.conn.Write(out)
-	if cap(out) <= 4<<10 {
-		st.buf = out[:0]
-	} else {
-		st.buf = nil
-	}
 	if err != nil {
 		return connect.NewError(connect.CodeUnavailable, err)
 	}

@@ -190,9 +190,22 @@ function suiteArgs() {
  * Starts `yorkie server` on free loopback ports (or the given `rpcPort` /
  * `profilingPort`, e.g. to restart a server in place) and resolves once GET /healthz
  * on the RPC port answers 200. Rejects (with the log tail) if the process
- * exits first or the deadline passes.
+ * exits first or the deadline passes. A port freePort() chose can be taken
+ * by another process's outgoing connection before the server binds it; a
+ * server that exits for that reason is started again on other free ports.
  */
-async function startServer({
+async function startServer(opts = {}) {
+  const fixed = Boolean(opts.rpcPort || opts.profilingPort);
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startServerOnce(opts);
+    } catch (err) {
+      if (fixed || err.code !== 'PORT_TAKEN' || attempt >= 3) throw err;
+    }
+  }
+}
+
+async function startServerOnce({
   bin = yorkieBinary(),
   logLevel = process.env.YORKIE_E2E_LOG_LEVEL || 'debug',
   extraArgs = [],
@@ -245,7 +258,9 @@ async function startServer({
     }, { timeoutMs: readyTimeoutMs, intervalMs: 50, what: `GET ${server.rpcAddr}/healthz to answer 200` });
   } catch (err) {
     await server.stop({ graceMs: 1000 });
-    err.message += `\n--- server log (${logFile}) ---\n${server.logTail()}`;
+    const tail = server.logTail();
+    if (server.exitInfo && /bind: address already in use/.test(tail)) err.code = 'PORT_TAKEN';
+    err.message += `\n--- server log (${logFile}) ---\n${tail}`;
     throw err;
   }
   return server;
