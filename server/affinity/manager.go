@@ -105,6 +105,9 @@ type Manager struct {
 	// suspicions are the judgements of members under way (suspect.go).
 	suspicions map[sessionstore.Member]*suspicion
 	suspects   *suspectMetrics
+	// evictedAddrs are the addresses this node evicted and has not reached
+	// since: it evicts them no more on its own evidence (suspect.go).
+	evictedAddrs map[string]struct{}
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -146,8 +149,9 @@ func New(cfg Config) (*Manager, error) {
 		orphans:     map[string]struct{}{},
 		done:        make(chan struct{}),
 
-		suspicions: map[sessionstore.Member]*suspicion{},
-		suspects:   newSuspectMetrics(cfg.Registerer),
+		suspicions:   map[sessionstore.Member]*suspicion{},
+		suspects:     newSuspectMetrics(cfg.Registerer),
+		evictedAddrs: map[string]struct{}{},
 	}
 	m.store = &meteredStore{Store: cfg.Store, m: m.metrics}
 	return m, nil

@@ -18,9 +18,21 @@ package affinity
 //     connection to each other member's advertised address. HeartbeatMisses
 //     tries in a row that time out, or find no route, say the host is gone
 //     or cut off. Local failures (this node out of descriptors) are no
-//     evidence and do not count. An address evicted this way is not evicted
-//     for missed heartbeats again for heartbeatHoldDown TTLs, so a node cut
-//     off from this one only is not evicted each time it registers again.
+//     evidence and do not count.
+//
+// Both are one node's view. A member cut off from this node only (a
+// partition between two nodes, or a firewall that rejects this node's
+// connections) but not from the store is healthy for everyone else: evicted,
+// it registers again under a new incarnation within TTL/3, and evicting each
+// new incarnation would keep it flapping, its clients reconnecting, for as
+// long as the partition lasts. So this node evicts an address on its own
+// evidence once: a later registration at an address it evicted is left to
+// its lease (the store's judgement) until this node reaches the address
+// again (a heartbeat answers), which shows the partition over or the node
+// restarted, and fast eviction is back for its next crash. The price: in a
+// lasting partition, the calls this node relays to that member fail until
+// the partition heals, as they would to a member it cannot reach that it
+// never evicted.
 //
 // A member found gone is evicted: the store ends its lease on the store's
 // side (sessionstore.Evicter), which frees its bindings there, and this node
@@ -70,13 +82,6 @@ import (
 // DefaultHeartbeatMisses is how many heartbeats in a row a member may miss
 // before it is evicted.
 const DefaultHeartbeatMisses = 3
-
-// heartbeatHoldDown, in TTLs, is how long after evicting an address for
-// missed heartbeats this node does not do so again. A node cut off from this
-// one but not from the store registers again after its eviction; without a
-// pause it would be evicted over and over (safe, but each time its clients
-// reconnect). A refused connection still evicts at once.
-const heartbeatHoldDown = 10
 
 // HeartbeatFor is the heartbeat interval that goes with a lease TTL: an
 // eighth of it, so three missed heartbeats (with their timeouts) come well
@@ -153,6 +158,11 @@ func (m *Manager) suspect(addr string, proven bool) (*suspicion, bool) {
 	if !ok || mem == m.self || m.stopped {
 		return nil, false
 	}
+	if _, ok := m.evictedAddrs[addr]; ok {
+		// Evicted on this node's evidence before, and not reached since:
+		// its lease decides (see the package comment on flapping).
+		return nil, false
+	}
 	if s, ok := m.suspicions[mem]; ok {
 		return s, true
 	}
@@ -192,6 +202,9 @@ func (m *Manager) evict(mem sessionstore.Member, reason string) bool {
 	}
 	m.log.Warn("member evicted before its lease ran out", "member", mem.Addr, "incarnation", mem.Incarnation, "reason", reason)
 	m.suspects.evictions.WithLabelValues(reason).Inc()
+	m.mu.Lock()
+	m.evictedAddrs[mem.Addr] = struct{}{}
+	m.mu.Unlock()
 	m.apply(sessionstore.MemberEvent{Type: sessionstore.MemberLeft, Member: mem})
 	return true
 }
@@ -208,9 +221,6 @@ func (m *Manager) heartbeat(ctx context.Context) {
 	tick := time.NewTicker(m.cfg.HeartbeatInterval)
 	defer tick.Stop()
 	misses := map[sessionstore.Member]int{}
-	// heldDown: addresses evicted for missed heartbeats, until when their
-	// later registrations are not evicted for missed heartbeats again.
-	heldDown := map[string]time.Time{}
 	type result struct {
 		mem sessionstore.Member
 		err error
@@ -246,17 +256,16 @@ func (m *Manager) heartbeat(ctx context.Context) {
 				return
 			case r.err == nil:
 				delete(misses, r.mem)
+				m.reached(r.mem.Addr)
 			case errors.Is(r.err, syscall.ECONNREFUSED):
 				delete(misses, r.mem)
 				m.suspect(r.mem.Addr, true)
 			case missed(r.err):
 				if misses[r.mem]++; misses[r.mem] >= m.cfg.HeartbeatMisses {
 					delete(misses, r.mem)
-					if time.Now().Before(heldDown[r.mem.Addr]) {
-						break
+					if m.mayEvict(r.mem.Addr) {
+						go m.evict(r.mem, reasonHeartbeat)
 					}
-					heldDown[r.mem.Addr] = time.Now().Add(heartbeatHoldDown * m.cfg.TTL)
-					go m.evict(r.mem, reasonHeartbeat)
 				}
 			}
 		}
@@ -265,12 +274,25 @@ func (m *Manager) heartbeat(ctx context.Context) {
 				delete(misses, mem)
 			}
 		}
-		for addr, until := range heldDown {
-			if time.Now().After(until) {
-				delete(heldDown, addr)
-			}
-		}
 	}
+}
+
+// reached records that a heartbeat to addr was answered: this node's own
+// evidence may evict the address again.
+func (m *Manager) reached(addr string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.evictedAddrs, addr)
+}
+
+// mayEvict reports whether this node may evict the member at addr on its
+// own evidence: it has not evicted the address before without reaching it
+// since.
+func (m *Manager) mayEvict(addr string) bool {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	_, ok := m.evictedAddrs[addr]
+	return !ok
 }
 
 // missed reports whether a failed heartbeat says something about the peer:

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -237,6 +238,62 @@ func TestMissedHeartbeatsHoldDown(t *testing.T) {
 	poll.UntilTrue(t, waitTimeout, "more heartbeats to b", func() bool { return dialsToB.Load() >= from+10 })
 	require.Equal(t, 1.0, evictions(t, reg), "evictions of b")
 	require.Contains(t, a.Members(), b.Addr())
+}
+
+// TestPeerCutOffFromOneNodeIsEvictedOnce: a member alive and registered
+// whose port refuses one node only (a firewall rejecting that node, the
+// store reachable from both) is evicted by that node once; it registers
+// again, and the node, still refused by heartbeats and by a relay's
+// suspicion, does not evict it again (no flapping) until a heartbeat
+// reaches it; then a refusal evicts it at once again, as after a crash.
+func TestPeerCutOffFromOneNodeIsEvictedOnce(t *testing.T) {
+	st := memory.New(memory.Config{})
+	bAddr := answeringAddr(t)
+	var cut atomic.Bool
+	var dialsToB atomic.Int64
+	dial := func(ctx context.Context, addr string) error {
+		if addr == bAddr {
+			dialsToB.Add(1)
+			if cut.Load() {
+				return &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
+			}
+		}
+		return nil
+	}
+	reg := prometheus.NewRegistry()
+	a := start(t, st, affinity.Config{AdvertiseAddr: answeringAddr(t), HeartbeatInterval: 10 * time.Millisecond,
+		Dial: dial, Registerer: reg})
+	lost := make(chan []string, 2)
+	b := start(t, st, affinity.Config{AdvertiseAddr: bAddr, OnLost: func(keys []string) { lost <- keys }})
+	waitMembers(t, a, a.Addr(), b.Addr())
+	keyOwnedBy(t, b)
+
+	cut.Store(true)
+	select {
+	case <-lost:
+	case <-time.After(waitTimeout):
+		t.Fatal("b was not evicted when its port refused a")
+	}
+	// b registers again at once (its manager runs); a goes on being refused.
+	waitMembers(t, a, a.Addr(), b.Addr())
+	from := dialsToB.Load()
+	poll.UntilTrue(t, waitTimeout, "more heartbeats to b", func() bool { return dialsToB.Load() >= from+10 })
+	require.False(t, a.Suspect(context.Background(), b.Addr()), "a relay's refusal evicted b again")
+	require.Equal(t, 1.0, evictions(t, reg), "evictions of b")
+	require.Contains(t, a.Members(), b.Addr())
+
+	// The cut heals: a heartbeat reaches b. A refusal after that evicts.
+	keyOwnedBy(t, b)
+	cut.Store(false)
+	from = dialsToB.Load()
+	poll.UntilTrue(t, waitTimeout, "a heartbeat reaches b", func() bool { return dialsToB.Load() >= from+2 })
+	cut.Store(true)
+	select {
+	case <-lost:
+	case <-time.After(waitTimeout):
+		t.Fatal("b, reached again, was not evicted when its port refused a")
+	}
+	require.Equal(t, 2.0, evictions(t, reg), "evictions of b")
 }
 
 // evictions sums yorkie_affinity_evictions_total in reg.

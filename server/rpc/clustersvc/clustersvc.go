@@ -1,7 +1,8 @@
-// Package clustersvc serves the ClusterService, the calls the nodes of a
-// cluster make to each other: detaching a deactivating client at a
-// document's owner, the owner's side of the AdminService's document and
-// channel calls, and draining a node (its successor's side included).
+// Package clustersvc serves the ClusterService, the calls nodes make to each other.
+//
+// They detach a deactivating client at a document's owner, serve the
+// owner's side of the AdminService's document and channel calls, and drain
+// a node (its successor's side included).
 package clustersvc
 
 import (

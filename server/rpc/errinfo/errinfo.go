@@ -1,7 +1,9 @@
-// Package errinfo holds Yorkie's error code names and the mapping of errors
-// to the Connect errors clients get: a Connect code with a
-// google.rpc.ErrorInfo detail whose metadata "code" names the Yorkie error
-// (the SDKs branch on that name, not on the message text).
+// Package errinfo holds Yorkie's error codes and the Connect errors that carry them.
+//
+// A Yorkie error is a Connect code with a google.rpc.ErrorInfo detail whose
+// metadata "code" names it (the SDKs branch on that name, not on the
+// message text); the package writes and reads those details and maps the
+// backend's and the router's errors to them.
 package errinfo
 
 import (

@@ -1,3 +1,5 @@
-// Package interceptor holds the Connect interceptors the node's services
-// run in: the RPC metrics, the log of failed calls and clients' activity.
+// Package interceptor holds the Connect interceptors the node's services run in.
+//
+// They record the RPC metrics, log failed calls and tell housekeeping about
+// clients' activity.
 package interceptor

@@ -1,5 +1,7 @@
-// Package limits holds the bounds of what one client may hold on a node:
-// its metadata's size, its open Watch streams and its attached documents.
+// Package limits bounds what one client may hold on a node.
+//
+// It bounds a client's metadata size, its open Watch streams and its
+// attached documents.
 package limits
 
 import (

@@ -1,5 +1,6 @@
-// Package validate checks the identifiers, keys and packs a request
-// carries before any layer below the RPC layer sees them.
+// Package validate checks the IDs, keys and packs a request carries.
+//
+// The RPC layer runs the checks before any layer below it sees a request.
 package validate
 
 import (
