@@ -315,11 +315,11 @@ func New(ctx context.Context, cfg Config, opts ...Option) (_ *Server, err error)
 // bind opens the RPC port and, unless it is disabled, the profiling port,
 // or takes the listeners WithListeners gave.
 func (s *Server) bind(ctx context.Context, o options) (rpcLn, profLn net.Listener, err error) {
-	var lc net.ListenConfig
 	cfg := s.cfg
 	rpcLn = o.rpcListener
 	if rpcLn == nil {
-		if rpcLn, err = lc.Listen(ctx, "tcp", net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.RPCPort))); err != nil {
+		// Bound now, listening once Start serves (bindTCP).
+		if rpcLn, err = bindTCP(ctx, net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.RPCPort))); err != nil {
 			return nil, nil, fmt.Errorf("server: listen rpc port: %w", err)
 		}
 	}
@@ -332,7 +332,7 @@ func (s *Server) bind(ctx context.Context, o options) (rpcLn, profLn net.Listene
 		if profHost == "" {
 			profHost = cfg.Host
 		}
-		if profLn, err = lc.Listen(ctx, "tcp", net.JoinHostPort(profHost, strconv.Itoa(cfg.ProfilingPort))); err != nil {
+		if profLn, err = bindTCP(ctx, net.JoinHostPort(profHost, strconv.Itoa(cfg.ProfilingPort))); err != nil {
 			_ = rpcLn.Close()
 			return nil, nil, fmt.Errorf("server: listen profiling port: %w", err)
 		}
@@ -623,6 +623,13 @@ func (s *Server) Start(ctx context.Context) error {
 	}
 	if err := s.cluster.join(ctx); err != nil {
 		return err
+	}
+	for _, p := range s.ports {
+		if ln, ok := p.ln.(*boundListener); ok {
+			if err := ln.listen(); err != nil {
+				return fmt.Errorf("server: %s port: %w", p.name, err)
+			}
+		}
 	}
 	for _, p := range s.ports {
 		s.serve(p)

@@ -6,7 +6,8 @@
 // node owning the channel is SIGKILLed the heartbeats of the surviving
 // clients bring the count right again. In redirect mode, clients behind a
 // proxy that routes by the session key (with clients/js/session-key.js)
-// reach the owner the same way.
+// reach the owner the same way. A drain of the node owning the channel
+// (AdminService DrainNode) moves its sessions with it: no count drops.
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
@@ -21,6 +22,7 @@ const { explainFailure, runCleanups } = require('./lib/failure');
 const { startBalancer } = require('./lib/balancer');
 const { startRoutingHAProxy } = require('./lib-redirect/haproxy');
 const { installSessionKeyFetch } = require('../../../clients/js/session-key');
+const { adminCall, logIn } = require('../lib/admin');
 
 const TTL_S = 6;
 const HEARTBEAT_MS = 1000;
@@ -182,6 +184,70 @@ test(
       assert.deepEqual(received[0], [], 'the sender got nothing back');
       const byNode = await cluster.metricByNode('yorkie_channel_sessions');
       assert.deepEqual(Object.values(byNode).sort(), [0, 0, 5], `one node holds the five sessions: ${JSON.stringify(byNode)}`);
+    } catch (err) {
+      throw explainFailure(err, { session, cluster });
+    } finally {
+      if (session) await session.close();
+      await runCleanups(cleanups);
+    }
+  },
+);
+
+test(
+  'a drain of the channel owner moves its sessions: no client sees the count drop',
+  { skip: skipUnlessPresent(['yorkie', 'ferretdb', 'haproxy', 'etcd']), timeout: 120000 },
+  async (t) => {
+    const cleanups = [];
+    let cluster;
+    let session;
+    try {
+      cluster = await startEtcdCluster({
+        cleanups,
+        name: 'channels-drain',
+        extraArgs: ['--affinity-mode', 'forward', '--shutdown-drain-timeout', '20s'],
+      });
+      const lb = await startBalancer({ servers: cluster.nodes });
+      cleanups.push(() => lb.stop());
+      const addrs = [...cluster.nodes.map((n) => n.rpcAddr), lb.addr, lb.addr, lb.addr, lb.addr];
+      session = new Session({
+        target: { name: 'cluster', addrFor: (i) => addrs[i], describe: () => cluster.describe(2000) },
+        clientOptions: { channelHeartbeatInterval: HEARTBEAT_MS },
+      });
+      const clients = await session.activateClients(6);
+      const key = `lobby-${crypto.randomBytes(4).toString('hex')}`;
+      const channels = [];
+      for (const c of clients) {
+        const ch = new yorkie.Channel(key);
+        await withTimeout(c.attach(ch), 15000, `attach of client ${c.e2eIndex}`);
+        channels.push(ch);
+      }
+      for (const [i, ch] of channels.entries()) await awaitCount(ch, 6, `client ${i}`);
+      // Every count each client sees from now on.
+      const seen = channels.map((ch) => {
+        const counts = [];
+        ch.subscribe('presence', (e) => counts.push(e.count));
+        return counts;
+      });
+      const byNode = await cluster.metricByNode('yorkie_channel_sessions');
+      const owner = cluster.nodes.find((n) => byNode[n.name] === 6);
+      assert.ok(owner, `one node holds all six sessions: ${JSON.stringify(byNode)}`);
+      const other = cluster.nodes.find((n) => n !== owner);
+
+      const token = await logIn(other.rpcAddr);
+      const drained = await adminCall(other.rpcAddr, 'DrainNode', { node: owner.hostPort }, token);
+      t.diagnostic(`drain: ${JSON.stringify(drained)}`);
+      const after = await cluster.metricByNode('yorkie_channel_sessions');
+      assert.equal(after[owner.name], 0, `the drained node holds no session: ${JSON.stringify(after)}`);
+      assert.ok(Object.values(after).includes(6), `the next owner holds the six sessions: ${JSON.stringify(after)}`);
+
+      // A newcomer: every client goes to 7, and never saw fewer than 6.
+      const late = await session.activateClient();
+      const lc = new yorkie.Channel(key);
+      await withTimeout(late.attach(lc), 15000, 'attach of the newcomer');
+      for (const [i, ch] of channels.entries()) await awaitCount(ch, 7, `client ${i} after the drain`);
+      for (const [i, counts] of seen.entries()) {
+        assert.ok(counts.every((n) => n === 6 || n === 7), `client ${i} saw the counts ${JSON.stringify(counts)}, want only 6 then 7`);
+      }
     } catch (err) {
       throw explainFailure(err, { session, cluster });
     } finally {
