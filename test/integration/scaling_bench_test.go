@@ -10,6 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"go.mongodb.org/mongo-driver/bson"
+	mongodrv "go.mongodb.org/mongo-driver/mongo"
+	"go.mongodb.org/mongo-driver/mongo/options"
+
 	"github.com/yorkie-affinity/yorkie/server"
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
 	"github.com/yorkie-affinity/yorkie/server/backend/database/dbtest"
@@ -72,7 +76,10 @@ func BenchmarkCallsAtDatabaseSize(b *testing.B) {
 	b.Run("memory", func(b *testing.B) {
 		for _, docs := range scaleSizes([]int{1_000, 10_000}, []int{100_000, 1_000_000}) {
 			b.Run(fmt.Sprintf("docs=%d", docs), func(b *testing.B) {
-				callsAtSize(b, memory.New(), docs)
+				db := memory.New()
+				callsAtSize(b, db, docs, func(ctx context.Context, as []*database.Attachment) error {
+					return parallelFill(len(as), 16, func(i int) error { return db.UpdateAttachment(ctx, as[i], 0) })
+				})
 			})
 		}
 	})
@@ -80,16 +87,21 @@ func BenchmarkCallsAtDatabaseSize(b *testing.B) {
 		m := testenv.MongoURI(b)
 		for _, docs := range scaleSizes([]int{1_000}, []int{10_000, 100_000}) {
 			b.Run(fmt.Sprintf("docs=%d", docs), func(b *testing.B) {
-				callsAtSize(b, dbtest.DialMongo(b, m, m.NewDatabase()), docs)
+				name := m.NewDatabase()
+				callsAtSize(b, dbtest.DialMongo(b, m, name), docs, func(ctx context.Context, as []*database.Attachment) error {
+					return insertAttachments(ctx, m.URI, name, as)
+				})
 			})
 		}
 	})
 }
 
 // callsAtSize fills db with docs documents, each attached by a client of
-// its own, then measures the calls on a server over it.
-func callsAtSize(b *testing.B, db database.Database, docs int) {
+// its own (the attachments stored by attach), then measures the calls on a
+// server over it.
+func callsAtSize(b *testing.B, db database.Database, docs int, attach func(context.Context, []*database.Attachment) error) {
 	ctx := context.Background()
+	as := make([]*database.Attachment, docs)
 	err := parallelFill(docs, 16, func(i int) error {
 		cl, err := db.ActivateClient(ctx, database.DefaultProjectID, fmt.Sprintf("filler-%d", i), nil)
 		if err != nil {
@@ -99,10 +111,17 @@ func callsAtSize(b *testing.B, db database.Database, docs int) {
 		if err != nil {
 			return err
 		}
-		return db.UpdateAttachment(ctx, &database.Attachment{ClientID: cl.ID, DocID: d.ID, Status: database.Attached}, 0)
+		as[i] = &database.Attachment{ClientID: cl.ID, DocID: d.ID, Status: database.Attached}
+		return nil
 	})
+	if err == nil {
+		err = attach(ctx, as)
+	}
 	if err != nil {
 		b.Fatal(err)
+	}
+	if n, err := db.CountClientAttachments(ctx, as[docs-1].ClientID); err != nil || n != 1 {
+		b.Fatalf("a filler's attachments: %d, %v", n, err)
 	}
 	srv := servertest.Start(b, func(cfg *server.Config) { cfg.DB = db })
 	c := servertest.Client(b, srv, servertest.ConnectProto)
@@ -173,4 +192,36 @@ func parallelFill(n, conc int, fill func(i int) error) error {
 	}
 	wg.Wait()
 	return firstErr
+}
+
+// insertAttachments stores the attachments straight into the MongoDB
+// database name, as the mongo package's UpdateAttachment writes them, in
+// batches: on the MongoDB-wire test server (FerretDB on SQLite) every
+// UpdateAttachment scans the collection (its filter is not the _id alone),
+// so filling 10k attachments through it takes about an hour.
+func insertAttachments(ctx context.Context, uri, name string, as []*database.Attachment) error {
+	cl, err := mongodrv.Connect(ctx, options.Client().ApplyURI(uri))
+	if err != nil {
+		return err
+	}
+	defer func() { _ = cl.Disconnect(context.Background()) }()
+	col := cl.Database(name).Collection("attachments")
+	now := time.Now()
+	for lo := 0; lo < len(as); lo += 1000 {
+		var batch []any
+		for _, a := range as[lo:min(lo+1000, len(as))] {
+			batch = append(batch, bson.D{
+				{Key: "_id", Value: a.ClientID + "/" + a.DocID},
+				{Key: "client_id", Value: a.ClientID}, {Key: "doc_id", Value: a.DocID},
+				{Key: "status", Value: string(a.Status)},
+				{Key: "server_seq", Value: int64(0)}, {Key: "client_seq", Value: int64(0)},
+				{Key: "attached_at", Value: int64(0)}, {Key: "updated_at", Value: now},
+				{Key: "epoch", Value: int64(0)},
+			})
+		}
+		if _, err := col.InsertMany(ctx, batch); err != nil {
+			return fmt.Errorf("insert attachments %d..: %w", lo, err)
+		}
+	}
+	return nil
 }

@@ -828,6 +828,9 @@ type replayConn struct {
 	pending []byte
 }
 
+// NetConn returns the connection underneath, as tls.Conn's method does.
+func (c *replayConn) NetConn() net.Conn { return c.Conn }
+
 func (c *replayConn) Read(p []byte) (int, error) {
 	if len(c.pending) > 0 {
 		n := copy(p, c.pending)

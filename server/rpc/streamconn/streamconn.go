@@ -11,8 +11,9 @@
 // yet), the handler returns, and the rest of the stream runs on a goroutine
 // of its own that starts with a small stack, writing each message as a chunk
 // of the Connect streaming response, and the end-stream message when it
-// ends. A second small goroutine reads the connection to notice the client
-// leaving. Streams that cannot be detached (HTTP/2, gRPC, gRPC-web, an
+// ends. One goroutine for all streams notices clients hanging up (epoll, on
+// Linux); elsewhere, or over TLS, a small goroutine per stream reads the
+// connection to notice it. Streams that cannot be detached (HTTP/2, gRPC, gRPC-web, an
 // encoding this package does not write) are served by connect as before.
 package streamconn
 
@@ -70,9 +71,10 @@ type Server struct {
 	writeTimeout time.Duration
 	logger       *slog.Logger
 
-	wg   sync.WaitGroup
-	mu   sync.Mutex
-	live map[*Stream]struct{}
+	wg      sync.WaitGroup
+	mu      sync.Mutex
+	live    map[*Stream]struct{}
+	hangups *hangups
 }
 
 // New returns a Server for cfg.
@@ -86,6 +88,7 @@ func New(cfg Config) (*Server, error) {
 		writeTimeout: cfg.WriteTimeout,
 		logger:       cfg.Logger,
 		live:         map[*Stream]struct{}{},
+		hangups:      newHangups(),
 	}
 	if s.writeTimeout <= 0 {
 		s.writeTimeout = DefaultWriteTimeout
@@ -146,18 +149,22 @@ func (s *Server) Wait(ctx context.Context) error {
 	}()
 	select {
 	case <-done:
+		s.hangups.close()
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
 	}
 }
 
-// Close closes the connections of the detached streams at once.
+// Close ends the detached streams at once: their connections close and
+// their contexts end.
 func (s *Server) Close() {
+	s.hangups.close()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for st := range s.live {
 		_ = st.conn.Close()
+		st.cancel()
 	}
 }
 
@@ -201,8 +208,10 @@ type Stream struct {
 	onEnd []func(context.Context, error)
 
 	ctx     context.Context // the detached stream's
+	cancel  context.CancelFunc
 	conn    net.Conn
-	started bool // the response head was written
+	unwatch func() // ends the watch for the client hanging up, if shared
+	started bool   // the response head was written
 }
 
 // BeforeFirstMessage has f called just before a detached stream sends its
@@ -272,11 +281,16 @@ func (st *Stream) Detach(ctx context.Context, run Run) bool {
 	// connect may still touch net/http's header map as the handler returns.
 	st.header = st.header.Clone()
 	st.detached = true
-	st.srv.wg.Add(1)
-	st.srv.track(st, true)
 	st.ctx = ctx
 	ctx, cancel := context.WithCancel(ctx)
-	go watchClose(conn, cancel)
+	st.cancel = cancel
+	st.srv.wg.Add(1)
+	st.srv.track(st, true)
+	if unwatch, ok := st.srv.hangups.watch(conn, cancel); ok {
+		st.unwatch = unwatch
+	} else {
+		go watchClose(conn, cancel)
+	}
 	go st.serve(ctx, cancel, run)
 	return true
 }
@@ -303,6 +317,9 @@ func (st *Stream) serve(ctx context.Context, cancel context.CancelFunc, run Run)
 		}
 	}
 	cancel()
+	if st.unwatch != nil {
+		st.unwatch()
+	}
 	_ = st.conn.Close()
 	st.srv.track(st, false)
 	st.mu.Lock()

@@ -70,7 +70,18 @@ func TestOldChangesReadBackWhole(t *testing.T) {
 	check(1, 1000) // the first ones decoded, the newest as stored
 	check(300, 310)
 	// Other documents' writes push a's recent changes out.
-	appendBatches(t, db, b.ID, 20_000, 100, []string{alice})
+	for i := range 20 {
+		other, err := db.FindOrCreateDocument(ctx, database.DefaultProjectID, fmt.Sprint("other-", i))
+		require.NoError(t, err)
+		appendBatches(t, db, other.ID, 1000, 100, []string{bob})
+	}
+	wantB := appendBatches(t, db, b.ID, 20_000, 100, []string{alice})
+	gotB, err := db.FindChanges(ctx, b.ID, 1, 20_000)
+	require.NoError(t, err)
+	require.Len(t, gotB, len(wantB))
+	for i := range wantB {
+		require.True(t, proto.Equal(wantB[i].Body, gotB[i].Body), "change %d of b", i+1)
+	}
 	check(1, 1000)
 	check(999, 1000)
 	lastOf := func(actor string, after int64) uint32 {

@@ -521,7 +521,7 @@ func (db *DB) LastClientSeq(ctx context.Context, docID, actorID string, after in
 	v := d.log.view(after+1, d.head())
 	d.mu.RUnlock()
 	var last uint32
-	for i := range v.starts {
+	for i := range v.ends {
 		clientSeq, actor, _, err := header(v.record(i))
 		if err != nil {
 			return 0, fmt.Errorf("last client seq of %q at %d: %w", docID, v.first+int64(i), err)

@@ -11,12 +11,13 @@ import (
 const (
 	// recentBudget is how many changes all documents keep decoded at most,
 	// give or take one batch.
-	recentBudget = 8192
+	recentBudget = 16384
 	// recentPerDoc is how many of its newest changes a document keeps
 	// decoded at least, once it has that many; it keeps at most twice as
 	// many. It covers the default snapshot interval (500 changes), whose
-	// changes are read again to build the next snapshot.
-	recentPerDoc = 512
+	// changes are read again to build the next snapshot, with room for the
+	// snapshotter to lag behind the pushes.
+	recentPerDoc = 1024
 )
 
 // recentChanges keeps the newest changes of the documents written to last
