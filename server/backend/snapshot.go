@@ -8,6 +8,7 @@ import (
 	"time"
 
 	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
+	"github.com/yorkie-affinity/yorkie/server/backend/database"
 	"github.com/yorkie-affinity/yorkie/server/document"
 )
 
@@ -23,11 +24,7 @@ const snapshotSaveTimeout = 30 * time.Second
 // refusing them (and dropping the document, which may be half-applied) when
 // one does not apply or the document would outgrow its project's limit. The caller
 // holds the lock and has not stored them yet.
-func (b *Backend) applyPushed(ctx context.Context, ds *docState, changes []*api.Change) error {
-	p, err := b.project(ctx)
-	if err != nil {
-		return err
-	}
+func (b *Backend) applyPushed(ctx context.Context, p *database.ProjectInfo, ds *docState, changes []*api.Change) error {
 	// Past the project's limit is accepted, as upstream: the SDK checks its
 	// own edits and concurrent ones may together pass it. Only the hard
 	// bound, far above, is enforced here.
@@ -112,8 +109,8 @@ func sameMap(a, b map[string]int64) bool {
 // rebuilds that state from the stored snapshot and log, off the lock, and
 // encodes and stores it there. The caller holds the lock and has stored the
 // changes up to the head.
-func (b *Backend) maybeSnapshot(ctx context.Context, ds *docState, minSynced map[string]int64) {
-	if interval := b.snapIntervalFor(ctx); interval <= 0 || ds.doc == nil || ds.docSeq != ds.head || ds.head-ds.snapSeq < interval {
+func (b *Backend) maybeSnapshot(ctx context.Context, p *database.ProjectInfo, ds *docState, minSynced map[string]int64) {
+	if interval := b.snapIntervalFor(p); interval <= 0 || ds.doc == nil || ds.docSeq != ds.head || ds.head-ds.snapSeq < interval {
 		return
 	}
 	start := time.Now()
@@ -123,6 +120,7 @@ func (b *Backend) maybeSnapshot(ctx context.Context, ds *docState, minSynced map
 	ds.snapSeq = ds.head
 	b.submitSnapshot(ds.snap, snapshotJob{
 		ctx:       context.WithoutCancel(ctx),
+		project:   p,
 		docID:     ds.id,
 		epoch:     ds.epoch,
 		seq:       ds.head,
