@@ -12,7 +12,6 @@ import (
 	"github.com/yorkie-affinity/yorkie/server/backend"
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
 	"github.com/yorkie-affinity/yorkie/server/housekeeping"
-	"github.com/yorkie-affinity/yorkie/server/project"
 	"github.com/yorkie-affinity/yorkie/server/routing"
 )
 
@@ -24,20 +23,18 @@ type compactor struct{ s *Server }
 // CompactDocument implements admin.Compactor.
 func (c compactor) CompactDocument(ctx context.Context, p *database.ProjectInfo, key string, force bool, header http.Header) (bool, error) {
 	s := c.s
-	ctx = project.NewContext(ctx, p)
 	info, err := s.db.FindDocumentByKey(ctx, p.ID, key)
 	if err != nil {
 		return false, err
 	}
-	rt, err := s.routes.Route(ctx, routing.DocumentCall{Kind: routing.CallAdmin, DocumentKey: key, Header: header})
+	rt, err := s.routes.Route(ctx, routing.DocumentCall{Kind: routing.CallAdmin, Project: p, DocumentKey: key, Header: header})
 	if err != nil {
 		return false, err
 	}
 	if rt.Owner != nil {
 		return s.relayCompaction(ctx, rt, key, force, header)
 	}
-	epoch := rt.Epoch
-	return s.backend.CompactDocument(ctx, epoch, info.ID, force)
+	return s.backend.CompactDocument(ctx, rt.Project, rt.Epoch, info.ID, force)
 }
 
 // relayCompaction asks the owner to compact the document.

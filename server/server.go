@@ -208,7 +208,7 @@ func New(ctx context.Context, cfg Config, opts ...Option) (_ *Server, err error)
 	}); err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
-	if s.webhooks, err = newWebhooks(cfg.Webhooks, s.projects, logger, s.registry); err != nil {
+	if s.webhooks, err = newWebhooks(cfg.Webhooks, logger, s.registry); err != nil {
 		return nil, err
 	}
 	undo = append(undo, func() { _ = s.webhooks.close(context.Background()) })
@@ -496,7 +496,7 @@ func (s *Server) newHousekeeper(o options) (*housekeeping.Housekeeper, error) {
 			if err != nil {
 				return fmt.Errorf("project %s of client %s: %w", c.ProjectID, c.ID, err)
 			}
-			return svc.Deactivate(project.NewContext(ctx, p), c.ID)
+			return svc.Deactivate(ctx, p, c.ID)
 		},
 		Role:       role,
 		Now:        o.clock,

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -12,7 +11,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
-	"github.com/yorkie-affinity/yorkie/server/project"
 	"github.com/yorkie-affinity/yorkie/server/routing"
 	"github.com/yorkie-affinity/yorkie/server/rpc"
 	"github.com/yorkie-affinity/yorkie/server/webhook"
@@ -53,7 +51,6 @@ type WebhookConfig struct {
 
 // webhooks is the server's side of both webhooks.
 type webhooks struct {
-	projects    *project.Resolver
 	auth        *authwebhook.Client
 	authPolicy  webhook.Policy
 	events      *eventwebhook.Sender
@@ -68,7 +65,7 @@ func orPolicy(p webhook.Policy) webhook.Policy {
 	return p
 }
 
-func newWebhooks(cfg WebhookConfig, projects *project.Resolver, logger *slog.Logger, reg prometheus.Registerer) (*webhooks, error) {
+func newWebhooks(cfg WebhookConfig, logger *slog.Logger, reg prometheus.Registerer) (*webhooks, error) {
 	client := webhook.NewHTTPClient(webhook.HTTPClientConfig{RefusePrivate: cfg.RefusePrivateAddresses})
 	auth, err := authwebhook.New(authwebhook.Config{
 		HTTPClient:       client,
@@ -95,7 +92,6 @@ func newWebhooks(cfg WebhookConfig, projects *project.Resolver, logger *slog.Log
 		return nil, fmt.Errorf("server: event webhook: %w", err)
 	}
 	return &webhooks{
-		projects:    projects,
 		auth:        auth,
 		authPolicy:  orPolicy(cfg.AuthPolicy),
 		events:      events,
@@ -110,7 +106,6 @@ func (w *webhooks) rpcAuth(forwarded func(http.Header) bool) *rpc.Auth {
 	return &rpc.Auth{
 		Client:    w.auth,
 		Policy:    func(p *database.ProjectInfo) webhook.Policy { return projectPolicy(w.authPolicy, p.AuthWebhook) },
-		Project:   w.projectOf,
 		Forwarded: forwarded,
 	}
 }
@@ -143,28 +138,10 @@ func projectPolicy(base webhook.Policy, ws database.WebhookSettings) webhook.Pol
 	return p
 }
 
-// projectOf returns the project of a call: the one the RPC layer resolved
-// from its API key, or else (a call the RPC layer did not resolve) the
-// default project; nil when the default project is turned off.
-func (w *webhooks) projectOf(ctx context.Context) (*database.ProjectInfo, error) {
-	if p := project.FromContext(ctx); p != nil {
-		return p, nil
-	}
-	p, err := w.projects.Resolve(ctx, "")
-	if errors.Is(err, project.ErrAPIKeyRequired) {
-		return nil, nil
-	}
-	return p, err
-}
-
-// rootChanged is the backend's OnRootChanged: the owner of a document
-// reports its edits to the project's event webhook, debounced per document.
-func (w *webhooks) rootChanged(ctx context.Context, docKey string) {
-	p, err := w.projectOf(ctx)
-	if err != nil {
-		w.logger.WarnContext(ctx, "event webhook: no project", "document", docKey, "error", err)
-		return
-	}
+// rootChanged is the backend's OnRootChanged: the owner of a document of
+// project p reports its edits to the project's event webhook, debounced per
+// document.
+func (w *webhooks) rootChanged(_ context.Context, p *database.ProjectInfo, docKey string) {
 	// As upstream: an empty list of events sends none.
 	if p == nil || p.EventWebhookURL == "" || !slices.Contains(p.EventWebhookEvents, eventwebhook.DocumentRootChanged) {
 		return

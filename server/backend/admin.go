@@ -43,16 +43,14 @@ type Summary struct {
 // DocumentSummary returns the summary of a live document this node owns,
 // from its built document (built once, then kept and brought forward as
 // for PushPull; never rebuilt per call). The document's JSON is encoded
-// once per head and kept while the head does not move.
-func (b *Backend) DocumentSummary(ctx context.Context, epoch int64, docID string, root, presences bool) (*Summary, error) {
-	ds, err := b.lockDoc(ctx, epoch, docID)
+// once per head and kept while the head does not move. docID names a
+// document of project p.
+func (b *Backend) DocumentSummary(ctx context.Context, p *database.ProjectInfo, epoch int64, docID string, root, presences bool) (*Summary, error) {
+	ds, err := b.lockDoc(ctx, p, epoch, docID)
 	if err != nil {
 		return nil, fmt.Errorf("document summary: %w", err)
 	}
 	defer ds.unlock()
-	if err := ds.inProject(ctx); err != nil {
-		return nil, err
-	}
 	if ds.removed {
 		return nil, fmt.Errorf("document %s: %w", docID, database.ErrDocumentNotFound)
 	}
@@ -85,16 +83,13 @@ func (b *Backend) DocumentSummary(ctx context.Context, epoch int64, docID string
 // RemoveDocumentByAdmin removes a live document this node owns. It refuses
 // with ErrDocumentAttached while clients are attached, unless force; the
 // attached clients then learn the removal on their next PushPull, which the
-// event published here prompts.
-func (b *Backend) RemoveDocumentByAdmin(ctx context.Context, epoch int64, docID string, force bool) error {
-	ds, err := b.lockDoc(ctx, epoch, docID)
+// event published here prompts. docID names a document of project p.
+func (b *Backend) RemoveDocumentByAdmin(ctx context.Context, p *database.ProjectInfo, epoch int64, docID string, force bool) error {
+	ds, err := b.lockDoc(ctx, p, epoch, docID)
 	if err != nil {
 		return fmt.Errorf("remove document by admin: %w", err)
 	}
 	defer ds.unlock()
-	if err := ds.inProject(ctx); err != nil {
-		return err
-	}
 	if ds.removed {
 		return fmt.Errorf("document %s: %w", docID, database.ErrDocumentNotFound)
 	}

@@ -15,7 +15,7 @@ import (
 // gets after one client tried to report a 100,000-entry version vector
 // (answer-bytes: its encoded size).
 func BenchmarkAnswerAfterHugeVector(b *testing.B) {
-	ctx := inDefault(context.Background())
+	ctx := context.Background()
 	be, _ := newBackend(b, nil)
 	a, c, docID := attachTwo(b, be)
 	ka, kc := vvKey(b, a), vvKey(b, c)
@@ -25,14 +25,14 @@ func BenchmarkAnswerAfterHugeVector(b *testing.B) {
 	}
 	attempt := pack(0, 0)
 	attempt.VersionVector = &api.VersionVector{Vector: huge}
-	_, _ = be.PushPull(ctx, 0, a, docID, attempt, false) // refused, or accepted by an older server
+	_, _ = be.PushPull(ctx, defaultProject, 0, a, docID, attempt, false) // refused, or accepted by an older server
 
 	b.ReportAllocs()
 	size := 0
 	for b.Loop() {
 		p := pack(0, 0)
 		p.VersionVector = &api.VersionVector{Vector: map[string]int64{ka: 1, kc: 1}}
-		resp, err := be.PushPull(ctx, 0, c, docID, p, false)
+		resp, err := be.PushPull(ctx, defaultProject, 0, c, docID, p, false)
 		if err != nil {
 			b.Fatal(err)
 		}

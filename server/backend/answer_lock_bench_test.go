@@ -18,7 +18,7 @@ import (
 // the head. Besides the time per PushPull it reports the 99th percentile
 // and the slowest PushPull, and how long the lock was held per answer.
 func BenchmarkPushPullWhileLateJoinersAttach(b *testing.B) {
-	ctx := inDefault(context.Background())
+	ctx := context.Background()
 	be, err := backend.New(backend.Config{DB: memory.New(), SnapshotInterval: 200, SnapshotThreshold: 100})
 	if err != nil {
 		b.Fatal(err)
@@ -36,8 +36,8 @@ func BenchmarkPushPullWhileLateJoinersAttach(b *testing.B) {
 			id := activate(b, be, fmt.Sprint("late", n))
 			var docID string
 			var resp *api.ChangePack
-			if docID, resp, err = be.AttachDocument(ctx, 0, id, "doc", pack(0, 0)); err == nil {
-				_, err = be.DetachDocument(ctx, 0, id, docID, pack(resp.GetCheckpoint().GetServerSeq(), 0))
+			if docID, resp, err = be.AttachDocument(ctx, defaultProject, 0, id, "doc", pack(0, 0)); err == nil {
+				_, err = be.DetachDocument(ctx, defaultProject, 0, id, docID, pack(resp.GetCheckpoint().GetServerSeq(), 0))
 			}
 		}
 		joiners <- err

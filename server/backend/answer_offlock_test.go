@@ -17,7 +17,7 @@ import (
 // encoded under the lock.
 func TestPushPullDoesNotWaitForAnAnswer(t *testing.T) {
 	b, db := configuredBackend(t, backend.Config{SnapshotInterval: -1, SnapshotThreshold: 5})
-	t.Cleanup(func() { _ = b.Close(inDefault(context.Background())) })
+	t.Cleanup(func() { _ = b.Close(context.Background()) })
 	entered, resume := holdHook(b, backend.SetBeforeAnswer, 1)
 	a := newWriter(t, b, "a")
 	a.attach("doc")
@@ -32,7 +32,7 @@ func TestPushPullDoesNotWaitForAnAnswer(t *testing.T) {
 	}
 	done := make(chan answer, 1)
 	go func() {
-		_, resp, err := b.AttachDocument(inDefault(context.Background()), 0, late.id, "doc", pack(0, 0))
+		_, resp, err := b.AttachDocument(context.Background(), defaultProject, 0, late.id, "doc", pack(0, 0))
 		done <- answer{resp, err}
 	}()
 	if seq := <-entered; seq != 10 {

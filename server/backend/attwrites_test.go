@@ -46,14 +46,14 @@ func (d *heldAttachmentDB) UpdateAttachment(ctx context.Context, a *database.Att
 // PushPull of a's first change, whose attachment write is held.
 func holdAttachmentWrite(t *testing.T) (b *backend.Backend, db *heldAttachmentDB, a, c, docID string, pushDone chan error) {
 	t.Helper()
-	ctx := inDefault(context.Background())
+	ctx := context.Background()
 	db = &heldAttachmentDB{Database: memory.New(), clientSeq: 1, entered: make(chan struct{}), release: make(chan struct{})}
 	b, _ = newBackend(t, db)
 	a, c, docID = attachTwo(t, b)
 	db.client = a
 	pushDone = make(chan error, 1)
 	go func() {
-		_, err := b.PushPull(ctx, 0, a, docID, pack(0, 1, edit(t, a, 1, 1)), false)
+		_, err := b.PushPull(ctx, defaultProject, 0, a, docID, pack(0, 1, edit(t, a, 1, 1)), false)
 		pushDone <- err
 	}()
 	<-db.entered
@@ -72,10 +72,10 @@ func holdAttachmentWrite(t *testing.T) (b *backend.Backend, db *heldAttachmentDB
 // served meanwhile and pulls the change, and the PushPull answers only once
 // its write is done.
 func TestAttachmentWriteLeavesTheLockFree(t *testing.T) {
-	ctx := inDefault(context.Background())
+	ctx := context.Background()
 	b, db, _, c, docID, pushDone := holdAttachmentWrite(t)
 
-	resp, err := b.PushPull(ctx, 0, c, docID, pack(0, 0), false)
+	resp, err := b.PushPull(ctx, defaultProject, 0, c, docID, pack(0, 0), false)
 	require.NoError(t, err)
 	require.Len(t, resp.Changes, 1, "the other client pulls the stored change while the write is held")
 	select {
@@ -92,12 +92,12 @@ func TestAttachmentWriteLeavesTheLockFree(t *testing.T) {
 // lock: the stored attachment ends detached, never attached again by the
 // late checkpoint.
 func TestDetachWaitsForTheQueuedAttachmentWrite(t *testing.T) {
-	ctx := inDefault(context.Background())
+	ctx := context.Background()
 	b, db, a, _, docID, pushDone := holdAttachmentWrite(t)
 
 	detachDone := make(chan error, 1)
 	go func() {
-		_, err := b.DetachDocument(ctx, 0, a, docID, pack(1, 1))
+		_, err := b.DetachDocument(ctx, defaultProject, 0, a, docID, pack(1, 1))
 		detachDone <- err
 	}()
 	poll.UntilTrue(t, 10*time.Second, "the detach waits for the queued write", func() bool {

@@ -22,7 +22,6 @@ import (
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
 	"github.com/yorkie-affinity/yorkie/server/backend/pubsub"
 	"github.com/yorkie-affinity/yorkie/server/fault"
-	"github.com/yorkie-affinity/yorkie/server/project"
 )
 
 // Errors name the call that failed (push pull, attach document "key") and the
@@ -134,9 +133,9 @@ type Config struct {
 	DocumentCacheBytes int64
 	// OnRootChanged, when set, is told after this node stored changes that
 	// edit a document's content (operations, not presence alone), with the
-	// context of the call that stored them. It must not block: the event
-	// webhook debounces and posts on its own.
-	OnRootChanged func(ctx context.Context, docKey string)
+	// context and the project of the call that stored them. It must not
+	// block: the event webhook debounces and posts on its own.
+	OnRootChanged func(ctx context.Context, p *database.ProjectInfo, docKey string)
 }
 
 // Metrics counts the backend's work with atomic counters. It needs no global
@@ -207,7 +206,7 @@ type Backend struct {
 	logger  *slog.Logger
 	metrics *Metrics
 	fenced  func(docID string, name DocName)
-	changed func(ctx context.Context, docKey string)
+	changed func(ctx context.Context, p *database.ProjectInfo, docKey string)
 	maxPack int
 	// snapInterval, snapThreshold and maxDocSize are the Config options, with
 	// 0 meaning off.
@@ -324,13 +323,12 @@ func (b *Backend) checkOpen() error {
 	return nil
 }
 
-// ActivateClient activates a new client with the key in the call's project
-// (project.FromContext).
-func (b *Backend) ActivateClient(ctx context.Context, key string, metadata map[string]string) (*database.ClientInfo, error) {
+// ActivateClient activates a new client with the key in project p.
+func (b *Backend) ActivateClient(ctx context.Context, p *database.ProjectInfo, key string, metadata map[string]string) (*database.ClientInfo, error) {
 	if err := b.checkOpen(); err != nil {
 		return nil, err
 	}
-	pid, err := project.ID(ctx)
+	pid, err := projectID(p)
 	if err != nil {
 		return nil, fmt.Errorf("activate client %q: %w", key, err)
 	}
@@ -344,15 +342,15 @@ func (b *Backend) ActivateClient(ctx context.Context, key string, metadata map[s
 }
 
 // CheckClient fails with database.ErrClientNotFound or ErrClientNotActivated
-// unless the client exists in the call's project and is activated.
-func (b *Backend) CheckClient(ctx context.Context, clientID string) error {
-	return b.ensureActivated(ctx, clientID)
+// unless the client exists in project p and is activated.
+func (b *Backend) CheckClient(ctx context.Context, p *database.ProjectInfo, clientID string) error {
+	return b.ensureActivated(ctx, p, clientID)
 }
 
-// ensureActivated fails unless the client exists in the call's project and
-// is activated: another project's client is not found.
-func (b *Backend) ensureActivated(ctx context.Context, clientID string) error {
-	pid, err := project.ID(ctx)
+// ensureActivated fails unless the client exists in project p and is
+// activated: another project's client is not found.
+func (b *Backend) ensureActivated(ctx context.Context, p *database.ProjectInfo, clientID string) error {
+	pid, err := projectID(p)
 	if err != nil {
 		return fmt.Errorf("client %s: %w", clientID, err)
 	}
@@ -374,9 +372,9 @@ func (b *Backend) ensureActivated(ctx context.Context, clientID string) error {
 	return nil
 }
 
-// inProject reports whether the client exists in the call's project.
-func (b *Backend) inProject(ctx context.Context, clientID string) (bool, error) {
-	pid, err := project.ID(ctx)
+// inProject reports whether the client exists in project p.
+func (b *Backend) inProject(ctx context.Context, p *database.ProjectInfo, clientID string) (bool, error) {
+	pid, err := projectID(p)
 	if err != nil {
 		return false, fmt.Errorf("client %s: %w", clientID, err)
 	}
@@ -396,11 +394,11 @@ func (b *Backend) inProject(ctx context.Context, clientID string) (bool, error) 
 // DeactivateClient detaches every document the client has attached (storing a
 // presence-clear change for it and notifying watchers), ends its
 // subscriptions, then marks it deactivated.
-func (b *Backend) DeactivateClient(ctx context.Context, clientID string, epochs map[string]int64) error {
+func (b *Backend) DeactivateClient(ctx context.Context, p *database.ProjectInfo, clientID string, epochs map[string]int64) error {
 	if err := b.checkOpen(); err != nil {
 		return err
 	}
-	pid, err := project.ID(ctx)
+	pid, err := projectID(p)
 	if err != nil {
 		return fmt.Errorf("deactivate client %s: %w", clientID, err)
 	}
@@ -412,7 +410,7 @@ func (b *Backend) DeactivateClient(ctx context.Context, clientID string, epochs 
 		return err
 	}
 	for _, a := range atts {
-		if err := b.detachOnDeactivate(ctx, epochs[a.DocID], clientID, a.DocID); err != nil {
+		if err := b.detachOnDeactivate(ctx, p, epochs[a.DocID], clientID, a.DocID); err != nil {
 			return err
 		}
 	}
@@ -424,11 +422,12 @@ func (b *Backend) DeactivateClient(ctx context.Context, clientID string, epochs 
 	return nil
 }
 
-// AttachedDocuments returns the IDs of the documents the client has attached.
-// A cluster layer uses it to detach a deactivating client at each owner.
-func (b *Backend) AttachedDocuments(ctx context.Context, clientID string) ([]string, error) {
+// AttachedDocuments returns the IDs of the documents the client of project p
+// has attached. A cluster layer uses it to detach a deactivating client at
+// each owner.
+func (b *Backend) AttachedDocuments(ctx context.Context, p *database.ProjectInfo, clientID string) ([]string, error) {
 	// An unknown client, or another project's, has no documents here.
-	if ok, err := b.inProject(ctx, clientID); err != nil || !ok {
+	if ok, err := b.inProject(ctx, p, clientID); err != nil || !ok {
 		return nil, err
 	}
 	atts, err := b.db.ListClientAttachments(ctx, clientID)
@@ -444,8 +443,8 @@ func (b *Backend) AttachedDocuments(ctx context.Context, clientID string) ([]str
 
 // CountAttachedDocuments returns how many documents the client has attached;
 // an unknown client, or another project's, has none.
-func (b *Backend) CountAttachedDocuments(ctx context.Context, clientID string) (int, error) {
-	if ok, err := b.inProject(ctx, clientID); err != nil || !ok {
+func (b *Backend) CountAttachedDocuments(ctx context.Context, p *database.ProjectInfo, clientID string) (int, error) {
+	if ok, err := b.inProject(ctx, p, clientID); err != nil || !ok {
 		return 0, err
 	}
 	return b.db.CountClientAttachments(ctx, clientID)
@@ -455,11 +454,11 @@ func (b *Backend) CountAttachedDocuments(ctx context.Context, clientID string) (
 // server's initiative, as DeactivateClient does for each: a presence-clear
 // change is stored for it, its streams on this node end and the other
 // watchers are told. Detaching a client that is not attached does nothing.
-func (b *Backend) DetachClient(ctx context.Context, epoch int64, clientID, docID string) error {
+func (b *Backend) DetachClient(ctx context.Context, p *database.ProjectInfo, epoch int64, clientID, docID string) error {
 	if err := b.checkOpen(); err != nil {
 		return err
 	}
-	if err := b.detachOnDeactivate(ctx, epoch, clientID, docID); err != nil {
+	if err := b.detachOnDeactivate(ctx, p, epoch, clientID, docID); err != nil {
 		return fmt.Errorf("detach client %s: %w", clientID, err)
 	}
 	// The client is going away: its streams here end and the other watchers
@@ -473,38 +472,31 @@ func (b *Backend) DetachClient(ctx context.Context, epoch int64, clientID, docID
 // Watch subscribes the client to the document's events. watchers lists the
 // client IDs watching the document now, the new one included; the others
 // receive WATCHED, and UNWATCHED when the subscription is closed.
-func (b *Backend) Watch(ctx context.Context, epoch int64, clientID, docID string) (*Subscription, []string, error) {
+func (b *Backend) Watch(ctx context.Context, p *database.ProjectInfo, epoch int64, clientID, docID string) (*Subscription, []string, error) {
 	var watchers []string
 	sub, err := fresh(ctx, b, docID, func() (*Subscription, error) {
 		var (
 			sub *Subscription
 			err error
 		)
-		sub, watchers, err = b.watch(ctx, epoch, clientID, docID)
+		sub, watchers, err = b.watch(ctx, p, epoch, clientID, docID)
 		return sub, err
 	})
 	return sub, watchers, err
 }
 
-func (b *Backend) watch(ctx context.Context, epoch int64, clientID, docID string) (*Subscription, []string, error) {
+func (b *Backend) watch(ctx context.Context, p *database.ProjectInfo, epoch int64, clientID, docID string) (*Subscription, []string, error) {
 	if err := b.checkOpen(); err != nil {
 		return nil, nil, err
 	}
-	if err := b.ensureActivated(ctx, clientID); err != nil {
+	if err := b.ensureActivated(ctx, p, clientID); err != nil {
 		return nil, nil, fmt.Errorf("watch: %w", err)
 	}
-	p, err := b.project(ctx)
-	if err != nil {
-		return nil, nil, fmt.Errorf("watch: %w", err)
-	}
-	ds, err := b.lockDoc(ctx, epoch, docID)
+	ds, err := b.lockDoc(ctx, p, epoch, docID)
 	if err != nil {
 		return nil, nil, fmt.Errorf("watch: %w", err)
 	}
 	defer ds.unlock()
-	if err := ds.inProject(ctx); err != nil {
-		return nil, nil, fmt.Errorf("watch: %w", err)
-	}
 	if ds.removed {
 		return nil, nil, fmt.Errorf("watch document %s: %w", docID, ErrDocumentRemoved)
 	}

@@ -18,10 +18,10 @@ import (
 )
 
 func TestResendOfUnacknowledgedChangesIsDeduplicated(t *testing.T) {
-	ctx := inDefault(context.Background())
+	ctx := context.Background()
 	b, db := newBackend(t, nil)
 	a := activate(t, b, "a")
-	docID, resp, err := b.AttachDocument(ctx, 0, a, "doc", pack(0, 1, edit(t, a, 1, 1)))
+	docID, resp, err := b.AttachDocument(ctx, defaultProject, 0, a, "doc", pack(0, 1, edit(t, a, 1, 1)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,10 +30,10 @@ func TestResendOfUnacknowledgedChangesIsDeduplicated(t *testing.T) {
 	}
 	// The answer to this push is lost: the client sends 2 and 3 again
 	// together with 4.
-	if _, err := b.PushPull(ctx, 0, a, docID, pack(1, 3, edit(t, a, 2, 2), edit(t, a, 3, 3)), false); err != nil {
+	if _, err := b.PushPull(ctx, defaultProject, 0, a, docID, pack(1, 3, edit(t, a, 2, 2), edit(t, a, 3, 3)), false); err != nil {
 		t.Fatal(err)
 	}
-	resp, err = b.PushPull(ctx, 0, a, docID, pack(1, 4, edit(t, a, 2, 2), edit(t, a, 3, 3), edit(t, a, 4, 4)), false)
+	resp, err = b.PushPull(ctx, defaultProject, 0, a, docID, pack(1, 4, edit(t, a, 2, 2), edit(t, a, 3, 3), edit(t, a, 4, 4)), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +41,7 @@ func TestResendOfUnacknowledgedChangesIsDeduplicated(t *testing.T) {
 		t.Fatalf("checkpoint %v, want server_seq 4 client_seq 4", resp.Checkpoint)
 	}
 	// A resend of only acknowledged changes stores nothing.
-	if _, err := b.PushPull(ctx, 0, a, docID, pack(4, 4, edit(t, a, 4, 4)), false); err != nil {
+	if _, err := b.PushPull(ctx, defaultProject, 0, a, docID, pack(4, 4, edit(t, a, 4, 4)), false); err != nil {
 		t.Fatal(err)
 	}
 	log := storedLog(t, db, docID)
@@ -52,28 +52,28 @@ func TestResendOfUnacknowledgedChangesIsDeduplicated(t *testing.T) {
 }
 
 func TestGapIsRejectedAndNothingStored(t *testing.T) {
-	ctx := inDefault(context.Background())
+	ctx := context.Background()
 	b, db := newBackend(t, nil)
 	a := activate(t, b, "a")
-	docID, _, err := b.AttachDocument(ctx, 0, a, "doc", pack(0, 1, edit(t, a, 1, 1)))
+	docID, _, err := b.AttachDocument(ctx, defaultProject, 0, a, "doc", pack(0, 1, edit(t, a, 1, 1)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = b.PushPull(ctx, 0, a, docID, pack(1, 4, edit(t, a, 3, 3), edit(t, a, 4, 4)), false)
+	_, err = b.PushPull(ctx, defaultProject, 0, a, docID, pack(1, 4, edit(t, a, 3, 3), edit(t, a, 4, 4)), false)
 	if !errors.Is(err, backend.ErrInvalidClientSeq) {
 		t.Fatalf("push after a gap: %v, want ErrInvalidClientSeq", err)
 	}
 	if log := storedLog(t, db, docID); len(log) != 1 {
 		t.Fatalf("log has %d changes after a rejected gap, want 1", len(log))
 	}
-	if _, err := b.PushPull(ctx, 0, a, docID, pack(1, 3, edit(t, a, 2, 2), edit(t, a, 3, 3)), false); err != nil {
+	if _, err := b.PushPull(ctx, defaultProject, 0, a, docID, pack(1, 3, edit(t, a, 2, 2), edit(t, a, 3, 3)), false); err != nil {
 		t.Fatal(err)
 	}
-	_, err = b.PushPull(ctx, 0, a, docID, pack(1, 2, edit(t, a, 2, 2)), false)
+	_, err = b.PushPull(ctx, defaultProject, 0, a, docID, pack(1, 2, edit(t, a, 2, 2)), false)
 	if !errors.Is(err, backend.ErrInvalidClientSeq) {
 		t.Fatalf("push going back below the stored client_seq: %v, want ErrInvalidClientSeq", err)
 	}
-	_, err = b.PushPull(ctx, 0, a, docID, pack(1, 3, edit(t, a, 2, 2), edit(t, a, 4, 4)), false)
+	_, err = b.PushPull(ctx, defaultProject, 0, a, docID, pack(1, 3, edit(t, a, 2, 2), edit(t, a, 4, 4)), false)
 	if !errors.Is(err, backend.ErrInvalidChangePack) {
 		t.Fatalf("non-consecutive pack: %v, want ErrInvalidChangePack", err)
 	}
@@ -83,11 +83,11 @@ func TestGapIsRejectedAndNothingStored(t *testing.T) {
 }
 
 func TestMalformedPacksAreRejected(t *testing.T) {
-	ctx := inDefault(context.Background())
+	ctx := context.Background()
 	b, _ := newBackend(t, nil)
 	a := activate(t, b, "a")
 	other := activate(t, b, "other")
-	docID, _, err := b.AttachDocument(ctx, 0, a, "doc", pack(0, 0))
+	docID, _, err := b.AttachDocument(ctx, defaultProject, 0, a, "doc", pack(0, 0))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,17 +100,17 @@ func TestMalformedPacksAreRejected(t *testing.T) {
 		"other actor":       {pack(0, 1, edit(t, other, 1, 1)), backend.ErrInvalidChangePack},
 		"change without id": {pack(0, 1, &api.Change{}), backend.ErrInvalidChangePack},
 	} {
-		if _, err := b.PushPull(ctx, 0, a, docID, tc.pack, false); !errors.Is(err, tc.want) {
+		if _, err := b.PushPull(ctx, defaultProject, 0, a, docID, tc.pack, false); !errors.Is(err, tc.want) {
 			t.Errorf("%s: %v, want %v", name, err, tc.want)
 		}
 	}
 }
 
 func TestOversizedPackIsAcknowledgedInPart(t *testing.T) {
-	ctx := inDefault(context.Background())
+	ctx := context.Background()
 	b, db := newBackend(t, nil)
 	a := activate(t, b, "a")
-	docID, _, err := b.AttachDocument(ctx, 0, a, "doc", pack(0, 0))
+	docID, _, err := b.AttachDocument(ctx, defaultProject, 0, a, "doc", pack(0, 0))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +119,7 @@ func TestOversizedPackIsAcknowledgedInPart(t *testing.T) {
 	for i := range changes {
 		changes[i] = edit(t, a, uint32(i+1), int64(i+1))
 	}
-	resp, err := b.PushPull(ctx, 0, a, docID, pack(0, total, changes...), false)
+	resp, err := b.PushPull(ctx, defaultProject, 0, a, docID, pack(0, total, changes...), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +127,7 @@ func TestOversizedPackIsAcknowledgedInPart(t *testing.T) {
 		t.Fatalf("acknowledged client_seq %d, want %d", got, backend.DefaultMaxChangesPerPack)
 	}
 	// The SDK sends the unacknowledged rest again.
-	resp, err = b.PushPull(ctx, 0, a, docID, pack(resp.Checkpoint.ServerSeq, total, changes[resp.Checkpoint.ClientSeq:]...), false)
+	resp, err = b.PushPull(ctx, defaultProject, 0, a, docID, pack(resp.Checkpoint.ServerSeq, total, changes[resp.Checkpoint.ClientSeq:]...), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,20 +142,20 @@ func TestOversizedPackIsAcknowledgedInPart(t *testing.T) {
 }
 
 func TestPullExcludesOwnChangesAndCarriesVersionVectors(t *testing.T) {
-	ctx := inDefault(context.Background())
+	ctx := context.Background()
 	b, _ := newBackend(t, nil)
 	a := activate(t, b, "a")
 	c := activate(t, b, "c")
-	docID, _, err := b.AttachDocument(ctx, 0, a, "doc", pack(0, 1, edit(t, a, 1, 1)))
+	docID, _, err := b.AttachDocument(ctx, defaultProject, 0, a, "doc", pack(0, 1, edit(t, a, 1, 1)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	noVV := edit(t, a, 2, 2)
 	noVV.Id.VersionVector = nil
-	if _, err := b.PushPull(ctx, 0, a, docID, pack(1, 2, noVV), false); err != nil {
+	if _, err := b.PushPull(ctx, defaultProject, 0, a, docID, pack(1, 2, noVV), false); err != nil {
 		t.Fatal(err)
 	}
-	_, resp, err := b.AttachDocument(ctx, 0, c, "doc", pack(0, 1, edit(t, c, 1, 3)))
+	_, resp, err := b.AttachDocument(ctx, defaultProject, 0, c, "doc", pack(0, 1, edit(t, c, 1, 3)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +170,7 @@ func TestPullExcludesOwnChangesAndCarriesVersionVectors(t *testing.T) {
 	if resp.VersionVector == nil {
 		t.Fatal("response pack has no version vector")
 	}
-	resp, err = b.PushPull(ctx, 0, a, docID, pack(0, 2), false)
+	resp, err = b.PushPull(ctx, defaultProject, 0, a, docID, pack(0, 2), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,36 +180,36 @@ func TestPullExcludesOwnChangesAndCarriesVersionVectors(t *testing.T) {
 }
 
 func TestPushOnlyAnswersWithCheckpointOnly(t *testing.T) {
-	ctx := inDefault(context.Background())
+	ctx := context.Background()
 	b, _ := newBackend(t, nil)
 	a := activate(t, b, "a")
 	c := activate(t, b, "c")
-	docID, _, _ := b.AttachDocument(ctx, 0, a, "doc", pack(0, 0))
-	if _, _, err := b.AttachDocument(ctx, 0, c, "doc", pack(0, 1, edit(t, c, 1, 1))); err != nil {
+	docID, _, _ := b.AttachDocument(ctx, defaultProject, 0, a, "doc", pack(0, 0))
+	if _, _, err := b.AttachDocument(ctx, defaultProject, 0, c, "doc", pack(0, 1, edit(t, c, 1, 1))); err != nil {
 		t.Fatal(err)
 	}
-	resp, err := b.PushPull(ctx, 0, a, docID, pack(0, 1, edit(t, a, 1, 2)), true)
+	resp, err := b.PushPull(ctx, defaultProject, 0, a, docID, pack(0, 1, edit(t, a, 1, 2)), true)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(resp.Changes) != 0 || resp.Checkpoint.ClientSeq != 1 || resp.Checkpoint.ServerSeq != 0 {
 		t.Fatalf("push-only answer: %v", resp)
 	}
-	resp, err = b.PushPull(ctx, 0, a, docID, pack(0, 1), false)
+	resp, err = b.PushPull(ctx, defaultProject, 0, a, docID, pack(0, 1), false)
 	if err != nil || len(resp.Changes) != 1 {
 		t.Fatalf("later pull: %v, %v; want c's change", resp, err)
 	}
 }
 
 func TestConcurrentPushPullOnOneDocumentIsGapless(t *testing.T) {
-	ctx := inDefault(context.Background())
+	ctx := context.Background()
 	b, db := newBackend(t, nil)
 	const clients, pushes = 16, 25
 	ids := make([]string, clients)
 	var docID string
 	for i := range ids {
 		ids[i] = activate(t, b, fmt.Sprint("c", i))
-		id, _, err := b.AttachDocument(ctx, 0, ids[i], "doc", pack(0, 0))
+		id, _, err := b.AttachDocument(ctx, defaultProject, 0, ids[i], "doc", pack(0, 0))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -222,7 +222,7 @@ func TestConcurrentPushPullOnOneDocumentIsGapless(t *testing.T) {
 			defer wg.Done()
 			var seen int64
 			for s := uint32(1); s <= pushes; s++ {
-				resp, err := b.PushPull(ctx, 0, id, docID, pack(seen, s, edit(t, id, s, int64(s))), false)
+				resp, err := b.PushPull(ctx, defaultProject, 0, id, docID, pack(seen, s, edit(t, id, s, int64(s))), false)
 				if err != nil {
 					t.Error(err)
 					return
@@ -245,10 +245,10 @@ func TestConcurrentPushPullOnOneDocumentIsGapless(t *testing.T) {
 }
 
 func TestWatchEventsFollowTheDocument(t *testing.T) {
-	ctx := inDefault(context.Background())
+	ctx := context.Background()
 	b, _ := newBackend(t, nil)
 	a, c, docID := attachTwo(t, b)
-	subA, watchers, err := b.Watch(ctx, 0, a, docID)
+	subA, watchers, err := b.Watch(ctx, defaultProject, 0, a, docID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -256,7 +256,7 @@ func TestWatchEventsFollowTheDocument(t *testing.T) {
 	if !slices.Equal(watchers, []string{a}) {
 		t.Fatalf("watchers %v", watchers)
 	}
-	subC, watchers, err := b.Watch(ctx, 0, c, docID)
+	subC, watchers, err := b.Watch(ctx, defaultProject, 0, c, docID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -267,14 +267,14 @@ func TestWatchEventsFollowTheDocument(t *testing.T) {
 	if ev := nextEvent(t, subA); ev != (backend.Event{Type: api.DocEventType_DOC_EVENT_TYPE_DOCUMENT_WATCHED, Publisher: c}) {
 		t.Fatalf("a got %v", ev)
 	}
-	if _, err := b.PushPull(ctx, 0, c, docID, pack(0, 1, edit(t, c, 1, 1)), false); err != nil {
+	if _, err := b.PushPull(ctx, defaultProject, 0, c, docID, pack(0, 1, edit(t, c, 1, 1)), false); err != nil {
 		t.Fatal(err)
 	}
 	if ev := nextEvent(t, subA); ev != (backend.Event{Type: api.DocEventType_DOC_EVENT_TYPE_DOCUMENT_CHANGED, Publisher: c}) {
 		t.Fatalf("a got %v", ev)
 	}
 	// c is not sent its own CHANGED: the first event it gets is a's.
-	if _, err := b.PushPull(ctx, 0, a, docID, pack(0, 1, edit(t, a, 1, 2)), false); err != nil {
+	if _, err := b.PushPull(ctx, defaultProject, 0, a, docID, pack(0, 1, edit(t, a, 1, 2)), false); err != nil {
 		t.Fatal(err)
 	}
 	if ev := nextEvent(t, subC); ev != (backend.Event{Type: api.DocEventType_DOC_EVENT_TYPE_DOCUMENT_CHANGED, Publisher: a}) {
@@ -282,7 +282,7 @@ func TestWatchEventsFollowTheDocument(t *testing.T) {
 	}
 	// An empty PushPull stores nothing and announces nothing; the next
 	// event a sees is c leaving.
-	if _, err := b.PushPull(ctx, 0, c, docID, pack(2, 1), false); err != nil {
+	if _, err := b.PushPull(ctx, defaultProject, 0, c, docID, pack(2, 1), false); err != nil {
 		t.Fatal(err)
 	}
 	subC.Close()
@@ -290,26 +290,26 @@ func TestWatchEventsFollowTheDocument(t *testing.T) {
 		t.Fatalf("a got %v", ev)
 	}
 
-	if _, _, err := b.Watch(ctx, 0, activate(t, b, "stranger"), docID); !errors.Is(err, backend.ErrDocumentNotAttached) {
+	if _, _, err := b.Watch(ctx, defaultProject, 0, activate(t, b, "stranger"), docID); !errors.Is(err, backend.ErrDocumentNotAttached) {
 		t.Fatalf("watch without attaching: %v", err)
 	}
 }
 
 func TestDeactivateDetachesWithPresenceClear(t *testing.T) {
-	ctx := inDefault(context.Background())
+	ctx := context.Background()
 	b, db := newBackend(t, nil)
 	a := activate(t, b, "a")
 	c := activate(t, b, "c")
-	docID, _, _ := b.AttachDocument(ctx, 0, a, "doc", pack(0, 1, edit(t, a, 1, 5)))
-	if _, _, err := b.AttachDocument(ctx, 0, c, "doc", pack(0, 0)); err != nil {
+	docID, _, _ := b.AttachDocument(ctx, defaultProject, 0, a, "doc", pack(0, 1, edit(t, a, 1, 5)))
+	if _, _, err := b.AttachDocument(ctx, defaultProject, 0, c, "doc", pack(0, 0)); err != nil {
 		t.Fatal(err)
 	}
-	subA, _, _ := b.Watch(ctx, 0, a, docID)
-	subC, _, _ := b.Watch(ctx, 0, c, docID)
+	subA, _, _ := b.Watch(ctx, defaultProject, 0, a, docID)
+	subC, _, _ := b.Watch(ctx, defaultProject, 0, c, docID)
 	defer subC.Close()
 	nextEvent(t, subA) // WATCHED c
 
-	if err := b.DeactivateClient(ctx, a, nil); err != nil {
+	if err := b.DeactivateClient(ctx, defaultProject, a, nil); err != nil {
 		t.Fatal(err)
 	}
 	log := storedLog(t, db, docID)
@@ -326,33 +326,33 @@ func TestDeactivateDetachesWithPresenceClear(t *testing.T) {
 	if !errors.Is(subA.Err(), backend.ErrClientNotActivated) {
 		t.Fatalf("a's subscription ended with %v", subA.Err())
 	}
-	if _, err := b.PushPull(ctx, 0, a, docID, pack(0, 1), false); !errors.Is(err, backend.ErrClientNotActivated) {
+	if _, err := b.PushPull(ctx, defaultProject, 0, a, docID, pack(0, 1), false); !errors.Is(err, backend.ErrClientNotActivated) {
 		t.Fatalf("push pull after deactivation: %v", err)
 	}
 	if atts, _ := db.ListAttachments(ctx, docID); len(atts) != 1 || atts[0].ClientID != c {
 		t.Fatalf("attachments after deactivation: %v", atts)
 	}
-	if err := b.DeactivateClient(ctx, "0123456789abcdef01234567", nil); !errors.Is(err, database.ErrClientNotFound) {
+	if err := b.DeactivateClient(ctx, defaultProject, "0123456789abcdef01234567", nil); !errors.Is(err, database.ErrClientNotFound) {
 		t.Fatalf("deactivate unknown client: %v", err)
 	}
 }
 
 func TestDetachThenReattachStartsAFreshAttachment(t *testing.T) {
-	ctx := inDefault(context.Background())
+	ctx := context.Background()
 	b, db := newBackend(t, nil)
 	a := activate(t, b, "a")
-	docID, _, _ := b.AttachDocument(ctx, 0, a, "doc", pack(0, 1, edit(t, a, 1, 1)))
+	docID, _, _ := b.AttachDocument(ctx, defaultProject, 0, a, "doc", pack(0, 1, edit(t, a, 1, 1)))
 	clear := edit(t, a, 2, 2)
 	clear.PresenceChange = &api.PresenceChange{Type: api.PresenceChange_CHANGE_TYPE_CLEAR}
-	if _, err := b.DetachDocument(ctx, 0, a, docID, pack(1, 2, clear)); err != nil {
+	if _, err := b.DetachDocument(ctx, defaultProject, 0, a, docID, pack(1, 2, clear)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.PushPull(ctx, 0, a, docID, pack(2, 2), false); !errors.Is(err, backend.ErrDocumentNotAttached) {
+	if _, err := b.PushPull(ctx, defaultProject, 0, a, docID, pack(2, 2), false); !errors.Is(err, backend.ErrDocumentNotAttached) {
 		t.Fatalf("push pull after detach: %v", err)
 	}
 	// A new document instance: client_seq from 1, checkpoint from 0. It
 	// must get its earlier attachment's changes, not its new ones.
-	id, resp, err := b.AttachDocument(ctx, 0, a, "doc", pack(0, 1, edit(t, a, 1, 3)))
+	id, resp, err := b.AttachDocument(ctx, defaultProject, 0, a, "doc", pack(0, 1, edit(t, a, 1, 3)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -374,34 +374,34 @@ func TestDetachThenReattachStartsAFreshAttachment(t *testing.T) {
 }
 
 func TestRemovedDocument(t *testing.T) {
-	ctx := inDefault(context.Background())
+	ctx := context.Background()
 	b, _ := newBackend(t, nil)
 	a, c, docID := attachTwo(t, b)
 	removal := pack(0, 0)
 	removal.IsRemoved = true
-	resp, err := b.RemoveDocument(ctx, 0, a, docID, removal)
+	resp, err := b.RemoveDocument(ctx, defaultProject, 0, a, docID, removal)
 	if err != nil || !resp.IsRemoved {
 		t.Fatalf("remove: %v, %v", resp, err)
 	}
-	resp, err = b.PushPull(ctx, 0, c, docID, pack(0, 1, edit(t, c, 1, 1)), false)
+	resp, err = b.PushPull(ctx, defaultProject, 0, c, docID, pack(0, 1, edit(t, c, 1, 1)), false)
 	if err != nil || !resp.IsRemoved {
 		t.Fatalf("push pull of a removed document: %v, %v", resp, err)
 	}
-	newID, _, err := b.AttachDocument(ctx, 0, c, "doc", pack(0, 0))
+	newID, _, err := b.AttachDocument(ctx, defaultProject, 0, c, "doc", pack(0, 0))
 	if err != nil || newID == docID {
 		t.Fatalf("attach of a removed document's key: %s, %v", newID, err)
 	}
-	if key, err := b.DocumentKey(ctx, docID); err != nil || key != "doc" {
+	if key, err := b.DocumentKey(ctx, defaultProject, docID); err != nil || key != "doc" {
 		t.Fatalf("DocumentKey: %q, %v", key, err)
 	}
 }
 
 func TestShutdownEndsSubscriptions(t *testing.T) {
-	ctx := inDefault(context.Background())
+	ctx := context.Background()
 	b, _ := newBackend(t, nil)
 	a := activate(t, b, "a")
-	docID, _, _ := b.AttachDocument(ctx, 0, a, "doc", pack(0, 0))
-	sub, _, err := b.Watch(ctx, 0, a, docID)
+	docID, _, _ := b.AttachDocument(ctx, defaultProject, 0, a, "doc", pack(0, 0))
+	sub, _, err := b.Watch(ctx, defaultProject, 0, a, docID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -412,17 +412,17 @@ func TestShutdownEndsSubscriptions(t *testing.T) {
 	if !errors.Is(sub.Err(), fault.ErrShuttingDown) {
 		t.Fatalf("subscription ended with %v", sub.Err())
 	}
-	if _, err := b.PushPull(ctx, 0, a, docID, pack(0, 0), false); !errors.Is(err, fault.ErrShuttingDown) {
+	if _, err := b.PushPull(ctx, defaultProject, 0, a, docID, pack(0, 0), false); !errors.Is(err, fault.ErrShuttingDown) {
 		t.Fatalf("push pull after Close: %v", err)
 	}
 }
 
 func TestReleaseDocumentEndsSubscriptionsRetryably(t *testing.T) {
-	ctx := inDefault(context.Background())
+	ctx := context.Background()
 	b, _ := newBackend(t, nil)
 	a := activate(t, b, "a")
-	docID, _, _ := b.AttachDocument(ctx, 0, a, "doc", pack(0, 0))
-	sub, _, _ := b.Watch(ctx, 0, a, docID)
+	docID, _, _ := b.AttachDocument(ctx, defaultProject, 0, a, "doc", pack(0, 0))
+	sub, _, _ := b.Watch(ctx, defaultProject, 0, a, docID)
 	if err := b.ReleaseDocument(ctx, docID, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -431,29 +431,29 @@ func TestReleaseDocumentEndsSubscriptionsRetryably(t *testing.T) {
 		t.Fatalf("subscription ended with %v", sub.Err())
 	}
 	// The state is reloaded from the database on the next call.
-	resp, err := b.PushPull(ctx, 0, a, docID, pack(0, 1, edit(t, a, 1, 1)), false)
+	resp, err := b.PushPull(ctx, defaultProject, 0, a, docID, pack(0, 1, edit(t, a, 1, 1)), false)
 	if err != nil || resp.Checkpoint.ClientSeq != 1 {
 		t.Fatalf("push pull after release: %v, %v", resp, err)
 	}
 }
 
 func TestUnknownClientsAndDocuments(t *testing.T) {
-	ctx := inDefault(context.Background())
+	ctx := context.Background()
 	b, _ := newBackend(t, nil)
 	a := activate(t, b, "a")
-	if _, err := b.PushPull(ctx, 0, "0123456789abcdef01234567", "0123456789abcdef01234567", pack(0, 0), false); !errors.Is(err, database.ErrClientNotFound) {
+	if _, err := b.PushPull(ctx, defaultProject, 0, "0123456789abcdef01234567", "0123456789abcdef01234567", pack(0, 0), false); !errors.Is(err, database.ErrClientNotFound) {
 		t.Fatalf("unknown client: %v", err)
 	}
-	if _, err := b.PushPull(ctx, 0, a, "0123456789abcdef01234567", pack(0, 0), false); !errors.Is(err, database.ErrDocumentNotFound) {
+	if _, err := b.PushPull(ctx, defaultProject, 0, a, "0123456789abcdef01234567", pack(0, 0), false); !errors.Is(err, database.ErrDocumentNotFound) {
 		t.Fatalf("unknown document: %v", err)
 	}
-	if _, err := b.DocumentKey(ctx, "0123456789abcdef01234567"); !errors.Is(err, database.ErrDocumentNotFound) {
+	if _, err := b.DocumentKey(ctx, defaultProject, "0123456789abcdef01234567"); !errors.Is(err, database.ErrDocumentNotFound) {
 		t.Fatalf("key of unknown document: %v", err)
 	}
 }
 
 func TestSlowWatcherNeverBlocksPushPull(t *testing.T) {
-	ctx := inDefault(context.Background())
+	ctx := context.Background()
 	mem := memory.New()
 	b, err := backend.New(backend.Config{DB: mem, WatchQueueSize: 4})
 	if err != nil {
@@ -462,18 +462,18 @@ func TestSlowWatcherNeverBlocksPushPull(t *testing.T) {
 	defer b.Close(ctx)
 	writer := activate(t, b, "writer")
 	slow := activate(t, b, "slow")
-	docID, _, _ := b.AttachDocument(ctx, 0, writer, "doc", pack(0, 0))
-	if _, _, err := b.AttachDocument(ctx, 0, slow, "doc", pack(0, 0)); err != nil {
+	docID, _, _ := b.AttachDocument(ctx, defaultProject, 0, writer, "doc", pack(0, 0))
+	if _, _, err := b.AttachDocument(ctx, defaultProject, 0, slow, "doc", pack(0, 0)); err != nil {
 		t.Fatal(err)
 	}
-	sub, _, err := b.Watch(ctx, 0, slow, docID)
+	sub, _, err := b.Watch(ctx, defaultProject, 0, slow, docID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer sub.Close()
 	// The slow watcher reads nothing while 500 changes are stored.
 	for s := uint32(1); s <= 500; s++ {
-		if _, err := b.PushPull(ctx, 0, writer, docID, pack(0, s, edit(t, writer, s, int64(s))), true); err != nil {
+		if _, err := b.PushPull(ctx, defaultProject, 0, writer, docID, pack(0, s, edit(t, writer, s, int64(s))), true); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -484,10 +484,10 @@ func TestSlowWatcherNeverBlocksPushPull(t *testing.T) {
 	// UNWATCHED: it is ended with a retryable error, not left behind.
 	for i := range 10 {
 		id := activate(t, b, fmt.Sprint("w", i))
-		if _, _, err := b.AttachDocument(ctx, 0, id, "doc", pack(0, 0)); err != nil {
+		if _, _, err := b.AttachDocument(ctx, defaultProject, 0, id, "doc", pack(0, 0)); err != nil {
 			t.Fatal(err)
 		}
-		s, _, err := b.Watch(ctx, 0, id, docID)
+		s, _, err := b.Watch(ctx, defaultProject, 0, id, docID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -507,7 +507,7 @@ func TestSlowWatcherNeverBlocksPushPull(t *testing.T) {
 // deactivate at once over a few documents; the race detector and the final
 // logs judge it.
 func TestConcurrentLifecycles(t *testing.T) {
-	ctx := inDefault(context.Background())
+	ctx := context.Background()
 	b, db := newBackend(t, nil)
 	docs := []string{"d0", "d1", "d2"}
 	var wg sync.WaitGroup
@@ -518,19 +518,19 @@ func TestConcurrentLifecycles(t *testing.T) {
 			id := activate(t, b, fmt.Sprint("worker-", w))
 			for round := range 5 {
 				key := docs[(w+round)%len(docs)]
-				docID, resp, err := b.AttachDocument(ctx, 0, id, key, pack(0, 1, edit(t, id, 1, 1)))
+				docID, resp, err := b.AttachDocument(ctx, defaultProject, 0, id, key, pack(0, 1, edit(t, id, 1, 1)))
 				if err != nil {
 					t.Error(err)
 					return
 				}
-				sub, _, err := b.Watch(ctx, 0, id, docID)
+				sub, _, err := b.Watch(ctx, defaultProject, 0, id, docID)
 				if err != nil {
 					t.Error(err)
 					return
 				}
 				seen := resp.Checkpoint.ServerSeq
 				for s := uint32(2); s <= 6; s++ {
-					resp, err := b.PushPull(ctx, 0, id, docID, pack(seen, s, edit(t, id, s, int64(s))), false)
+					resp, err := b.PushPull(ctx, defaultProject, 0, id, docID, pack(seen, s, edit(t, id, s, int64(s))), false)
 					if err != nil {
 						t.Error(err)
 						return
@@ -539,13 +539,13 @@ func TestConcurrentLifecycles(t *testing.T) {
 				}
 				sub.Close()
 				if round%2 == 0 {
-					if _, err := b.DetachDocument(ctx, 0, id, docID, pack(seen, 6)); err != nil {
+					if _, err := b.DetachDocument(ctx, defaultProject, 0, id, docID, pack(seen, 6)); err != nil {
 						t.Error(err)
 						return
 					}
 				}
 			}
-			if err := b.DeactivateClient(ctx, id, nil); err != nil {
+			if err := b.DeactivateClient(ctx, defaultProject, id, nil); err != nil {
 				t.Error(err)
 			}
 		}()
@@ -568,22 +568,22 @@ func TestConcurrentLifecycles(t *testing.T) {
 // attaches and watches again. The others must see it come back (WATCHED),
 // and the stale stream must end.
 func TestReattachWhileOldStreamLingers(t *testing.T) {
-	ctx := inDefault(context.Background())
+	ctx := context.Background()
 	b, _ := newBackend(t, nil)
 	a, c, docID := attachTwo(t, b)
-	subA, _, err := b.Watch(ctx, 0, a, docID)
+	subA, _, err := b.Watch(ctx, defaultProject, 0, a, docID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer subA.Close()
-	stale, _, err := b.Watch(ctx, 0, c, docID) // never closed by its client
+	stale, _, err := b.Watch(ctx, defaultProject, 0, c, docID) // never closed by its client
 	if err != nil {
 		t.Fatal(err)
 	}
 	if ev := nextEvent(t, subA); ev.Type != api.DocEventType_DOC_EVENT_TYPE_DOCUMENT_WATCHED {
 		t.Fatalf("first event %v, want WATCHED", ev)
 	}
-	if _, err := b.DetachDocument(ctx, 0, c, docID, pack(0, 0)); err != nil {
+	if _, err := b.DetachDocument(ctx, defaultProject, 0, c, docID, pack(0, 0)); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -591,10 +591,10 @@ func TestReattachWhileOldStreamLingers(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the detached client's stream is still open")
 	}
-	if _, _, err := b.AttachDocument(ctx, 0, c, "doc", pack(0, 0)); err != nil {
+	if _, _, err := b.AttachDocument(ctx, defaultProject, 0, c, "doc", pack(0, 0)); err != nil {
 		t.Fatal(err)
 	}
-	again, _, err := b.Watch(ctx, 0, c, docID)
+	again, _, err := b.Watch(ctx, defaultProject, 0, c, docID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -614,23 +614,23 @@ func TestReattachWhileOldStreamLingers(t *testing.T) {
 // CLEAR) and attaches again; another client pulling afterwards must not get
 // the old CLEAR, which the SDK would apply to the client as it is now.
 func TestStalePresenceOfAReturningClientIsNotSent(t *testing.T) {
-	ctx := inDefault(context.Background())
+	ctx := context.Background()
 	b, _ := newBackend(t, nil)
 	x := activate(t, b, "x")
 	w := activate(t, b, "w")
-	docID, _, err := b.AttachDocument(ctx, 0, x, "doc", pack(0, 1, edit(t, x, 1, 1)))
+	docID, _, err := b.AttachDocument(ctx, defaultProject, 0, x, "doc", pack(0, 1, edit(t, x, 1, 1)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	clear := edit(t, x, 2, 1)
 	clear.PresenceChange = &api.PresenceChange{Type: api.PresenceChange_CHANGE_TYPE_CLEAR}
-	if _, err := b.DetachDocument(ctx, 0, x, docID, pack(1, 2, clear)); err != nil {
+	if _, err := b.DetachDocument(ctx, defaultProject, 0, x, docID, pack(1, 2, clear)); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := b.AttachDocument(ctx, 0, x, "doc", pack(0, 1, edit(t, x, 1, 2))); err != nil {
+	if _, _, err := b.AttachDocument(ctx, defaultProject, 0, x, "doc", pack(0, 1, edit(t, x, 1, 2))); err != nil {
 		t.Fatal(err)
 	}
-	_, resp, err := b.AttachDocument(ctx, 0, w, "doc", pack(0, 0))
+	_, resp, err := b.AttachDocument(ctx, defaultProject, 0, w, "doc", pack(0, 0))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,7 +30,7 @@ func BenchmarkPushPull(b *testing.B) {
 // one presence change per PushPull, each client one call at a time as the SDK
 // does, until b.N calls are done. It reports ops/s and us/op of wall time.
 func pushPullLoad(b *testing.B, db database.Database, clients, docs int) {
-	ctx := inDefault(context.Background())
+	ctx := context.Background()
 	be, _ := newBackend(b, db)
 	type client struct {
 		*sdksim.Client
@@ -74,7 +74,7 @@ func pushPullLoad(b *testing.B, db database.Database, clients, docs int) {
 func BenchmarkChangedDelivery(b *testing.B) {
 	for _, watchers := range []int{1, 10, 100} {
 		b.Run(fmt.Sprintf("watchers=%d", watchers), func(b *testing.B) {
-			ctx := inDefault(context.Background())
+			ctx := context.Background()
 			be, _ := newBackend(b, nil)
 			pusher := simClient(b, be, "pusher")
 			docID := attachSim(b, be, pusher, "doc")
@@ -82,10 +82,10 @@ func BenchmarkChangedDelivery(b *testing.B) {
 			var wg sync.WaitGroup
 			for i := range watchers {
 				id := activate(b, be, fmt.Sprint("watcher-", i))
-				if _, _, err := be.AttachDocument(ctx, 0, id, "doc", pack(0, 0)); err != nil {
+				if _, _, err := be.AttachDocument(ctx, defaultProject, 0, id, "doc", pack(0, 0)); err != nil {
 					b.Fatal(err)
 				}
-				sub, _, err := be.Watch(ctx, 0, id, docID)
+				sub, _, err := be.Watch(ctx, defaultProject, 0, id, docID)
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -37,9 +37,9 @@ func (ds *docState) checkEpoch(e *attState) error {
 // checkpoint belong to the old history, so nothing is stored or sent and
 // the answer only acknowledges the pack, as upstream lets such a client
 // leave. The caller holds the lock.
-func (b *Backend) exchangeOrLeave(ctx context.Context, ds *docState, clientID string, e *attState, pack *api.ChangePack) (*api.ChangePack, error) {
+func (b *Backend) exchangeOrLeave(ctx context.Context, p *database.ProjectInfo, ds *docState, clientID string, e *attState, pack *api.ChangePack) (*api.ChangePack, error) {
 	if ds.checkEpoch(e) == nil {
-		return b.exchange(ctx, ds, clientID, e, pack, false, 0, false)
+		return b.exchange(ctx, p, ds, clientID, e, pack, false, 0, false)
 	}
 	return &api.ChangePack{
 		DocumentKey: ds.key,
@@ -55,19 +55,17 @@ func (b *Backend) exchangeOrLeave(ctx context.Context, ds *docState, clientID st
 // compacted document. Unless force, a document some client has attached is
 // refused with ErrDocumentAttached. It reports false when there was nothing
 // to compact (an empty log, or one that is a compaction's change already).
-// epoch is this node's owner epoch, which fences the writes.
-func (b *Backend) CompactDocument(ctx context.Context, epoch int64, docID string, force bool) (bool, error) {
+// epoch is this node's owner epoch, which fences the writes; docID names a
+// document of project p.
+func (b *Backend) CompactDocument(ctx context.Context, p *database.ProjectInfo, epoch int64, docID string, force bool) (bool, error) {
 	if err := b.checkOpen(); err != nil {
 		return false, err
 	}
-	ds, err := b.lockDoc(ctx, epoch, docID)
+	ds, err := b.lockDoc(ctx, p, epoch, docID)
 	if err != nil {
 		return false, fmt.Errorf("compact document: %w", err)
 	}
 	defer ds.unlock()
-	if err := ds.inProject(ctx); err != nil {
-		return false, fmt.Errorf("compact document: %w", err)
-	}
 	if ds.removed {
 		return false, fmt.Errorf("compact document %s: %w", docID, ErrDocumentRemoved)
 	}

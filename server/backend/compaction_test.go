@@ -22,7 +22,7 @@ import (
 // with one change, and the client attached before gets ErrEpochMismatch
 // while a new one attaches the compacted document and edits on.
 func TestCompactDocument(t *testing.T) {
-	ctx := inDefault(context.Background())
+	ctx := context.Background()
 	b, db := newBackend(t, nil)
 	a := newWriter(t, b, "a")
 	a.attach("doc")
@@ -31,11 +31,11 @@ func TestCompactDocument(t *testing.T) {
 	}
 	before := replayJSON(t, db, a.docID, 1<<62)
 
-	_, err := b.CompactDocument(ctx, 0, a.docID, false)
+	_, err := b.CompactDocument(ctx, defaultProject, 0, a.docID, false)
 	require.ErrorIs(t, err, backend.ErrDocumentAttached)
 	require.Len(t, storedLog(t, db, a.docID), 30)
 
-	compacted, err := b.CompactDocument(ctx, 0, a.docID, true)
+	compacted, err := b.CompactDocument(ctx, defaultProject, 0, a.docID, true)
 	require.NoError(t, err)
 	require.True(t, compacted)
 	log := storedLog(t, db, a.docID)
@@ -49,7 +49,7 @@ func TestCompactDocument(t *testing.T) {
 	_, err = a.push(a.set("late", "x"))
 	require.ErrorIs(t, err, backend.ErrEpochMismatch)
 	require.Len(t, storedLog(t, db, a.docID), 1, "nothing of the stale client is stored")
-	_, err = b.DetachDocument(ctx, 0, a.id, a.docID, pack(a.server, a.seq))
+	_, err = b.DetachDocument(ctx, defaultProject, 0, a.id, a.docID, pack(a.server, a.seq))
 	require.NoError(t, err, "a stale client may leave")
 
 	c := newWriter(t, b, "c")
@@ -63,7 +63,7 @@ func TestCompactDocument(t *testing.T) {
 	delete(got, "after")
 	require.Equal(t, want, got)
 
-	again, err := b.CompactDocument(ctx, 0, a.docID, false)
+	again, err := b.CompactDocument(ctx, defaultProject, 0, a.docID, false)
 	require.ErrorIs(t, err, backend.ErrDocumentAttached)
 	require.False(t, again)
 }
@@ -77,7 +77,7 @@ func BenchmarkCompactDocument(b *testing.B) {
 	if v, err := strconv.Atoi(os.Getenv("YORKIE_BENCH_COMPACT_CHANGES")); err == nil && v > 0 {
 		n = v
 	}
-	ctx := inDefault(context.Background())
+	ctx := context.Background()
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
 		be, db := newBackend(b, nil)
@@ -93,7 +93,7 @@ func BenchmarkCompactDocument(b *testing.B) {
 		}
 		bytesBefore := logBytes(b, db, w.docID)
 		b.StartTimer()
-		if _, err := be.CompactDocument(ctx, 0, w.docID, true); err != nil {
+		if _, err := be.CompactDocument(ctx, defaultProject, 0, w.docID, true); err != nil {
 			b.Fatal(err)
 		}
 		b.StopTimer()

@@ -19,7 +19,7 @@ import (
 // document to serve it, and that node's next snapshot, which then holds
 // what the log holds.
 func TestUnreadableSnapshotIsPassedOverEverywhere(t *testing.T) {
-	ctx := inDefault(context.Background())
+	ctx := context.Background()
 	db := memory.New()
 	off := backend.Config{DB: db, SnapshotInterval: -1, SnapshotThreshold: -1}
 	b, _ := configuredBackend(t, off)

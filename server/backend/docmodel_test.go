@@ -32,24 +32,24 @@ type writer struct {
 	lamport int64
 	server  int64
 	seen    map[string]int64
-	// ctx carries the project the writer's calls act in.
-	ctx context.Context
+	// project is the project the writer's calls act in.
+	project *database.ProjectInfo
 }
 
 func newWriter(tb testing.TB, b *backend.Backend, key string) *writer {
 	tb.Helper()
-	return newWriterIn(inDefault(context.Background()), tb, b, key)
+	return newWriterIn(defaultProject, tb, b, key)
 }
 
-// newWriterIn returns a writer whose calls carry ctx's project.
-func newWriterIn(ctx context.Context, tb testing.TB, b *backend.Backend, key string) *writer {
+// newWriterIn returns a writer whose calls act in project p.
+func newWriterIn(p *database.ProjectInfo, tb testing.TB, b *backend.Backend, key string) *writer {
 	tb.Helper()
-	id := activateIn(ctx, tb, b, key)
+	id := activateIn(p, tb, b, key)
 	actor, err := hex.DecodeString(id)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return &writer{tb: tb, b: b, id: id, actor: actor, seen: map[string]int64{}, ctx: ctx}
+	return &writer{tb: tb, b: b, id: id, actor: actor, seen: map[string]int64{}, project: p}
 }
 
 func (w *writer) ticket(lamport int64) *api.TimeTicket {
@@ -128,7 +128,7 @@ func (w *writer) absorb(resp *api.ChangePack) {
 
 func (w *writer) attach(key string) *api.ChangePack {
 	w.tb.Helper()
-	docID, resp, err := w.b.AttachDocument(w.ctx, 0, w.id, key, pack(0, 0))
+	docID, resp, err := w.b.AttachDocument(context.Background(), w.project, 0, w.id, key, pack(0, 0))
 	if err != nil {
 		w.tb.Fatal(err)
 	}
@@ -145,7 +145,7 @@ func (w *writer) push(changes ...*api.Change) (*api.ChangePack, error) {
 		Changes:       changes,
 		VersionVector: w.vector(),
 	}
-	resp, err := w.b.PushPull(w.ctx, 0, w.id, w.docID, p, false)
+	resp, err := w.b.PushPull(context.Background(), w.project, 0, w.id, w.docID, p, false)
 	if err == nil {
 		w.absorb(resp)
 	}
@@ -339,7 +339,7 @@ func databases() []dbCase {
 func TestSnapshotsAreStoredEveryInterval(t *testing.T) {
 	for _, dc := range databases() {
 		t.Run(dc.name, func(t *testing.T) {
-			ctx := inDefault(context.Background())
+			ctx := context.Background()
 			db := dc.open(t)
 			cfg := backend.Config{DB: db, SnapshotInterval: 10, SnapshotThreshold: 5}
 			b, err := backend.New(cfg)
@@ -413,7 +413,7 @@ func TestTombstonesAreCollectedOnceEveryoneSawTheRemoval(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := b.DetachDocument(inDefault(context.Background()), 0, o.id, o.docID, pack(resp.GetCheckpoint().GetServerSeq(), 0)); err != nil {
+		if _, err := b.DetachDocument(context.Background(), defaultProject, 0, o.id, o.docID, pack(resp.GetCheckpoint().GetServerSeq(), 0)); err != nil {
 			t.Fatal(err)
 		}
 		return doc.GarbageLen()
@@ -464,7 +464,7 @@ func BenchmarkHotDocumentMemory(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	_ = bk.Close(inDefault(context.Background()))
+	_ = bk.Close(context.Background())
 	bk = nil
 	for _, w := range ws {
 		w.b = nil
@@ -493,7 +493,7 @@ func TestEvictedDocumentsAreRebuilt(t *testing.T) {
 	}
 	for _, w := range []*writer{x, y} {
 		late := newWriter(t, b, "late-"+w.id)
-		_, resp, err := b.AttachDocument(inDefault(context.Background()), 0, late.id, map[*writer]string{x: "doc-x", y: "doc-y"}[w], pack(0, 0))
+		_, resp, err := b.AttachDocument(context.Background(), defaultProject, 0, late.id, map[*writer]string{x: "doc-x", y: "doc-y"}[w], pack(0, 0))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -507,7 +507,7 @@ func TestEvictedDocumentsAreRebuilt(t *testing.T) {
 // being encoded (held there), its clients' PushPulls complete, and the
 // snapshot stored afterwards is the state after its change, with its vector.
 func TestPushPullDoesNotWaitForASnapshot(t *testing.T) {
-	ctx := inDefault(context.Background())
+	ctx := context.Background()
 	b, db := configuredBackend(t, backend.Config{SnapshotInterval: 10, SnapshotThreshold: -1})
 	entered, resume := holdHook(b, backend.SetBeforeEncode, 4)
 	a := newWriter(t, b, "a")
@@ -569,7 +569,7 @@ func TestCrashWhileEncodingLosesNothing(t *testing.T) {
 		a.mustPush(a.set(fmt.Sprintf("k%d", i%4), fmt.Sprint(i)))
 	}
 	<-entered
-	if _, err := db.FindSnapshot(inDefault(context.Background()), a.docID, 1<<62); !errors.Is(err, database.ErrSnapshotNotFound) {
+	if _, err := db.FindSnapshot(context.Background(), a.docID, 1<<62); !errors.Is(err, database.ErrSnapshotNotFound) {
 		t.Fatalf("a snapshot is stored while its encoding is held: %v", err)
 	}
 
@@ -577,7 +577,7 @@ func TestCrashWhileEncodingLosesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = b2.Close(inDefault(context.Background())) })
+	t.Cleanup(func() { _ = b2.Close(context.Background()) })
 	late := newWriter(t, b2, "late")
 	resp := late.attach("doc")
 	if got, want := snapshotJSON(t, resp.GetSnapshot()), replayJSON(t, db, a.docID, 13); got != want {
@@ -600,7 +600,7 @@ func replayVector(tb testing.TB, db database.Database, docID string, upTo int64)
 // times the SDK's byte count of it.
 func TestCacheCountsTheHeap(t *testing.T) {
 	b, db := configuredBackend(t, backend.Config{SnapshotInterval: -1, SnapshotThreshold: -1})
-	t.Cleanup(func() { _ = b.Close(inDefault(context.Background())) })
+	t.Cleanup(func() { _ = b.Close(context.Background()) })
 	a := newWriter(t, b, "a")
 	a.attach("doc")
 	for i := range 300 {
@@ -628,7 +628,7 @@ func TestCacheCountsTheHeap(t *testing.T) {
 // own copy does: of the 19 values overwritten, only the one the other client
 // has not seen yet stays in the snapshot at 20.
 func TestStoredSnapshotCarriesOnlyUnsyncedTombstones(t *testing.T) {
-	ctx := inDefault(context.Background())
+	ctx := context.Background()
 	b, db := configuredBackend(t, backend.Config{SnapshotInterval: 20, SnapshotThreshold: -1})
 	a, c := newWriter(t, b, "a"), newWriter(t, b, "c")
 	a.attach("doc")

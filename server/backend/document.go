@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"time"
 
+	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
 	"github.com/yorkie-affinity/yorkie/server/document"
-	"github.com/yorkie-affinity/yorkie/server/project"
 )
 
 // docState is what this node keeps about a document it serves. Every field is
@@ -99,22 +99,15 @@ type attState struct {
 
 func (ds *docState) unlock() { <-ds.lock }
 
-// inProject fails with database.ErrDocumentNotFound unless the loaded document
-// belongs to the call's project: a document ID is no way into another
-// project. The caller holds the lock.
-func (ds *docState) inProject(ctx context.Context) error {
-	pid, err := project.ID(ctx)
+// lockDoc returns the state of document docID of project p, locked and
+// loaded. The caller unlocks. Another project's document is
+// database.ErrDocumentNotFound: a document ID is no way into another
+// project.
+func (b *Backend) lockDoc(ctx context.Context, p *database.ProjectInfo, epoch int64, docID string) (*docState, error) {
+	pid, err := projectID(p)
 	if err != nil {
-		return fmt.Errorf("document %s: %w", ds.id, err)
+		return nil, fmt.Errorf("document %s: %w", docID, err)
 	}
-	if ds.project != pid {
-		return fmt.Errorf("document %s of project %s: %w", ds.id, pid, database.ErrDocumentNotFound)
-	}
-	return nil
-}
-
-// lockDoc returns the document's state, locked and loaded. The caller unlocks.
-func (b *Backend) lockDoc(ctx context.Context, epoch int64, docID string) (*docState, error) {
 	for {
 		b.mu.RLock()
 		ds := b.docs[docID]
@@ -143,18 +136,50 @@ func (b *Backend) lockDoc(ctx context.Context, epoch int64, docID string) (*docS
 				ds.unlock()
 				return nil, err
 			}
-			if err := b.load(ctx, epoch, ds); err != nil {
+			if err := b.load(ctx, pid, epoch, ds); err != nil {
 				ds.unlock()
 				return nil, err
 			}
+		}
+		if ds.project != pid {
+			ds.unlock()
+			return nil, fmt.Errorf("document %s of project %s: %w", docID, pid, database.ErrDocumentNotFound)
 		}
 		return ds, nil
 	}
 }
 
+// settle releases the document lockDoc locked (writing the attachment the
+// call left for after the lock), then completes the answer the call left
+// for after the lock (its snapshot, to encode), so that other calls on the
+// document do not wait for the encoding. Every call answering with a pack
+// defers it on its named results once it holds the lock.
+func (b *Backend) settle(ctx context.Context, ds *docState, resp *api.ChangePack, err error) error {
+	job, w := ds.answerJob, ds.attWrite
+	ds.answerJob, ds.attWrite = nil, nil
+	ds.unlock()
+	if w != nil {
+		if err == nil {
+			err = b.writeQueued(ctx, ds, w)
+		} else {
+			b.attWrites.finish(w)
+		}
+	}
+	if err != nil || job == nil {
+		return err
+	}
+	data, err := b.encodeAnswer(ctx, ds.snap, *job)
+	if err != nil {
+		return fmt.Errorf("snapshot answer: %w", err)
+	}
+	resp.Snapshot = data
+	return nil
+}
+
 // load reads the document's state from the database, claiming it with the
-// owner epoch the call was routed with. The caller holds the lock.
-func (b *Backend) load(ctx context.Context, epoch int64, ds *docState) error {
+// owner epoch the call in project pid was routed with. The caller holds the
+// lock.
+func (b *Backend) load(ctx context.Context, pid string, epoch int64, ds *docState) error {
 	info, err := b.db.ClaimDocument(ctx, ds.id, epoch)
 	if errors.Is(err, database.ErrDocumentNotFound) {
 		return err
@@ -162,7 +187,7 @@ func (b *Backend) load(ctx context.Context, epoch int64, ds *docState) error {
 	if errors.Is(err, database.ErrFenced) {
 		// The routing binding is older than the database's knowledge: the
 		// cluster layer releases it, so the call routed again binds afresh.
-		name, _ := b.documentName(ctx, ds.id)
+		name, _ := b.documentName(ctx, pid, ds.id)
 		b.fenced(ds.id, name)
 		b.forget(ds)
 		return fmt.Errorf("%w: %w", ErrStaleRoute, err)
@@ -278,17 +303,17 @@ func (b *Backend) ReleaseKey(ctx context.Context, projectID, key string, cause e
 	return errors.Join(errs...)
 }
 
-// DocumentKey returns the key of a document ID of the call's project
-// (project.FromContext); another project's document is ErrDocumentNotFound.
-// Names never change, so they are cached.
-func (b *Backend) DocumentKey(ctx context.Context, docID string) (string, error) {
-	name, err := b.documentName(ctx, docID)
-	if err != nil {
-		return "", err
-	}
-	pid, err := project.ID(ctx)
+// DocumentKey returns the key of a document ID of project p; another
+// project's document is ErrDocumentNotFound. Names never change, so they
+// are cached.
+func (b *Backend) DocumentKey(ctx context.Context, p *database.ProjectInfo, docID string) (string, error) {
+	pid, err := projectID(p)
 	if err != nil {
 		return "", fmt.Errorf("document %q: %w", docID, err)
+	}
+	name, err := b.documentName(ctx, pid, docID)
+	if err != nil {
+		return "", err
 	}
 	if name.Project != pid {
 		return "", fmt.Errorf("document %q in project %s: %w", docID, pid, database.ErrDocumentNotFound)
@@ -297,17 +322,13 @@ func (b *Backend) DocumentKey(ctx context.Context, docID string) (string, error)
 }
 
 // documentName returns the name of a document ID, from the cache or else as
-// the call's project finds it.
-func (b *Backend) documentName(ctx context.Context, docID string) (DocName, error) {
+// project pid finds it.
+func (b *Backend) documentName(ctx context.Context, pid, docID string) (DocName, error) {
 	b.mu.RLock()
 	name, ok := b.names[docID]
 	b.mu.RUnlock()
 	if ok {
 		return name, nil
-	}
-	pid, err := project.ID(ctx)
-	if err != nil {
-		return DocName{}, fmt.Errorf("document %q: %w", docID, err)
 	}
 	// The database's error names the document already.
 	info, err := b.db.FindDocument(ctx, pid, docID)

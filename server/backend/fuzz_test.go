@@ -30,16 +30,16 @@ func FuzzPushPullPack(f *testing.F) {
 	f.Add([]byte{0x22, 0x02, 0x0a, 0x00}, int64(-1), uint32(1), uint8(3))
 
 	f.Fuzz(func(t *testing.T, data []byte, serverSeq int64, clientSeq uint32, flags uint8) {
-		ctx := inDefault(context.Background())
+		ctx := context.Background()
 		b, db := newBackend(t, nil)
 		me := activate(t, b, "me")
 		other := activate(t, b, "other")
 		actor, _ := hex.DecodeString(me)
-		docID, _, err := b.AttachDocument(ctx, 0, me, "doc", pack(0, 1, edit(t, me, 1, 1)))
+		docID, _, err := b.AttachDocument(ctx, defaultProject, 0, me, "doc", pack(0, 1, edit(t, me, 1, 1)))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := b.AttachDocument(ctx, 0, other, "doc", pack(0, 1, edit(t, other, 1, 1))); err != nil {
+		if _, _, err := b.AttachDocument(ctx, defaultProject, 0, other, "doc", pack(0, 1, edit(t, other, 1, 1))); err != nil {
 			t.Fatal(err)
 		}
 
@@ -62,7 +62,7 @@ func FuzzPushPullPack(f *testing.F) {
 		pushOnly := flags&4 != 0
 		resend := proto.Clone(&p).(*api.ChangePack)
 
-		resp, err := b.PushPull(ctx, 0, me, docID, &p, pushOnly)
+		resp, err := b.PushPull(ctx, defaultProject, 0, me, docID, &p, pushOnly)
 		log := storedLog(t, db, docID)
 		checkLog(t, log)
 		if err != nil {
@@ -78,7 +78,7 @@ func FuzzPushPullPack(f *testing.F) {
 		}
 
 		// The answer is lost and the client sends the same pack again.
-		resp, err = b.PushPull(ctx, 0, me, docID, resend, pushOnly)
+		resp, err = b.PushPull(ctx, defaultProject, 0, me, docID, resend, pushOnly)
 		if err != nil {
 			t.Fatalf("resend of an accepted pack: %v", err)
 		}

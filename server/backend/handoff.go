@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/yorkie-affinity/yorkie/server/project"
+	"github.com/yorkie-affinity/yorkie/server/backend/database"
 )
 
 // DocumentIDs lists the IDs of the documents of the project served here
@@ -23,8 +23,7 @@ func (b *Backend) DocumentIDs(projectID, key string) []string {
 	return ids
 }
 
-// WarmDocument builds a document of the call's project (project.FromContext)
-// from the database, without claiming it, and keeps it built: a draining
+// WarmDocument builds a document of project p from the database, without claiming it, and keeps it built: a draining
 // node has its successor do this before it moves the document's binding
 // there, so the calls the successor then serves find the document built
 // rather than wait on the build. It returns the server_seq it was built up
@@ -36,11 +35,11 @@ func (b *Backend) DocumentIDs(projectID, key string) []string {
 // copy forward through the changes stored after it. A compaction in between
 // (the document epoch changed) makes that load drop the copy and build
 // afresh.
-func (b *Backend) WarmDocument(ctx context.Context, docID string) (int64, error) {
+func (b *Backend) WarmDocument(ctx context.Context, p *database.ProjectInfo, docID string) (int64, error) {
 	if err := b.checkOpen(); err != nil {
 		return 0, err
 	}
-	pid, err := project.ID(ctx)
+	pid, err := projectID(p)
 	if err != nil {
 		return 0, fmt.Errorf("warm document %s: %w", docID, err)
 	}

@@ -19,7 +19,7 @@ import (
 // change without building the document again, and the old owner's next
 // write is fenced.
 func TestWarmCopyIsBroughtForwardOnHandoff(t *testing.T) {
-	ctx := inDefault(context.Background())
+	ctx := context.Background()
 	db := memory.New()
 	owner, _ := newBackend(t, db)
 	next, _ := newBackend(t, db)
@@ -29,7 +29,7 @@ func TestWarmCopyIsBroughtForwardOnHandoff(t *testing.T) {
 		a.mustPush(a.set(fmt.Sprintf("k%d", i), fmt.Sprint(i)))
 	}
 
-	seq, err := next.WarmDocument(ctx, a.docID)
+	seq, err := next.WarmDocument(ctx, defaultProject, a.docID)
 	require.NoError(t, err)
 	require.EqualValues(t, 5, seq)
 	require.EqualValues(t, 1, next.Metrics().DocumentsBuilt.Load())
@@ -39,7 +39,7 @@ func TestWarmCopyIsBroughtForwardOnHandoff(t *testing.T) {
 	for i := range 3 {
 		a.mustPush(a.set(fmt.Sprintf("late%d", i), fmt.Sprint(i)))
 	}
-	s, err := next.DocumentSummary(ctx, 1, a.docID, true, false)
+	s, err := next.DocumentSummary(ctx, defaultProject, 1, a.docID, true, false)
 	require.NoError(t, err)
 	require.EqualValues(t, 8, s.ServerSeq)
 	assert.Equal(t, replayJSON(t, db, a.docID, 8), s.Root)
@@ -53,7 +53,7 @@ func TestWarmCopyIsBroughtForwardOnHandoff(t *testing.T) {
 // the successor built its copy rewrites the log the copy would be brought
 // forward through: the successor builds the document afresh.
 func TestWarmCopyBeforeACompactionIsDropped(t *testing.T) {
-	ctx := inDefault(context.Background())
+	ctx := context.Background()
 	db := memory.New()
 	owner, _ := newBackend(t, db)
 	next, _ := newBackend(t, db)
@@ -62,13 +62,13 @@ func TestWarmCopyBeforeACompactionIsDropped(t *testing.T) {
 	for i := range 4 {
 		a.mustPush(a.set(fmt.Sprintf("k%d", i), fmt.Sprint(i)))
 	}
-	_, err := next.WarmDocument(ctx, a.docID)
+	_, err := next.WarmDocument(ctx, defaultProject, a.docID)
 	require.NoError(t, err)
-	done, err := owner.CompactDocument(ctx, 0, a.docID, true)
+	done, err := owner.CompactDocument(ctx, defaultProject, 0, a.docID, true)
 	require.NoError(t, err)
 	require.True(t, done)
 
-	s, err := next.DocumentSummary(ctx, 1, a.docID, true, false)
+	s, err := next.DocumentSummary(ctx, defaultProject, 1, a.docID, true, false)
 	require.NoError(t, err)
 	assert.Equal(t, replayJSON(t, db, a.docID, s.ServerSeq), s.Root)
 	assert.EqualValues(t, 2, next.Metrics().DocumentsBuilt.Load(), "the copy from before the compaction was served")
@@ -77,16 +77,16 @@ func TestWarmCopyBeforeACompactionIsDropped(t *testing.T) {
 // TestWarmDocumentRefusals: an unknown document, a removed one and a closed
 // backend are refused and leave nothing built.
 func TestWarmDocumentRefusals(t *testing.T) {
-	ctx := inDefault(context.Background())
+	ctx := context.Background()
 	b, _ := newBackend(t, nil)
-	_, err := b.WarmDocument(ctx, "000000000000000000000000")
+	_, err := b.WarmDocument(ctx, defaultProject, "000000000000000000000000")
 	require.ErrorIs(t, err, database.ErrDocumentNotFound)
 
 	a := newWriter(t, b, "a")
 	a.attach("doc")
-	_, err = b.RemoveDocument(ctx, 0, a.id, a.docID, pack(0, 0))
+	_, err = b.RemoveDocument(ctx, defaultProject, 0, a.id, a.docID, pack(0, 0))
 	require.NoError(t, err)
-	_, err = b.WarmDocument(ctx, a.docID)
+	_, err = b.WarmDocument(ctx, defaultProject, a.docID)
 	require.ErrorIs(t, err, backend.ErrDocumentRemoved)
 	require.Zero(t, b.Metrics().DocumentsWarmed.Load())
 }

@@ -11,7 +11,6 @@ import (
 	"github.com/yorkie-affinity/yorkie/server/backend"
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
 	"github.com/yorkie-affinity/yorkie/server/backend/database/memory"
-	"github.com/yorkie-affinity/yorkie/server/project"
 	"github.com/yorkie-affinity/yorkie/server/servertest/sdksim"
 )
 
@@ -20,7 +19,7 @@ import (
 func newBackend(tb testing.TB, db database.Database) (*backend.Backend, database.Database) {
 	tb.Helper()
 	b, db := configuredBackend(tb, backend.Config{DB: db})
-	tb.Cleanup(func() { _ = b.Close(inDefault(context.Background())) })
+	tb.Cleanup(func() { _ = b.Close(context.Background()) })
 	return b, db
 }
 
@@ -53,13 +52,13 @@ func holdHook(b *backend.Backend, set func(*backend.Backend, func(docID string, 
 
 func activate(tb testing.TB, b *backend.Backend, key string) string {
 	tb.Helper()
-	return activateIn(inDefault(context.Background()), tb, b, key)
+	return activateIn(defaultProject, tb, b, key)
 }
 
-// activateIn activates a client with key in ctx's project.
-func activateIn(ctx context.Context, tb testing.TB, b *backend.Backend, key string) string {
+// activateIn activates a client with key in project p.
+func activateIn(p *database.ProjectInfo, tb testing.TB, b *backend.Backend, key string) string {
 	tb.Helper()
-	info, err := b.ActivateClient(ctx, key, nil)
+	info, err := b.ActivateClient(context.Background(), p, key, nil)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -98,7 +97,7 @@ func simClient(tb testing.TB, b *backend.Backend, key string) *sdksim.Client {
 func attachSim(tb testing.TB, b *backend.Backend, c *sdksim.Client, docKey string) string {
 	tb.Helper()
 	c.Attached(docKey)
-	docID, resp, err := b.AttachDocument(inDefault(context.Background()), 0, c.ID, docKey, c.Pack())
+	docID, resp, err := b.AttachDocument(context.Background(), defaultProject, 0, c.ID, docKey, c.Pack())
 	if err != nil {
 		tb.Fatalf("attach %s to %s: %v", c.ID, docKey, err)
 	}
@@ -110,7 +109,7 @@ func attachSim(tb testing.TB, b *backend.Backend, c *sdksim.Client, docKey strin
 
 // pushPullSim sends c's pending changes and takes in the answer.
 func pushPullSim(ctx context.Context, b *backend.Backend, c *sdksim.Client, docID string, pushOnly bool) error {
-	resp, err := b.PushPull(ctx, 0, c.ID, docID, c.Pack(), pushOnly)
+	resp, err := b.PushPull(ctx, defaultProject, 0, c.ID, docID, c.Pack(), pushOnly)
 	if err != nil {
 		return fmt.Errorf("push pull of %s: %w", c.ID, err)
 	}
@@ -131,7 +130,7 @@ func pack(serverSeq int64, clientSeq uint32, changes ...*api.Change) *api.Change
 // storedLog returns the document's whole log.
 func storedLog(tb testing.TB, db database.Database, docID string) []*database.Change {
 	tb.Helper()
-	log, err := db.FindChanges(inDefault(context.Background()), docID, 1, 1<<62)
+	log, err := db.FindChanges(context.Background(), docID, 1, 1<<62)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -180,28 +179,27 @@ func nextEvent(tb testing.TB, sub *backend.Subscription) backend.Event {
 // attachTwo activates clients "a" and "c" and attaches both to document "doc".
 func attachTwo(tb testing.TB, b *backend.Backend) (a, c, docID string) {
 	tb.Helper()
-	return attachTwoIn(inDefault(context.Background()), tb, b)
+	return attachTwoIn(defaultProject, tb, b)
 }
 
-// attachTwoIn is attachTwo in ctx's project.
-func attachTwoIn(ctx context.Context, tb testing.TB, b *backend.Backend) (a, c, docID string) {
+// attachTwoIn is attachTwo in project p.
+func attachTwoIn(p *database.ProjectInfo, tb testing.TB, b *backend.Backend) (a, c, docID string) {
 	tb.Helper()
-	a, c = activateIn(ctx, tb, b, "a"), activateIn(ctx, tb, b, "c")
-	docID, _, err := b.AttachDocument(ctx, 0, a, "doc", pack(0, 0))
+	ctx := context.Background()
+	a, c = activateIn(p, tb, b, "a"), activateIn(p, tb, b, "c")
+	docID, _, err := b.AttachDocument(ctx, p, 0, a, "doc", pack(0, 0))
 	if err != nil {
 		tb.Fatal(err)
 	}
-	if _, _, err := b.AttachDocument(ctx, 0, c, "doc", pack(0, 0)); err != nil {
+	if _, _, err := b.AttachDocument(ctx, p, 0, c, "doc", pack(0, 0)); err != nil {
 		tb.Fatal(err)
 	}
 	return a, c, docID
 }
 
-// inDefault returns ctx carrying the default project as a server without a
-// stored one serves it, the project the RPC layer gives calls without an
-// API key: every backend call names its project.
-func inDefault(ctx context.Context) context.Context {
-	return project.NewContext(ctx, &database.ProjectInfo{
-		ID: database.DefaultProjectID, Name: database.DefaultProjectName, AutoRevisionEnabled: true,
-	})
+// defaultProject is the default project as a server without a stored one
+// serves it, the project the RPC layer gives calls without an API key:
+// every backend call names its project.
+var defaultProject = &database.ProjectInfo{
+	ID: database.DefaultProjectID, Name: database.DefaultProjectName, AutoRevisionEnabled: true,
 }

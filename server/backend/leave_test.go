@@ -42,29 +42,29 @@ func presenceOf(tb testing.TB, changes []*api.Change, actorID string, clientSeq 
 // be answered; a client that does not watch still gets the CLEAR, and so does
 // a watcher for the CLEAR of a client that stays attached.
 func TestPullInFlightWhileALeaverComesBack(t *testing.T) {
-	ctx := inDefault(context.Background())
+	ctx := context.Background()
 	b, _ := newBackend(t, nil)
 	x := activate(t, b, "x")
 	w := activate(t, b, "w")
 	n := activate(t, b, "n")
-	docID, _, err := b.AttachDocument(ctx, 0, x, "doc", pack(0, 1, edit(t, x, 1, 1)))
+	docID, _, err := b.AttachDocument(ctx, defaultProject, 0, x, "doc", pack(0, 1, edit(t, x, 1, 1)))
 	require.NoError(t, err)
-	_, resp, err := b.AttachDocument(ctx, 0, w, "doc", pack(0, 0))
+	_, resp, err := b.AttachDocument(ctx, defaultProject, 0, w, "doc", pack(0, 0))
 	require.NoError(t, err)
 	wSeq := resp.GetCheckpoint().GetServerSeq()
-	_, resp, err = b.AttachDocument(ctx, 0, n, "doc", pack(0, 0))
+	_, resp, err = b.AttachDocument(ctx, defaultProject, 0, n, "doc", pack(0, 0))
 	require.NoError(t, err)
 	nSeq := resp.GetCheckpoint().GetServerSeq()
 
-	subW, _, err := b.Watch(ctx, 0, w, docID)
+	subW, _, err := b.Watch(ctx, defaultProject, 0, w, docID)
 	require.NoError(t, err)
 	t.Cleanup(subW.Close)
-	subX, _, err := b.Watch(ctx, 0, x, docID)
+	subX, _, err := b.Watch(ctx, defaultProject, 0, x, docID)
 	require.NoError(t, err)
 	t.Cleanup(subX.Close)
 	require.Equal(t, backend.Event{Type: api.DocEventType_DOC_EVENT_TYPE_DOCUMENT_WATCHED, Publisher: x}, nextEvent(t, subW))
 
-	_, err = b.DetachDocument(ctx, 0, x, docID, pack(1, 2, clearOf(t, x, 2, 2)))
+	_, err = b.DetachDocument(ctx, defaultProject, 0, x, docID, pack(1, 2, clearOf(t, x, 2, 2)))
 	require.NoError(t, err)
 	ev := nextEvent(t, subW)
 	if ev.Type == api.DocEventType_DOC_EVENT_TYPE_DOCUMENT_CHANGED {
@@ -74,25 +74,25 @@ func TestPullInFlightWhileALeaverComesBack(t *testing.T) {
 		"the watcher must hear of the leave before its pull can be answered")
 
 	// The pulls in flight, answered before x comes back.
-	resp, err = b.PushPull(ctx, 0, w, docID, pack(wSeq, 0), false)
+	resp, err = b.PushPull(ctx, defaultProject, 0, w, docID, pack(wSeq, 0), false)
 	require.NoError(t, err)
 	wSeq = resp.GetCheckpoint().GetServerSeq()
 	require.Nil(t, presenceOf(t, resp.GetChanges(), x, 2), "a watcher's pull carried the CLEAR of a client that left")
-	resp, err = b.PushPull(ctx, 0, n, docID, pack(nSeq, 0), false)
+	resp, err = b.PushPull(ctx, defaultProject, 0, n, docID, pack(nSeq, 0), false)
 	require.NoError(t, err)
 	require.Equal(t, api.PresenceChange_CHANGE_TYPE_CLEAR, presenceOf(t, resp.GetChanges(), x, 2).GetType(),
 		"a client that does not watch learns of the leave only from the CLEAR")
 
 	// x comes back; the CLEAR of a client that stays attached is its
 	// presence as it is now, and reaches the watcher.
-	_, resp, err = b.AttachDocument(ctx, 0, x, "doc", pack(0, 1, edit(t, x, 1, 3)))
+	_, resp, err = b.AttachDocument(ctx, defaultProject, 0, x, "doc", pack(0, 1, edit(t, x, 1, 3)))
 	require.NoError(t, err)
-	again, _, err := b.Watch(ctx, 0, x, docID)
+	again, _, err := b.Watch(ctx, defaultProject, 0, x, docID)
 	require.NoError(t, err)
 	t.Cleanup(again.Close)
-	_, err = b.PushPull(ctx, 0, x, docID, pack(resp.GetCheckpoint().GetServerSeq(), 2, clearOf(t, x, 2, 4)), false)
+	_, err = b.PushPull(ctx, defaultProject, 0, x, docID, pack(resp.GetCheckpoint().GetServerSeq(), 2, clearOf(t, x, 2, 4)), false)
 	require.NoError(t, err)
-	resp, err = b.PushPull(ctx, 0, w, docID, pack(wSeq, 0), false)
+	resp, err = b.PushPull(ctx, defaultProject, 0, w, docID, pack(wSeq, 0), false)
 	require.NoError(t, err)
 	require.Equal(t, api.PresenceChange_CHANGE_TYPE_CLEAR, presenceOf(t, resp.GetChanges(), x, 2).GetType(),
 		"the CLEAR of a client still attached must reach a watcher")

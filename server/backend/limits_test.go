@@ -19,10 +19,9 @@ import (
 // on clock.
 // projectBackend returns a backend over a database whose default project
 // has u applied, the database, the resolver of projects, and inStored,
-// which returns a context carrying the default project as the resolver
-// gives it at that moment: what the RPC layer puts in a call without an API
-// key.
-func projectBackend(t *testing.T, u *database.ProjectUpdate, clock *testclock.Clock) (b *backend.Backend, db database.Database, projects *project.Resolver, inStored func() context.Context) {
+// which returns the default project as the resolver gives it at that
+// moment: what the RPC layer gives a call without an API key.
+func projectBackend(t *testing.T, u *database.ProjectUpdate, clock *testclock.Clock) (b *backend.Backend, db database.Database, projects *project.Resolver, inStored func() *database.ProjectInfo) {
 	t.Helper()
 	db = memory.New()
 	ctx := context.Background()
@@ -44,13 +43,13 @@ func projectBackend(t *testing.T, u *database.ProjectUpdate, clock *testclock.Cl
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = b.Close(context.Background()) })
-	inStored = func() context.Context {
+	inStored = func() *database.ProjectInfo {
 		t.Helper()
 		p, err := projects.Resolve(context.Background(), "")
 		if err != nil {
 			t.Fatal(err)
 		}
-		return project.NewContext(context.Background(), p)
+		return p
 	}
 	return b, db, projects, inStored
 }
@@ -62,25 +61,25 @@ func ptr[T any](v T) *T { return &v }
 // counts once.
 func TestAttachmentsPerDocument(t *testing.T) {
 	b, _, _, inStored := projectBackend(t, &database.ProjectUpdate{MaxAttachmentsPerDocument: ptr(2)}, nil)
-	ctx := inStored()
-	a, c, docID := attachTwoIn(ctx, t, b)
+	ctx, p := context.Background(), inStored()
+	a, c, docID := attachTwoIn(p, t, b)
 	// Attaching again replaces the client's attachment: still two.
-	if _, _, err := b.AttachDocument(ctx, 0, a, "doc", pack(0, 0)); err != nil {
+	if _, _, err := b.AttachDocument(ctx, p, 0, a, "doc", pack(0, 0)); err != nil {
 		t.Fatalf("attach again: %v", err)
 	}
-	d := activateIn(ctx, t, b, "d")
-	_, _, err := b.AttachDocument(ctx, 0, d, "doc", pack(0, 0))
+	d := activateIn(p, t, b, "d")
+	_, _, err := b.AttachDocument(ctx, p, 0, d, "doc", pack(0, 0))
 	if !errors.Is(err, backend.ErrTooManyAttachments) {
 		t.Fatalf("third attach: %v, want ErrTooManyAttachments", err)
 	}
 	// Another document of the project is not affected.
-	if _, _, err := b.AttachDocument(ctx, 0, d, "other", pack(0, 0)); err != nil {
+	if _, _, err := b.AttachDocument(ctx, p, 0, d, "other", pack(0, 0)); err != nil {
 		t.Fatalf("attach of another document: %v", err)
 	}
-	if _, err := b.DetachDocument(ctx, 0, c, docID, pack(0, 0)); err != nil {
+	if _, err := b.DetachDocument(ctx, p, 0, c, docID, pack(0, 0)); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := b.AttachDocument(ctx, 0, d, "doc", pack(0, 0)); err != nil {
+	if _, _, err := b.AttachDocument(ctx, p, 0, d, "doc", pack(0, 0)); err != nil {
 		t.Fatalf("attach after a detach: %v", err)
 	}
 }
@@ -89,24 +88,24 @@ func TestAttachmentsPerDocument(t *testing.T) {
 // watching a document, not their streams; one stopping makes room.
 func TestSubscribersPerDocument(t *testing.T) {
 	b, _, _, inStored := projectBackend(t, &database.ProjectUpdate{MaxSubscribersPerDocument: ptr(1)}, nil)
-	ctx := inStored()
-	a, c, docID := attachTwoIn(ctx, t, b)
-	first, _, err := b.Watch(ctx, 0, a, docID)
+	ctx, p := context.Background(), inStored()
+	a, c, docID := attachTwoIn(p, t, b)
+	first, _, err := b.Watch(ctx, p, 0, a, docID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The same client's second stream (a reconnect overlapping the old
 	// one) is not refused.
-	second, _, err := b.Watch(ctx, 0, a, docID)
+	second, _, err := b.Watch(ctx, p, 0, a, docID)
 	if err != nil {
 		t.Fatalf("second stream of the watching client: %v", err)
 	}
-	if _, _, err := b.Watch(ctx, 0, c, docID); !errors.Is(err, backend.ErrTooManySubscribers) {
+	if _, _, err := b.Watch(ctx, p, 0, c, docID); !errors.Is(err, backend.ErrTooManySubscribers) {
 		t.Fatalf("watch by another client: %v, want ErrTooManySubscribers", err)
 	}
 	first.Close()
 	second.Close()
-	sub, watchers, err := b.Watch(ctx, 0, c, docID)
+	sub, watchers, err := b.Watch(ctx, p, 0, c, docID)
 	if err != nil {
 		t.Fatalf("watch once the other stopped: %v", err)
 	}
@@ -120,23 +119,23 @@ func TestSubscribersPerDocument(t *testing.T) {
 // is, whatever the default project says.
 func TestProjectOfTheCallWins(t *testing.T) {
 	b, _, _, inStored := projectBackend(t, &database.ProjectUpdate{MaxAttachmentsPerDocument: ptr(5), MaxSizePerDocument: ptr(300)}, nil)
-	ctx := project.NewContext(context.Background(), &database.ProjectInfo{ID: "0123456789abcdef01234567", MaxAttachmentsPerDocument: 1})
+	ctx, p := context.Background(), &database.ProjectInfo{ID: "0123456789abcdef01234567", MaxAttachmentsPerDocument: 1}
 	// The clients are the project's: another project's could not attach.
 	var a, c string
 	for _, id := range []*string{&a, &c} {
-		info, err := b.ActivateClient(ctx, "client", nil)
+		info, err := b.ActivateClient(ctx, p, "client", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		*id = info.ID
 	}
-	if _, _, err := b.AttachDocument(ctx, 0, a, "doc", pack(0, 0)); err != nil {
+	if _, _, err := b.AttachDocument(ctx, p, 0, a, "doc", pack(0, 0)); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := b.AttachDocument(ctx, 0, c, "doc", pack(0, 0)); !errors.Is(err, backend.ErrTooManyAttachments) {
+	if _, _, err := b.AttachDocument(ctx, p, 0, c, "doc", pack(0, 0)); !errors.Is(err, backend.ErrTooManyAttachments) {
 		t.Fatalf("second attach: %v, want ErrTooManyAttachments", err)
 	}
-	if got, err := b.DocumentSizeLimit(ctx); err != nil || got != backend.DefaultMaxSizePerDocument {
+	if got, err := b.DocumentSizeLimit(p); err != nil || got != backend.DefaultMaxSizePerDocument {
 		t.Fatalf("size limit of a project setting none: %d, %v; want the server's %d", got, err, backend.DefaultMaxSizePerDocument)
 	}
 	if got, err := b.DocumentSizeLimit(inStored()); err != nil || got != 300 {
@@ -191,16 +190,16 @@ func TestProjectSettingsReachTheBackend(t *testing.T) {
 // that leaves others attached does not.
 func TestRemoveOnDetach(t *testing.T) {
 	b, db, _, inStored := projectBackend(t, &database.ProjectUpdate{RemoveOnDetach: ptr(true)}, nil)
-	ctx := inStored()
-	a, c, docID := attachTwoIn(ctx, t, b)
-	resp, err := b.DetachDocument(ctx, 0, a, docID, pack(0, 0))
+	ctx, p := context.Background(), inStored()
+	a, c, docID := attachTwoIn(p, t, b)
+	resp, err := b.DetachDocument(ctx, p, 0, a, docID, pack(0, 0))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if resp.IsRemoved {
 		t.Fatal("the first detach removed the document, another client is attached")
 	}
-	resp, err = b.DetachDocument(ctx, 0, c, docID, pack(0, 0))
+	resp, err = b.DetachDocument(ctx, p, 0, c, docID, pack(0, 0))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,13 +211,13 @@ func TestRemoveOnDetach(t *testing.T) {
 		t.Fatalf("document after the last detach: %+v, %v; want removed", info, err)
 	}
 	// The key names a new document from now on.
-	d := activateIn(ctx, t, b, "d")
-	newID, _, err := b.AttachDocument(ctx, 0, d, "doc", pack(0, 0))
+	d := activateIn(p, t, b, "d")
+	newID, _, err := b.AttachDocument(ctx, p, 0, d, "doc", pack(0, 0))
 	if err != nil || newID == docID {
 		t.Fatalf("attach after removal: %s, %v; want a new document", newID, err)
 	}
 	// Deactivating the last attached client removes it too.
-	if err := b.DeactivateClient(ctx, d, nil); err != nil {
+	if err := b.DeactivateClient(ctx, p, d, nil); err != nil {
 		t.Fatal(err)
 	}
 	if info, err := db.FindDocument(ctx, database.DefaultProjectID, newID); err != nil || info.RemovedAt.IsZero() {

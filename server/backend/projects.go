@@ -1,7 +1,6 @@
 package backend
 
 import (
-	"context"
 	"errors"
 
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
@@ -16,17 +15,21 @@ var ErrTooManyAttachments = errors.New("too many clients attached to the documen
 // project allows.
 var ErrTooManySubscribers = errors.New("too many clients watching the document")
 
-// project returns the settings of the call's project, or project.ErrMissing.
-func (b *Backend) project(ctx context.Context) (*database.ProjectInfo, error) {
-	return project.Of(ctx)
+// projectID returns the ID of p, the project a call acts in, or
+// project.ErrMissing when the call names none: no call falls back to the
+// default project.
+func projectID(p *database.ProjectInfo) (string, error) {
+	if p == nil || p.ID == "" {
+		return "", project.ErrMissing
+	}
+	return p.ID, nil
 }
 
-// DocumentSizeLimit returns the size bound of the call's project's documents,
-// as clients are told on attach: the project's own when it sets one, else
+// DocumentSizeLimit returns the size bound of project p's documents, as
+// clients are told on attach: the project's own when it sets one, else
 // Config.MaxSizePerDocument (0: no bound).
-func (b *Backend) DocumentSizeLimit(ctx context.Context) (int, error) {
-	p, err := b.project(ctx)
-	if err != nil {
+func (b *Backend) DocumentSizeLimit(p *database.ProjectInfo) (int, error) {
+	if _, err := projectID(p); err != nil {
 		return 0, err
 	}
 	return b.sizeLimit(p), nil

@@ -1,16 +1,11 @@
 package backend
 
-import (
-	"context"
+import "github.com/yorkie-affinity/yorkie/server/backend/database"
 
-	"github.com/yorkie-affinity/yorkie/server/project"
-)
-
-// snapThresholdFor is the snapshot threshold of the call's project: its
-// own when it sets one (UpdateProject's snapshot_threshold), else the
-// server's.
-func (b *Backend) snapThresholdFor(ctx context.Context) int64 {
-	if p := project.FromContext(ctx); p != nil && p.SnapshotThreshold > 0 {
+// snapThresholdFor is the snapshot threshold of project p: its own when it
+// sets one (UpdateProject's snapshot_threshold), else the server's.
+func (b *Backend) snapThresholdFor(p *database.ProjectInfo) int64 {
+	if p.SnapshotThreshold > 0 {
 		return p.SnapshotThreshold
 	}
 	return b.snapThreshold
@@ -19,8 +14,8 @@ func (b *Backend) snapThresholdFor(ctx context.Context) int64 {
 // snapIntervalFor is snapThresholdFor for the snapshot interval. A server
 // that stores no snapshots (negative --backend-snapshot-interval) stores
 // none for any project.
-func (b *Backend) snapIntervalFor(ctx context.Context) int64 {
-	if p := project.FromContext(ctx); p != nil && p.SnapshotInterval > 0 && b.snapInterval > 0 {
+func (b *Backend) snapIntervalFor(p *database.ProjectInfo) int64 {
+	if p.SnapshotInterval > 0 && b.snapInterval > 0 {
 		return p.SnapshotInterval
 	}
 	return b.snapInterval

@@ -9,7 +9,6 @@ import (
 
 	"github.com/yorkie-affinity/yorkie/server/backend"
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
-	"github.com/yorkie-affinity/yorkie/server/project"
 )
 
 // TestProjectSnapshotThreshold: a project's own snapshot threshold (set
@@ -24,14 +23,14 @@ func TestProjectSnapshotThreshold(t *testing.T) {
 	}
 	// The server's threshold: 6 behind gets changes.
 	plain := newWriter(t, b, "plain")
-	_, resp, err := b.AttachDocument(inDefault(context.Background()), 0, plain.id, "doc", pack(0, 0))
+	_, resp, err := b.AttachDocument(context.Background(), defaultProject, 0, plain.id, "doc", pack(0, 0))
 	require.NoError(t, err)
 	require.Nil(t, resp.GetSnapshot())
 	require.Len(t, resp.GetChanges(), 6)
 	// The project's threshold of 5: a snapshot.
-	ctx := project.NewContext(inDefault(context.Background()), &database.ProjectInfo{ID: database.DefaultProjectID, SnapshotThreshold: 5})
+	p := &database.ProjectInfo{ID: database.DefaultProjectID, SnapshotThreshold: 5}
 	late := newWriter(t, b, "late")
-	_, resp, err = b.AttachDocument(ctx, 0, late.id, "doc", pack(0, 0))
+	_, resp, err = b.AttachDocument(context.Background(), p, 0, late.id, "doc", pack(0, 0))
 	require.NoError(t, err)
 	require.NotNil(t, resp.GetSnapshot())
 	require.Empty(t, resp.GetChanges())

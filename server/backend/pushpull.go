@@ -11,7 +11,6 @@ import (
 
 	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
-	"github.com/yorkie-affinity/yorkie/server/project"
 )
 
 // maxAppendAttempts bounds the reload-and-retry rounds after ErrConflict.
@@ -27,11 +26,11 @@ const maxAppendAttempts = 4
 // writes the attachment (its client_seq).
 const attachmentFlush = time.Second
 
-// AttachDocument creates the document if needed, attaches the client (a fresh
-// attachment: client_seq from 0, starting at the current head) and runs the
-// pack like PushPull.
-func (b *Backend) AttachDocument(ctx context.Context, epoch int64, clientID, docKey string, pack *api.ChangePack) (string, *api.ChangePack, error) {
-	docID, resp, _, err := b.AttachDocumentWithSchema(ctx, epoch, clientID, docKey, "", pack)
+// AttachDocument creates the document of project p if needed, attaches the
+// client (a fresh attachment: client_seq from 0, starting at the current
+// head) and runs the pack like PushPull.
+func (b *Backend) AttachDocument(ctx context.Context, p *database.ProjectInfo, epoch int64, clientID, docKey string, pack *api.ChangePack) (string, *api.ChangePack, error) {
+	docID, resp, _, err := b.AttachDocumentWithSchema(ctx, p, epoch, clientID, docKey, "", pack)
 	return docID, resp, err
 }
 
@@ -39,19 +38,15 @@ func (b *Backend) AttachDocument(ctx context.Context, epoch int64, clientID, doc
 // key ("" for none): a document with no schema and no other attached client
 // is bound to it (database.ErrSchemaNotFound if the project has no such
 // schema). It also returns the rules of the document's schema.
-func (b *Backend) AttachDocumentWithSchema(ctx context.Context, epoch int64, clientID, docKey, schemaKey string, pack *api.ChangePack) (_ string, resp *api.ChangePack, rules []database.Rule, err error) {
+func (b *Backend) AttachDocumentWithSchema(ctx context.Context, p *database.ProjectInfo, epoch int64, clientID, docKey, schemaKey string, pack *api.ChangePack) (_ string, resp *api.ChangePack, rules []database.Rule, err error) {
 	if err := b.checkOpen(); err != nil {
 		return "", nil, nil, err
 	}
 	if err := b.validatePack(clientID, pack); err != nil {
 		return "", nil, nil, fmt.Errorf("attach document %q: %w", docKey, err)
 	}
-	if err := b.ensureActivated(ctx, clientID); err != nil {
+	if err := b.ensureActivated(ctx, p, clientID); err != nil {
 		return "", nil, nil, fmt.Errorf("attach document %q: %w", docKey, err)
-	}
-	p, perr := b.project(ctx)
-	if perr != nil {
-		return "", nil, nil, fmt.Errorf("attach document %q: %w", docKey, perr)
 	}
 	// A document removed between finding it and locking it leaves its key
 	// to a new document: look again once.
@@ -59,16 +54,13 @@ func (b *Backend) AttachDocumentWithSchema(ctx context.Context, epoch int64, cli
 		info *database.DocInfo
 		ds   *docState
 	)
-	pid, err := project.ID(ctx)
-	if err != nil {
-		return "", nil, nil, fmt.Errorf("attach document %q: %w", docKey, err)
-	}
+	pid := p.ID // checked by ensureActivated
 	for attempt := 0; ; attempt++ {
 		if info, err = b.db.FindOrCreateDocument(ctx, pid, docKey); err != nil {
 			return "", nil, nil, fmt.Errorf("attach document %q: %w", docKey, err)
 		}
 		b.rememberName(info)
-		if ds, err = b.lockDoc(ctx, epoch, info.ID); err != nil {
+		if ds, err = b.lockDoc(ctx, p, epoch, info.ID); err != nil {
 			return "", nil, nil, fmt.Errorf("attach document %q: %w", docKey, err)
 		}
 		if !ds.removed {
@@ -127,7 +119,7 @@ func (b *Backend) AttachDocumentWithSchema(ctx context.Context, epoch int64, cli
 		return "", nil, nil, fmt.Errorf("attach document %q: %w", docKey, err)
 	}
 	ds.addAttachment(clientID, e)
-	resp, err = b.exchange(ctx, ds, clientID, e, pack, false, b.maxPack, false)
+	resp, err = b.exchange(ctx, p, ds, clientID, e, pack, false, b.maxPack, false)
 	if err != nil {
 		return "", nil, nil, fmt.Errorf("attach document %q: %w", docKey, err)
 	}
@@ -136,16 +128,12 @@ func (b *Backend) AttachDocumentWithSchema(ctx context.Context, epoch int64, cli
 
 // DetachDocument stores the pack (normally the client's presence clear),
 // then marks the client's attachment detached.
-func (b *Backend) DetachDocument(ctx context.Context, epoch int64, clientID, docID string, pack *api.ChangePack) (*api.ChangePack, error) {
-	return fresh(ctx, b, docID, func() (*api.ChangePack, error) { return b.detachDocument(ctx, epoch, clientID, docID, pack) })
+func (b *Backend) DetachDocument(ctx context.Context, p *database.ProjectInfo, epoch int64, clientID, docID string, pack *api.ChangePack) (*api.ChangePack, error) {
+	return fresh(ctx, b, docID, func() (*api.ChangePack, error) { return b.detachDocument(ctx, p, epoch, clientID, docID, pack) })
 }
 
-func (b *Backend) detachDocument(ctx context.Context, epoch int64, clientID, docID string, pack *api.ChangePack) (resp *api.ChangePack, err error) {
-	p, err := b.project(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("detach document %s: %w", docID, err)
-	}
-	ds, e, err := b.begin(ctx, epoch, clientID, docID, pack)
+func (b *Backend) detachDocument(ctx context.Context, p *database.ProjectInfo, epoch int64, clientID, docID string, pack *api.ChangePack) (resp *api.ChangePack, err error) {
+	ds, e, err := b.begin(ctx, p, epoch, clientID, docID, pack)
 	if err != nil {
 		return nil, fmt.Errorf("detach document: %w", err)
 	}
@@ -153,7 +141,7 @@ func (b *Backend) detachDocument(ctx context.Context, epoch int64, clientID, doc
 	// No bound: the attachment ends here, so nothing may be left behind.
 	// A client attached before a compaction has nothing to sync: it only
 	// leaves.
-	if resp, err = b.exchangeOrLeave(ctx, ds, clientID, e, pack); err != nil {
+	if resp, err = b.exchangeOrLeave(ctx, p, ds, clientID, e, pack); err != nil {
 		return nil, fmt.Errorf("detach document: %w", err)
 	}
 	status, err := b.removeIfLast(ctx, ds, clientID, p)
@@ -194,17 +182,17 @@ func (b *Backend) removeIfLast(ctx context.Context, ds *docState, clientID strin
 // client's attachment removed. The other clients learn it on their next
 // PushPull (is_removed, with the changes they had not pulled), which the
 // CHANGED event published here prompts.
-func (b *Backend) RemoveDocument(ctx context.Context, epoch int64, clientID, docID string, pack *api.ChangePack) (*api.ChangePack, error) {
-	return fresh(ctx, b, docID, func() (*api.ChangePack, error) { return b.removeDocument(ctx, epoch, clientID, docID, pack) })
+func (b *Backend) RemoveDocument(ctx context.Context, p *database.ProjectInfo, epoch int64, clientID, docID string, pack *api.ChangePack) (*api.ChangePack, error) {
+	return fresh(ctx, b, docID, func() (*api.ChangePack, error) { return b.removeDocument(ctx, p, epoch, clientID, docID, pack) })
 }
 
-func (b *Backend) removeDocument(ctx context.Context, epoch int64, clientID, docID string, pack *api.ChangePack) (resp *api.ChangePack, err error) {
-	ds, e, err := b.begin(ctx, epoch, clientID, docID, pack)
+func (b *Backend) removeDocument(ctx context.Context, p *database.ProjectInfo, epoch int64, clientID, docID string, pack *api.ChangePack) (resp *api.ChangePack, err error) {
+	ds, e, err := b.begin(ctx, p, epoch, clientID, docID, pack)
 	if err != nil {
 		return nil, fmt.Errorf("remove document: %w", err)
 	}
 	defer func() { err = b.settle(ctx, ds, resp, err) }()
-	if resp, err = b.exchangeOrLeave(ctx, ds, clientID, e, pack); err != nil {
+	if resp, err = b.exchangeOrLeave(ctx, p, ds, clientID, e, pack); err != nil {
 		return nil, fmt.Errorf("remove document: %w", err)
 	}
 	if !ds.removed {
@@ -223,14 +211,14 @@ func (b *Backend) removeDocument(ctx context.Context, epoch int64, clientID, doc
 	return resp, nil
 }
 
-// PushPull stores the client's new changes and returns the changes of others
-// it has not seen (none when pushOnly).
-func (b *Backend) PushPull(ctx context.Context, epoch int64, clientID, docID string, pack *api.ChangePack, pushOnly bool) (*api.ChangePack, error) {
-	return fresh(ctx, b, docID, func() (*api.ChangePack, error) { return b.pushPull(ctx, epoch, clientID, docID, pack, pushOnly) })
+// PushPull stores the new changes of the client of project p and returns
+// the changes of others it has not seen (none when pushOnly).
+func (b *Backend) PushPull(ctx context.Context, p *database.ProjectInfo, epoch int64, clientID, docID string, pack *api.ChangePack, pushOnly bool) (*api.ChangePack, error) {
+	return fresh(ctx, b, docID, func() (*api.ChangePack, error) { return b.pushPull(ctx, p, epoch, clientID, docID, pack, pushOnly) })
 }
 
-func (b *Backend) pushPull(ctx context.Context, epoch int64, clientID, docID string, pack *api.ChangePack, pushOnly bool) (resp *api.ChangePack, err error) {
-	ds, e, err := b.begin(ctx, epoch, clientID, docID, pack)
+func (b *Backend) pushPull(ctx context.Context, p *database.ProjectInfo, epoch int64, clientID, docID string, pack *api.ChangePack, pushOnly bool) (resp *api.ChangePack, err error) {
+	ds, e, err := b.begin(ctx, p, epoch, clientID, docID, pack)
 	if err != nil {
 		return nil, fmt.Errorf("push pull: %w", err)
 	}
@@ -238,7 +226,7 @@ func (b *Backend) pushPull(ctx context.Context, epoch int64, clientID, docID str
 	if err := ds.checkEpoch(e); err != nil {
 		return nil, fmt.Errorf("push pull: %w", err)
 	}
-	resp, err = b.exchange(ctx, ds, clientID, e, pack, pushOnly, b.maxPack, true)
+	resp, err = b.exchange(ctx, p, ds, clientID, e, pack, pushOnly, b.maxPack, true)
 	if err != nil {
 		return nil, fmt.Errorf("push pull: %w", err)
 	}
@@ -278,24 +266,20 @@ func (b *Backend) invalidate(ctx context.Context, docID string) bool {
 	return true
 }
 
-// begin validates a call on an attached document and returns the document's
-// state, locked, with the client's attachment.
-func (b *Backend) begin(ctx context.Context, epoch int64, clientID, docID string, pack *api.ChangePack) (*docState, *attState, error) {
+// begin validates a call on an attached document of project p and returns
+// the document's state, locked, with the client's attachment.
+func (b *Backend) begin(ctx context.Context, p *database.ProjectInfo, epoch int64, clientID, docID string, pack *api.ChangePack) (*docState, *attState, error) {
 	if err := b.checkOpen(); err != nil {
 		return nil, nil, err
 	}
 	if err := b.validatePack(clientID, pack); err != nil {
 		return nil, nil, err
 	}
-	if err := b.ensureActivated(ctx, clientID); err != nil {
+	if err := b.ensureActivated(ctx, p, clientID); err != nil {
 		return nil, nil, err
 	}
-	ds, err := b.lockDoc(ctx, epoch, docID)
+	ds, err := b.lockDoc(ctx, p, epoch, docID)
 	if err != nil {
-		return nil, nil, err
-	}
-	if err := ds.inProject(ctx); err != nil {
-		ds.unlock()
 		return nil, nil, err
 	}
 	e := ds.atts[clientID]
@@ -358,7 +342,7 @@ func actorIs(actor []byte, hexID string) bool {
 //
 // writeLater leaves the attachment write for after the lock
 // (ds.attWrite, sent by settle); otherwise it is written here.
-func (b *Backend) exchange(ctx context.Context, ds *docState, clientID string, e *attState, pack *api.ChangePack, pushOnly bool, limit int, writeLater bool) (*api.ChangePack, error) {
+func (b *Backend) exchange(ctx context.Context, p *database.ProjectInfo, ds *docState, clientID string, e *attState, pack *api.ChangePack, pushOnly bool, limit int, writeLater bool) (*api.ChangePack, error) {
 	b.metrics.PushPulls.Add(1)
 	if err := ds.checkChangeVectors(pack); err != nil {
 		return nil, fmt.Errorf("pack of %s: %w", clientID, err)
@@ -378,12 +362,12 @@ func (b *Backend) exchange(ctx context.Context, ds *docState, clientID string, e
 	// How far behind the client is counts without its own new changes.
 	headBefore := ds.head
 	if !ds.removed {
-		stored, err = b.push(ctx, ds, clientID, e, pack.Changes, limit)
+		stored, err = b.push(ctx, p, ds, clientID, e, pack.Changes, limit)
 		if stored > 0 {
 			b.metrics.ChangesStored.Add(int64(stored))
 			b.publishChanged(ds.id, clientID)
 			if b.changed != nil && editsRoot(pack.Changes, e.att.ClientSeq, stored) {
-				b.changed(ctx, ds.key)
+				b.changed(ctx, p, ds.key)
 			}
 		}
 		if err != nil {
@@ -394,7 +378,7 @@ func (b *Backend) exchange(ctx context.Context, ds *docState, clientID string, e
 	minSynced := ds.synced.vector(reported)
 	b.collect(ds, minSynced)
 	if stored > 0 {
-		b.maybeSnapshot(ctx, ds, minSynced)
+		b.maybeSnapshot(ctx, p, ds, minSynced)
 	}
 
 	from := min(pack.Checkpoint.ServerSeq, ds.head)
@@ -406,7 +390,7 @@ func (b *Backend) exchange(ctx context.Context, ds *docState, clientID string, e
 	)
 	if pushOnly {
 		respSeq = from
-	} else if threshold := b.snapThresholdFor(ctx); threshold > 0 && headBefore-from >= threshold {
+	} else if threshold := b.snapThresholdFor(p); threshold > 0 && headBefore-from >= threshold {
 		// Far behind: the document as it is now costs its size, the
 		// changes its history. It holds the requester's pushed changes
 		// and presence, as the SDK expects of a snapshot.
@@ -456,7 +440,7 @@ func (b *Backend) exchange(ctx context.Context, ds *docState, clientID string, e
 // many it stored. Changes at or below the stored client_seq are resends and
 // skipped; the first new one must follow the stored client_seq, and the pack
 // must not end below it.
-func (b *Backend) push(ctx context.Context, ds *docState, clientID string, e *attState, changes []*api.Change, limit int) (int, error) {
+func (b *Backend) push(ctx context.Context, p *database.ProjectInfo, ds *docState, clientID string, e *attState, changes []*api.Change, limit int) (int, error) {
 	if len(changes) == 0 {
 		return 0, nil
 	}
@@ -489,7 +473,7 @@ func (b *Backend) push(ctx context.Context, ds *docState, clientID string, e *at
 		}
 		// The changes must apply before anything of them is stored: one
 		// that does not would break every replica that pulls it.
-		if err := b.applyPushed(ctx, ds, fresh); err != nil {
+		if err := b.applyPushed(ctx, p, ds, fresh); err != nil {
 			return 0, fmt.Errorf("push of %s: %w", clientID, err)
 		}
 		batch := make([]*database.Change, len(fresh))
@@ -525,6 +509,54 @@ func (b *Backend) push(ctx context.Context, ds *docState, clientID string, e *at
 		b.writeFailed(ds, err)
 		return 0, fmt.Errorf("append %d changes of %s: %w", len(fresh), clientID, err)
 	}
+}
+
+// applyPushed applies the changes about to be stored to the built document,
+// refusing them (and dropping the document, which may be half-applied) when
+// one does not apply or the document would outgrow its project's limit. The caller
+// holds the lock and has not stored them yet.
+func (b *Backend) applyPushed(ctx context.Context, p *database.ProjectInfo, ds *docState, changes []*api.Change) error {
+	// Past the project's limit is accepted, as upstream: the SDK checks its
+	// own edits and concurrent ones may together pass it. Only the hard
+	// bound, far above, is enforced here.
+	limit := b.sizeLimit(p) * b.hardFactor
+	doc, err := b.useDoc(ctx, ds)
+	if err != nil {
+		return err
+	}
+	apply := func() error {
+		if err := doc.ApplyPushed(changes); err != nil {
+			return fmt.Errorf("%w: %w", ErrInvalidChange, err)
+		}
+		return nil
+	}
+	if len(ds.schema.rules) > 0 {
+		apply = func() error { return checkSchema(doc, ds.schema.rules, changes) }
+	}
+	if err := apply(); err != nil {
+		b.dropDoc(ds)
+		b.metrics.ChangesRefused.Add(int64(len(changes)))
+		return err
+	}
+	if limit > 0 && hasOperations(changes) {
+		if size := doc.Size().Total(); size > limit {
+			b.dropDoc(ds)
+			b.metrics.ChangesRefused.Add(int64(len(changes)))
+			return fmt.Errorf("size %d > %d (%d times the limit): %w", size, limit, b.hardFactor, ErrDocumentSizeExceedsLimit)
+		}
+	}
+	return nil
+}
+
+// hasOperations reports whether a change edits the document: presence-only
+// changes pass the size limit, as in the SDK.
+func hasOperations(changes []*api.Change) bool {
+	for _, c := range changes {
+		if len(c.GetOperations()) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // reloadHead rereads the head after a conflict and marks every cached
@@ -666,12 +698,8 @@ func (b *Backend) endAttachment(ctx context.Context, ds *docState, clientID stri
 // detachOnDeactivate detaches a deactivating client from one document: a
 // presence clear change made by the server for the client lets the others
 // drop its presence.
-func (b *Backend) detachOnDeactivate(ctx context.Context, epoch int64, clientID, docID string) error {
-	p, err := b.project(ctx)
-	if err != nil {
-		return fmt.Errorf("detach %s: %w", docID, err)
-	}
-	ds, err := b.lockDoc(ctx, epoch, docID)
+func (b *Backend) detachOnDeactivate(ctx context.Context, p *database.ProjectInfo, epoch int64, clientID, docID string) error {
+	ds, err := b.lockDoc(ctx, p, epoch, docID)
 	if errors.Is(err, database.ErrDocumentNotFound) {
 		return nil
 	}
@@ -708,7 +736,7 @@ func (b *Backend) detachOnDeactivate(ctx context.Context, epoch int64, clientID,
 			},
 			PresenceChange: &api.PresenceChange{Type: api.PresenceChange_CHANGE_TYPE_CLEAR},
 		}
-		stored, err := b.push(ctx, ds, clientID, e, []*api.Change{clearChange}, 0)
+		stored, err := b.push(ctx, p, ds, clientID, e, []*api.Change{clearChange}, 0)
 		if stored > 0 {
 			b.metrics.ChangesStored.Add(int64(stored))
 			b.publishChanged(docID, clientID)

@@ -43,7 +43,7 @@ func attachFaulty(t *testing.T) (db *faultyDB, b *backend.Backend, a, docID stri
 	db = &faultyDB{Database: memory.New()}
 	b, _ = newBackend(t, db)
 	a = activate(t, b, "a")
-	docID, _, err := b.AttachDocument(inDefault(context.Background()), 0, a, "doc", pack(0, 1, edit(t, a, 1, 1)))
+	docID, _, err := b.AttachDocument(context.Background(), defaultProject, 0, a, "doc", pack(0, 1, edit(t, a, 1, 1)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +51,7 @@ func attachFaulty(t *testing.T) (db *faultyDB, b *backend.Backend, a, docID stri
 }
 
 func TestConflictingWriterIsDetectedAndRetried(t *testing.T) {
-	ctx := inDefault(context.Background())
+	ctx := context.Background()
 	db, b, a, docID := attachFaulty(t)
 	// Another writer (a stale owner) appends twice behind the backend's back.
 	foreign := activate(t, b, "foreign")
@@ -73,7 +73,7 @@ func TestConflictingWriterIsDetectedAndRetried(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	resp, err := b.PushPull(ctx, 0, a, docID, pack(1, 2, edit(t, a, 2, 2)), false)
+	resp, err := b.PushPull(ctx, defaultProject, 0, a, docID, pack(1, 2, edit(t, a, 2, 2)), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,16 +91,16 @@ func TestConflictingWriterIsDetectedAndRetried(t *testing.T) {
 }
 
 func TestLostCheckpointUpdateIsReconciledFromTheLog(t *testing.T) {
-	ctx := inDefault(context.Background())
+	ctx := context.Background()
 	db, b, a, docID := attachFaulty(t)
 	// The changes are stored but the attachment's new client_seq is not.
 	db.failAttachmentUpdates.Store(1)
-	if _, err := b.PushPull(ctx, 0, a, docID, pack(1, 2, edit(t, a, 2, 2)), false); !errors.Is(err, errInjected) {
+	if _, err := b.PushPull(ctx, defaultProject, 0, a, docID, pack(1, 2, edit(t, a, 2, 2)), false); !errors.Is(err, errInjected) {
 		t.Fatalf("push pull with failing attachment update: %v", err)
 	}
 	// The client resends; the backend must find 2 in the log and not
 	// store it twice.
-	resp, err := b.PushPull(ctx, 0, a, docID, pack(1, 3, edit(t, a, 2, 2), edit(t, a, 3, 3)), false)
+	resp, err := b.PushPull(ctx, defaultProject, 0, a, docID, pack(1, 3, edit(t, a, 2, 2), edit(t, a, 3, 3)), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +112,7 @@ func TestLostCheckpointUpdateIsReconciledFromTheLog(t *testing.T) {
 }
 
 func TestFencedOwnerStopsServingTheDocument(t *testing.T) {
-	ctx := inDefault(context.Background())
+	ctx := context.Background()
 	mem := memory.New()
 	const epoch = 1
 	b, err := backend.New(backend.Config{DB: mem})
@@ -121,11 +121,11 @@ func TestFencedOwnerStopsServingTheDocument(t *testing.T) {
 	}
 	defer b.Close(ctx)
 	a := activate(t, b, "a")
-	docID, _, err := b.AttachDocument(ctx, epoch, a, "doc", pack(0, 1, edit(t, a, 1, 1)))
+	docID, _, err := b.AttachDocument(ctx, defaultProject, epoch, a, "doc", pack(0, 1, edit(t, a, 1, 1)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	sub, _, err := b.Watch(ctx, epoch, a, docID)
+	sub, _, err := b.Watch(ctx, defaultProject, epoch, a, docID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +133,7 @@ func TestFencedOwnerStopsServingTheDocument(t *testing.T) {
 	if _, err := mem.ClaimDocument(ctx, docID, 2); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.PushPull(ctx, epoch, a, docID, pack(1, 2, edit(t, a, 2, 2)), false); !errors.Is(err, database.ErrFenced) {
+	if _, err := b.PushPull(ctx, defaultProject, epoch, a, docID, pack(1, 2, edit(t, a, 2, 2)), false); !errors.Is(err, database.ErrFenced) {
 		t.Fatalf("push pull by a fenced owner: %v", err)
 	}
 	<-sub.Done()
@@ -144,18 +144,18 @@ func TestFencedOwnerStopsServingTheDocument(t *testing.T) {
 		t.Fatalf("fenced owner stored changes: log of %d", len(log))
 	}
 	// Regaining ownership with a higher epoch serves it again.
-	if _, err := b.PushPull(ctx, 3, a, docID, pack(1, 2, edit(t, a, 2, 2)), false); err != nil {
+	if _, err := b.PushPull(ctx, defaultProject, 3, a, docID, pack(1, 2, edit(t, a, 2, 2)), false); err != nil {
 		t.Fatal(err)
 	}
 }
 
 func TestPulledChangeWithoutVersionVectorGetsOne(t *testing.T) {
-	ctx := inDefault(context.Background())
+	ctx := context.Background()
 	mem := memory.New()
 	b, _ := newBackend(t, mem)
 	a := activate(t, b, "a")
 	c := activate(t, b, "c")
-	docID, _, _ := b.AttachDocument(ctx, 0, a, "doc", pack(0, 0))
+	docID, _, _ := b.AttachDocument(ctx, defaultProject, 0, a, "doc", pack(0, 0))
 	// A change stored by another server version, without a vector.
 	body := edit(t, c, 1, 1)
 	body.Id.VersionVector = nil
@@ -166,7 +166,7 @@ func TestPulledChangeWithoutVersionVectorGetsOne(t *testing.T) {
 	if err := b.ReleaseDocument(ctx, docID, nil); err != nil { // reload the head
 		t.Fatal(err)
 	}
-	resp, err := b.PushPull(ctx, 0, a, docID, pack(0, 0), false)
+	resp, err := b.PushPull(ctx, defaultProject, 0, a, docID, pack(0, 0), false)
 	if err != nil {
 		t.Fatal(err)
 	}

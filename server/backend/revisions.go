@@ -9,7 +9,6 @@ import (
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
 	"github.com/yorkie-affinity/yorkie/server/document"
 	"github.com/yorkie-affinity/yorkie/server/document/crdt"
-	"github.com/yorkie-affinity/yorkie/server/project"
 	"github.com/yorkie-affinity/yorkie/server/yson"
 )
 
@@ -28,25 +27,22 @@ var ErrRevisionNotRestorable = errors.New("revision has no content to restore fr
 var systemActor = crdt.InitialActorID.String()
 
 // CreateRevision stores the document's content at its head as a revision
-// with the label and description. clientID, when not empty, must be an
-// activated client of the call's project.
-func (b *Backend) CreateRevision(ctx context.Context, epoch int64, clientID, docID, label, description string) (*database.Revision, error) {
+// with the label and description; docID names a document of project p.
+// clientID, when not empty, must be an activated client of p.
+func (b *Backend) CreateRevision(ctx context.Context, p *database.ProjectInfo, epoch int64, clientID, docID, label, description string) (*database.Revision, error) {
 	if err := b.checkOpen(); err != nil {
 		return nil, err
 	}
 	if clientID != "" {
-		if err := b.ensureActivated(ctx, clientID); err != nil {
+		if err := b.ensureActivated(ctx, p, clientID); err != nil {
 			return nil, fmt.Errorf("create revision: %w", err)
 		}
 	}
-	ds, err := b.lockDoc(ctx, epoch, docID)
+	ds, err := b.lockDoc(ctx, p, epoch, docID)
 	if err != nil {
 		return nil, fmt.Errorf("create revision: %w", err)
 	}
 	defer ds.unlock()
-	if err := ds.inProject(ctx); err != nil {
-		return nil, fmt.Errorf("create revision: %w", err)
-	}
 	doc, err := b.useDoc(ctx, ds)
 	if err != nil {
 		return nil, fmt.Errorf("create revision of document %s: %w", docID, err)
@@ -85,15 +81,11 @@ func (b *Backend) storeRevision(ctx context.Context, epoch int64, projectID, doc
 
 // ListRevisions returns a page of the document's revisions, without their
 // content. clientID as in CreateRevision.
-func (b *Backend) ListRevisions(ctx context.Context, clientID, docID string, p database.RevisionPaging) ([]*database.Revision, error) {
-	if err := b.checkRevisionCall(ctx, clientID, docID); err != nil {
+func (b *Backend) ListRevisions(ctx context.Context, p *database.ProjectInfo, clientID, docID string, paging database.RevisionPaging) ([]*database.Revision, error) {
+	if err := b.checkRevisionCall(ctx, p, clientID, docID); err != nil {
 		return nil, fmt.Errorf("list revisions: %w", err)
 	}
-	pid, err := project.ID(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("list revisions: %w", err)
-	}
-	revs, err := b.db.ListRevisions(ctx, pid, docID, p)
+	revs, err := b.db.ListRevisions(ctx, p.ID, docID, paging)
 	if err != nil {
 		return nil, fmt.Errorf("list revisions: %w", err)
 	}
@@ -103,15 +95,11 @@ func (b *Backend) ListRevisions(ctx context.Context, clientID, docID string, p d
 // GetRevision returns one of the document's revisions whole.
 // database.ErrRevisionNotFound if it has none with the ID. clientID as in
 // CreateRevision.
-func (b *Backend) GetRevision(ctx context.Context, clientID, docID, revisionID string) (*database.Revision, error) {
-	if err := b.checkRevisionCall(ctx, clientID, docID); err != nil {
+func (b *Backend) GetRevision(ctx context.Context, p *database.ProjectInfo, clientID, docID, revisionID string) (*database.Revision, error) {
+	if err := b.checkRevisionCall(ctx, p, clientID, docID); err != nil {
 		return nil, fmt.Errorf("get revision: %w", err)
 	}
-	pid, err := project.ID(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("get revision: %w", err)
-	}
-	rev, err := b.db.FindRevision(ctx, pid, docID, revisionID)
+	rev, err := b.db.FindRevision(ctx, p.ID, docID, revisionID)
 	if err != nil {
 		return nil, fmt.Errorf("get revision: %w", err)
 	}
@@ -119,17 +107,18 @@ func (b *Backend) GetRevision(ctx context.Context, clientID, docID, revisionID s
 }
 
 // checkRevisionCall checks a read of revisions: the client, when named,
-// is activated, and the document is one of the call's project.
-func (b *Backend) checkRevisionCall(ctx context.Context, clientID, docID string) error {
+// is activated, and the document is one of project p (which the call
+// names: project.ErrMissing otherwise).
+func (b *Backend) checkRevisionCall(ctx context.Context, p *database.ProjectInfo, clientID, docID string) error {
 	if err := b.checkOpen(); err != nil {
 		return err
 	}
 	if clientID != "" {
-		if err := b.ensureActivated(ctx, clientID); err != nil {
+		if err := b.ensureActivated(ctx, p, clientID); err != nil {
 			return err
 		}
 	}
-	_, err := b.DocumentKey(ctx, docID)
+	_, err := b.DocumentKey(ctx, p, docID)
 	return err
 }
 
@@ -140,23 +129,20 @@ func (b *Backend) checkRevisionCall(ctx context.Context, clientID, docID string)
 // document is refused with ErrDocumentRemoved, an unknown revision with
 // database.ErrRevisionNotFound; either way nothing changes. clientID as in
 // CreateRevision.
-func (b *Backend) RestoreRevision(ctx context.Context, epoch int64, clientID, docID, revisionID string) (err error) {
+func (b *Backend) RestoreRevision(ctx context.Context, p *database.ProjectInfo, epoch int64, clientID, docID, revisionID string) (err error) {
 	if err := b.checkOpen(); err != nil {
 		return err
 	}
 	if clientID != "" {
-		if err := b.ensureActivated(ctx, clientID); err != nil {
+		if err := b.ensureActivated(ctx, p, clientID); err != nil {
 			return fmt.Errorf("restore revision: %w", err)
 		}
 	}
-	ds, err := b.lockDoc(ctx, epoch, docID)
+	ds, err := b.lockDoc(ctx, p, epoch, docID)
 	if err != nil {
 		return fmt.Errorf("restore revision: %w", err)
 	}
 	defer ds.unlock()
-	if err := ds.inProject(ctx); err != nil {
-		return fmt.Errorf("restore revision: %w", err)
-	}
 	if ds.removed {
 		return fmt.Errorf("restore revision %s of document %s: %w", revisionID, docID, ErrDocumentRemoved)
 	}
@@ -172,7 +158,7 @@ func (b *Backend) RestoreRevision(ctx context.Context, epoch int64, clientID, do
 	if err != nil {
 		return fmt.Errorf("restore revision %s of document %s: %w", revisionID, docID, err)
 	}
-	if err := b.applyPushed(ctx, ds, []*api.Change{change}); err != nil {
+	if err := b.applyPushed(ctx, p, ds, []*api.Change{change}); err != nil {
 		return fmt.Errorf("restore revision %s of document %s: %w", revisionID, docID, err)
 	}
 	// The server's changes of a document are numbered like a client's, so
@@ -195,9 +181,9 @@ func (b *Backend) RestoreRevision(ctx context.Context, epoch int64, clientID, do
 	b.metrics.RevisionsRestored.Add(1)
 	b.publishChanged(ds.id, systemActor)
 	if b.changed != nil {
-		b.changed(ctx, ds.key)
+		b.changed(ctx, p, ds.key)
 	}
-	b.maybeSnapshot(ctx, ds, ds.synced.vector(nil))
+	b.maybeSnapshot(ctx, p, ds, ds.synced.vector(nil))
 	return nil
 }
 
@@ -206,12 +192,8 @@ func (b *Backend) RestoreRevision(ctx context.Context, epoch int64, clientID, do
 // (AutoRevisionEnabled), labelled as upstream labels them. A failure is
 // logged: the snapshot stands.
 func (b *Backend) autoRevision(ctx context.Context, job snapshotJob, doc *document.Document) {
-	p, err := b.project(job.ctx)
-	if err != nil {
-		b.logger.Warn("auto revision: project", "document", job.docID, "error", err)
-		return
-	}
-	if !p.AutoRevisionEnabled {
+	p := job.project
+	if p == nil || !p.AutoRevisionEnabled {
 		return
 	}
 	label := fmt.Sprintf("snapshot-%d", job.seq)

@@ -15,7 +15,7 @@ import (
 // that replaces the root, applying and storing it. It reports the size of
 // the restore change.
 func BenchmarkRestoreRevision(b *testing.B) {
-	ctx := inDefault(context.Background())
+	ctx := context.Background()
 	be, db := newBackend(b, nil)
 	w := newWriter(b, be, "w")
 	w.attach("doc")
@@ -28,13 +28,13 @@ func BenchmarkRestoreRevision(b *testing.B) {
 		}
 		return ops
 	}))
-	rev, err := be.CreateRevision(ctx, 0, "", w.docID, "10k", "")
+	rev, err := be.CreateRevision(ctx, defaultProject, 0, "", w.docID, "10k", "")
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.ResetTimer()
 	for range b.N {
-		if err := be.RestoreRevision(ctx, 0, "", w.docID, rev.ID); err != nil {
+		if err := be.RestoreRevision(ctx, defaultProject, 0, "", w.docID, rev.ID); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -11,7 +11,6 @@ import (
 	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
 	"github.com/yorkie-affinity/yorkie/server/backend"
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
-	"github.com/yorkie-affinity/yorkie/server/project"
 )
 
 // TestRevisions creates, lists, gets and restores revisions on each
@@ -21,39 +20,39 @@ import (
 func TestRevisions(t *testing.T) {
 	for _, dc := range databases() {
 		t.Run(dc.name, func(t *testing.T) {
-			ctx := inDefault(context.Background())
+			ctx := context.Background()
 			b, db := newBackend(t, dc.open(t))
 			a, c := newWriter(t, b, "a"), newWriter(t, b, "c")
 			a.attach("doc")
 			c.attach("doc")
 			a.mustPush(a.set("k1", "v1"), a.set("k2", "v2"))
 
-			rev, err := b.CreateRevision(ctx, 0, a.id, a.docID, "v1", "first")
+			rev, err := b.CreateRevision(ctx, defaultProject, 0, a.id, a.docID, "v1", "first")
 			require.NoError(t, err)
 			assert.Equal(t, `{"k1":"v1","k2":"v2"}`, string(rev.Snapshot))
 			assert.Equal(t, int64(2), rev.ServerSeq)
 			for i := 2; i <= 3; i++ {
 				a.mustPush(a.set("k1", fmt.Sprintf("v%d", i)))
-				_, err := b.CreateRevision(ctx, 0, a.id, a.docID, fmt.Sprintf("v%d", i), "")
+				_, err := b.CreateRevision(ctx, defaultProject, 0, a.id, a.docID, fmt.Sprintf("v%d", i), "")
 				require.NoError(t, err)
 			}
-			page, err := b.ListRevisions(ctx, c.id, a.docID, database.RevisionPaging{PageSize: 2})
+			page, err := b.ListRevisions(ctx, defaultProject, c.id, a.docID, database.RevisionPaging{PageSize: 2})
 			require.NoError(t, err)
 			require.Len(t, page, 2)
 			assert.Equal(t, []string{"v3", "v2"}, []string{page[0].Label, page[1].Label})
-			page, err = b.ListRevisions(ctx, c.id, a.docID, database.RevisionPaging{PageSize: 2, Offset: 2})
+			page, err = b.ListRevisions(ctx, defaultProject, c.id, a.docID, database.RevisionPaging{PageSize: 2, Offset: 2})
 			require.NoError(t, err)
 			require.Len(t, page, 1)
 			assert.Equal(t, "v1", page[0].Label)
-			got, err := b.GetRevision(ctx, c.id, a.docID, rev.ID)
+			got, err := b.GetRevision(ctx, defaultProject, c.id, a.docID, rev.ID)
 			require.NoError(t, err)
 			assert.Equal(t, rev.Snapshot, got.Snapshot)
 
-			sub, _, err := b.Watch(ctx, 0, c.id, a.docID)
+			sub, _, err := b.Watch(ctx, defaultProject, 0, c.id, a.docID)
 			require.NoError(t, err)
 			defer sub.Close()
 			head := int64(len(storedLog(t, db, a.docID)))
-			require.NoError(t, b.RestoreRevision(ctx, 0, c.id, a.docID, rev.ID))
+			require.NoError(t, b.RestoreRevision(ctx, defaultProject, 0, c.id, a.docID, rev.ID))
 			ev := nextEvent(t, sub)
 			assert.Equal(t, api.DocEventType_DOC_EVENT_TYPE_DOCUMENT_CHANGED, ev.Type)
 			log := storedLog(t, db, a.docID)
@@ -77,21 +76,21 @@ func TestRevisions(t *testing.T) {
 func TestRevisionBadInput(t *testing.T) {
 	for _, dc := range databases() {
 		t.Run(dc.name, func(t *testing.T) {
-			ctx := inDefault(context.Background())
+			ctx := context.Background()
 			b, db := newBackend(t, dc.open(t))
 			a, c := newWriter(t, b, "a"), newWriter(t, b, "c")
 			a.attach("doc")
 			c.attach("other")
 			a.mustPush(a.set("k", "v"))
-			rev, err := b.CreateRevision(ctx, 0, a.id, a.docID, "kept", "")
+			rev, err := b.CreateRevision(ctx, defaultProject, 0, a.id, a.docID, "kept", "")
 			require.NoError(t, err)
 
 			const unknown = "0123456789abcdef01234567"
-			_, err = b.GetRevision(ctx, a.id, a.docID, unknown)
+			_, err = b.GetRevision(ctx, defaultProject, a.id, a.docID, unknown)
 			require.ErrorIs(t, err, database.ErrRevisionNotFound)
-			require.ErrorIs(t, b.RestoreRevision(ctx, 0, a.id, a.docID, unknown), database.ErrRevisionNotFound)
-			require.ErrorIs(t, b.RestoreRevision(ctx, 0, c.id, c.docID, rev.ID), database.ErrRevisionNotFound, "another document's revision")
-			_, err = b.ListRevisions(ctx, a.id, unknown, database.RevisionPaging{})
+			require.ErrorIs(t, b.RestoreRevision(ctx, defaultProject, 0, a.id, a.docID, unknown), database.ErrRevisionNotFound)
+			require.ErrorIs(t, b.RestoreRevision(ctx, defaultProject, 0, c.id, c.docID, rev.ID), database.ErrRevisionNotFound, "another document's revision")
+			_, err = b.ListRevisions(ctx, defaultProject, a.id, unknown, database.RevisionPaging{})
 			require.ErrorIs(t, err, database.ErrDocumentNotFound)
 			assert.Len(t, storedLog(t, db, a.docID), 1)
 			assert.Empty(t, storedLog(t, db, c.docID))
@@ -102,15 +101,15 @@ func TestRevisionBadInput(t *testing.T) {
 				ProjectID: database.DefaultProjectID, DocID: a.docID, Label: "upstream", Snapshot: []byte(`{"k":DedupCounter(1)}`),
 			})
 			require.NoError(t, err)
-			require.ErrorIs(t, b.RestoreRevision(ctx, 0, a.id, a.docID, yson.ID), backend.ErrRevisionNotRestorable)
+			require.ErrorIs(t, b.RestoreRevision(ctx, defaultProject, 0, a.id, a.docID, yson.ID), backend.ErrRevisionNotRestorable)
 			assert.Len(t, storedLog(t, db, a.docID), 1)
 
-			_, err = b.RemoveDocument(ctx, 0, a.id, a.docID, pack(1, 1))
+			_, err = b.RemoveDocument(ctx, defaultProject, 0, a.id, a.docID, pack(1, 1))
 			require.NoError(t, err)
 			before := len(storedLog(t, db, a.docID))
-			require.ErrorIs(t, b.RestoreRevision(ctx, 0, "", a.docID, rev.ID), backend.ErrDocumentRemoved)
+			require.ErrorIs(t, b.RestoreRevision(ctx, defaultProject, 0, "", a.docID, rev.ID), backend.ErrDocumentRemoved)
 			assert.Len(t, storedLog(t, db, a.docID), before, "nothing stored")
-			again, err := b.GetRevision(ctx, "", a.docID, rev.ID)
+			again, err := b.GetRevision(ctx, defaultProject, "", a.docID, rev.ID)
 			require.NoError(t, err, "a removed document's revisions stay readable")
 			assert.Equal(t, `{"k":"v"}`, string(again.Snapshot))
 		})
@@ -124,7 +123,7 @@ func TestAutoRevisions(t *testing.T) {
 	for _, dc := range databases() {
 		for _, enabled := range []bool{true, false} {
 			t.Run(fmt.Sprintf("%s/enabled=%v", dc.name, enabled), func(t *testing.T) {
-				ctx := inDefault(context.Background())
+				ctx := context.Background()
 				db := dc.open(t)
 				p, err := db.EnsureDefaultProject(ctx, "owner")
 				require.NoError(t, err)
@@ -137,7 +136,7 @@ func TestAutoRevisions(t *testing.T) {
 				require.NoError(t, err)
 				stored, err := db.FindProjectByID(ctx, database.DefaultProjectID)
 				require.NoError(t, err)
-				a := newWriterIn(project.NewContext(context.Background(), stored), t, b, "a")
+				a := newWriterIn(stored, t, b, "a")
 				a.attach("doc")
 				for i := range 25 {
 					a.mustPush(a.set(fmt.Sprintf("k%d", i%3), fmt.Sprint(i)))
@@ -165,7 +164,7 @@ func TestAutoRevisions(t *testing.T) {
 // content, only upstream's YSON, as one imported from upstream Yorkie is:
 // the document comes back to the YSON's content.
 func TestRestoreRevisionKeptAsYSON(t *testing.T) {
-	ctx := inDefault(context.Background())
+	ctx := context.Background()
 	b, db := newBackend(t, databases()[0].open(t))
 	a := newWriter(t, b, "a")
 	a.attach("doc")
@@ -177,6 +176,6 @@ func TestRestoreRevisionKeptAsYSON(t *testing.T) {
 		Snapshot: []byte(`{"k1":"old","n":Int(7),"t":Text([{"val":"hi"}])}`),
 	})
 	require.NoError(t, err)
-	require.NoError(t, b.RestoreRevision(ctx, 0, a.id, a.docID, rev.ID))
+	require.NoError(t, b.RestoreRevision(ctx, defaultProject, 0, a.id, a.docID, rev.ID))
 	assert.Equal(t, `{"k1":"old","n":7,"t":[{"val":"hi"}]}`, replayJSON(t, db, a.docID, 1<<62))
 }

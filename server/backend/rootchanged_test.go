@@ -7,6 +7,7 @@ import (
 
 	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
 	"github.com/yorkie-affinity/yorkie/server/backend"
+	"github.com/yorkie-affinity/yorkie/server/backend/database"
 	"github.com/yorkie-affinity/yorkie/server/backend/database/memory"
 )
 
@@ -28,7 +29,10 @@ func setChange(tb testing.TB, clientID string, clientSeq uint32, lamport int64, 
 func TestRootChangedOnlyForStoredOperations(t *testing.T) {
 	var mu sync.Mutex
 	var changed []string
-	b, err := backend.New(backend.Config{DB: memory.New(), OnRootChanged: func(_ context.Context, key string) {
+	b, err := backend.New(backend.Config{DB: memory.New(), OnRootChanged: func(_ context.Context, p *database.ProjectInfo, key string) {
+		if p != defaultProject {
+			t.Errorf("root of %q changed in project %+v, want the call's", key, p)
+		}
 		mu.Lock()
 		defer mu.Unlock()
 		changed = append(changed, key)
@@ -36,8 +40,8 @@ func TestRootChangedOnlyForStoredOperations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = b.Close(inDefault(context.Background())) })
-	ctx := inDefault(context.Background())
+	t.Cleanup(func() { _ = b.Close(context.Background()) })
+	ctx := context.Background()
 	c := activate(t, b, "c")
 	calls := func() int {
 		mu.Lock()
@@ -45,7 +49,7 @@ func TestRootChangedOnlyForStoredOperations(t *testing.T) {
 		return len(changed)
 	}
 
-	docID, _, err := b.AttachDocument(ctx, 0, c, "doc", pack(0, 1, edit(t, c, 1, 1)))
+	docID, _, err := b.AttachDocument(ctx, defaultProject, 0, c, "doc", pack(0, 1, edit(t, c, 1, 1)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +57,7 @@ func TestRootChangedOnlyForStoredOperations(t *testing.T) {
 		t.Fatalf("a presence-only attach reported %d root changes", n)
 	}
 	set := setChange(t, c, 2, 2, "a")
-	if _, err := b.PushPull(ctx, 0, c, docID, pack(1, 2, set), false); err != nil {
+	if _, err := b.PushPull(ctx, defaultProject, 0, c, docID, pack(1, 2, set), false); err != nil {
 		t.Fatal(err)
 	}
 	if n := calls(); n != 1 || changed[0] != "doc" {
@@ -61,7 +65,7 @@ func TestRootChangedOnlyForStoredOperations(t *testing.T) {
 	}
 	// The SDK sends unacknowledged changes again: a resent Set with a new
 	// presence-only change stores only the presence.
-	if _, err := b.PushPull(ctx, 0, c, docID, pack(2, 3, set, edit(t, c, 3, 3)), false); err != nil {
+	if _, err := b.PushPull(ctx, defaultProject, 0, c, docID, pack(2, 3, set, edit(t, c, 3, 3)), false); err != nil {
 		t.Fatal(err)
 	}
 	if n := calls(); n != 1 {

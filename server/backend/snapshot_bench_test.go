@@ -15,7 +15,7 @@ import (
 // percentile and the slowest PushPull, and how long the lock was held per
 // snapshot. Run it with -benchtime=2000x or more so that snapshots are taken.
 func BenchmarkPushPullWhileSnapshotting(b *testing.B) {
-	ctx := inDefault(context.Background())
+	ctx := context.Background()
 	be, err := backend.New(backend.Config{DB: memory.New(), SnapshotInterval: 200, SnapshotThreshold: -1})
 	if err != nil {
 		b.Fatal(err)

@@ -20,7 +20,10 @@ import (
 // change seq, whose version vector was vv, with the garbage that minSynced
 // covers collected. Everything in it is the job's own or immutable.
 type snapshotJob struct {
-	ctx       context.Context
+	ctx context.Context
+	// project is the document's project, whose settings a snapshot run
+	// follows (auto revisions); nil for an answer's encoding.
+	project   *database.ProjectInfo
 	docID     string
 	epoch     int64
 	seq       int64

@@ -28,7 +28,7 @@ func report(tb testing.TB, b *backend.Backend, clientID, docID string, vv map[st
 	tb.Helper()
 	p := pack(0, 0)
 	p.VersionVector = &api.VersionVector{Vector: vv}
-	resp, err := b.PushPull(inDefault(context.Background()), 0, clientID, docID, p, false)
+	resp, err := b.PushPull(context.Background(), defaultProject, 0, clientID, docID, p, false)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -47,7 +47,7 @@ func wantVector(tb testing.TB, what string, resp *api.ChangePack, want map[strin
 // so that a replica may purge a removal as soon as every peer has synced
 // past it.
 func TestMinimumSyncedVersionVectorIsExact(t *testing.T) {
-	ctx := inDefault(context.Background())
+	ctx := context.Background()
 	b, _ := newBackend(t, nil)
 	a, c, docID := attachTwo(t, b)
 	ka, kc := vvKey(t, a), vvKey(t, c)
@@ -66,14 +66,14 @@ func TestMinimumSyncedVersionVectorIsExact(t *testing.T) {
 	// rise again when it detaches.
 	d := activate(t, b, "d")
 	kd := vvKey(t, d)
-	if _, _, err := b.AttachDocument(ctx, 0, d, "doc", pack(0, 0)); err != nil {
+	if _, _, err := b.AttachDocument(ctx, defaultProject, 0, d, "doc", pack(0, 0)); err != nil {
 		t.Fatal(err)
 	}
 	wantVector(t, "d attached", report(t, b, a, docID, map[string]int64{ka: 6, kc: 4}),
 		map[string]int64{ka: 0, kc: 0})
 	wantVector(t, "d synced", report(t, b, d, docID, map[string]int64{ka: 6, kc: 4, kd: 1}),
 		map[string]int64{ka: 5, kc: 4, kd: 0})
-	if _, err := b.DetachDocument(ctx, 0, d, docID, pack(0, 0)); err != nil {
+	if _, err := b.DetachDocument(ctx, defaultProject, 0, d, docID, pack(0, 0)); err != nil {
 		t.Fatal(err)
 	}
 	wantVector(t, "d detached", report(t, b, c, docID, map[string]int64{ka: 6, kc: 4, kd: 1}),
@@ -87,7 +87,7 @@ func TestMinimumSyncedVersionVectorIsExact(t *testing.T) {
 // the document does not know is refused, in the pack or in a change, and that
 // such an attempt leaves nothing in the answers to other clients.
 func TestVersionVectorNamesOnlyKnownActors(t *testing.T) {
-	ctx := inDefault(context.Background())
+	ctx := context.Background()
 	b, db := newBackend(t, nil)
 	a, c, docID := attachTwo(t, b)
 	ka, kc := vvKey(t, a), vvKey(t, c)
@@ -109,7 +109,7 @@ func TestVersionVectorNamesOnlyKnownActors(t *testing.T) {
 		"unknown actor in a pack":   withUnknown,
 		"unknown actor in a change": withChangeVV,
 	} {
-		_, err := b.PushPull(ctx, 0, a, docID, p, false)
+		_, err := b.PushPull(ctx, defaultProject, 0, a, docID, p, false)
 		if !errors.Is(err, backend.ErrInvalidVersionVector) || !errors.Is(err, backend.ErrInvalidChangePack) {
 			t.Fatalf("%s: got %v, want ErrInvalidVersionVector", name, err)
 		}
@@ -125,17 +125,17 @@ func TestVersionVectorNamesOnlyKnownActors(t *testing.T) {
 	e := activate(t, b, "e")
 	bad := pack(0, 0)
 	bad.VersionVector = &api.VersionVector{Vector: map[string]int64{"bm90LWFuLWFjdG9y": 1}}
-	if _, _, err := b.AttachDocument(ctx, 0, e, "doc", bad); !errors.Is(err, backend.ErrInvalidVersionVector) {
+	if _, _, err := b.AttachDocument(ctx, defaultProject, 0, e, "doc", bad); !errors.Is(err, backend.ErrInvalidVersionVector) {
 		t.Fatalf("attach with an unknown actor: got %v, want ErrInvalidVersionVector", err)
 	}
 	wantVector(t, "after the refused attach", report(t, b, c, docID, map[string]int64{ka: 1, kc: 1}),
 		map[string]int64{ka: 1, kc: 1, initial: 0})
-	if _, err := b.PushPull(ctx, 0, e, docID, pack(0, 0), false); !errors.Is(err, backend.ErrDocumentNotAttached) {
+	if _, err := b.PushPull(ctx, defaultProject, 0, e, docID, pack(0, 0), false); !errors.Is(err, backend.ErrDocumentNotAttached) {
 		t.Fatalf("push pull after a refused attach: got %v, want ErrDocumentNotAttached", err)
 	}
 	// A client that has left stays known: its changes remain in the log and
 	// in the others' vectors.
-	if _, err := b.DetachDocument(ctx, 0, a, docID, pack(0, 0)); err != nil {
+	if _, err := b.DetachDocument(ctx, defaultProject, 0, a, docID, pack(0, 0)); err != nil {
 		t.Fatal(err)
 	}
 	report(t, b, c, docID, map[string]int64{ka: 1, kc: 1})
@@ -145,17 +145,17 @@ func TestVersionVectorNamesOnlyKnownActors(t *testing.T) {
 // syncing a document another client removed gets, with is_removed, the
 // changes it had not pulled, the remover's last ones included.
 func TestRemovedDocumentAnswerCarriesPendingChanges(t *testing.T) {
-	ctx := inDefault(context.Background())
+	ctx := context.Background()
 	b, _ := newBackend(t, nil)
 	a, c, docID := attachTwo(t, b)
 	seen := report(t, b, c, docID, nil).Checkpoint.ServerSeq
-	if _, err := b.PushPull(ctx, 0, a, docID, pack(0, 1, edit(t, a, 1, 1)), false); err != nil {
+	if _, err := b.PushPull(ctx, defaultProject, 0, a, docID, pack(0, 1, edit(t, a, 1, 1)), false); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.RemoveDocument(ctx, 0, a, docID, pack(0, 2, edit(t, a, 2, 2))); err != nil {
+	if _, err := b.RemoveDocument(ctx, defaultProject, 0, a, docID, pack(0, 2, edit(t, a, 2, 2))); err != nil {
 		t.Fatal(err)
 	}
-	resp, err := b.PushPull(ctx, 0, c, docID, pack(seen, 0), false)
+	resp, err := b.PushPull(ctx, defaultProject, 0, c, docID, pack(seen, 0), false)
 	if err != nil {
 		t.Fatal(err)
 	}

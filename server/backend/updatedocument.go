@@ -34,15 +34,12 @@ type DocumentUpdate struct {
 // a change of a client of its own (activated, recorded as having attached
 // the document, deactivated), so every attached client pulls it. Nothing
 // is changed by a refused update.
-func (b *Backend) UpdateDocumentByAdmin(ctx context.Context, epoch int64, docID string, u DocumentUpdate) (string, error) {
-	ds, err := b.lockDoc(ctx, epoch, docID)
+func (b *Backend) UpdateDocumentByAdmin(ctx context.Context, p *database.ProjectInfo, epoch int64, docID string, u DocumentUpdate) (string, error) {
+	ds, err := b.lockDoc(ctx, p, epoch, docID)
 	if err != nil {
 		return "", fmt.Errorf("update document by admin: %w", err)
 	}
 	defer ds.unlock()
-	if err := ds.inProject(ctx); err != nil {
-		return "", err
-	}
 	if ds.removed {
 		return "", fmt.Errorf("document %s: %w", docID, database.ErrDocumentNotFound)
 	}

@@ -517,13 +517,14 @@ func TestNodeCallsNeedTheClusterSecret(t *testing.T) {
 			}
 		})
 	}
-	detach := func(secretValue string) error {
+	detachIn := func(secretValue, projectID string) error {
 		cl := clusterv1connect.NewClusterServiceClient(servertest.HTTPClient(t, servertest.ConnectProto), owner.URL(), connect.WithInterceptors(signed(secretValue)))
 		_, err := cl.DetachClientDocument(wire.Context(t), connect.NewRequest(&clusterv1.DetachClientDocumentRequest{
-			ClientId: victim.ID, DocumentId: victim.DocID, DocumentKey: docKey,
+			ClientId: victim.ID, DocumentId: victim.DocID, DocumentKey: docKey, ProjectId: projectID,
 		}))
 		return err
 	}
+	detach := func(secretValue string) error { return detachIn(secretValue, database.DefaultProjectID) }
 	for _, tc := range []struct{ name, secret string }{{"no secret", ""}, {"wrong secret", "guess"}} {
 		t.Run("ClusterService/"+tc.name, func(t *testing.T) {
 			if code := connect.CodeOf(detach(tc.secret)); code != connect.CodePermissionDenied {
@@ -550,6 +551,18 @@ func TestNodeCallsNeedTheClusterSecret(t *testing.T) {
 			}
 		})
 	}
+	t.Run("ClusterService/no project", func(t *testing.T) {
+		// A detach that names no project is refused, never served in the
+		// default project.
+		if code := connect.CodeOf(detachIn(secret, "")); code != connect.CodeInvalidArgument {
+			t.Fatalf("DetachClientDocument without a project: code %s, want invalid_argument", code)
+		}
+		att, err := c.DB().FindAttachment(wire.Context(t), victim.ID, victim.DocID)
+		wire.Must(t, err, "find attachment")
+		if att.Status != "attached" {
+			t.Fatalf("victim's attachment is %s after a refused call", att.Status)
+		}
+	})
 	t.Run("ClusterService/right secret", func(t *testing.T) {
 		wire.Must(t, detach(secret), "DetachClientDocument with the cluster secret")
 		att, err := c.DB().FindAttachment(wire.Context(t), victim.ID, victim.DocID)

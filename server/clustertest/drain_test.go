@@ -9,11 +9,15 @@ import (
 	"connectrpc.com/connect"
 	"github.com/stretchr/testify/require"
 
+	clusterv1 "github.com/yorkie-affinity/yorkie/api/yorkie/cluster/v1"
+	"github.com/yorkie-affinity/yorkie/api/yorkie/cluster/v1/clusterv1connect"
 	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
 	"github.com/yorkie-affinity/yorkie/server"
+	"github.com/yorkie-affinity/yorkie/server/backend/database"
 	"github.com/yorkie-affinity/yorkie/server/channel"
 	"github.com/yorkie-affinity/yorkie/server/clustertest"
 	"github.com/yorkie-affinity/yorkie/server/routing"
+	"github.com/yorkie-affinity/yorkie/server/servertest"
 	"github.com/yorkie-affinity/yorkie/server/servertest/wire"
 )
 
@@ -398,4 +402,61 @@ func awaitCountFrom(t *testing.T, s *wire.Stream[api.WatchResponse], from, want 
 		}
 		require.Equal(t, from, n, "%s: %v", what, m)
 	}
+}
+
+// TestHandoffCallsRefuseBadInput: the successor's side of a handoff
+// (ClusterService WarmDocument and ImportChannelSessions, with the cluster
+// secret) refuses malformed input, an unknown document, and sessions of a
+// group the node does not own, and changes no count.
+func TestHandoffCallsRefuseBadInput(t *testing.T) {
+	c := clustertest.Start(t, 3)
+	ctx := wire.Context(t)
+	room := wire.UniqueKey(t, "room")
+	member := &channelClient{r: wire.NewReplica(t, c.Node(0).ConnectJSON()), key: room}
+	member.attach(t)
+	owner := ownerOf(t, c, channel.RoutingKey(room)).Node
+	other := otherNodes(c, owner)[0]
+	secret, err := c.Store().ClusterSecret(ctx)
+	require.NoError(t, err)
+	signed := connect.WithInterceptors(connect.UnaryInterceptorFunc(func(next connect.UnaryFunc) connect.UnaryFunc {
+		return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
+			req.Header().Set(routing.HeaderSecret, secret)
+			return next(ctx, req)
+		}
+	}))
+	clusterOf := func(n *clustertest.Node) clusterv1connect.ClusterServiceClient {
+		return clusterv1connect.NewClusterServiceClient(servertest.HTTPClient(t, servertest.ConnectProto), n.URL(), signed)
+	}
+	session := func(id, key, client string) *clusterv1.ChannelSession {
+		return &clusterv1.ChannelSession{SessionId: id, ChannelKey: key, ClientId: client, TtlMs: 60000}
+	}
+	good := session("0123456789abcdef01234567", room+".x", "00112233445566778899aabb")
+	for name, tc := range map[string]struct {
+		node *clustertest.Node
+		req  *clusterv1.ImportChannelSessionsRequest
+		code connect.Code
+	}{
+		"group owned elsewhere":      {other, &clusterv1.ImportChannelSessionsRequest{ChannelGroup: room, Sessions: []*clusterv1.ChannelSession{good}}, connect.CodeUnavailable},
+		"group not a first key path": {owner, &clusterv1.ImportChannelSessionsRequest{ChannelGroup: room + ".x", Sessions: []*clusterv1.ChannelSession{good}}, connect.CodeInvalidArgument},
+		"session of another group":   {owner, &clusterv1.ImportChannelSessionsRequest{ChannelGroup: room, Sessions: []*clusterv1.ChannelSession{good, session("0123456789abcdef01234568", "elsewhere", "00112233445566778899aabc")}}, connect.CodeInvalidArgument},
+		"malformed session ID":       {owner, &clusterv1.ImportChannelSessionsRequest{ChannelGroup: room, Sessions: []*clusterv1.ChannelSession{good, session("nope", room, "00112233445566778899aabc")}}, connect.CodeInvalidArgument},
+		"malformed client ID":        {owner, &clusterv1.ImportChannelSessionsRequest{ChannelGroup: room, Sessions: []*clusterv1.ChannelSession{good, session("0123456789abcdef01234568", room, "XYZ")}}, connect.CodeInvalidArgument},
+		"no time to live":            {owner, &clusterv1.ImportChannelSessionsRequest{ChannelGroup: room, Sessions: []*clusterv1.ChannelSession{good, {SessionId: "0123456789abcdef01234568", ChannelKey: room, ClientId: "00112233445566778899aabc"}}}, connect.CodeInvalidArgument},
+	} {
+		tc.req.ProjectId = database.DefaultProjectID
+		_, err := clusterOf(tc.node).ImportChannelSessions(ctx, connect.NewRequest(tc.req))
+		require.Equal(t, tc.code, connect.CodeOf(err), "%s: %v", name, err)
+	}
+	resp, err := c.Node(0).ConnectJSON().PeekChannel(ctx, connect.NewRequest(&api.PeekChannelRequest{ChannelKey: room}))
+	require.NoError(t, err)
+	require.EqualValues(t, 1, resp.Msg.GetSessionCount(), "a refused import changed the count")
+
+	warm := func(projectID, docID string) error {
+		_, err := clusterOf(other).WarmDocument(ctx, connect.NewRequest(&clusterv1.WarmDocumentRequest{ProjectId: projectID, DocumentId: docID}))
+		return err
+	}
+	require.Equal(t, connect.CodeInvalidArgument, connect.CodeOf(warm(database.DefaultProjectID, "")), "no document ID")
+	require.Equal(t, connect.CodeNotFound, connect.CodeOf(warm(database.DefaultProjectID, "000000000000000000000000")), "unknown document")
+	require.Equal(t, connect.CodeNotFound, connect.CodeOf(warm("000000000000000000000000", "000000000000000000000000")), "unknown project")
+	require.Zero(t, other.Server().Backend().Metrics().DocumentsWarmed.Load())
 }

@@ -248,8 +248,8 @@ func TestPartitionedOwnerStopsServing(t *testing.T) {
 	if code := connect.CodeOf(err); code != connect.CodeUnavailable {
 		t.Fatalf("PushPull at the partitioned node: %v (code %s), want unavailable", err, code)
 	}
-	inDefault := project.NewContext(wire.Context(t), &database.ProjectInfo{ID: database.DefaultProjectID})
-	_, err = old.Server().Backend().PushPull(inDefault, 0, f.near.ID, f.near.DocID, f.near.Pack(), false)
+	inDefault := &database.ProjectInfo{ID: database.DefaultProjectID}
+	_, err = old.Server().Backend().PushPull(wire.Context(t), inDefault, 0, f.near.ID, f.near.DocID, f.near.Pack(), false)
 	if err == nil || errors.Is(err, project.ErrMissing) {
 		t.Fatalf("the partitioned node's backend accepted a write (%v)", err)
 	}
@@ -261,7 +261,7 @@ func TestPartitionedOwnerStopsServing(t *testing.T) {
 		t.Fatalf("the partitioned node still owns the document")
 	}
 	checkOldEpochFenced(t, f)
-	_, err = old.Server().Backend().PushPull(inDefault, 0, f.near.ID, f.near.DocID, f.near.Pack(), false)
+	_, err = old.Server().Backend().PushPull(wire.Context(t), inDefault, 0, f.near.ID, f.near.DocID, f.near.Pack(), false)
 	if err == nil || errors.Is(err, project.ErrMissing) {
 		t.Fatalf("the partitioned node's backend accepted a write after the takeover (%v)", err)
 	}

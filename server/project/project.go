@@ -1,7 +1,7 @@
 // Package project carries the project a call belongs to through the call's
-// context. The RPC layer resolves the project once, from the x-api-key
-// header, and every layer below reads it from here instead of receiving it
-// in each signature it passes through.
+// context within the RPC layer: its interceptor resolves the project once,
+// from the x-api-key header, and the handlers read it there to name it to
+// routing and the backend, which take it as an argument.
 package project
 
 import (
@@ -18,9 +18,10 @@ func NewContext(ctx context.Context, p *database.ProjectInfo) context.Context {
 	return context.WithValue(ctx, contextKey{}, p)
 }
 
-// ErrMissing: the call carries no project. Every call below the RPC layer
-// acts in the project the RPC layer resolved, or one an internal caller
-// named with NewContext; none falls back to the default project.
+// ErrMissing: a call names no project. Every call below the RPC layer acts
+// in the project it is given (the one the RPC layer resolved, or the one an
+// admin call or housekeeping names); none falls back to the default
+// project.
 var ErrMissing = errors.New("the call names no project")
 
 // FromContext returns the project of the call, or nil when none was put in
@@ -28,21 +29,4 @@ var ErrMissing = errors.New("the call names no project")
 func FromContext(ctx context.Context) *database.ProjectInfo {
 	p, _ := ctx.Value(contextKey{}).(*database.ProjectInfo)
 	return p
-}
-
-// Of returns the project of the call, or ErrMissing.
-func Of(ctx context.Context) (*database.ProjectInfo, error) {
-	if p := FromContext(ctx); p != nil {
-		return p, nil
-	}
-	return nil, ErrMissing
-}
-
-// ID returns the ID of the call's project, or ErrMissing.
-func ID(ctx context.Context) (string, error) {
-	p, err := Of(ctx)
-	if err != nil {
-		return "", err
-	}
-	return p.ID, nil
 }

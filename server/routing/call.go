@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/yorkie-affinity/yorkie/api/yorkie/v1/v1connect"
+	"github.com/yorkie-affinity/yorkie/server/backend/database"
 )
 
 // CallKind names the kind of document call passing the routing step.
@@ -61,7 +62,11 @@ func (k CallKind) String() string {
 
 // DocumentCall describes one document call to the routing step.
 type DocumentCall struct {
-	Kind     CallKind
+	Kind CallKind
+	// Project is the project the call acts in, as the RPC layer resolved it
+	// from the request's API key (or the admin layer from its call). Route
+	// refuses a call without one (project.ErrMissing).
+	Project  *database.ProjectInfo
 	ClientID string
 	// DocumentID is set on every call but AttachDocument.
 	DocumentID string
@@ -72,8 +77,12 @@ type DocumentCall struct {
 	Header http.Header
 }
 
-// Route says where a document call is served.
+// Route says where a document call is served: the call's project, its
+// document's binding, the owner, and the owner epoch when served here.
 type Route struct {
+	// Project is the call's project, which the backend acts in when the
+	// call is served here.
+	Project *database.ProjectInfo
 	// Binding is the session store key of the document's binding (its
 	// project and key): what RelayFailed forgets.
 	Binding string

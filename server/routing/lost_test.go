@@ -13,7 +13,6 @@ import (
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
 	"github.com/yorkie-affinity/yorkie/server/backend/database/memory"
 	"github.com/yorkie-affinity/yorkie/server/channel"
-	"github.com/yorkie-affinity/yorkie/server/project"
 	"github.com/yorkie-affinity/yorkie/server/routing"
 	sessmemory "github.com/yorkie-affinity/yorkie/server/sessionstore/memory"
 	"github.com/yorkie-affinity/yorkie/server/sessionstore/storetest"
@@ -84,14 +83,14 @@ func TestStuckDocumentDoesNotStallTheManager(t *testing.T) {
 		t.Fatalf("owner of %s: %+v, %v", key, owner, err)
 	}
 	// The document is the default project's, as its binding key says.
-	inProject := project.NewContext(ctx, &database.ProjectInfo{ID: database.DefaultProjectID})
-	client, err := b.ActivateClient(inProject, "stuck", nil)
+	inProject := &database.ProjectInfo{ID: database.DefaultProjectID}
+	client, err := b.ActivateClient(ctx, inProject, "stuck", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	attached := make(chan error, 1)
 	go func() {
-		_, _, err := b.AttachDocument(inProject, owner.Epoch, client.ID, key,
+		_, _, err := b.AttachDocument(ctx, inProject, owner.Epoch, client.ID, key,
 			&api.ChangePack{DocumentKey: key, Checkpoint: &api.Checkpoint{}})
 		attached <- err
 	}()

@@ -14,6 +14,7 @@ import (
 
 	clusterv1 "github.com/yorkie-affinity/yorkie/api/yorkie/cluster/v1"
 	"github.com/yorkie-affinity/yorkie/server/affinity"
+	"github.com/yorkie-affinity/yorkie/server/backend/database"
 	"github.com/yorkie-affinity/yorkie/server/channel"
 	"github.com/yorkie-affinity/yorkie/server/fault"
 	"github.com/yorkie-affinity/yorkie/server/project"
@@ -70,11 +71,11 @@ func (e *WrongNodeError) Error() string { return e.Err.Error() }
 func (e *WrongNodeError) Unwrap() error { return e.Err }
 
 // Backend is what routing needs of the document logic: the documents a
-// client has attached, their keys (in the call's project), and dropping the
+// client of project p has attached, their keys (in p), and dropping the
 // state of documents this node no longer owns.
 type Backend interface {
-	AttachedDocuments(ctx context.Context, clientID string) ([]string, error)
-	DocumentKey(ctx context.Context, docID string) (string, error)
+	AttachedDocuments(ctx context.Context, p *database.ProjectInfo, clientID string) ([]string, error)
+	DocumentKey(ctx context.Context, p *database.ProjectInfo, docID string) (string, error)
 	ReleaseKey(ctx context.Context, projectID, key string, cause error) error
 }
 
@@ -150,11 +151,10 @@ func (r *Router) Route(ctx context.Context, call DocumentCall) (Route, error) {
 	if forwarded && !r.Authentic(call.Header) {
 		return Route{}, ErrForgedForward
 	}
-	pid, err := project.ID(ctx)
-	if err != nil {
-		return Route{}, fmt.Errorf("route: %w", err)
+	if call.Project == nil || call.Project.ID == "" {
+		return Route{}, fmt.Errorf("route: %w", project.ErrMissing)
 	}
-	binding := project.ScopedKey(pid, call.DocumentKey)
+	binding := project.ScopedKey(call.Project.ID, call.DocumentKey)
 	owner, err := r.cfg.Owners.Owner(ctx, binding)
 	if err != nil {
 		return Route{}, fmt.Errorf("find owner: %w", err)
@@ -168,7 +168,7 @@ func (r *Router) Route(ctx context.Context, call DocumentCall) (Route, error) {
 			return Route{}, fmt.Errorf("find owner: %w", err)
 		}
 	}
-	rt := Route{Binding: binding, SessionKey: owner.SessionKey}
+	rt := Route{Project: call.Project, Binding: binding, SessionKey: owner.SessionKey}
 	if owner.Self {
 		rt.Epoch = owner.Epoch
 		return rt, nil
@@ -216,22 +216,22 @@ func (r *Router) RelayFailed(ctx context.Context, rt Route, err error) {
 	}
 }
 
-// DetachRemote detaches the client from the documents other nodes own, at
-// their owners, and returns the owner epochs of the documents it has
-// attached here, for the backend to detach it from them.
-func (r *Router) DetachRemote(ctx context.Context, clientID string) (map[string]int64, error) {
-	pid, err := project.ID(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("detach client %s: %w", clientID, err)
+// DetachRemote detaches the client of project p from the documents other
+// nodes own, at their owners, and returns the owner epochs of the documents
+// it has attached here, for the backend to detach it from them.
+func (r *Router) DetachRemote(ctx context.Context, p *database.ProjectInfo, clientID string) (map[string]int64, error) {
+	if p == nil || p.ID == "" {
+		return nil, fmt.Errorf("detach client %s: %w", clientID, project.ErrMissing)
 	}
-	docIDs, err := r.cfg.Backend.AttachedDocuments(ctx, clientID)
+	pid := p.ID
+	docIDs, err := r.cfg.Backend.AttachedDocuments(ctx, p, clientID)
 	if err != nil {
 		return nil, err
 	}
 	local := make(map[string]int64, len(docIDs))
 	var errs []error
 	for _, docID := range docIDs {
-		key, err := r.cfg.Backend.DocumentKey(ctx, docID)
+		key, err := r.cfg.Backend.DocumentKey(ctx, p, docID)
 		if err != nil {
 			errs = append(errs, err)
 			continue

@@ -63,11 +63,11 @@ func (s *Service) ownerError(ctx context.Context, err error) error {
 	return out
 }
 
-// routeAdmin finds where the document or channel group bound under key (in
-// ctx's project) is served: here (nil client) with the epoch, or at the
-// owner's ClusterService.
-func (s *Service) routeAdmin(ctx context.Context, key string) (routing.Route, clusterv1connect.ClusterServiceClient, error) {
-	rt, err := s.route(ctx, routing.DocumentCall{Kind: routing.CallAdmin, DocumentKey: key})
+// routeAdmin finds where the document or channel group bound under key in
+// project p is served: here (nil client) on the route, or at the owner's
+// ClusterService.
+func (s *Service) routeAdmin(ctx context.Context, p *database.ProjectInfo, key string) (routing.Route, clusterv1connect.ClusterServiceClient, error) {
+	rt, err := s.route(ctx, routing.DocumentCall{Kind: routing.CallAdmin, Project: p, DocumentKey: key})
 	if err != nil {
 		return routing.Route{}, nil, err
 	}
@@ -97,8 +97,7 @@ func (s *Service) remoteFailed(ctx context.Context, rt routing.Route, err error)
 // count of attached clients. doc names the document in p.
 func (a *AdminOwners) DocumentSummary(ctx context.Context, p *database.ProjectInfo, doc *database.DocInfo, root, presences bool) (*admin.OwnerState, error) {
 	s := a.s
-	ctx = project.NewContext(ctx, p)
-	rt, owner, err := s.routeAdmin(ctx, doc.Key)
+	rt, owner, err := s.routeAdmin(ctx, p, doc.Key)
 	if err != nil {
 		return nil, s.ownerError(ctx, err)
 	}
@@ -116,13 +115,13 @@ func (a *AdminOwners) DocumentSummary(ctx context.Context, p *database.ProjectIn
 		return &admin.OwnerState{Summary: m.GetDocument(), ServerSeq: m.GetServerSeq(),
 			GarbageLen: int(m.GetGarbageLen()), SnapshotSeq: m.GetSnapshotServerSeq()}, nil
 	}
-	return a.SummaryHere(ctx, rt.Epoch, doc.ID, root, presences)
+	return a.SummaryHere(ctx, rt.Project, rt.Epoch, doc.ID, root, presences)
 }
 
-// SummaryHere is DocumentSummary at the owner, of a document held here
-// under epoch.
-func (a *AdminOwners) SummaryHere(ctx context.Context, epoch int64, docID string, root, presences bool) (*admin.OwnerState, error) {
-	st, err := a.s.localSummary(ctx, epoch, docID, root, presences)
+// SummaryHere is DocumentSummary at the owner, of a document of project p
+// held here under epoch.
+func (a *AdminOwners) SummaryHere(ctx context.Context, p *database.ProjectInfo, epoch int64, docID string, root, presences bool) (*admin.OwnerState, error) {
+	st, err := a.s.localSummary(ctx, p, epoch, docID, root, presences)
 	if err != nil {
 		return nil, a.s.ownerError(ctx, err)
 	}
@@ -131,8 +130,8 @@ func (a *AdminOwners) SummaryHere(ctx context.Context, epoch int64, docID string
 
 // localSummary is DocumentSummary at the owner: the fields the owner's
 // state gives (the caller adds the stored ones: ID, key, times).
-func (s *Service) localSummary(ctx context.Context, epoch int64, docID string, root, presences bool) (*admin.OwnerState, error) {
-	sum, err := s.backend.DocumentSummary(ctx, epoch, docID, root, presences)
+func (s *Service) localSummary(ctx context.Context, p *database.ProjectInfo, epoch int64, docID string, root, presences bool) (*admin.OwnerState, error) {
+	sum, err := s.backend.DocumentSummary(ctx, p, epoch, docID, root, presences)
 	if err != nil {
 		return nil, err
 	}
@@ -156,8 +155,7 @@ func (s *Service) localSummary(ctx context.Context, epoch int64, docID string, r
 // document with clients attached is refused with ErrDocumentAttached.
 func (a *AdminOwners) RemoveDocument(ctx context.Context, p *database.ProjectInfo, doc *database.DocInfo, force bool) error {
 	s := a.s
-	ctx = project.NewContext(ctx, p)
-	rt, owner, err := s.routeAdmin(ctx, doc.Key)
+	rt, owner, err := s.routeAdmin(ctx, p, doc.Key)
 	if err != nil {
 		return s.ownerError(ctx, err)
 	}
@@ -170,13 +168,13 @@ func (a *AdminOwners) RemoveDocument(ctx context.Context, p *database.ProjectInf
 		}
 		return nil
 	}
-	return a.RemoveHere(ctx, rt.Epoch, doc.ID, force)
+	return a.RemoveHere(ctx, rt.Project, rt.Epoch, doc.ID, force)
 }
 
-// RemoveHere is RemoveDocument at the owner, of a document held here
-// under epoch.
-func (a *AdminOwners) RemoveHere(ctx context.Context, epoch int64, docID string, force bool) error {
-	if err := a.s.backend.RemoveDocumentByAdmin(ctx, epoch, docID, force); err != nil {
+// RemoveHere is RemoveDocument at the owner, of a document of project p
+// held here under epoch.
+func (a *AdminOwners) RemoveHere(ctx context.Context, p *database.ProjectInfo, epoch int64, docID string, force bool) error {
+	if err := a.s.backend.RemoveDocumentByAdmin(ctx, p, epoch, docID, force); err != nil {
 		return a.s.ownerError(ctx, err)
 	}
 	return nil
@@ -185,7 +183,7 @@ func (a *AdminOwners) RemoveHere(ctx context.Context, epoch int64, docID string,
 // DocumentAt builds the stored document as of server_seq seq: a past
 // state no owner keeps, read from the database where the call arrived.
 func (a *AdminOwners) DocumentAt(ctx context.Context, p *database.ProjectInfo, doc *database.DocInfo, seq int64) (*document.Document, error) {
-	d, err := a.s.backend.DocumentAt(project.NewContext(ctx, p), doc, seq)
+	d, err := a.s.backend.DocumentAt(ctx, doc, seq)
 	if err != nil {
 		return nil, a.s.ownerError(ctx, err)
 	}
@@ -196,7 +194,6 @@ func (a *AdminOwners) DocumentAt(ctx context.Context, p *database.ProjectInfo, d
 // sub-channels' when includeSub, from the owner of each channel group.
 func (a *AdminOwners) GetChannels(ctx context.Context, p *database.ProjectInfo, keys []string, includeSub bool) ([]*api.ChannelSummary, error) {
 	s := a.s
-	ctx = project.NewContext(ctx, p)
 	var groups []string
 	byGroup := map[string][]string{}
 	for _, k := range keys {
@@ -211,7 +208,7 @@ func (a *AdminOwners) GetChannels(ctx context.Context, p *database.ProjectInfo, 
 	}
 	counts := map[string]int32{}
 	for _, g := range groups {
-		rt, owner, err := s.routeAdmin(ctx, g)
+		rt, owner, err := s.routeAdmin(ctx, p, g)
 		if err != nil {
 			return nil, s.ownerError(ctx, err)
 		}
@@ -314,8 +311,7 @@ func (a *AdminOwners) Broadcast(ctx context.Context, p *database.ProjectInfo, ke
 	if err := channel.ValidateKey(key); err != nil {
 		return errinfo.ToConnect(err)
 	}
-	ctx = project.NewContext(ctx, p)
-	rt, owner, err := s.routeAdmin(ctx, channel.RoutingKey(key))
+	rt, owner, err := s.routeAdmin(ctx, p, channel.RoutingKey(key))
 	if err != nil {
 		return s.ownerError(ctx, err)
 	}

@@ -10,7 +10,6 @@ import (
 	"github.com/yorkie-affinity/yorkie/server/admin"
 	"github.com/yorkie-affinity/yorkie/server/backend"
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
-	"github.com/yorkie-affinity/yorkie/server/project"
 	"github.com/yorkie-affinity/yorkie/server/rpc/errinfo"
 	"github.com/yorkie-affinity/yorkie/server/yson"
 )
@@ -21,8 +20,7 @@ import (
 // is bound to.
 func (a *AdminOwners) UpdateDocument(ctx context.Context, p *database.ProjectInfo, doc *database.DocInfo, u admin.DocumentUpdate) (*api.DocumentSummary, error) {
 	s := a.s
-	ctx = project.NewContext(ctx, p)
-	rt, owner, err := s.routeAdmin(ctx, doc.Key)
+	rt, owner, err := s.routeAdmin(ctx, p, doc.Key)
 	if err != nil {
 		return nil, s.ownerError(ctx, err)
 	}
@@ -45,18 +43,19 @@ func (a *AdminOwners) UpdateDocument(ctx context.Context, p *database.ProjectInf
 			return nil, errinfo.InvalidArgument(err)
 		}
 	}
-	return a.UpdateHere(ctx, rt.Epoch, doc.ID, bu)
+	return a.UpdateHere(ctx, rt.Project, rt.Epoch, doc.ID, bu)
 }
 
-// UpdateHere applies an update to a document this node owns under epoch
-// and returns its summary afterwards, root and schema key included.
-func (a *AdminOwners) UpdateHere(ctx context.Context, epoch int64, docID string, u backend.DocumentUpdate) (*api.DocumentSummary, error) {
+// UpdateHere applies an update to a document of project p this node owns
+// under epoch and returns its summary afterwards, root and schema key
+// included.
+func (a *AdminOwners) UpdateHere(ctx context.Context, p *database.ProjectInfo, epoch int64, docID string, u backend.DocumentUpdate) (*api.DocumentSummary, error) {
 	s := a.s
-	key, err := s.backend.UpdateDocumentByAdmin(ctx, epoch, docID, u)
+	key, err := s.backend.UpdateDocumentByAdmin(ctx, p, epoch, docID, u)
 	if err != nil {
 		return nil, s.ownerError(ctx, err)
 	}
-	st, err := s.localSummary(ctx, epoch, docID, true, false)
+	st, err := s.localSummary(ctx, p, epoch, docID, true, false)
 	if err != nil {
 		return nil, s.ownerError(ctx, err)
 	}

@@ -20,10 +20,6 @@ type Auth struct {
 	// Policy returns how a project's webhook is called: timeout, retries
 	// and backoff. Required.
 	Policy func(*database.ProjectInfo) webhook.Policy
-	// Project returns the project of a call: the one in its context, or the
-	// default project; nil (no project, no webhook) when there is none.
-	// Required.
-	Project func(ctx context.Context) (*database.ProjectInfo, error)
 	// Forwarded reports whether a request was forwarded by another node of
 	// the cluster (it carries the forwarding mark and the cluster secret).
 	// That node asked the webhook already: a call is authorized once, where
@@ -72,11 +68,12 @@ func oneKey(key string, verb authwebhook.Verb) attributes {
 	}
 }
 
-// documentByID names the document with the given ID. The routing step has
-// resolved its key already, so this is a lookup in the backend's memory.
-func (s *Service) documentByID(docID string, verb authwebhook.Verb) attributes {
+// documentByID names the document of project p with the given ID. The
+// routing step has resolved its key already, so this is a lookup in the
+// backend's memory.
+func (s *Service) documentByID(p *database.ProjectInfo, docID string, verb authwebhook.Verb) attributes {
 	return func(ctx context.Context) ([]authwebhook.Attribute, error) {
-		key, err := s.backend.DocumentKey(ctx, docID)
+		key, err := s.backend.DocumentKey(ctx, p, docID)
 		if err != nil {
 			return nil, fmt.Errorf("authorize: %w", err)
 		}
@@ -84,25 +81,18 @@ func (s *Service) documentByID(docID string, verb authwebhook.Verb) attributes {
 	}
 }
 
-// authorize asks the call's project's auth webhook about the call when the
-// webhook guards its method. Each handler calls it once, after routing
+// authorize asks the auth webhook of p, the call's project, about the call
+// when the webhook guards its method (nil p: no project, no webhook). Each handler calls it once, after routing
 // (a call refused there never reaches a webhook) and before serving or
 // relaying. The answer for the client is a Connect error: denied is
 // permission_denied (ErrPermissionDenied), a refused token unauthenticated
 // (ErrUnauthenticated, the SDK asks authTokenInjector again and retries),
 // and a webhook that fails fails the call closed (see authwebhook.ConnectError).
-func (s *Service) authorize(ctx context.Context, procedure string, header http.Header, attrs attributes) error {
-	if s.auth == nil {
+func (s *Service) authorize(ctx context.Context, p *database.ProjectInfo, procedure string, header http.Header, attrs attributes) error {
+	if s.auth == nil || p == nil {
 		return nil
 	}
 	if s.auth.Forwarded != nil && s.auth.Forwarded(header) {
-		return nil
-	}
-	p, err := s.auth.Project(ctx)
-	if err != nil {
-		return errinfo.ToConnect(fmt.Errorf("authorize: %w", err))
-	}
-	if p == nil {
 		return nil
 	}
 	settings := authwebhook.Settings{URL: p.AuthWebhookURL, Methods: p.AuthWebhookMethods}

@@ -9,6 +9,7 @@ import (
 
 	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
 	"github.com/yorkie-affinity/yorkie/api/yorkie/v1/v1connect"
+	"github.com/yorkie-affinity/yorkie/server/backend/database"
 	"github.com/yorkie-affinity/yorkie/server/channel"
 	"github.com/yorkie-affinity/yorkie/server/fault"
 	"github.com/yorkie-affinity/yorkie/server/project"
@@ -108,7 +109,7 @@ func channelCall[Req, Res any](ctx context.Context, s *Service, req *connect.Req
 	if err := channel.ValidateKey(key); err != nil {
 		return nil, errinfo.ToConnect(err)
 	}
-	call := routing.DocumentCall{Kind: kind, ClientID: clientID, DocumentKey: channel.RoutingKey(key), Header: req.Header()}
+	call := routing.DocumentCall{Kind: kind, Project: project.FromContext(ctx), ClientID: clientID, DocumentKey: channel.RoutingKey(key), Header: req.Header()}
 	rt, err := s.route(ctx, call)
 	if err != nil {
 		return nil, errinfo.ToConnect(err)
@@ -117,7 +118,7 @@ func channelCall[Req, Res any](ctx context.Context, s *Service, req *connect.Req
 	if methodOf(procedure) == "Broadcast" {
 		verb = authwebhook.Read
 	}
-	if err := s.authorize(ctx, procedure, req.Header(), oneKey(key, verb)); err != nil {
+	if err := s.authorize(ctx, call.Project, procedure, req.Header(), oneKey(key, verb)); err != nil {
 		return nil, s.failRouted(ctx, procedure, rt, err)
 	}
 	for attempt := 0; rt.Owner != nil; attempt++ {
@@ -128,11 +129,11 @@ func channelCall[Req, Res any](ctx context.Context, s *Service, req *connect.Req
 		}
 		rt = next
 	}
-	if err := s.backend.CheckClient(ctx, clientID); err != nil {
+	if err := s.backend.CheckClient(ctx, rt.Project, clientID); err != nil {
 		return nil, s.failRouted(ctx, procedure, rt, err)
 	}
 	// The manager holds every project's channels: each under its scoped key.
-	scoped, err := scopedKey(ctx, key)
+	scoped, err := scopedKey(rt.Project, key)
 	if err != nil {
 		return nil, s.failRouted(ctx, procedure, rt, err)
 	}
@@ -154,13 +155,13 @@ func (s *Service) WatchChannel(ctx context.Context, req *connect.Request[api.Wat
 	if err := channel.ValidateKey(key); err != nil {
 		return errinfo.ToConnect(err)
 	}
-	call := routing.DocumentCall{Kind: routing.CallWatchChannel, ClientID: clientID, DocumentKey: channel.RoutingKey(key), Header: req.Header()}
+	call := routing.DocumentCall{Kind: routing.CallWatchChannel, Project: project.FromContext(ctx), ClientID: clientID, DocumentKey: channel.RoutingKey(key), Header: req.Header()}
 	return serveWatchStream(ctx, s, req, stream, call, nil, func(owner v1connect.YorkieServiceClient) ownerStream[api.WatchChannelResponse] {
 		return func(ctx context.Context) (*connect.ServerStreamForClient[api.WatchChannelResponse], error) {
 			return owner.WatchChannel(ctx, relayRequest(req.Msg, call))
 		}
 	}, func(ctx context.Context, procedure string, rt routing.Route, send func(*api.WatchChannelResponse) error) error {
-		w, err := s.openChannelWatch(ctx, clientID, key)
+		w, err := s.openChannelWatch(ctx, rt.Project, clientID, key)
 		if err != nil {
 			return s.failRouted(ctx, procedure, rt, err)
 		}
@@ -180,11 +181,11 @@ func (s *Service) WatchChannel(ctx context.Context, req *connect.Request[api.Wat
 }
 
 // openChannelWatch subscribes an active client to a channel served here.
-func (s *Service) openChannelWatch(ctx context.Context, clientID, key string) (*channel.Watcher, error) {
-	if err := s.backend.CheckClient(ctx, clientID); err != nil {
+func (s *Service) openChannelWatch(ctx context.Context, p *database.ProjectInfo, clientID, key string) (*channel.Watcher, error) {
+	if err := s.backend.CheckClient(ctx, p, clientID); err != nil {
 		return nil, err
 	}
-	scoped, err := scopedKey(ctx, key)
+	scoped, err := scopedKey(p, key)
 	if err != nil {
 		return nil, err
 	}

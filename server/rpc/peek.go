@@ -7,6 +7,7 @@ import (
 
 	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
 	"github.com/yorkie-affinity/yorkie/server/channel"
+	"github.com/yorkie-affinity/yorkie/server/project"
 	"github.com/yorkie-affinity/yorkie/server/routing"
 	"github.com/yorkie-affinity/yorkie/server/rpc/errinfo"
 	"github.com/yorkie-affinity/yorkie/server/webhook/authwebhook"
@@ -21,18 +22,18 @@ func (s *Service) PeekChannel(ctx context.Context, req *connect.Request[api.Peek
 	if err := channel.ValidateKey(key); err != nil {
 		return nil, errinfo.ToConnect(err)
 	}
-	call := routing.DocumentCall{Kind: routing.CallChannel, DocumentKey: channel.RoutingKey(key), Header: req.Header()}
+	call := routing.DocumentCall{Kind: routing.CallChannel, Project: project.FromContext(ctx), DocumentKey: channel.RoutingKey(key), Header: req.Header()}
 	rt, err := s.route(ctx, call)
 	if err != nil {
 		return nil, errinfo.ToConnect(err)
 	}
-	if err := s.authorize(ctx, procedure, req.Header(), oneKey(key, authwebhook.Read)); err != nil {
+	if err := s.authorize(ctx, call.Project, procedure, req.Header(), oneKey(key, authwebhook.Read)); err != nil {
 		return nil, s.failRouted(ctx, procedure, rt, err)
 	}
 	if rt.Owner != nil {
 		return relay(ctx, s, procedure, call, rt, rt.Owner.PeekChannel, req.Msg)
 	}
-	scoped, err := scopedKey(ctx, key)
+	scoped, err := scopedKey(rt.Project, key)
 	if err != nil {
 		return nil, s.failRouted(ctx, procedure, rt, err)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"connectrpc.com/connect"
 
+	"github.com/yorkie-affinity/yorkie/server/backend/database"
 	"github.com/yorkie-affinity/yorkie/server/project"
 	"github.com/yorkie-affinity/yorkie/server/routing"
 	"github.com/yorkie-affinity/yorkie/server/rpc/errinfo"
@@ -92,12 +93,11 @@ func relayRequest[T any](msg *T, call routing.DocumentCall) *connect.Request[T] 
 	return req
 }
 
-// scopedKey is the key of a channel of the call's project in the channel
-// manager, which holds every project's channels.
-func scopedKey(ctx context.Context, key string) (string, error) {
-	pid, err := project.ID(ctx)
-	if err != nil {
-		return "", err
+// scopedKey is the key of a channel of project p in the channel manager,
+// which holds every project's channels.
+func scopedKey(p *database.ProjectInfo, key string) (string, error) {
+	if p == nil || p.ID == "" {
+		return "", project.ErrMissing
 	}
-	return project.ScopedKey(pid, key), nil
+	return project.ScopedKey(p.ID, key), nil
 }

@@ -44,10 +44,10 @@ func RevisionSummary(r *database.Revision) *api.RevisionSummary {
 }
 
 // revisionCall validates the fields every revision call has and routes the
-// call: to the owner, or served here with the owner epoch.
+// call: to the owner, or served here on the route (project, owner epoch).
 func revisionCall[Req, Res any](ctx context.Context, s *Service, req *connect.Request[Req], clientID, docID string,
 	verb authwebhook.Verb, method func(v1connect.YorkieServiceClient) relayFunc[Req, Res],
-	serve func(epoch int64) (*Res, error),
+	serve func(rt routing.Route) (*Res, error),
 ) (*connect.Response[Res], error) {
 	kind := routing.CallRevision
 	if clientID == "" && s.router != nil && req.Header().Get(routing.HeaderForwardedBy) != "" {
@@ -60,8 +60,9 @@ func revisionCall[Req, Res any](ctx context.Context, s *Service, req *connect.Re
 	if err := validate.DocumentID(docID); err != nil {
 		return nil, errinfo.InvalidArgument(err)
 	}
-	call := routing.DocumentCall{Kind: kind, ClientID: clientID, DocumentID: docID, Header: req.Header()}
-	return routedCall(ctx, s, req, call, s.documentByID(docID, verb), method, serve)
+	p := project.FromContext(ctx)
+	call := routing.DocumentCall{Kind: kind, Project: p, ClientID: clientID, DocumentID: docID, Header: req.Header()}
+	return routedCall(ctx, s, req, call, s.documentByID(p, docID, verb), method, serve)
 }
 
 // CreateRevision stores the document's content at its head as a revision.
@@ -75,8 +76,8 @@ func (s *Service) CreateRevision(ctx context.Context, req *connect.Request[api.C
 		func(o v1connect.YorkieServiceClient) relayFunc[api.CreateRevisionRequest, api.CreateRevisionResponse] {
 			return o.CreateRevision
 		},
-		func(epoch int64) (*api.CreateRevisionResponse, error) {
-			rev, err := s.backend.CreateRevision(ctx, epoch, m.GetClientId(), m.GetDocumentId(), m.GetLabel(), m.GetDescription())
+		func(rt routing.Route) (*api.CreateRevisionResponse, error) {
+			rev, err := s.backend.CreateRevision(ctx, rt.Project, rt.Epoch, m.GetClientId(), m.GetDocumentId(), m.GetLabel(), m.GetDescription())
 			if err != nil {
 				return nil, err
 			}
@@ -96,8 +97,8 @@ func (s *Service) ListRevisions(ctx context.Context, req *connect.Request[api.Li
 		func(o v1connect.YorkieServiceClient) relayFunc[api.ListRevisionsRequest, api.ListRevisionsResponse] {
 			return o.ListRevisions
 		},
-		func(int64) (*api.ListRevisionsResponse, error) {
-			revs, err := s.backend.ListRevisions(ctx, m.GetClientId(), m.GetDocumentId(), paging)
+		func(rt routing.Route) (*api.ListRevisionsResponse, error) {
+			revs, err := s.backend.ListRevisions(ctx, rt.Project, m.GetClientId(), m.GetDocumentId(), paging)
 			if err != nil {
 				return nil, err
 			}
@@ -127,8 +128,8 @@ func (s *Service) GetRevision(ctx context.Context, req *connect.Request[api.GetR
 		func(o v1connect.YorkieServiceClient) relayFunc[api.GetRevisionRequest, api.GetRevisionResponse] {
 			return o.GetRevision
 		},
-		func(int64) (*api.GetRevisionResponse, error) {
-			rev, err := s.backend.GetRevision(ctx, m.GetClientId(), m.GetDocumentId(), m.GetRevisionId())
+		func(rt routing.Route) (*api.GetRevisionResponse, error) {
+			rev, err := s.backend.GetRevision(ctx, rt.Project, m.GetClientId(), m.GetDocumentId(), m.GetRevisionId())
 			if err != nil {
 				return nil, err
 			}
@@ -147,8 +148,8 @@ func (s *Service) RestoreRevision(ctx context.Context, req *connect.Request[api.
 		func(o v1connect.YorkieServiceClient) relayFunc[api.RestoreRevisionRequest, api.RestoreRevisionResponse] {
 			return o.RestoreRevision
 		},
-		func(epoch int64) (*api.RestoreRevisionResponse, error) {
-			if err := s.backend.RestoreRevision(ctx, epoch, m.GetClientId(), m.GetDocumentId(), m.GetRevisionId()); err != nil {
+		func(rt routing.Route) (*api.RestoreRevisionResponse, error) {
+			if err := s.backend.RestoreRevision(ctx, rt.Project, rt.Epoch, m.GetClientId(), m.GetDocumentId(), m.GetRevisionId()); err != nil {
 				return nil, err
 			}
 			return &api.RestoreRevisionResponse{}, nil
@@ -161,10 +162,9 @@ func (s *Service) RestoreRevision(ctx context.Context, req *connect.Request[api.
 // RestoreRevision without a client. Its errors are the backend's, or a
 // Connect error the owner answered.
 func (s *Service) RestoreRevisionAsOperator(ctx context.Context, p *database.ProjectInfo, docID, key, revisionID string) error {
-	ctx = project.NewContext(ctx, p)
 	h := http.Header{}
 	h.Set(HeaderAPIKey, p.PublicKey)
-	call := routing.DocumentCall{Kind: routing.CallAdmin, DocumentID: docID, DocumentKey: key, Header: h}
+	call := routing.DocumentCall{Kind: routing.CallAdmin, Project: p, DocumentID: docID, DocumentKey: key, Header: h}
 	msg := &api.RestoreRevisionRequest{DocumentId: docID, RevisionId: revisionID}
 	for attempt := 0; ; attempt++ {
 		rt, err := s.route(ctx, call)
@@ -175,7 +175,7 @@ func (s *Service) RestoreRevisionAsOperator(ctx context.Context, p *database.Pro
 			_, err := relay(ctx, s, "RestoreRevisionByAdmin", call, rt, rt.Owner.RestoreRevision, msg)
 			return err
 		}
-		err = s.backend.RestoreRevision(ctx, rt.Epoch, "", docID, revisionID)
+		err = s.backend.RestoreRevision(ctx, rt.Project, rt.Epoch, "", docID, revisionID)
 		if errors.Is(err, backend.ErrStaleRoute) && attempt == 0 {
 			continue
 		}

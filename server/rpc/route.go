@@ -10,6 +10,7 @@ import (
 
 	"connectrpc.com/connect"
 
+	"github.com/yorkie-affinity/yorkie/server/backend/database"
 	"github.com/yorkie-affinity/yorkie/server/fault"
 	"github.com/yorkie-affinity/yorkie/server/routing"
 	"github.com/yorkie-affinity/yorkie/server/rpc/errinfo"
@@ -24,10 +25,11 @@ type Router interface {
 	// RelayFailed tells the router that relaying a call to rt's owner
 	// failed with err, so it can stop believing in that owner.
 	RelayFailed(ctx context.Context, rt routing.Route, err error)
-	// DetachRemote detaches the client from the documents other nodes own,
+	// DetachRemote detaches the client of project p from the documents
+	// other nodes own,
 	// at their owners, and returns the owner epochs of the documents it has
 	// attached here. DeactivateClient calls it before deactivating here.
-	DetachRemote(ctx context.Context, clientID string) (map[string]int64, error)
+	DetachRemote(ctx context.Context, p *database.ProjectInfo, clientID string) (map[string]int64, error)
 	// SessionKeyHeader names the response header carrying the owner's key.
 	SessionKeyHeader() string
 }
@@ -36,16 +38,16 @@ type Router interface {
 // backend: it completes the call's document key and asks the router.
 func (s *Service) route(ctx context.Context, call routing.DocumentCall) (routing.Route, error) {
 	if s.router == nil {
-		return routing.Route{}, nil
+		return routing.Route{Project: call.Project}, nil
 	}
 	if call.DocumentKey == "" {
-		key, err := s.backend.DocumentKey(ctx, call.DocumentID)
+		key, err := s.backend.DocumentKey(ctx, call.Project, call.DocumentID)
 		if err != nil {
 			// A client the server does not know (a restart lost its state)
 			// must hear that first: the SDK then starts over, while a document
 			// error would stop its sync without a word.
 			if call.ClientID != "" {
-				if cerr := s.backend.CheckClient(ctx, call.ClientID); cerr != nil {
+				if cerr := s.backend.CheckClient(ctx, call.Project, call.ClientID); cerr != nil {
 					err = cerr
 				}
 			}

@@ -20,6 +20,7 @@ import (
 	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
 	"github.com/yorkie-affinity/yorkie/api/yorkie/v1/v1connect"
 	"github.com/yorkie-affinity/yorkie/server/backend"
+	"github.com/yorkie-affinity/yorkie/server/backend/database"
 	"github.com/yorkie-affinity/yorkie/server/channel"
 	"github.com/yorkie-affinity/yorkie/server/fault"
 	upmetrics "github.com/yorkie-affinity/yorkie/server/metrics"
@@ -103,8 +104,8 @@ func New(cfg Config) (*Service, error) {
 	if cfg.Channels == nil {
 		return nil, errors.New("rpc: Config.Channels is required")
 	}
-	if cfg.Auth != nil && (cfg.Auth.Client == nil || cfg.Auth.Project == nil || cfg.Auth.Policy == nil) {
-		return nil, errors.New("rpc: Config.Auth needs Client, Policy and Project")
+	if cfg.Auth != nil && (cfg.Auth.Client == nil || cfg.Auth.Policy == nil) {
+		return nil, errors.New("rpc: Config.Auth needs Client and Policy")
 	}
 	logger := cfg.Logger
 	if logger == nil {
@@ -201,10 +202,11 @@ func (s *Service) ActivateClient(ctx context.Context, req *connect.Request[api.A
 	if err := s.limits.CheckMetadata(req.Msg.GetMetadata()); err != nil {
 		return nil, err
 	}
-	if err := s.authorize(ctx, req.Spec().Procedure, req.Header(), noAttributes); err != nil {
+	p := project.FromContext(ctx)
+	if err := s.authorize(ctx, p, req.Spec().Procedure, req.Header(), noAttributes); err != nil {
 		return nil, err
 	}
-	info, err := s.backend.ActivateClient(ctx, key, req.Msg.GetMetadata())
+	info, err := s.backend.ActivateClient(ctx, p, key, req.Msg.GetMetadata())
 	if err != nil {
 		return nil, errinfo.ToConnect(err)
 	}
@@ -217,10 +219,11 @@ func (s *Service) DeactivateClient(ctx context.Context, req *connect.Request[api
 	if err := validate.ClientID(clientID); err != nil {
 		return nil, errinfo.InvalidArgument(err)
 	}
-	if err := s.authorize(ctx, req.Spec().Procedure, req.Header(), noAttributes); err != nil {
+	p := project.FromContext(ctx)
+	if err := s.authorize(ctx, p, req.Spec().Procedure, req.Header(), noAttributes); err != nil {
 		return nil, err
 	}
-	if err := s.Deactivate(ctx, clientID); err != nil {
+	if err := s.Deactivate(ctx, p, clientID); err != nil {
 		return nil, errinfo.ToConnect(err)
 	}
 	return connect.NewResponse(&api.DeactivateClientResponse{}), nil
@@ -229,17 +232,16 @@ func (s *Service) DeactivateClient(ctx context.Context, req *connect.Request[api
 // Deactivate is the one way a client is deactivated, by its own
 // DeactivateClient and by housekeeping alike: it is detached from the
 // documents other nodes own at their owners, then from those here, and its
-// channel sessions on this node end. The context carries the client's
-// project.
-func (s *Service) Deactivate(ctx context.Context, clientID string) error {
+// channel sessions on this node end. p is the client's project.
+func (s *Service) Deactivate(ctx context.Context, p *database.ProjectInfo, clientID string) error {
 	var epochs map[string]int64
 	if s.router != nil {
 		var err error
-		if epochs, err = s.router.DetachRemote(ctx, clientID); err != nil {
+		if epochs, err = s.router.DetachRemote(ctx, p, clientID); err != nil {
 			return err
 		}
 	}
-	if err := s.backend.DeactivateClient(ctx, clientID, epochs); err != nil {
+	if err := s.backend.DeactivateClient(ctx, p, clientID, epochs); err != nil {
 		return err
 	}
 	// The SDK sends no DetachChannel before deactivating. Sessions on
@@ -266,19 +268,23 @@ func (s *Service) AttachDocument(ctx context.Context, req *connect.Request[api.A
 		return nil, errinfo.InvalidArgument(err)
 	}
 	procedure := req.Spec().Procedure
-	if err := s.limits.CheckAttachments(ctx, clientID, s.backend.CountAttachedDocuments); err != nil {
+	p := project.FromContext(ctx)
+	countIn := func(ctx context.Context, clientID string) (int, error) {
+		return s.backend.CountAttachedDocuments(ctx, p, clientID)
+	}
+	if err := s.limits.CheckAttachments(ctx, clientID, countIn); err != nil {
 		return nil, errinfo.ToConnect(err)
 	}
-	call := routing.DocumentCall{Kind: routing.CallAttach, ClientID: clientID, DocumentKey: key, Header: req.Header()}
+	call := routing.DocumentCall{Kind: routing.CallAttach, Project: p, ClientID: clientID, DocumentKey: key, Header: req.Header()}
 	rt, err := s.route(ctx, call)
 	if err != nil {
 		return nil, errinfo.ToConnect(err)
 	}
-	if err := s.authorize(ctx, procedure, req.Header(), oneKey(key, packVerb(pack))); err != nil {
+	if err := s.authorize(ctx, p, procedure, req.Header(), oneKey(key, packVerb(pack))); err != nil {
 		return nil, s.failRouted(ctx, procedure, rt, err)
 	}
 	attach := func() (*api.AttachDocumentResponse, error) {
-		docID, resp, rules, err := s.backend.AttachDocumentWithSchema(ctx, rt.Epoch, clientID, key, req.Msg.GetSchemaKey(), pack)
+		docID, resp, rules, err := s.backend.AttachDocumentWithSchema(ctx, rt.Project, rt.Epoch, clientID, key, req.Msg.GetSchemaKey(), pack)
 		return &api.AttachDocumentResponse{DocumentId: docID, ChangePack: resp, SchemaRules: toPBRules(rules)}, err
 	}
 	var att *api.AttachDocumentResponse
@@ -304,7 +310,7 @@ func (s *Service) AttachDocument(ctx context.Context, req *connect.Request[api.A
 		return nil, s.failRouted(ctx, procedure, rt, err)
 	}
 	docID, resp := att.DocumentId, att.ChangePack
-	maxSize, err := s.backend.DocumentSizeLimit(ctx)
+	maxSize, err := s.backend.DocumentSizeLimit(rt.Project)
 	if err != nil {
 		return nil, s.failRouted(ctx, procedure, rt, fmt.Errorf("attach document %q by %s: %w", key, clientID, err))
 	}
@@ -324,8 +330,8 @@ func (s *Service) DetachDocument(ctx context.Context, req *connect.Request[api.D
 		func(o v1connect.YorkieServiceClient) relayFunc[api.DetachDocumentRequest, api.DetachDocumentResponse] {
 			return o.DetachDocument
 		},
-		func(epoch int64, clientID, docID string, pack *api.ChangePack) (*api.DetachDocumentResponse, error) {
-			resp, err := s.backend.DetachDocument(ctx, epoch, clientID, docID, pack)
+		func(rt routing.Route, clientID, docID string, pack *api.ChangePack) (*api.DetachDocumentResponse, error) {
+			resp, err := s.backend.DetachDocument(ctx, rt.Project, rt.Epoch, clientID, docID, pack)
 			return &api.DetachDocumentResponse{ChangePack: resp}, err
 		})
 }
@@ -336,8 +342,8 @@ func (s *Service) RemoveDocument(ctx context.Context, req *connect.Request[api.R
 		func(o v1connect.YorkieServiceClient) relayFunc[api.RemoveDocumentRequest, api.RemoveDocumentResponse] {
 			return o.RemoveDocument
 		},
-		func(epoch int64, clientID, docID string, pack *api.ChangePack) (*api.RemoveDocumentResponse, error) {
-			resp, err := s.backend.RemoveDocument(ctx, epoch, clientID, docID, pack)
+		func(rt routing.Route, clientID, docID string, pack *api.ChangePack) (*api.RemoveDocumentResponse, error) {
+			resp, err := s.backend.RemoveDocument(ctx, rt.Project, rt.Epoch, clientID, docID, pack)
 			return &api.RemoveDocumentResponse{ChangePack: resp}, err
 		})
 }
@@ -348,8 +354,8 @@ func (s *Service) PushPullChanges(ctx context.Context, req *connect.Request[api.
 		func(o v1connect.YorkieServiceClient) relayFunc[api.PushPullChangesRequest, api.PushPullChangesResponse] {
 			return o.PushPullChanges
 		},
-		func(epoch int64, clientID, docID string, pack *api.ChangePack) (*api.PushPullChangesResponse, error) {
-			resp, err := s.backend.PushPull(ctx, epoch, clientID, docID, pack, req.Msg.GetPushOnly())
+		func(rt routing.Route, clientID, docID string, pack *api.ChangePack) (*api.PushPullChangesResponse, error) {
+			resp, err := s.backend.PushPull(ctx, rt.Project, rt.Epoch, clientID, docID, pack, req.Msg.GetPushOnly())
 			return &api.PushPullChangesResponse{ChangePack: resp}, err
 		})
 }
@@ -363,24 +369,26 @@ type relayFunc[Req, Res any] func(context.Context, *connect.Request[Req]) (*conn
 func documentCall[Req, Res any](ctx context.Context, s *Service, req *connect.Request[Req], kind routing.CallKind,
 	clientID, docID string, pack *api.ChangePack,
 	method func(v1connect.YorkieServiceClient) relayFunc[Req, Res],
-	serve func(epoch int64, clientID, docID string, pack *api.ChangePack) (*Res, error),
+	serve func(rt routing.Route, clientID, docID string, pack *api.ChangePack) (*Res, error),
 ) (*connect.Response[Res], error) {
 	if err := validateDocumentCall(clientID, docID, pack); err != nil {
 		return nil, err
 	}
-	call := routing.DocumentCall{Kind: kind, ClientID: clientID, DocumentID: docID, Header: req.Header()}
-	return routedCall(ctx, s, req, call, s.documentByID(docID, packVerb(pack)), method,
-		func(epoch int64) (*Res, error) {
-			return servePack(ctx, s, pack, func() (*Res, error) { return serve(epoch, clientID, docID, pack) })
+	p := project.FromContext(ctx)
+	call := routing.DocumentCall{Kind: kind, Project: p, ClientID: clientID, DocumentID: docID, Header: req.Header()}
+	return routedCall(ctx, s, req, call, s.documentByID(p, docID, packVerb(pack)), method,
+		func(rt routing.Route) (*Res, error) {
+			return servePack(ctx, s, pack, func() (*Res, error) { return serve(rt, clientID, docID, pack) })
 		})
 }
 
 // routedCall routes a validated unary call on a document, authorizes it,
-// and either relays it to the owner or serves it here with the owner epoch,
-// answering with the owner's session key either way.
+// and either relays it to the owner or serves it here on the route (its
+// project and owner epoch), answering with the owner's session key either
+// way.
 func routedCall[Req, Res any](ctx context.Context, s *Service, req *connect.Request[Req], call routing.DocumentCall,
 	attrs attributes, method func(v1connect.YorkieServiceClient) relayFunc[Req, Res],
-	serve func(epoch int64) (*Res, error),
+	serve func(rt routing.Route) (*Res, error),
 ) (*connect.Response[Res], error) {
 	procedure := req.Spec().Procedure
 	rt, err := s.route(ctx, call)
@@ -390,7 +398,7 @@ func routedCall[Req, Res any](ctx context.Context, s *Service, req *connect.Requ
 	// An operator's call relayed by a node asks no webhook: the operator
 	// was authorised where the call began.
 	if call.Kind != routing.CallAdmin {
-		if err := s.authorize(ctx, procedure, req.Header(), attrs); err != nil {
+		if err := s.authorize(ctx, call.Project, procedure, req.Header(), attrs); err != nil {
 			return nil, s.failRouted(ctx, procedure, rt, err)
 		}
 	}
@@ -403,7 +411,7 @@ func routedCall[Req, Res any](ctx context.Context, s *Service, req *connect.Requ
 			}
 			return resp, err
 		}
-		resp, err := serve(rt.Epoch)
+		resp, err := serve(rt)
 		if staleServe(call, err) && attempt < maxReroutes {
 			// This node's binding was older than the document's claim (its
 			// owner changed while the binding stood) and has been dropped:
@@ -462,7 +470,7 @@ func (s *Service) Watch(ctx context.Context, req *connect.Request[api.WatchReque
 	if err := validate.DocumentID(docID); err != nil {
 		return errinfo.InvalidArgument(err)
 	}
-	call := routing.DocumentCall{Kind: routing.CallWatch, ClientID: clientID, DocumentID: docID, Header: req.Header()}
+	call := routing.DocumentCall{Kind: routing.CallWatch, Project: project.FromContext(ctx), ClientID: clientID, DocumentID: docID, Header: req.Header()}
 	changed := &api.WatchResponse{Body: &api.WatchResponse_Event{Event: &api.WatchEvent{Event: &api.WatchEvent_DocEvent{
 		DocEvent: &api.DocWatchEvent{DocumentId: docID, Event: &api.DocEvent{Type: api.DocEventType_DOC_EVENT_TYPE_DOCUMENT_CHANGED}},
 	}}}}
@@ -502,7 +510,7 @@ func (s *Service) WatchDocument(ctx context.Context, req *connect.Request[api.Wa
 	if err := validate.DocumentID(docID); err != nil {
 		return errinfo.InvalidArgument(err)
 	}
-	call := routing.DocumentCall{Kind: routing.CallWatch, ClientID: clientID, DocumentID: docID, Header: req.Header()}
+	call := routing.DocumentCall{Kind: routing.CallWatch, Project: project.FromContext(ctx), ClientID: clientID, DocumentID: docID, Header: req.Header()}
 	changed := &api.WatchDocumentResponse{Body: &api.WatchDocumentResponse_Event{
 		Event: &api.DocEvent{Type: api.DocEventType_DOC_EVENT_TYPE_DOCUMENT_CHANGED},
 	}}
@@ -549,7 +557,7 @@ func serveWatchStream[Req, Res any](ctx context.Context, s *Service, req *connec
 	if err != nil {
 		return err
 	}
-	if err := s.authorize(ctx, procedure, req.Header(), noAttributes); err != nil {
+	if err := s.authorize(ctx, call.Project, procedure, req.Header(), noAttributes); err != nil {
 		return s.failRouted(ctx, procedure, rt, err)
 	}
 	if st := streamconn.FromContext(ctx); st != nil && rt.Owner == nil {
@@ -576,12 +584,12 @@ func serveWatchStream[Req, Res any](ctx context.Context, s *Service, req *connec
 func (s *Service) watch(ctx context.Context, procedure string, rt routing.Route, clientID, docID string,
 	sendInit func(watchers []string) error, sendEvent func(ev *api.DocEvent) error,
 ) error {
-	sub, watchers, err := s.backend.Watch(ctx, rt.Epoch, clientID, docID)
+	sub, watchers, err := s.backend.Watch(ctx, rt.Project, rt.Epoch, clientID, docID)
 	if err != nil {
 		return s.failRouted(ctx, procedure, rt, err)
 	}
 	defer sub.Close()
-	defer s.upstream.WatchOpened(project.FromContext(ctx))()
+	defer s.upstream.WatchOpened(rt.Project)()
 	if watchers == nil {
 		watchers = []string{}
 	}

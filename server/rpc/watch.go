@@ -67,7 +67,7 @@ func (s *Service) watchResources(ctx context.Context, req *connect.Request[api.W
 			return err
 		}
 		if i == 0 { // once for the whole stream, upstream names no resource
-			if err := s.authorize(ctx, procedure, req.Header(), noAttributes); err != nil {
+			if err := s.authorize(ctx, calls[i].Project, procedure, req.Header(), noAttributes); err != nil {
 				return s.failRouted(ctx, procedure, rt, err)
 			}
 		}
@@ -120,14 +120,16 @@ func (s *Service) watchResources(ctx context.Context, req *connect.Request[api.W
 	return s.endWatch(parent, procedure, err)
 }
 
-// watchCall validates one Watch resource and names the call that routes it.
+// watchCall validates one Watch resource and names the call that routes it,
+// in the project the call's API key resolved to.
 func (s *Service) watchCall(ctx context.Context, procedure, clientID string, res *api.ResourceDescriptor, header http.Header) (routing.DocumentCall, error) {
+	p := project.FromContext(ctx)
 	if ch := res.GetChannel(); ch != nil {
 		key := ch.GetChannelKey()
 		if err := channel.ValidateKey(key); err != nil {
 			return routing.DocumentCall{}, errinfo.ToConnect(err)
 		}
-		return routing.DocumentCall{Kind: routing.CallWatchChannel, ClientID: clientID, DocumentKey: channel.RoutingKey(key), Header: header}, nil
+		return routing.DocumentCall{Kind: routing.CallWatchChannel, Project: p, ClientID: clientID, DocumentKey: channel.RoutingKey(key), Header: header}, nil
 	}
 	doc := res.GetDocument()
 	if doc == nil {
@@ -136,7 +138,7 @@ func (s *Service) watchCall(ctx context.Context, procedure, clientID string, res
 	if err := validate.DocumentID(doc.GetDocumentId()); err != nil {
 		return routing.DocumentCall{}, errinfo.InvalidArgument(err)
 	}
-	return routing.DocumentCall{Kind: routing.CallWatch, ClientID: clientID, DocumentID: doc.GetDocumentId(), Header: header}, nil
+	return routing.DocumentCall{Kind: routing.CallWatch, Project: p, ClientID: clientID, DocumentID: doc.GetDocumentId(), Header: header}, nil
 }
 
 // openSource subscribes to one resource, here or at its owner.
@@ -146,7 +148,7 @@ func (s *Service) openSource(ctx context.Context, procedure, clientID string, re
 	}
 	if ch := res.GetChannel(); ch != nil {
 		key := ch.GetChannelKey()
-		w, err := s.openChannelWatch(ctx, clientID, key)
+		w, err := s.openChannelWatch(ctx, rt.Project, clientID, key)
 		if err != nil {
 			return nil, s.failRouted(ctx, procedure, rt, err)
 		}
@@ -167,7 +169,7 @@ func (s *Service) openSource(ctx context.Context, procedure, clientID string, re
 		}, nil
 	}
 	docID := res.GetDocument().GetDocumentId()
-	sub, watchers, err := s.backend.Watch(ctx, rt.Epoch, clientID, docID)
+	sub, watchers, err := s.backend.Watch(ctx, rt.Project, rt.Epoch, clientID, docID)
 	if err != nil {
 		return nil, s.failRouted(ctx, procedure, rt, err)
 	}

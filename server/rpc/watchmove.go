@@ -129,18 +129,18 @@ func (s *Service) watchChannel(ctx context.Context, req *connect.Request[api.Wat
 		return errinfo.ToConnect(err)
 	}
 	clientID := req.Msg.GetClientId()
-	call := routing.DocumentCall{Kind: routing.CallWatchChannel, ClientID: clientID, DocumentKey: channel.RoutingKey(key), Header: req.Header()}
+	call := routing.DocumentCall{Kind: routing.CallWatchChannel, Project: project.FromContext(ctx), ClientID: clientID, DocumentKey: channel.RoutingKey(key), Header: req.Header()}
 	return serveWatchStream(ctx, s, req, stream, call, nil, func(owner v1connect.YorkieServiceClient) ownerStream[api.WatchResponse] {
 		return func(ctx context.Context) (*connect.ServerStreamForClient[api.WatchResponse], error) {
 			return owner.Watch(ctx, relayRequest(req.Msg, call))
 		}
 	}, func(ctx context.Context, procedure string, rt routing.Route, send func(*api.WatchResponse) error) error {
-		w, err := s.openChannelWatch(ctx, clientID, key)
+		w, err := s.openChannelWatch(ctx, rt.Project, clientID, key)
 		if err != nil {
 			return s.failRouted(ctx, procedure, rt, err)
 		}
 		defer w.Close()
-		defer s.upstream.WatchOpened(project.FromContext(ctx))()
+		defer s.upstream.WatchOpened(rt.Project)()
 		c, _ := w.LatestCount()
 		if err := send(&api.WatchResponse{Body: &api.WatchResponse_Initialization{
 			Initialization: &api.WatchInitialization{ResourceInits: []*api.ResourceInit{{

@@ -12,6 +12,7 @@ import (
 
 	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
 	"github.com/yorkie-affinity/yorkie/server"
+	"github.com/yorkie-affinity/yorkie/server/backend/database"
 	"github.com/yorkie-affinity/yorkie/server/routing"
 	"github.com/yorkie-affinity/yorkie/server/servertest"
 	"github.com/yorkie-affinity/yorkie/server/servertest/poll"
@@ -146,11 +147,13 @@ func TestShutdownLetsUnaryCallsFinish(t *testing.T) {
 type funcRouter func(ctx context.Context, call routing.DocumentCall) error
 
 func (f funcRouter) Route(ctx context.Context, call routing.DocumentCall) (routing.Route, error) {
-	return routing.Route{}, f(ctx, call)
+	return routing.Route{Project: call.Project}, f(ctx, call)
 }
 
 func (funcRouter) RelayFailed(context.Context, routing.Route, error) {}
 
-func (funcRouter) DetachRemote(context.Context, string) (map[string]int64, error) { return nil, nil }
+func (funcRouter) DetachRemote(context.Context, *database.ProjectInfo, string) (map[string]int64, error) {
+	return nil, nil
+}
 
 func (funcRouter) SessionKeyHeader() string { return "x-session-key" }

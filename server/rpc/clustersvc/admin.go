@@ -8,7 +8,6 @@ import (
 
 	clusterv1 "github.com/yorkie-affinity/yorkie/api/yorkie/cluster/v1"
 	"github.com/yorkie-affinity/yorkie/server/channel"
-	"github.com/yorkie-affinity/yorkie/server/project"
 	"github.com/yorkie-affinity/yorkie/server/routing"
 	"github.com/yorkie-affinity/yorkie/server/rpc/errinfo"
 	"github.com/yorkie-affinity/yorkie/server/rpc/validate"
@@ -18,22 +17,21 @@ import (
 // node that does not own the document or channel group refuses with
 // ErrWrongNode rather than pass the call on: the caller asks again.
 
-// ownedHere puts the call's project in ctx and checks that this node owns
-// key, returning the owner epoch.
-func (c *Service) ownedHere(ctx context.Context, projectID, key string, h map[string][]string) (context.Context, int64, error) {
+// ownedHere checks that this node owns key in the call's project and
+// returns the route that serves it here (the project, the owner epoch).
+func (c *Service) ownedHere(ctx context.Context, projectID, key string, h map[string][]string) (routing.Route, error) {
 	p, err := c.cfg.FindProject(ctx, projectID)
 	if err != nil {
-		return nil, 0, errinfo.ToConnect(err)
+		return routing.Route{}, errinfo.ToConnect(err)
 	}
-	ctx = project.NewContext(ctx, p)
-	rt, err := c.cfg.Router.Route(ctx, routing.DocumentCall{Kind: routing.CallAdmin, DocumentKey: key, Header: h})
+	rt, err := c.cfg.Router.Route(ctx, routing.DocumentCall{Kind: routing.CallAdmin, Project: p, DocumentKey: key, Header: h})
 	if err != nil {
-		return nil, 0, errinfo.ToConnect(errinfo.RouteError(err))
+		return routing.Route{}, errinfo.ToConnect(errinfo.RouteError(err))
 	}
 	if rt.Owner != nil {
-		return nil, 0, errinfo.WrongNode(c.cfg.Router.SessionKeyHeader(), rt.SessionKey, fmt.Errorf("%q is owned elsewhere", key))
+		return routing.Route{}, errinfo.WrongNode(c.cfg.Router.SessionKeyHeader(), rt.SessionKey, fmt.Errorf("%q is owned elsewhere", key))
 	}
-	return ctx, rt.Epoch, nil
+	return rt, nil
 }
 
 // adminDoc checks the document named by an admin call.
@@ -53,11 +51,11 @@ func (c *Service) GetDocumentSummary(ctx context.Context, req *connect.Request[c
 	if err := adminDoc(m.GetDocumentId(), m.GetDocumentKey()); err != nil {
 		return nil, err
 	}
-	ctx, epoch, err := c.ownedHere(ctx, m.GetProjectId(), m.GetDocumentKey(), req.Header())
+	rt, err := c.ownedHere(ctx, m.GetProjectId(), m.GetDocumentKey(), req.Header())
 	if err != nil {
 		return nil, err
 	}
-	st, err := c.cfg.Owner.SummaryHere(ctx, epoch, m.GetDocumentId(), m.GetIncludeRoot(), m.GetIncludePresences())
+	st, err := c.cfg.Owner.SummaryHere(ctx, rt.Project, rt.Epoch, m.GetDocumentId(), m.GetIncludeRoot(), m.GetIncludePresences())
 	if err != nil {
 		return nil, err
 	}
@@ -71,11 +69,11 @@ func (c *Service) RemoveDocumentByAdmin(ctx context.Context, req *connect.Reques
 	if err := adminDoc(m.GetDocumentId(), m.GetDocumentKey()); err != nil {
 		return nil, err
 	}
-	ctx, epoch, err := c.ownedHere(ctx, m.GetProjectId(), m.GetDocumentKey(), req.Header())
+	rt, err := c.ownedHere(ctx, m.GetProjectId(), m.GetDocumentKey(), req.Header())
 	if err != nil {
 		return nil, err
 	}
-	if err := c.cfg.Owner.RemoveHere(ctx, epoch, m.GetDocumentId(), m.GetForce()); err != nil {
+	if err := c.cfg.Owner.RemoveHere(ctx, rt.Project, rt.Epoch, m.GetDocumentId(), m.GetForce()); err != nil {
 		return nil, err
 	}
 	return connect.NewResponse(&clusterv1.RemoveDocumentByAdminResponse{}), nil
@@ -103,7 +101,7 @@ func (c *Service) GetChannels(ctx context.Context, req *connect.Request[clusterv
 			return nil, errinfo.InvalidArgument(fmt.Errorf("channel %q is not of group %q", k, group))
 		}
 	}
-	if _, _, err := c.ownedHere(ctx, m.GetProjectId(), group, req.Header()); err != nil {
+	if _, err := c.ownedHere(ctx, m.GetProjectId(), group, req.Header()); err != nil {
 		return nil, err
 	}
 	list := c.cfg.Owner.ChannelCountsHere(m.GetProjectId(), m.GetChannelKeys(), m.GetIncludeSubPath())
@@ -116,11 +114,11 @@ func (c *Service) BroadcastByAdmin(ctx context.Context, req *connect.Request[clu
 	if err := channel.ValidateKey(m.GetChannelKey()); err != nil {
 		return nil, errinfo.ToConnect(err)
 	}
-	ctx, _, err := c.ownedHere(ctx, m.GetProjectId(), channel.RoutingKey(m.GetChannelKey()), req.Header())
+	rt, err := c.ownedHere(ctx, m.GetProjectId(), channel.RoutingKey(m.GetChannelKey()), req.Header())
 	if err != nil {
 		return nil, err
 	}
-	if err := c.cfg.Owner.BroadcastHere(ctx, m.GetProjectId(), m.GetChannelKey(), m.GetTopic(), m.GetPayload()); err != nil {
+	if err := c.cfg.Owner.BroadcastHere(ctx, rt.Project.ID, m.GetChannelKey(), m.GetTopic(), m.GetPayload()); err != nil {
 		return nil, err
 	}
 	return connect.NewResponse(&clusterv1.BroadcastByAdminResponse{}), nil

@@ -40,19 +40,19 @@ type Router interface {
 }
 
 // Owner serves, on the node that owns a document or channel group, the
-// AdminService's calls another node passed on. ctx carries the call's
-// project. Its errors are Connect errors with upstream's codes. The
+// AdminService's calls another node passed on, in the project the call
+// names. Its errors are Connect errors with upstream's codes. The
 // YorkieService's owner side (rpc.AdminOwners) is one.
 type Owner interface {
 	// SummaryHere returns the owner's state of a document held here
 	// under epoch: root and size when root, presences when presences.
-	SummaryHere(ctx context.Context, epoch int64, docID string, root, presences bool) (*admin.OwnerState, error)
+	SummaryHere(ctx context.Context, p *database.ProjectInfo, epoch int64, docID string, root, presences bool) (*admin.OwnerState, error)
 	// UpdateHere applies an admin's update to a document held here and
 	// returns its summary afterwards.
-	UpdateHere(ctx context.Context, epoch int64, docID string, u backend.DocumentUpdate) (*api.DocumentSummary, error)
+	UpdateHere(ctx context.Context, p *database.ProjectInfo, epoch int64, docID string, u backend.DocumentUpdate) (*api.DocumentSummary, error)
 	// RemoveHere removes a document held here; unless force, one with
 	// clients attached is refused.
-	RemoveHere(ctx context.Context, epoch int64, docID string, force bool) error
+	RemoveHere(ctx context.Context, p *database.ProjectInfo, epoch int64, docID string, force bool) error
 	// ChannelCountsHere counts the sessions of channels whose group is
 	// held here, with their sub-channels' when includeSub.
 	ChannelCountsHere(projectID string, keys []string, includeSub bool) []*api.ChannelSummary
@@ -162,23 +162,24 @@ func (c *Service) DetachClientDocument(ctx context.Context, req *connect.Request
 	if err := validate.DocumentKey(key); err != nil {
 		return nil, errinfo.InvalidArgument(err)
 	}
+	// The detaching node names the client's project; none is no call of
+	// ours, never the default project.
 	pid := req.Msg.GetProjectId()
 	if pid == "" {
-		pid = database.DefaultProjectID
+		return nil, errinfo.InvalidArgument(fmt.Errorf("project_id: %w", project.ErrMissing))
 	}
 	p, err := c.cfg.FindProject(ctx, pid)
 	if err != nil {
 		return nil, errinfo.ToConnect(err)
 	}
-	ctx = project.NewContext(ctx, p)
-	rt, err := c.cfg.Router.Route(ctx, routing.DocumentCall{Kind: routing.CallDetach, ClientID: clientID, DocumentID: docID, DocumentKey: key, Header: req.Header()})
+	rt, err := c.cfg.Router.Route(ctx, routing.DocumentCall{Kind: routing.CallDetach, Project: p, ClientID: clientID, DocumentID: docID, DocumentKey: key, Header: req.Header()})
 	if err != nil {
 		return nil, errinfo.ToConnect(errinfo.RouteError(err))
 	}
 	if rt.Owner != nil {
 		return nil, errinfo.WrongNode(c.cfg.Router.SessionKeyHeader(), rt.SessionKey, fmt.Errorf("document %q is owned elsewhere", key))
 	}
-	if err := c.cfg.Backend.DetachClient(ctx, rt.Epoch, clientID, docID); err != nil {
+	if err := c.cfg.Backend.DetachClient(ctx, rt.Project, rt.Epoch, clientID, docID); err != nil {
 		return nil, errinfo.ToConnect(err)
 	}
 	return connect.NewResponse(&clusterv1.DetachClientDocumentResponse{}), nil

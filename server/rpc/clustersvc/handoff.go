@@ -29,7 +29,7 @@ func (c *Service) WarmDocument(ctx context.Context, req *connect.Request[cluster
 	if err != nil {
 		return nil, errinfo.ToConnect(err)
 	}
-	seq, err := c.cfg.Backend.WarmDocument(project.NewContext(ctx, p), m.GetDocumentId())
+	seq, err := c.cfg.Backend.WarmDocument(ctx, p, m.GetDocumentId())
 	if err != nil {
 		return nil, errinfo.ToConnect(err)
 	}
@@ -67,7 +67,7 @@ func (c *Service) ImportChannelSessions(ctx context.Context, req *connect.Reques
 			Age: time.Duration(s.GetAgeMs()) * time.Millisecond, TTL: time.Duration(s.GetTtlMs()) * time.Millisecond,
 		})
 	}
-	if _, _, err := c.ownedHere(ctx, m.GetProjectId(), channel.RoutingKey(group), req.Header()); err != nil {
+	if _, err := c.ownedHere(ctx, m.GetProjectId(), channel.RoutingKey(group), req.Header()); err != nil {
 		return nil, err
 	}
 	n, err := c.cfg.Channels.Import(sessions)

@@ -28,11 +28,11 @@ func (c *Service) UpdateDocumentByAdmin(ctx context.Context, req *connect.Reques
 		}
 		u.Root = root
 	}
-	ctx, epoch, err := c.ownedHere(ctx, m.GetProjectId(), m.GetDocumentKey(), req.Header())
+	rt, err := c.ownedHere(ctx, m.GetProjectId(), m.GetDocumentKey(), req.Header())
 	if err != nil {
 		return nil, err
 	}
-	sum, err := c.cfg.Owner.UpdateHere(ctx, epoch, m.GetDocumentId(), u)
+	sum, err := c.cfg.Owner.UpdateHere(ctx, rt.Project, rt.Epoch, m.GetDocumentId(), u)
 	if err != nil {
 		return nil, err
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/yorkie-affinity/yorkie/server"
+	"github.com/yorkie-affinity/yorkie/server/backend/database"
 	"github.com/yorkie-affinity/yorkie/server/routing"
 	"github.com/yorkie-affinity/yorkie/server/rpc/http1"
 	"github.com/yorkie-affinity/yorkie/server/servertest"
@@ -273,15 +274,15 @@ type blockingRouter struct {
 	release chan struct{}
 }
 
-func (r blockingRouter) Route(context.Context, routing.DocumentCall) (routing.Route, error) {
+func (r blockingRouter) Route(_ context.Context, call routing.DocumentCall) (routing.Route, error) {
 	close(r.started)
 	<-r.release
-	return routing.Route{}, nil
+	return routing.Route{Project: call.Project}, nil
 }
 
 func (blockingRouter) RelayFailed(context.Context, routing.Route, error) {}
 
-func (blockingRouter) DetachRemote(context.Context, string) (map[string]int64, error) {
+func (blockingRouter) DetachRemote(context.Context, *database.ProjectInfo, string) (map[string]int64, error) {
 	return nil, nil
 }
 
