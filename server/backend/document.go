@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
 	"github.com/yorkie-affinity/yorkie/server/document"
 )
@@ -146,6 +147,33 @@ func (b *Backend) lockDoc(ctx context.Context, p *database.ProjectInfo, epoch in
 		}
 		return ds, nil
 	}
+}
+
+// settle releases the document lockDoc locked (writing the attachment the
+// call left for after the lock), then completes the answer the call left
+// for after the lock (its snapshot, to encode), so that other calls on the
+// document do not wait for the encoding. Every call answering with a pack
+// defers it on its named results once it holds the lock.
+func (b *Backend) settle(ctx context.Context, ds *docState, resp *api.ChangePack, err error) error {
+	job, w := ds.answerJob, ds.attWrite
+	ds.answerJob, ds.attWrite = nil, nil
+	ds.unlock()
+	if w != nil {
+		if err == nil {
+			err = b.writeQueued(ctx, ds, w)
+		} else {
+			b.attWrites.finish(w)
+		}
+	}
+	if err != nil || job == nil {
+		return err
+	}
+	data, err := b.encodeAnswer(ctx, ds.snap, *job)
+	if err != nil {
+		return fmt.Errorf("snapshot answer: %w", err)
+	}
+	resp.Snapshot = data
+	return nil
 }
 
 // load reads the document's state from the database, claiming it with the

@@ -511,6 +511,54 @@ func (b *Backend) push(ctx context.Context, p *database.ProjectInfo, ds *docStat
 	}
 }
 
+// applyPushed applies the changes about to be stored to the built document,
+// refusing them (and dropping the document, which may be half-applied) when
+// one does not apply or the document would outgrow its project's limit. The caller
+// holds the lock and has not stored them yet.
+func (b *Backend) applyPushed(ctx context.Context, p *database.ProjectInfo, ds *docState, changes []*api.Change) error {
+	// Past the project's limit is accepted, as upstream: the SDK checks its
+	// own edits and concurrent ones may together pass it. Only the hard
+	// bound, far above, is enforced here.
+	limit := b.sizeLimit(p) * b.hardFactor
+	doc, err := b.useDoc(ctx, ds)
+	if err != nil {
+		return err
+	}
+	apply := func() error {
+		if err := doc.ApplyPushed(changes); err != nil {
+			return fmt.Errorf("%w: %w", ErrInvalidChange, err)
+		}
+		return nil
+	}
+	if len(ds.schema.rules) > 0 {
+		apply = func() error { return checkSchema(doc, ds.schema.rules, changes) }
+	}
+	if err := apply(); err != nil {
+		b.dropDoc(ds)
+		b.metrics.ChangesRefused.Add(int64(len(changes)))
+		return err
+	}
+	if limit > 0 && hasOperations(changes) {
+		if size := doc.Size().Total(); size > limit {
+			b.dropDoc(ds)
+			b.metrics.ChangesRefused.Add(int64(len(changes)))
+			return fmt.Errorf("size %d > %d (%d times the limit): %w", size, limit, b.hardFactor, ErrDocumentSizeExceedsLimit)
+		}
+	}
+	return nil
+}
+
+// hasOperations reports whether a change edits the document: presence-only
+// changes pass the size limit, as in the SDK.
+func hasOperations(changes []*api.Change) bool {
+	for _, c := range changes {
+		if len(c.GetOperations()) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // reloadHead rereads the head after a conflict and marks every cached
 // attachment for reconciliation with the log.
 func (b *Backend) reloadHead(ctx context.Context, ds *docState, e *attState) error {

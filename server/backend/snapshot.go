@@ -2,7 +2,6 @@ package backend
 
 import (
 	"context"
-	"fmt"
 	"reflect"
 	"slices"
 	"time"
@@ -19,54 +18,6 @@ const maxCollections = 16
 // snapshotSaveTimeout bounds storing one snapshot after its call has been
 // answered or abandoned.
 const snapshotSaveTimeout = 30 * time.Second
-
-// applyPushed applies the changes about to be stored to the built document,
-// refusing them (and dropping the document, which may be half-applied) when
-// one does not apply or the document would outgrow its project's limit. The caller
-// holds the lock and has not stored them yet.
-func (b *Backend) applyPushed(ctx context.Context, p *database.ProjectInfo, ds *docState, changes []*api.Change) error {
-	// Past the project's limit is accepted, as upstream: the SDK checks its
-	// own edits and concurrent ones may together pass it. Only the hard
-	// bound, far above, is enforced here.
-	limit := b.sizeLimit(p) * b.hardFactor
-	doc, err := b.useDoc(ctx, ds)
-	if err != nil {
-		return err
-	}
-	apply := func() error {
-		if err := doc.ApplyPushed(changes); err != nil {
-			return fmt.Errorf("%w: %w", ErrInvalidChange, err)
-		}
-		return nil
-	}
-	if len(ds.schema.rules) > 0 {
-		apply = func() error { return checkSchema(doc, ds.schema.rules, changes) }
-	}
-	if err := apply(); err != nil {
-		b.dropDoc(ds)
-		b.metrics.ChangesRefused.Add(int64(len(changes)))
-		return err
-	}
-	if limit > 0 && hasOperations(changes) {
-		if size := doc.Size().Total(); size > limit {
-			b.dropDoc(ds)
-			b.metrics.ChangesRefused.Add(int64(len(changes)))
-			return fmt.Errorf("size %d > %d (%d times the limit): %w", size, limit, b.hardFactor, ErrDocumentSizeExceedsLimit)
-		}
-	}
-	return nil
-}
-
-// hasOperations reports whether a change edits the document: presence-only
-// changes pass the size limit, as in the SDK.
-func hasOperations(changes []*api.Change) bool {
-	for _, c := range changes {
-		if len(c.GetOperations()) > 0 {
-			return true
-		}
-	}
-	return false
-}
 
 // collect purges the built document's tombstones that minSynced covers. It
 // runs only when there is garbage and the minimum is a new one since the last
@@ -157,30 +108,4 @@ func (b *Backend) snapshotAnswer(ctx context.Context, ds *docState, minSynced ma
 		collected:   ds.collected,
 		collections: slices.Clone(ds.collections),
 	}, pb, nil
-}
-
-// settle releases the document, then completes the answer the call left
-// for after the lock (its snapshot, to encode), so that other calls on the
-// document do not wait for the encoding. Every call answering with a pack
-// defers it on its named results once it holds the lock.
-func (b *Backend) settle(ctx context.Context, ds *docState, resp *api.ChangePack, err error) error {
-	job, w := ds.answerJob, ds.attWrite
-	ds.answerJob, ds.attWrite = nil, nil
-	ds.unlock()
-	if w != nil {
-		if err == nil {
-			err = b.writeQueued(ctx, ds, w)
-		} else {
-			b.attWrites.finish(w)
-		}
-	}
-	if err != nil || job == nil {
-		return err
-	}
-	data, err := b.encodeAnswer(ctx, ds.snap, *job)
-	if err != nil {
-		return fmt.Errorf("snapshot answer: %w", err)
-	}
-	resp.Snapshot = data
-	return nil
 }
