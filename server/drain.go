@@ -218,12 +218,19 @@ func (s *Server) handOff(ctx context.Context, mgr *affinity.Manager, key string)
 }
 
 // warm has the node at addr build a document, bounded by warmTimeout. A
-// failure is logged: the node builds it on the first call instead.
+// failure is logged (a removed document's at debug level): the node builds
+// it on the first call instead.
 func (s *Server) warm(ctx context.Context, addr, pid, docID string) {
 	req := connect.NewRequest(&clusterv1.WarmDocumentRequest{ProjectId: pid, DocumentId: docID})
 	wctx, cancel := context.WithTimeout(ctx, warmTimeout)
 	defer cancel()
-	if _, err := s.peers.Cluster(addr).WarmDocument(wctx, req); err != nil {
+	_, err := s.peers.Cluster(addr).WarmDocument(wctx, req)
+	switch code := connect.CodeOf(err); {
+	case err == nil:
+	case code == connect.CodeNotFound, code == connect.CodeFailedPrecondition:
+		// Removed (or gone): nothing will be served from it.
+		s.logger.DebugContext(ctx, "next owner did not build the document", "document", docID, "owner", addr, "error", err)
+	default:
 		s.logger.WarnContext(ctx, "next owner did not build the document", "document", docID, "owner", addr, "error", err)
 	}
 }
