@@ -99,15 +99,10 @@ type attState struct {
 
 func (ds *docState) unlock() { <-ds.lock }
 
-// lockDoc returns the state of document docID of project p, locked and
-// loaded. The caller unlocks. Another project's document is
-// database.ErrDocumentNotFound: a document ID is no way into another
-// project.
-func (b *Backend) lockDoc(ctx context.Context, p *database.ProjectInfo, epoch int64, docID string) (*docState, error) {
-	pid, err := projectID(p)
-	if err != nil {
-		return nil, fmt.Errorf("document %s: %w", docID, err)
-	}
+// lockState returns the state of document docID, locked, neither loaded nor
+// checked: a state released while the caller waited for it is passed over
+// for the one that replaced it.
+func (b *Backend) lockState(ctx context.Context, docID string) (*docState, error) {
 	for {
 		b.mu.RLock()
 		ds := b.docs[docID]
@@ -123,30 +118,45 @@ func (b *Backend) lockDoc(ctx context.Context, p *database.ProjectInfo, epoch in
 		select {
 		case ds.lock <- struct{}{}:
 		case <-ctx.Done():
-			return nil, fmt.Errorf("document %s: wait for lock: %w", docID, ctx.Err())
+			return nil, fmt.Errorf("wait for the lock of document %s: %w", docID, ctx.Err())
 		}
-		if ds.released {
-			ds.unlock()
-			continue
+		if !ds.released {
+			return ds, nil
 		}
-		if !ds.loaded {
-			// A reload reads the attachments as the writes left after the
-			// lock have made them.
-			if err := b.attWrites.wait(ctx, docID, ""); err != nil {
-				ds.unlock()
-				return nil, err
-			}
-			if err := b.load(ctx, pid, epoch, ds); err != nil {
-				ds.unlock()
-				return nil, err
-			}
-		}
-		if ds.project != pid {
-			ds.unlock()
-			return nil, fmt.Errorf("document %s of project %s: %w", docID, pid, database.ErrDocumentNotFound)
-		}
-		return ds, nil
+		ds.unlock()
 	}
+}
+
+// lockDoc returns the state of document docID of project p, locked and
+// loaded. The caller unlocks. Another project's document is
+// database.ErrDocumentNotFound: a document ID is no way into another
+// project.
+func (b *Backend) lockDoc(ctx context.Context, p *database.ProjectInfo, epoch int64, docID string) (*docState, error) {
+	pid, err := projectID(p)
+	if err != nil {
+		return nil, fmt.Errorf("document %s: %w", docID, err)
+	}
+	ds, err := b.lockState(ctx, docID)
+	if err != nil {
+		return nil, err
+	}
+	if !ds.loaded {
+		// A reload reads the attachments as the writes left after the
+		// lock have made them.
+		if err := b.attWrites.wait(ctx, docID, ""); err != nil {
+			ds.unlock()
+			return nil, err
+		}
+		if err := b.load(ctx, pid, epoch, ds); err != nil {
+			ds.unlock()
+			return nil, err
+		}
+	}
+	if ds.project != pid {
+		ds.unlock()
+		return nil, fmt.Errorf("document %s of project %s: %w", docID, pid, database.ErrDocumentNotFound)
+	}
+	return ds, nil
 }
 
 // settle releases the document lockDoc locked (writing the attachment the
