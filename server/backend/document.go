@@ -55,12 +55,6 @@ type docState struct {
 	// snapSeq is the server_seq of the newest snapshot stored or being
 	// stored; the next one is due an interval after it.
 	snapSeq int64
-	// answerJob is the snapshot answer the call holding the lock leaves
-	// to encode once it has released it (see settle).
-	answerJob *snapshotJob
-	// attWrite is the attachment write the call holding the lock leaves
-	// for after it (see attwrites.go).
-	attWrite *attWrite
 	// gcWith is the minimum synced vector garbage was last collected with;
 	// collection runs again only when the minimum is a new one.
 	gcWith map[string]int64
@@ -159,31 +153,42 @@ func (b *Backend) lockDoc(ctx context.Context, p *database.ProjectInfo, epoch in
 	return ds, nil
 }
 
-// settle releases the document lockDoc locked (writing the attachment the
-// call left for after the lock), then completes the answer the call left
-// for after the lock (its snapshot, to encode), so that other calls on the
-// document do not wait for the encoding. Every call answering with a pack
-// defers it on its named results once it holds the lock.
-func (b *Backend) settle(ctx context.Context, ds *docState, resp *api.ChangePack, err error) error {
-	job, w := ds.answerJob, ds.attWrite
-	ds.answerJob, ds.attWrite = nil, nil
-	ds.unlock()
-	if w != nil {
+// answer is a call's reply as it stands when the call gives up the
+// document's lock, with what it leaves for after the lock so that other
+// calls on the document do not wait for it: the attachment write it queued
+// (see attwrites.go) and the snapshot to encode into the pack.
+type answer struct {
+	pack  *api.ChangePack
+	write *attWrite
+	job   *snapshotJob
+}
+
+// settle runs locked with the document's lock, which lockDoc took, then
+// releases it and completes the answer: the queued attachment write (the
+// call fails if it does), then the snapshot encoding.
+func (b *Backend) settle(ctx context.Context, ds *docState, locked func() (answer, error)) (*api.ChangePack, error) {
+	a, err := func() (answer, error) {
+		defer ds.unlock()
+		return locked()
+	}()
+	if a.write != nil {
 		if err == nil {
-			err = b.writeQueued(ctx, ds, w)
+			err = b.writeQueued(ctx, ds, a.write)
 		} else {
-			b.attWrites.finish(w)
+			b.attWrites.finish(a.write)
 		}
 	}
-	if err != nil || job == nil {
-		return err
-	}
-	data, err := b.encodeAnswer(ctx, ds.snap, *job)
 	if err != nil {
-		return fmt.Errorf("snapshot answer: %w", err)
+		return nil, err
 	}
-	resp.Snapshot = data
-	return nil
+	if a.job != nil {
+		data, err := b.encodeAnswer(ctx, ds.snap, *a.job)
+		if err != nil {
+			return nil, fmt.Errorf("snapshot answer: %w", err)
+		}
+		a.pack.Snapshot = data
+	}
+	return a.pack, nil
 }
 
 // load reads the document's state from the database, claiming it with the
