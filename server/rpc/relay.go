@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
-	"fmt"
 	"net/http"
 
 	"connectrpc.com/connect"
@@ -25,13 +24,7 @@ import (
 // owner returned keeps its code and details; a failure to reach the owner is
 // unavailable, which clients retry.
 func (s *Service) relayFailed(ctx context.Context, procedure string, rt routing.Route, err error) error {
-	var ce *connect.Error
-	if !errors.As(err, &ce) || errinfo.Name(ce) == "" {
-		// Every error the owner itself returns names a Yorkie code; one
-		// without is the transport failing (the owner crashed mid-stream, a
-		// refused connection), which the client must retry, not give up on.
-		ce = errinfo.New(connect.CodeUnavailable, errinfo.CodeUnavailable, fmt.Errorf("relay to owner: %w", err))
-	}
+	ce := errinfo.Remote(err, "relay to owner")
 	s.router.RelayFailed(ctx, rt, ce)
 	var badCert *tls.CertificateVerificationError
 	switch {

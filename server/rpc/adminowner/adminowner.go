@@ -138,10 +138,7 @@ func (a *Owners) routeAdmin(ctx context.Context, p *database.ProjectInfo, key st
 // remoteFailed forgets an owner that could not be reached, as a failed
 // relay does, and returns the error for the caller.
 func (a *Owners) remoteFailed(ctx context.Context, rt routing.Route, err error) error {
-	var ce *connect.Error
-	if !errors.As(err, &ce) || errinfo.Name(ce) == "" {
-		ce = errinfo.New(connect.CodeUnavailable, errinfo.CodeUnavailable, fmt.Errorf("call the owner: %w", err))
-	}
+	ce := errinfo.Remote(err, "call the owner")
 	a.router.RelayFailed(ctx, rt, ce)
 	return ce
 }
@@ -311,11 +308,7 @@ func (a *Owners) ListChannels(ctx context.Context, p *database.ProjectInfo, quer
 				ProjectId: p.ID, Query: query, Limit: int32(limit),
 			}))
 			if err != nil {
-				var ce *connect.Error
-				if !errors.As(err, &ce) || errinfo.Name(ce) == "" {
-					err = errinfo.New(connect.CodeUnavailable, errinfo.CodeUnavailable, fmt.Errorf("list channels of another node: %w", err))
-				}
-				return nil, err
+				return nil, errinfo.Remote(err, "list channels of another node")
 			}
 			all = append(all, resp.Msg.GetChannels()...)
 		}
