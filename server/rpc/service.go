@@ -573,11 +573,13 @@ func serveWatchStream[Req, Res any](ctx context.Context, s *Service, req *connec
 		call.Header = s.routeHeaders(call.Header)
 		detached = st.Detach(base, func(ctx context.Context, header http.Header, send func(any) error) error {
 			defer closeStream()
+			// This frame stays under an idle stream's wait: it holds
+			// nothing but f.
+			f := newWatchFollow(s, procedure, call, rt, changed, relay, header, func(m *Res) error { return send(m) })
 			if open != nil {
-				f := newWatchFollow(s, procedure, call, rt, changed, relay, header, func(m *Res) error { return send(m) })
 				return f.serveParked(ctx, open)
 			}
-			return followWatch(ctx, s, procedure, call, rt, changed, relay, local, header, func(m *Res) error { return send(m) })
+			return f.serve(ctx, local)
 		})
 		if detached {
 			return nil

@@ -36,15 +36,19 @@ func followWatch[Res any](ctx context.Context, s *Service, procedure string, cal
 	relay func(owner v1connect.YorkieServiceClient) ownerStream[Res], local func(ctx context.Context, procedure string, rt routing.Route, send func(*Res) error) error,
 	header http.Header, send func(*Res) error,
 ) error {
-	f := newWatchFollow(s, procedure, call, rt, changed, relay, header, send)
+	return newWatchFollow(s, procedure, call, rt, changed, relay, header, send).serve(ctx, local)
+}
+
+// serve serves the stream, at each owner by relaying it or by local.
+func (f *watchFollow[Res]) serve(ctx context.Context, local func(ctx context.Context, procedure string, rt routing.Route, send func(*Res) error) error) error {
 	for {
 		f.sent = false
 		var err error
 		if f.rt.Owner != nil {
 			err = f.relayed(ctx)
 		} else {
-			s.stamp(header, f.rt)
-			err = local(ctx, procedure, f.rt, f.counted)
+			f.s.stamp(f.header, f.rt)
+			err = local(ctx, f.procedure, f.rt, f.counted)
 		}
 		if !f.moveOn(ctx, err) {
 			return err
