@@ -39,6 +39,7 @@ import (
 	"github.com/yorkie-affinity/yorkie/server/project"
 	"github.com/yorkie-affinity/yorkie/server/routing"
 	"github.com/yorkie-affinity/yorkie/server/rpc"
+	"github.com/yorkie-affinity/yorkie/server/rpc/adminowner"
 	"github.com/yorkie-affinity/yorkie/server/rpc/bounds"
 	"github.com/yorkie-affinity/yorkie/server/rpc/clustersvc"
 	"github.com/yorkie-affinity/yorkie/server/rpc/http1"
@@ -57,6 +58,9 @@ type Server struct {
 	backend  *backend.Backend
 	channels *channel.Manager
 	service  *rpc.Service
+	// owners serves the owner's side of the AdminService's document and
+	// channel calls (for admin, and for the ClusterService in a cluster).
+	owners *adminowner.Owners
 	// codecs are the Connect JSON codecs the RPC service reads and writes.
 	codecs []connect.Codec
 	health *grpchealth.StaticChecker
@@ -282,6 +286,13 @@ func New(ctx context.Context, cfg Config, opts ...Option) (_ *Server, err error)
 	if s.house, err = s.newHousekeeper(o); err != nil {
 		return nil, err
 	}
+	owners := adminowner.Config{Backend: s.backend, Channels: s.channels, Router: s.routes, Logger: logger}
+	if router != nil {
+		owners.Cluster = router
+	}
+	if s.owners, err = adminowner.New(owners); err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
 	if s.admin, err = admin.New(ctx, admin.Config{
 		Settings: cfg.Admin, DB: s.db, Logger: logger, Registerer: s.registry, Now: o.clock,
 		Interceptors:                     []connect.Interceptor{s.upstream.Interceptor(false)},
@@ -290,7 +301,7 @@ func New(ctx context.Context, cfg Config, opts ...Option) (_ *Server, err error)
 			s.projects.Updated(p)
 		},
 		Compactor: compactor{s},
-		Owners:    s.service.AdminOwners(),
+		Owners:    s.owners,
 		Revisions: s.service,
 		Drainer:   drainer{s},
 	}); err != nil {
@@ -379,7 +390,7 @@ func (s *Server) newRPCPort(router *routing.Router) (port, error) {
 	if router != nil {
 		csvc, err := clustersvc.New(clustersvc.Config{
 			Backend: s.backend, Router: router, Authentic: router.Authentic, Logger: logger, FindProject: s.db.FindProjectByID,
-			Owner: svc.AdminOwners(), Upstream: s.upstream, Drain: s.drainHere, Channels: s.channels,
+			Owner: s.owners, Upstream: s.upstream, Drain: s.drainHere, Channels: s.channels,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("server: create cluster service: %w", err)

@@ -60,7 +60,7 @@ type OwnerState struct {
 }
 
 // Owners serves what the AdminService shows of documents and channels at
-// the node that owns each (rpc.AdminOwners). Its errors are Connect errors
+// the node that owns each (adminowner.Owners). Its errors are Connect errors
 // with upstream's codes.
 type Owners interface {
 	// DocumentSummary returns the owner's root (and size) when root, the

@@ -27,7 +27,7 @@ type DocumentUpdate struct {
 	SchemaKey string
 }
 
-// documentUpdater is the owner side of UpdateDocument (rpc.AdminOwners).
+// documentUpdater is the owner side of UpdateDocument (adminowner.Owners).
 type documentUpdater interface {
 	UpdateDocument(ctx context.Context, p *database.ProjectInfo, doc *database.DocInfo, u DocumentUpdate) (*api.DocumentSummary, error)
 }

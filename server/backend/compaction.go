@@ -37,15 +37,15 @@ func (ds *docState) checkEpoch(e *attState) error {
 // checkpoint belong to the old history, so nothing is stored or sent and
 // the answer only acknowledges the pack, as upstream lets such a client
 // leave. The caller holds the lock.
-func (b *Backend) exchangeOrLeave(ctx context.Context, p *database.ProjectInfo, ds *docState, clientID string, e *attState, pack *api.ChangePack) (*api.ChangePack, error) {
+func (b *Backend) exchangeOrLeave(ctx context.Context, p *database.ProjectInfo, ds *docState, clientID string, e *attState, pack *api.ChangePack) (answer, error) {
 	if ds.checkEpoch(e) == nil {
 		return b.exchange(ctx, p, ds, clientID, e, pack, false, 0, false)
 	}
-	return &api.ChangePack{
+	return answer{pack: &api.ChangePack{
 		DocumentKey: ds.key,
 		Checkpoint:  &api.Checkpoint{ServerSeq: pack.Checkpoint.GetServerSeq(), ClientSeq: pack.Checkpoint.GetClientSeq()},
 		IsRemoved:   ds.removed,
-	}, nil
+	}}, nil
 }
 
 // CompactDocument replaces the document's history with one change that

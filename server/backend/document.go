@@ -55,12 +55,6 @@ type docState struct {
 	// snapSeq is the server_seq of the newest snapshot stored or being
 	// stored; the next one is due an interval after it.
 	snapSeq int64
-	// answerJob is the snapshot answer the call holding the lock leaves
-	// to encode once it has released it (see settle).
-	answerJob *snapshotJob
-	// attWrite is the attachment write the call holding the lock leaves
-	// for after it (see attwrites.go).
-	attWrite *attWrite
 	// gcWith is the minimum synced vector garbage was last collected with;
 	// collection runs again only when the minimum is a new one.
 	gcWith map[string]int64
@@ -99,15 +93,10 @@ type attState struct {
 
 func (ds *docState) unlock() { <-ds.lock }
 
-// lockDoc returns the state of document docID of project p, locked and
-// loaded. The caller unlocks. Another project's document is
-// database.ErrDocumentNotFound: a document ID is no way into another
-// project.
-func (b *Backend) lockDoc(ctx context.Context, p *database.ProjectInfo, epoch int64, docID string) (*docState, error) {
-	pid, err := projectID(p)
-	if err != nil {
-		return nil, fmt.Errorf("document %s: %w", docID, err)
-	}
+// lockState returns the state of document docID, locked, neither loaded nor
+// checked: a state released while the caller waited for it is passed over
+// for the one that replaced it.
+func (b *Backend) lockState(ctx context.Context, docID string) (*docState, error) {
 	for {
 		b.mu.RLock()
 		ds := b.docs[docID]
@@ -123,57 +112,83 @@ func (b *Backend) lockDoc(ctx context.Context, p *database.ProjectInfo, epoch in
 		select {
 		case ds.lock <- struct{}{}:
 		case <-ctx.Done():
-			return nil, fmt.Errorf("document %s: wait for lock: %w", docID, ctx.Err())
+			return nil, fmt.Errorf("wait for the lock of document %s: %w", docID, ctx.Err())
 		}
-		if ds.released {
-			ds.unlock()
-			continue
+		if !ds.released {
+			return ds, nil
 		}
-		if !ds.loaded {
-			// A reload reads the attachments as the writes left after the
-			// lock have made them.
-			if err := b.attWrites.wait(ctx, docID, ""); err != nil {
-				ds.unlock()
-				return nil, err
-			}
-			if err := b.load(ctx, pid, epoch, ds); err != nil {
-				ds.unlock()
-				return nil, err
-			}
-		}
-		if ds.project != pid {
-			ds.unlock()
-			return nil, fmt.Errorf("document %s of project %s: %w", docID, pid, database.ErrDocumentNotFound)
-		}
-		return ds, nil
+		ds.unlock()
 	}
 }
 
-// settle releases the document lockDoc locked (writing the attachment the
-// call left for after the lock), then completes the answer the call left
-// for after the lock (its snapshot, to encode), so that other calls on the
-// document do not wait for the encoding. Every call answering with a pack
-// defers it on its named results once it holds the lock.
-func (b *Backend) settle(ctx context.Context, ds *docState, resp *api.ChangePack, err error) error {
-	job, w := ds.answerJob, ds.attWrite
-	ds.answerJob, ds.attWrite = nil, nil
-	ds.unlock()
-	if w != nil {
-		if err == nil {
-			err = b.writeQueued(ctx, ds, w)
-		} else {
-			b.attWrites.finish(w)
+// lockDoc returns the state of document docID of project p, locked and
+// loaded. The caller unlocks. Another project's document is
+// database.ErrDocumentNotFound: a document ID is no way into another
+// project.
+func (b *Backend) lockDoc(ctx context.Context, p *database.ProjectInfo, epoch int64, docID string) (*docState, error) {
+	pid, err := projectID(p)
+	if err != nil {
+		return nil, fmt.Errorf("document %s: %w", docID, err)
+	}
+	ds, err := b.lockState(ctx, docID)
+	if err != nil {
+		return nil, err
+	}
+	if !ds.loaded {
+		// A reload reads the attachments as the writes left after the
+		// lock have made them.
+		if err := b.attWrites.wait(ctx, docID, ""); err != nil {
+			ds.unlock()
+			return nil, err
+		}
+		if err := b.load(ctx, pid, epoch, ds); err != nil {
+			ds.unlock()
+			return nil, err
 		}
 	}
-	if err != nil || job == nil {
-		return err
+	if ds.project != pid {
+		ds.unlock()
+		return nil, fmt.Errorf("document %s of project %s: %w", docID, pid, database.ErrDocumentNotFound)
 	}
-	data, err := b.encodeAnswer(ctx, ds.snap, *job)
+	return ds, nil
+}
+
+// answer is a call's reply as it stands when the call gives up the
+// document's lock, with what it leaves for after the lock so that other
+// calls on the document do not wait for it: the attachment write it queued
+// (see attwrites.go) and the snapshot to encode into the pack.
+type answer struct {
+	pack  *api.ChangePack
+	write *attWrite
+	job   *snapshotJob
+}
+
+// settle runs locked with the document's lock, which lockDoc took, then
+// releases it and completes the answer: the queued attachment write (the
+// call fails if it does), then the snapshot encoding.
+func (b *Backend) settle(ctx context.Context, ds *docState, locked func() (answer, error)) (*api.ChangePack, error) {
+	a, err := func() (answer, error) {
+		defer ds.unlock()
+		return locked()
+	}()
+	if a.write != nil {
+		if err == nil {
+			err = b.writeQueued(ctx, ds, a.write)
+		} else {
+			b.attWrites.finish(a.write)
+		}
+	}
 	if err != nil {
-		return fmt.Errorf("snapshot answer: %w", err)
+		return nil, err
 	}
-	resp.Snapshot = data
-	return nil
+	if a.job != nil {
+		data, err := b.encodeAnswer(ctx, ds.snap, *a.job)
+		if err != nil {
+			return nil, fmt.Errorf("snapshot answer: %w", err)
+		}
+		a.pack.Snapshot = data
+	}
+	return a.pack, nil
 }
 
 // load reads the document's state from the database, claiming it with the

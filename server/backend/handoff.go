@@ -51,45 +51,31 @@ func (b *Backend) WarmDocument(ctx context.Context, p *database.ProjectInfo, doc
 		return 0, fmt.Errorf("warm document %s: %w", docID, ErrDocumentRemoved)
 	}
 	b.rememberName(info)
-	for {
-		b.mu.Lock()
-		ds := b.docs[docID]
-		if ds == nil {
-			ds = &docState{lock: make(chan struct{}, 1), id: docID, snap: newDocSnapshots()}
-			b.docs[docID] = ds
-		}
-		b.mu.Unlock()
-		select {
-		case ds.lock <- struct{}{}:
-		case <-ctx.Done():
-			return 0, fmt.Errorf("warm document %s: wait for lock: %w", docID, ctx.Err())
-		}
-		if ds.released {
-			ds.unlock()
-			continue
-		}
-		defer ds.unlock()
-		if ds.loaded {
-			return ds.head, nil
-		}
-		if ds.doc != nil && ds.docEpoch == info.DocEpoch && ds.docSeq <= info.ServerSeq {
-			if err := b.replay(ctx, docID, ds.doc, ds.docSeq, info.ServerSeq); err != nil {
-				b.dropDoc(ds)
-				return 0, fmt.Errorf("warm document %s: %w", docID, err)
-			}
-		} else {
-			doc, snapSeq, err := b.docAt(ctx, docID, info.ServerSeq)
-			if err != nil {
-				b.dropDoc(ds)
-				return 0, fmt.Errorf("warm document %s: %w", docID, err)
-			}
-			b.dropDoc(ds)
-			ds.doc, ds.snapSeq = doc, max(ds.snapSeq, snapSeq)
-			b.metrics.DocumentsBuilt.Add(1)
-		}
-		ds.docSeq, ds.docEpoch = info.ServerSeq, info.DocEpoch
-		b.metrics.DocumentsWarmed.Add(1)
-		b.cache.touch(ds)
-		return ds.docSeq, nil
+	ds, err := b.lockState(ctx, docID)
+	if err != nil {
+		return 0, fmt.Errorf("warm: %w", err)
 	}
+	defer ds.unlock()
+	if ds.loaded {
+		return ds.head, nil
+	}
+	if ds.doc != nil && ds.docEpoch == info.DocEpoch && ds.docSeq <= info.ServerSeq {
+		if err := b.replay(ctx, docID, ds.doc, ds.docSeq, info.ServerSeq); err != nil {
+			b.dropDoc(ds)
+			return 0, fmt.Errorf("warm document %s: %w", docID, err)
+		}
+	} else {
+		doc, snapSeq, err := b.docAt(ctx, docID, info.ServerSeq)
+		if err != nil {
+			b.dropDoc(ds)
+			return 0, fmt.Errorf("warm document %s: %w", docID, err)
+		}
+		b.dropDoc(ds)
+		ds.doc, ds.snapSeq = doc, max(ds.snapSeq, snapSeq)
+		b.metrics.DocumentsBuilt.Add(1)
+	}
+	ds.docSeq, ds.docEpoch = info.ServerSeq, info.DocEpoch
+	b.metrics.DocumentsWarmed.Add(1)
+	b.cache.touch(ds)
+	return ds.docSeq, nil
 }

@@ -38,7 +38,7 @@ func (b *Backend) AttachDocument(ctx context.Context, p *database.ProjectInfo, e
 // key ("" for none): a document with no schema and no other attached client
 // is bound to it (database.ErrSchemaNotFound if the project has no such
 // schema). It also returns the rules of the document's schema.
-func (b *Backend) AttachDocumentWithSchema(ctx context.Context, p *database.ProjectInfo, epoch int64, clientID, docKey, schemaKey string, pack *api.ChangePack) (_ string, resp *api.ChangePack, rules []database.Rule, err error) {
+func (b *Backend) AttachDocumentWithSchema(ctx context.Context, p *database.ProjectInfo, epoch int64, clientID, docKey, schemaKey string, pack *api.ChangePack) (string, *api.ChangePack, []database.Rule, error) {
 	if err := b.checkOpen(); err != nil {
 		return "", nil, nil, err
 	}
@@ -53,6 +53,7 @@ func (b *Backend) AttachDocumentWithSchema(ctx context.Context, p *database.Proj
 	var (
 		info *database.DocInfo
 		ds   *docState
+		err  error
 	)
 	pid := p.ID // checked by ensureActivated
 	for attempt := 0; ; attempt++ {
@@ -71,59 +72,66 @@ func (b *Backend) AttachDocumentWithSchema(ctx context.Context, p *database.Proj
 			return "", nil, nil, fmt.Errorf("attach document %q (%s): %w", docKey, info.ID, ErrDocumentRemoved)
 		}
 	}
-	defer func() { err = b.settle(ctx, ds, resp, err) }()
-	// Counted under the document's lock at its owner, which serves every
-	// attach of it, so racing attaches through any node never pass it.
-	if limit := p.MaxAttachmentsPerDocument; limit > 0 {
-		n := len(ds.atts)
+	var rules []database.Rule
+	resp, err := b.settle(ctx, ds, func() (answer, error) {
+		// Counted under the document's lock at its owner, which serves every
+		// attach of it, so racing attaches through any node never pass it.
+		if limit := p.MaxAttachmentsPerDocument; limit > 0 {
+			n := len(ds.atts)
+			if _, again := ds.atts[clientID]; again {
+				n--
+			}
+			if n >= limit {
+				return answer{}, fmt.Errorf("attach document %q (%s): %d of %d clients attached: %w",
+					docKey, info.ID, n, limit, ErrTooManyAttachments)
+			}
+		}
+		others := len(ds.atts)
 		if _, again := ds.atts[clientID]; again {
-			n--
+			others--
 		}
-		if n >= limit {
-			return "", nil, nil, fmt.Errorf("attach document %q (%s): %d of %d clients attached: %w",
-				docKey, info.ID, n, limit, ErrTooManyAttachments)
+		if err := b.bindSchema(ctx, ds, schemaKey, others); err != nil {
+			return answer{}, fmt.Errorf("attach document %q with schema %q: %w", docKey, schemaKey, err)
 		}
-	}
-	others := len(ds.atts)
-	if _, again := ds.atts[clientID]; again {
-		others--
-	}
-	if err := b.bindSchema(ctx, ds, schemaKey, others); err != nil {
-		return "", nil, nil, fmt.Errorf("attach document %q with schema %q: %w", docKey, schemaKey, err)
-	}
-	actor, err := actorKey(clientID)
+		actor, err := actorKey(clientID)
+		if err != nil {
+			return answer{}, fmt.Errorf("attach document %q: %w", docKey, err)
+		}
+		// The client is known from now on, even if the attach fails below;
+		// a refused pack must not leave an attachment behind.
+		ds.known[actor] = struct{}{}
+		if err := ds.checkVector(pack.GetVersionVector().GetVector()); err != nil {
+			return answer{}, fmt.Errorf("attach document %q by %s: %w", docKey, clientID, err)
+		}
+		if err := ds.checkChangeVectors(pack); err != nil {
+			return answer{}, fmt.Errorf("attach document %q by %s: %w", docKey, clientID, err)
+		}
+		e := &attState{
+			att: database.Attachment{
+				ClientID:   clientID,
+				DocID:      info.ID,
+				Status:     database.Attached,
+				AttachedAt: ds.head,
+				DocEpoch:   ds.docEpoch,
+				UpdatedAt:  time.Now(),
+			},
+			verified: true,
+		}
+		if err := b.writeAttachment(ctx, ds, &e.att); err != nil {
+			return answer{}, fmt.Errorf("attach document %q: %w", docKey, err)
+		}
+		ds.addAttachment(clientID, e)
+		a, err := b.exchange(ctx, p, ds, clientID, e, pack, false, b.maxPack, false)
+		if err != nil {
+			return answer{}, fmt.Errorf("attach document %q: %w", docKey, err)
+		}
+		rules = ds.schema.rules
+		return a, nil
+	})
 	if err != nil {
-		return "", nil, nil, fmt.Errorf("attach document %q: %w", docKey, err)
+		return "", nil, nil, err
 	}
-	// The client is known from now on, even if the attach fails below;
-	// a refused pack must not leave an attachment behind.
-	ds.known[actor] = struct{}{}
-	if err := ds.checkVector(pack.GetVersionVector().GetVector()); err != nil {
-		return "", nil, nil, fmt.Errorf("attach document %q by %s: %w", docKey, clientID, err)
-	}
-	if err := ds.checkChangeVectors(pack); err != nil {
-		return "", nil, nil, fmt.Errorf("attach document %q by %s: %w", docKey, clientID, err)
-	}
-	e := &attState{
-		att: database.Attachment{
-			ClientID:   clientID,
-			DocID:      info.ID,
-			Status:     database.Attached,
-			AttachedAt: ds.head,
-			DocEpoch:   ds.docEpoch,
-			UpdatedAt:  time.Now(),
-		},
-		verified: true,
-	}
-	if err := b.writeAttachment(ctx, ds, &e.att); err != nil {
-		return "", nil, nil, fmt.Errorf("attach document %q: %w", docKey, err)
-	}
-	ds.addAttachment(clientID, e)
-	resp, err = b.exchange(ctx, p, ds, clientID, e, pack, false, b.maxPack, false)
-	if err != nil {
-		return "", nil, nil, fmt.Errorf("attach document %q: %w", docKey, err)
-	}
-	return info.ID, resp, ds.schema.rules, nil
+	return info.ID, resp, rules, nil
 }
 
 // DetachDocument stores the pack (normally the client's presence clear),
@@ -132,28 +140,30 @@ func (b *Backend) DetachDocument(ctx context.Context, p *database.ProjectInfo, e
 	return fresh(ctx, b, docID, func() (*api.ChangePack, error) { return b.detachDocument(ctx, p, epoch, clientID, docID, pack) })
 }
 
-func (b *Backend) detachDocument(ctx context.Context, p *database.ProjectInfo, epoch int64, clientID, docID string, pack *api.ChangePack) (resp *api.ChangePack, err error) {
+func (b *Backend) detachDocument(ctx context.Context, p *database.ProjectInfo, epoch int64, clientID, docID string, pack *api.ChangePack) (*api.ChangePack, error) {
 	ds, e, err := b.begin(ctx, p, epoch, clientID, docID, pack)
 	if err != nil {
 		return nil, fmt.Errorf("detach document: %w", err)
 	}
-	defer func() { err = b.settle(ctx, ds, resp, err) }()
-	// No bound: the attachment ends here, so nothing may be left behind.
-	// A client attached before a compaction has nothing to sync: it only
-	// leaves.
-	if resp, err = b.exchangeOrLeave(ctx, p, ds, clientID, e, pack); err != nil {
-		return nil, fmt.Errorf("detach document: %w", err)
-	}
-	status, err := b.removeIfLast(ctx, ds, clientID, p)
-	if err != nil {
-		return nil, fmt.Errorf("detach document: %w", err)
-	}
-	if err := b.endAttachment(ctx, ds, clientID, e, status); err != nil {
-		return nil, fmt.Errorf("detach document: %w", err)
-	}
-	b.leftDocument(clientID, docID)
-	resp.IsRemoved = ds.removed
-	return resp, nil
+	return b.settle(ctx, ds, func() (answer, error) {
+		// No bound: the attachment ends here, so nothing may be left behind.
+		// A client attached before a compaction has nothing to sync: it only
+		// leaves.
+		a, err := b.exchangeOrLeave(ctx, p, ds, clientID, e, pack)
+		if err != nil {
+			return answer{}, fmt.Errorf("detach document: %w", err)
+		}
+		status, err := b.removeIfLast(ctx, ds, clientID, p)
+		if err != nil {
+			return answer{}, fmt.Errorf("detach document: %w", err)
+		}
+		if err := b.endAttachment(ctx, ds, clientID, e, status); err != nil {
+			return answer{}, fmt.Errorf("detach document: %w", err)
+		}
+		b.leftDocument(clientID, docID)
+		a.pack.IsRemoved = ds.removed
+		return a, nil
+	})
 }
 
 // removeIfLast removes the document when its project removes documents on
@@ -186,29 +196,31 @@ func (b *Backend) RemoveDocument(ctx context.Context, p *database.ProjectInfo, e
 	return fresh(ctx, b, docID, func() (*api.ChangePack, error) { return b.removeDocument(ctx, p, epoch, clientID, docID, pack) })
 }
 
-func (b *Backend) removeDocument(ctx context.Context, p *database.ProjectInfo, epoch int64, clientID, docID string, pack *api.ChangePack) (resp *api.ChangePack, err error) {
+func (b *Backend) removeDocument(ctx context.Context, p *database.ProjectInfo, epoch int64, clientID, docID string, pack *api.ChangePack) (*api.ChangePack, error) {
 	ds, e, err := b.begin(ctx, p, epoch, clientID, docID, pack)
 	if err != nil {
 		return nil, fmt.Errorf("remove document: %w", err)
 	}
-	defer func() { err = b.settle(ctx, ds, resp, err) }()
-	if resp, err = b.exchangeOrLeave(ctx, p, ds, clientID, e, pack); err != nil {
-		return nil, fmt.Errorf("remove document: %w", err)
-	}
-	if !ds.removed {
-		if err := b.db.RemoveDocument(ctx, docID, ds.epoch); err != nil {
-			b.writeFailed(ds, err)
-			return nil, fmt.Errorf("remove document: %w", err)
+	return b.settle(ctx, ds, func() (answer, error) {
+		a, err := b.exchangeOrLeave(ctx, p, ds, clientID, e, pack)
+		if err != nil {
+			return answer{}, fmt.Errorf("remove document: %w", err)
 		}
-		ds.removed = true
-		b.publishChanged(docID, clientID)
-	}
-	if err := b.endAttachment(ctx, ds, clientID, e, database.Removed); err != nil {
-		return nil, fmt.Errorf("remove document: %w", err)
-	}
-	b.leftDocument(clientID, docID)
-	resp.IsRemoved = true
-	return resp, nil
+		if !ds.removed {
+			if err := b.db.RemoveDocument(ctx, docID, ds.epoch); err != nil {
+				b.writeFailed(ds, err)
+				return answer{}, fmt.Errorf("remove document: %w", err)
+			}
+			ds.removed = true
+			b.publishChanged(docID, clientID)
+		}
+		if err := b.endAttachment(ctx, ds, clientID, e, database.Removed); err != nil {
+			return answer{}, fmt.Errorf("remove document: %w", err)
+		}
+		b.leftDocument(clientID, docID)
+		a.pack.IsRemoved = true
+		return a, nil
+	})
 }
 
 // PushPull stores the new changes of the client of project p and returns
@@ -217,20 +229,21 @@ func (b *Backend) PushPull(ctx context.Context, p *database.ProjectInfo, epoch i
 	return fresh(ctx, b, docID, func() (*api.ChangePack, error) { return b.pushPull(ctx, p, epoch, clientID, docID, pack, pushOnly) })
 }
 
-func (b *Backend) pushPull(ctx context.Context, p *database.ProjectInfo, epoch int64, clientID, docID string, pack *api.ChangePack, pushOnly bool) (resp *api.ChangePack, err error) {
+func (b *Backend) pushPull(ctx context.Context, p *database.ProjectInfo, epoch int64, clientID, docID string, pack *api.ChangePack, pushOnly bool) (*api.ChangePack, error) {
 	ds, e, err := b.begin(ctx, p, epoch, clientID, docID, pack)
 	if err != nil {
 		return nil, fmt.Errorf("push pull: %w", err)
 	}
-	defer func() { err = b.settle(ctx, ds, resp, err) }()
-	if err := ds.checkEpoch(e); err != nil {
-		return nil, fmt.Errorf("push pull: %w", err)
-	}
-	resp, err = b.exchange(ctx, p, ds, clientID, e, pack, pushOnly, b.maxPack, true)
-	if err != nil {
-		return nil, fmt.Errorf("push pull: %w", err)
-	}
-	return resp, nil
+	return b.settle(ctx, ds, func() (answer, error) {
+		if err := ds.checkEpoch(e); err != nil {
+			return answer{}, fmt.Errorf("push pull: %w", err)
+		}
+		a, err := b.exchange(ctx, p, ds, clientID, e, pack, pushOnly, b.maxPack, true)
+		if err != nil {
+			return answer{}, fmt.Errorf("push pull: %w", err)
+		}
+		return a, nil
+	})
 }
 
 // fresh runs op, and once more with the document reloaded if op refused the
@@ -340,12 +353,14 @@ func actorIs(actor []byte, hexID string) bool {
 // beyond the bound is acknowledged in part: the client keeps the rest and
 // sends it again on its next PushPull.
 //
-// writeLater leaves the attachment write for after the lock
-// (ds.attWrite, sent by settle); otherwise it is written here.
-func (b *Backend) exchange(ctx context.Context, p *database.ProjectInfo, ds *docState, clientID string, e *attState, pack *api.ChangePack, pushOnly bool, limit int, writeLater bool) (*api.ChangePack, error) {
+// writeLater leaves the attachment write for after the lock (the answer's
+// write, sent by settle); otherwise it is written here. Queueing it is the
+// last step that can fail, so a failed call leaves no queued write.
+func (b *Backend) exchange(ctx context.Context, p *database.ProjectInfo, ds *docState, clientID string, e *attState, pack *api.ChangePack, pushOnly bool, limit int, writeLater bool) (answer, error) {
+	var a answer
 	b.metrics.PushPulls.Add(1)
 	if err := ds.checkChangeVectors(pack); err != nil {
-		return nil, fmt.Errorf("pack of %s: %w", clientID, err)
+		return answer{}, fmt.Errorf("pack of %s: %w", clientID, err)
 	}
 	// The vector counts at once, so this answer's minimum includes it. It is
 	// what the client has seen whatever becomes of its changes, and a failed
@@ -353,7 +368,7 @@ func (b *Backend) exchange(ctx context.Context, p *database.ProjectInfo, ds *doc
 	reported := pack.GetVersionVector().GetVector() // not mutated once decoded
 	vvChanged, err := ds.reportVector(e, reported)
 	if err != nil {
-		return nil, fmt.Errorf("pack of %s: %w", clientID, err)
+		return answer{}, fmt.Errorf("pack of %s: %w", clientID, err)
 	}
 	// Nothing more is stored in a removed document, but the client still
 	// gets the changes it has not pulled along with the removal, so that its
@@ -371,7 +386,7 @@ func (b *Backend) exchange(ctx context.Context, p *database.ProjectInfo, ds *doc
 			}
 		}
 		if err != nil {
-			return nil, err
+			return answer{}, err
 		}
 	}
 
@@ -395,13 +410,13 @@ func (b *Backend) exchange(ctx context.Context, p *database.ProjectInfo, ds *doc
 		// changes its history. It holds the requester's pushed changes
 		// and presence, as the SDK expects of a snapshot.
 		// Encoded after the lock is released, unless already at hand.
-		if snapshot, ds.answerJob, docVV, err = b.snapshotAnswer(ctx, ds, minSynced); err != nil {
-			return nil, err
+		if snapshot, a.job, docVV, err = b.snapshotAnswer(ctx, ds, minSynced); err != nil {
+			return answer{}, err
 		}
 		b.metrics.SnapshotsSent.Add(1)
 	} else if from < ds.head {
 		if changes, err = b.pull(ctx, ds, clientID, e, from); err != nil {
-			return nil, err
+			return answer{}, err
 		}
 		b.metrics.ChangesSent.Add(int64(len(changes)))
 	}
@@ -413,9 +428,9 @@ func (b *Backend) exchange(ctx context.Context, p *database.ProjectInfo, ds *doc
 	if stored > 0 || (e.unsaved && now.Sub(e.persistedAt) >= attachmentFlush) {
 		next.UpdatedAt = now
 		if writeLater {
-			ds.attWrite = b.attWrites.queue(next, ds.epoch)
+			a.write = b.attWrites.queue(next, ds.epoch)
 		} else if err := b.writeAttachment(ctx, ds, &next); err != nil {
-			return nil, fmt.Errorf("update attachment of %s: %w", clientID, err)
+			return answer{}, fmt.Errorf("update attachment of %s: %w", clientID, err)
 		}
 		e.persistedAt, e.unsaved = now, false
 	}
@@ -426,14 +441,15 @@ func (b *Backend) exchange(ctx context.Context, p *database.ProjectInfo, ds *doc
 		// is the document's, not the minimum.
 		vv = docVV
 	}
-	return &api.ChangePack{
+	a.pack = &api.ChangePack{
 		DocumentKey:   ds.key,
 		Checkpoint:    &api.Checkpoint{ServerSeq: respSeq, ClientSeq: e.att.ClientSeq},
 		Changes:       changes,
 		Snapshot:      snapshot,
 		VersionVector: vv,
 		IsRemoved:     ds.removed,
-	}, nil
+	}
+	return a, nil
 }
 
 // push appends the changes the server has not stored yet and returns how

@@ -12,7 +12,7 @@ import (
 // valid, and "<project ID>/<key>" in the others. Document keys and channel
 // routing keys never hold a "/", so the two forms cannot meet.
 func ScopedKey(projectID, key string) string {
-	if projectID == database.DefaultProjectID || projectID == "" {
+	if projectID == database.DefaultProjectID {
 		return key
 	}
 	return projectID + "/" + key

@@ -42,7 +42,7 @@ type Router interface {
 // Owner serves, on the node that owns a document or channel group, the
 // AdminService's calls another node passed on, in the project the call
 // names. Its errors are Connect errors with upstream's codes. The
-// YorkieService's owner side (rpc.AdminOwners) is one.
+// node's owner side of the admin calls (adminowner.Owners) is one.
 type Owner interface {
 	// SummaryHere returns the owner's state of a document held here
 	// under epoch: root and size when root, presences when presences.

@@ -8,6 +8,7 @@ package errinfo
 
 import (
 	"errors"
+	"fmt"
 	"maps"
 
 	"connectrpc.com/connect"
@@ -77,4 +78,18 @@ func PermissionDenied(err error) *connect.Error {
 // InvalidArgument reports a request that failed the RPC layer's own checks.
 func InvalidArgument(err error) *connect.Error {
 	return New(connect.CodeInvalidArgument, CodeInvalidArgument, err)
+}
+
+// Remote returns what a call to another node (the owner of a document,
+// another member) failed with, for the caller: an error that node answered,
+// which names a Yorkie code, as it is; anything else is the transport
+// failing (the node crashed mid-call, a refused connection), which becomes
+// unavailable, so clients retry instead of giving up. call names the call
+// in the message; the cause stays wrapped.
+func Remote(err error, call string) *connect.Error {
+	var ce *connect.Error
+	if errors.As(err, &ce) && Name(ce) != "" {
+		return ce
+	}
+	return New(connect.CodeUnavailable, CodeUnavailable, fmt.Errorf("%s: %w", call, err))
 }

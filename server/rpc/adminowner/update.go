@@ -1,4 +1,4 @@
-package rpc
+package adminowner
 
 import (
 	"context"
@@ -18,11 +18,10 @@ import (
 // here or through the owner's ClusterService, and returns the owner's
 // summary of the document after it (root included) with the schema key it
 // is bound to.
-func (a *AdminOwners) UpdateDocument(ctx context.Context, p *database.ProjectInfo, doc *database.DocInfo, u admin.DocumentUpdate) (*api.DocumentSummary, error) {
-	s := a.s
-	rt, owner, err := s.routeAdmin(ctx, p, doc.Key)
+func (a *Owners) UpdateDocument(ctx context.Context, p *database.ProjectInfo, doc *database.DocInfo, u admin.DocumentUpdate) (*api.DocumentSummary, error) {
+	rt, owner, err := a.routeAdmin(ctx, p, doc.Key)
 	if err != nil {
-		return nil, s.ownerError(ctx, err)
+		return nil, a.ownerError(ctx, err)
 	}
 	if owner != nil {
 		resp, err := owner.UpdateDocumentByAdmin(ctx, connect.NewRequest(&clusterv1.UpdateDocumentByAdminRequest{
@@ -30,7 +29,7 @@ func (a *AdminOwners) UpdateDocument(ctx context.Context, p *database.ProjectInf
 			Root: u.Root, SetSchema: u.SetSchema, SchemaKey: u.SchemaKey,
 		}))
 		if err != nil {
-			return nil, s.remoteFailed(ctx, rt, err)
+			return nil, a.remoteFailed(ctx, rt, err)
 		}
 		if resp.Msg.GetDocument() == nil {
 			return nil, errinfo.New(connect.CodeUnavailable, errinfo.CodeUnavailable, errNoSummary)
@@ -49,15 +48,14 @@ func (a *AdminOwners) UpdateDocument(ctx context.Context, p *database.ProjectInf
 // UpdateHere applies an update to a document of project p this node owns
 // under epoch and returns its summary afterwards, root and schema key
 // included.
-func (a *AdminOwners) UpdateHere(ctx context.Context, p *database.ProjectInfo, epoch int64, docID string, u backend.DocumentUpdate) (*api.DocumentSummary, error) {
-	s := a.s
-	key, err := s.backend.UpdateDocumentByAdmin(ctx, p, epoch, docID, u)
+func (a *Owners) UpdateHere(ctx context.Context, p *database.ProjectInfo, epoch int64, docID string, u backend.DocumentUpdate) (*api.DocumentSummary, error) {
+	key, err := a.backend.UpdateDocumentByAdmin(ctx, p, epoch, docID, u)
 	if err != nil {
-		return nil, s.ownerError(ctx, err)
+		return nil, a.ownerError(ctx, err)
 	}
-	st, err := s.localSummary(ctx, p, epoch, docID, true, false)
+	st, err := a.localSummary(ctx, p, epoch, docID, true, false)
 	if err != nil {
-		return nil, s.ownerError(ctx, err)
+		return nil, a.ownerError(ctx, err)
 	}
 	st.Summary.SchemaKey = key
 	return st.Summary, nil

@@ -1,9 +1,18 @@
-package rpc
+// Package adminowner serves the owner's side of the AdminService's document
+// and channel calls: a call about a document or a channel group is served
+// where it lives, on this node when it owns it, else at its owner through
+// the owner's ClusterService. What such a call shows of a document is the
+// owner's current in-memory state. package admin asks it (admin.Owners),
+// and the ClusterService serves the calls other nodes pass on with its
+// *Here methods (clustersvc.Owner). Its errors are Connect errors with
+// upstream's codes.
+package adminowner
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sort"
 	"strings"
 
@@ -22,11 +31,6 @@ import (
 	"github.com/yorkie-affinity/yorkie/server/rpc/errinfo"
 )
 
-// The AdminService's document and channel calls are served where the
-// document or channel group lives: this node when it owns it, else its
-// owner through the ClusterService. What they show of a document is the
-// owner's current in-memory state.
-
 // errNoSummary is an owner's answer without the document's summary.
 var errNoSummary = errors.New("the owner sent no summary")
 
@@ -34,22 +38,72 @@ var errNoSummary = errors.New("the owner sent no summary")
 // initial actor: no client's own, so every watcher gets them.
 const adminSender = "000000000000000000000000"
 
-// clusterLister is what a router that knows the other members offers.
-type clusterLister interface {
+// Router tells where a document or channel group is served
+// (routing.Router is one, as is the router a test stages).
+type Router interface {
+	// Route returns where call is served; a route without an Owner is
+	// served here, under its Epoch. Its errors are routing's refusals.
+	Route(ctx context.Context, call routing.DocumentCall) (routing.Route, error)
+	// RelayFailed tells the router that reaching rt's owner failed with
+	// err, so it can stop believing in that owner.
+	RelayFailed(ctx context.Context, rt routing.Route, err error)
+}
+
+// Cluster reaches the ClusterService of the cluster's other members
+// (routing.Router is one).
+type Cluster interface {
+	// ClusterOf returns the ClusterService of the member at addr (a
+	// Route's Addr).
 	ClusterOf(addr string) clusterv1connect.ClusterServiceClient
+	// Others returns the ClusterService of every other member.
 	Others() []clusterv1connect.ClusterServiceClient
 }
 
-// AdminOwners serves the owner's side of the AdminService's document and
-// channel calls (package admin asks it). Its errors are Connect errors
-// with upstream's codes.
-type AdminOwners struct{ s *Service }
+// Config configures Owners.
+type Config struct {
+	// Backend holds the documents this node owns. Required.
+	Backend *backend.Backend
+	// Channels holds the channel sessions this node serves. Required.
+	Channels *channel.Manager
+	// Router tells where a document or channel group is served. Required.
+	Router Router
+	// Cluster reaches the other members; nil when the node has none to
+	// reach (a routing a test staged): a call owned elsewhere then fails,
+	// and channels are listed from this node only.
+	Cluster Cluster
+	// Logger receives the owner's side's internal failures; nil discards.
+	Logger *slog.Logger
+}
 
-// AdminOwners returns the service's owner side of the admin calls.
-func (s *Service) AdminOwners() *AdminOwners { return &AdminOwners{s: s} }
+// Owners serves the owner's side of the AdminService's document and
+// channel calls.
+type Owners struct {
+	backend  *backend.Backend
+	channels *channel.Manager
+	router   Router
+	cluster  Cluster
+	logger   *slog.Logger
+}
+
+// New returns the owner's side of the admin calls for the node cfg names.
+func New(cfg Config) (*Owners, error) {
+	switch {
+	case cfg.Backend == nil:
+		return nil, errors.New("adminowner: Config.Backend is required")
+	case cfg.Channels == nil:
+		return nil, errors.New("adminowner: Config.Channels is required")
+	case cfg.Router == nil:
+		return nil, errors.New("adminowner: Config.Router is required")
+	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &Owners{backend: cfg.Backend, channels: cfg.Channels, router: cfg.Router, cluster: cfg.Cluster, logger: logger}, nil
+}
 
 // ownerError maps an error of the owner's side for the admin caller.
-func (s *Service) ownerError(ctx context.Context, err error) error {
+func (a *Owners) ownerError(ctx context.Context, err error) error {
 	switch {
 	case errors.Is(err, backend.ErrDocumentAttached):
 		return errinfo.New(connect.CodeFailedPrecondition, errinfo.CodeDocumentAttached, err)
@@ -58,55 +112,51 @@ func (s *Service) ownerError(ctx context.Context, err error) error {
 	}
 	out := errinfo.ToConnect(err)
 	if cause := errinfo.InternalCause(out); cause != nil {
-		s.logger.ErrorContext(ctx, "admin call at the owner failed", "error", cause)
+		a.logger.ErrorContext(ctx, "admin call at the owner failed", "error", cause)
 	}
 	return out
 }
 
 // routeAdmin finds where the document or channel group bound under key in
 // project p is served: here (nil client) on the route, or at the owner's
-// ClusterService.
-func (s *Service) routeAdmin(ctx context.Context, p *database.ProjectInfo, key string) (routing.Route, clusterv1connect.ClusterServiceClient, error) {
-	rt, err := s.route(ctx, routing.DocumentCall{Kind: routing.CallAdmin, Project: p, DocumentKey: key})
+// ClusterService. Admin calls always name the key, so unlike the
+// YorkieService's calls there is no key to look up first.
+func (a *Owners) routeAdmin(ctx context.Context, p *database.ProjectInfo, key string) (routing.Route, clusterv1connect.ClusterServiceClient, error) {
+	rt, err := a.router.Route(ctx, routing.DocumentCall{Kind: routing.CallAdmin, Project: p, DocumentKey: key})
 	if err != nil {
-		return routing.Route{}, nil, err
+		return routing.Route{}, nil, errinfo.RouteError(err)
 	}
 	if rt.Owner == nil {
 		return rt, nil, nil
 	}
-	cl, ok := s.router.(clusterLister)
-	if !ok || rt.Addr == "" {
+	if a.cluster == nil || rt.Addr == "" {
 		return routing.Route{}, nil, fmt.Errorf("no cluster service to reach the owner of %q", key)
 	}
-	return rt, cl.ClusterOf(rt.Addr), nil
+	return rt, a.cluster.ClusterOf(rt.Addr), nil
 }
 
 // remoteFailed forgets an owner that could not be reached, as a failed
 // relay does, and returns the error for the caller.
-func (s *Service) remoteFailed(ctx context.Context, rt routing.Route, err error) error {
-	var ce *connect.Error
-	if !errors.As(err, &ce) || errinfo.Name(ce) == "" {
-		ce = errinfo.New(connect.CodeUnavailable, errinfo.CodeUnavailable, fmt.Errorf("call the owner: %w", err))
-	}
-	s.router.RelayFailed(ctx, rt, ce)
+func (a *Owners) remoteFailed(ctx context.Context, rt routing.Route, err error) error {
+	ce := errinfo.Remote(err, "call the owner")
+	a.router.RelayFailed(ctx, rt, ce)
 	return ce
 }
 
 // DocumentSummary returns the owner's summary of a live document: root and
 // size when root, the attached clients' presences when presences, and the
 // count of attached clients. doc names the document in p.
-func (a *AdminOwners) DocumentSummary(ctx context.Context, p *database.ProjectInfo, doc *database.DocInfo, root, presences bool) (*admin.OwnerState, error) {
-	s := a.s
-	rt, owner, err := s.routeAdmin(ctx, p, doc.Key)
+func (a *Owners) DocumentSummary(ctx context.Context, p *database.ProjectInfo, doc *database.DocInfo, root, presences bool) (*admin.OwnerState, error) {
+	rt, owner, err := a.routeAdmin(ctx, p, doc.Key)
 	if err != nil {
-		return nil, s.ownerError(ctx, err)
+		return nil, a.ownerError(ctx, err)
 	}
 	if owner != nil {
 		resp, err := owner.GetDocumentSummary(ctx, connect.NewRequest(&clusterv1.GetDocumentSummaryRequest{
 			ProjectId: p.ID, DocumentId: doc.ID, DocumentKey: doc.Key, IncludeRoot: root, IncludePresences: presences,
 		}))
 		if err != nil {
-			return nil, s.remoteFailed(ctx, rt, err)
+			return nil, a.remoteFailed(ctx, rt, err)
 		}
 		m := resp.Msg
 		if m.GetDocument() == nil {
@@ -120,18 +170,18 @@ func (a *AdminOwners) DocumentSummary(ctx context.Context, p *database.ProjectIn
 
 // SummaryHere is DocumentSummary at the owner, of a document of project p
 // held here under epoch.
-func (a *AdminOwners) SummaryHere(ctx context.Context, p *database.ProjectInfo, epoch int64, docID string, root, presences bool) (*admin.OwnerState, error) {
-	st, err := a.s.localSummary(ctx, p, epoch, docID, root, presences)
+func (a *Owners) SummaryHere(ctx context.Context, p *database.ProjectInfo, epoch int64, docID string, root, presences bool) (*admin.OwnerState, error) {
+	st, err := a.localSummary(ctx, p, epoch, docID, root, presences)
 	if err != nil {
-		return nil, a.s.ownerError(ctx, err)
+		return nil, a.ownerError(ctx, err)
 	}
 	return st, nil
 }
 
 // localSummary is DocumentSummary at the owner: the fields the owner's
 // state gives (the caller adds the stored ones: ID, key, times).
-func (s *Service) localSummary(ctx context.Context, p *database.ProjectInfo, epoch int64, docID string, root, presences bool) (*admin.OwnerState, error) {
-	sum, err := s.backend.DocumentSummary(ctx, p, epoch, docID, root, presences)
+func (a *Owners) localSummary(ctx context.Context, p *database.ProjectInfo, epoch int64, docID string, root, presences bool) (*admin.OwnerState, error) {
+	sum, err := a.backend.DocumentSummary(ctx, p, epoch, docID, root, presences)
 	if err != nil {
 		return nil, err
 	}
@@ -153,18 +203,17 @@ func (s *Service) localSummary(ctx context.Context, p *database.ProjectInfo, epo
 
 // RemoveDocument removes a live document at its owner; unless force, a
 // document with clients attached is refused with ErrDocumentAttached.
-func (a *AdminOwners) RemoveDocument(ctx context.Context, p *database.ProjectInfo, doc *database.DocInfo, force bool) error {
-	s := a.s
-	rt, owner, err := s.routeAdmin(ctx, p, doc.Key)
+func (a *Owners) RemoveDocument(ctx context.Context, p *database.ProjectInfo, doc *database.DocInfo, force bool) error {
+	rt, owner, err := a.routeAdmin(ctx, p, doc.Key)
 	if err != nil {
-		return s.ownerError(ctx, err)
+		return a.ownerError(ctx, err)
 	}
 	if owner != nil {
 		_, err := owner.RemoveDocumentByAdmin(ctx, connect.NewRequest(&clusterv1.RemoveDocumentByAdminRequest{
 			ProjectId: p.ID, DocumentId: doc.ID, DocumentKey: doc.Key, Force: force,
 		}))
 		if err != nil {
-			return s.remoteFailed(ctx, rt, err)
+			return a.remoteFailed(ctx, rt, err)
 		}
 		return nil
 	}
@@ -173,27 +222,26 @@ func (a *AdminOwners) RemoveDocument(ctx context.Context, p *database.ProjectInf
 
 // RemoveHere is RemoveDocument at the owner, of a document of project p
 // held here under epoch.
-func (a *AdminOwners) RemoveHere(ctx context.Context, p *database.ProjectInfo, epoch int64, docID string, force bool) error {
-	if err := a.s.backend.RemoveDocumentByAdmin(ctx, p, epoch, docID, force); err != nil {
-		return a.s.ownerError(ctx, err)
+func (a *Owners) RemoveHere(ctx context.Context, p *database.ProjectInfo, epoch int64, docID string, force bool) error {
+	if err := a.backend.RemoveDocumentByAdmin(ctx, p, epoch, docID, force); err != nil {
+		return a.ownerError(ctx, err)
 	}
 	return nil
 }
 
 // DocumentAt builds the stored document as of server_seq seq: a past
 // state no owner keeps, read from the database where the call arrived.
-func (a *AdminOwners) DocumentAt(ctx context.Context, p *database.ProjectInfo, doc *database.DocInfo, seq int64) (*document.Document, error) {
-	d, err := a.s.backend.DocumentAt(ctx, doc, seq)
+func (a *Owners) DocumentAt(ctx context.Context, p *database.ProjectInfo, doc *database.DocInfo, seq int64) (*document.Document, error) {
+	d, err := a.backend.DocumentAt(ctx, doc, seq)
 	if err != nil {
-		return nil, a.s.ownerError(ctx, err)
+		return nil, a.ownerError(ctx, err)
 	}
 	return d, nil
 }
 
 // GetChannels returns the session count of each channel, with its
 // sub-channels' when includeSub, from the owner of each channel group.
-func (a *AdminOwners) GetChannels(ctx context.Context, p *database.ProjectInfo, keys []string, includeSub bool) ([]*api.ChannelSummary, error) {
-	s := a.s
+func (a *Owners) GetChannels(ctx context.Context, p *database.ProjectInfo, keys []string, includeSub bool) ([]*api.ChannelSummary, error) {
 	var groups []string
 	byGroup := map[string][]string{}
 	for _, k := range keys {
@@ -208,16 +256,16 @@ func (a *AdminOwners) GetChannels(ctx context.Context, p *database.ProjectInfo, 
 	}
 	counts := map[string]int32{}
 	for _, g := range groups {
-		rt, owner, err := s.routeAdmin(ctx, p, g)
+		rt, owner, err := a.routeAdmin(ctx, p, g)
 		if err != nil {
-			return nil, s.ownerError(ctx, err)
+			return nil, a.ownerError(ctx, err)
 		}
 		if owner != nil {
 			resp, err := owner.GetChannels(ctx, connect.NewRequest(&clusterv1.GetChannelsRequest{
 				ProjectId: p.ID, ChannelKeys: byGroup[g], IncludeSubPath: includeSub,
 			}))
 			if err != nil {
-				return nil, s.remoteFailed(ctx, rt, err)
+				return nil, a.remoteFailed(ctx, rt, err)
 			}
 			for _, c := range resp.Msg.GetChannels() {
 				counts[c.GetKey()] = c.GetSessionCount()
@@ -236,14 +284,13 @@ func (a *AdminOwners) GetChannels(ctx context.Context, p *database.ProjectInfo, 
 }
 
 // ChannelCountsHere counts the channels of a group this node owns.
-func (a *AdminOwners) ChannelCountsHere(projectID string, keys []string, includeSub bool) []*api.ChannelSummary {
-	s := a.s
+func (a *Owners) ChannelCountsHere(projectID string, keys []string, includeSub bool) []*api.ChannelSummary {
 	out := make([]*api.ChannelSummary, 0, len(keys))
 	for _, k := range keys {
 		scoped := project.ScopedKey(projectID, k)
-		n := s.channels.OwnCount(scoped)
+		n := a.channels.OwnCount(scoped)
 		if includeSub {
-			n = s.channels.Count(scoped)
+			n = a.channels.Count(scoped)
 		}
 		out = append(out, &api.ChannelSummary{Key: k, SessionCount: int32(n)})
 	}
@@ -253,20 +300,15 @@ func (a *AdminOwners) ChannelCountsHere(projectID string, keys []string, include
 // ListChannels returns, in key order, up to limit of the project's
 // channels with sessions whose keys start with query: every node lists
 // the channel groups it owns.
-func (a *AdminOwners) ListChannels(ctx context.Context, p *database.ProjectInfo, query string, limit int) ([]*api.ChannelSummary, error) {
-	s := a.s
+func (a *Owners) ListChannels(ctx context.Context, p *database.ProjectInfo, query string, limit int) ([]*api.ChannelSummary, error) {
 	all := a.ChannelsHere(p.ID, query, limit)
-	if cl, ok := s.router.(clusterLister); ok {
-		for _, other := range cl.Others() {
+	if a.cluster != nil {
+		for _, other := range a.cluster.Others() {
 			resp, err := other.ListChannels(ctx, connect.NewRequest(&clusterv1.ListChannelsRequest{
 				ProjectId: p.ID, Query: query, Limit: int32(limit),
 			}))
 			if err != nil {
-				var ce *connect.Error
-				if !errors.As(err, &ce) || errinfo.Name(ce) == "" {
-					err = errinfo.New(connect.CodeUnavailable, errinfo.CodeUnavailable, fmt.Errorf("list channels of another node: %w", err))
-				}
-				return nil, err
+				return nil, errinfo.Remote(err, "list channels of another node")
 			}
 			all = append(all, resp.Msg.GetChannels()...)
 		}
@@ -288,15 +330,14 @@ func (a *AdminOwners) ListChannels(ctx context.Context, p *database.ProjectInfo,
 }
 
 // ChannelsHere lists the project's channels this node holds.
-func (a *AdminOwners) ChannelsHere(projectID, query string, limit int) []*api.ChannelSummary {
-	s := a.s
+func (a *Owners) ChannelsHere(projectID, query string, limit int) []*api.ChannelSummary {
 	prefix := project.ScopedKey(projectID, query)
 	keep := func(string) bool { return true }
 	if projectID == database.DefaultProjectID {
 		// The default project's keys are unscoped; others' hold a "/".
 		keep = func(k string) bool { return !strings.Contains(k, "/") }
 	}
-	list := s.channels.List(prefix, keep, limit)
+	list := a.channels.List(prefix, keep, limit)
 	out := make([]*api.ChannelSummary, len(list))
 	for i, c := range list {
 		_, key := project.SplitScopedKey(c.Key)
@@ -306,21 +347,20 @@ func (a *AdminOwners) ChannelsHere(projectID, query string, limit int) []*api.Ch
 }
 
 // Broadcast hands a message to the watchers of a channel at its owner.
-func (a *AdminOwners) Broadcast(ctx context.Context, p *database.ProjectInfo, key, topic string, payload []byte) error {
-	s := a.s
+func (a *Owners) Broadcast(ctx context.Context, p *database.ProjectInfo, key, topic string, payload []byte) error {
 	if err := channel.ValidateKey(key); err != nil {
 		return errinfo.ToConnect(err)
 	}
-	rt, owner, err := s.routeAdmin(ctx, p, channel.RoutingKey(key))
+	rt, owner, err := a.routeAdmin(ctx, p, channel.RoutingKey(key))
 	if err != nil {
-		return s.ownerError(ctx, err)
+		return a.ownerError(ctx, err)
 	}
 	if owner != nil {
 		_, err := owner.BroadcastByAdmin(ctx, connect.NewRequest(&clusterv1.BroadcastByAdminRequest{
 			ProjectId: p.ID, ChannelKey: key, Topic: topic, Payload: payload,
 		}))
 		if err != nil {
-			return s.remoteFailed(ctx, rt, err)
+			return a.remoteFailed(ctx, rt, err)
 		}
 		return nil
 	}
@@ -328,9 +368,9 @@ func (a *AdminOwners) Broadcast(ctx context.Context, p *database.ProjectInfo, ke
 }
 
 // BroadcastHere is Broadcast at the owner of the channel's group.
-func (a *AdminOwners) BroadcastHere(ctx context.Context, projectID, key, topic string, payload []byte) error {
-	if err := a.s.channels.Broadcast(adminSender, project.ScopedKey(projectID, key), topic, payload); err != nil {
-		return a.s.ownerError(ctx, err)
+func (a *Owners) BroadcastHere(ctx context.Context, projectID, key, topic string, payload []byte) error {
+	if err := a.channels.Broadcast(adminSender, project.ScopedKey(projectID, key), topic, payload); err != nil {
+		return a.ownerError(ctx, err)
 	}
 	return nil
 }
