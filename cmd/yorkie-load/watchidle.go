@@ -57,6 +57,10 @@ func watchIdleFlags(fs *flag.FlagSet, cfg *watchIdleConfig) {
 	fs.DurationVar(&cfg.hold, "hold", 0, "keep the streams open this long after measuring (for profiling)")
 }
 
+// idleCollections is how many collections the server runs before the open
+// streams are measured.
+const idleCollections = 3
+
 func runWatchIdle(ctx context.Context, c common, cfg watchIdleConfig, logger *slog.Logger) (*watchIdleResult, error) {
 	if cfg.streams < 1 || cfg.docs < 1 {
 		return nil, errors.New("watch-idle: -n and -docs must be at least 1")
@@ -92,6 +96,14 @@ func runWatchIdle(ctx context.Context, c common, cfg watchIdleConfig, logger *sl
 	logger.Info("streams open, idling", "seconds", res.SetupSeconds, "settle", cfg.settle)
 	if err := sleep(ctx, cfg.settle); err != nil {
 		return nil, fmt.Errorf("watch-idle: settle: %w", err)
+	}
+	// A collection halves an idle goroutine's stack at most once, and a
+	// server's periodic collections shrink them as far as they go: the
+	// streams are measured after a few.
+	for range idleCollections - 1 {
+		if err := get(ctx, "http://"+c.metricsAddr+"/debug/pprof/heap?gc=1", nil); err != nil {
+			return nil, fmt.Errorf("watch-idle: force server GC: %w", err)
+		}
 	}
 	open, err := scrape(ctx, c.metricsAddr, true)
 	if err != nil {

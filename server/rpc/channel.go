@@ -177,7 +177,7 @@ func (s *Service) WatchChannel(ctx context.Context, req *connect.Request[api.Wat
 			return send(&api.WatchChannelResponse{Body: &api.WatchChannelResponse_Event{Event: ev}})
 		})
 		return s.endWatch(ctx, procedure, err)
-	})
+	}, nil)
 }
 
 // openChannelWatch subscribes an active client to a channel served here.

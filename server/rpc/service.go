@@ -474,12 +474,12 @@ func (s *Service) Watch(ctx context.Context, req *connect.Request[api.WatchReque
 	changed := &api.WatchResponse{Body: &api.WatchResponse_Event{Event: &api.WatchEvent{Event: &api.WatchEvent_DocEvent{
 		DocEvent: &api.DocWatchEvent{DocumentId: docID, Event: &api.DocEvent{Type: api.DocEventType_DOC_EVENT_TYPE_DOCUMENT_CHANGED}},
 	}}}}
-	return serveWatchStream(ctx, s, req, stream, call, changed, func(owner v1connect.YorkieServiceClient) ownerStream[api.WatchResponse] {
+	return serveDocWatch(ctx, s, req, stream, call, changed, func(owner v1connect.YorkieServiceClient) ownerStream[api.WatchResponse] {
 		return func(ctx context.Context) (*connect.ServerStreamForClient[api.WatchResponse], error) {
 			return owner.Watch(ctx, relayRequest(req.Msg, call))
 		}
-	}, func(ctx context.Context, procedure string, rt routing.Route, send func(*api.WatchResponse) error) error {
-		return s.watch(ctx, procedure, rt, clientID, docID,
+	}, func(ctx context.Context, procedure string, rt routing.Route, send func(*api.WatchResponse) error) (*docWatch, error) {
+		return s.openWatch(ctx, procedure, rt, clientID, docID,
 			func(watchers []string) error {
 				return send(&api.WatchResponse{Body: &api.WatchResponse_Initialization{
 					Initialization: &api.WatchInitialization{ResourceInits: []*api.ResourceInit{{
@@ -514,12 +514,12 @@ func (s *Service) WatchDocument(ctx context.Context, req *connect.Request[api.Wa
 	changed := &api.WatchDocumentResponse{Body: &api.WatchDocumentResponse_Event{
 		Event: &api.DocEvent{Type: api.DocEventType_DOC_EVENT_TYPE_DOCUMENT_CHANGED},
 	}}
-	return serveWatchStream(ctx, s, req, stream, call, changed, func(owner v1connect.YorkieServiceClient) ownerStream[api.WatchDocumentResponse] {
+	return serveDocWatch(ctx, s, req, stream, call, changed, func(owner v1connect.YorkieServiceClient) ownerStream[api.WatchDocumentResponse] {
 		return func(ctx context.Context) (*connect.ServerStreamForClient[api.WatchDocumentResponse], error) {
 			return owner.WatchDocument(ctx, relayRequest(req.Msg, call))
 		}
-	}, func(ctx context.Context, procedure string, rt routing.Route, send func(*api.WatchDocumentResponse) error) error {
-		return s.watch(ctx, procedure, rt, clientID, docID,
+	}, func(ctx context.Context, procedure string, rt routing.Route, send func(*api.WatchDocumentResponse) error) (*docWatch, error) {
+		return s.openWatch(ctx, procedure, rt, clientID, docID,
 			func(watchers []string) error {
 				return send(&api.WatchDocumentResponse{Body: &api.WatchDocumentResponse_Initialization_{
 					Initialization: &api.WatchDocumentResponse_Initialization{ClientIds: watchers},
@@ -541,6 +541,7 @@ type ownerStream[Res any] func(context.Context) (*connect.ServerStreamForClient[
 // runs local.
 func serveWatchStream[Req, Res any](ctx context.Context, s *Service, req *connect.Request[Req], stream *connect.ServerStream[Res], call routing.DocumentCall,
 	changed *Res, relay func(owner v1connect.YorkieServiceClient) ownerStream[Res], local func(ctx context.Context, procedure string, rt routing.Route, send func(*Res) error) error,
+	open openLocal[Res],
 ) error {
 	closeStream, err := s.streams.Open(call.ClientID, s.limits.MaxWatchStreamsPerClient)
 	if err != nil {
@@ -567,9 +568,18 @@ func serveWatchStream[Req, Res any](ctx context.Context, s *Service, req *connec
 		// The stream's context keeps the call's project and nothing of the
 		// call itself, which holds net/http's connection.
 		base := project.NewContext(context.Background(), project.FromContext(ctx))
+		// Routing again after a move needs only a few of the request's
+		// headers, not the whole map.
+		call.Header = s.routeHeaders(call.Header)
 		detached = st.Detach(base, func(ctx context.Context, header http.Header, send func(any) error) error {
 			defer closeStream()
-			return followWatch(ctx, s, procedure, call, rt, changed, relay, local, header, func(m *Res) error { return send(m) })
+			// This frame stays under an idle stream's wait: it holds
+			// nothing but f.
+			f := newWatchFollow(s, procedure, call, rt, changed, relay, header, func(m *Res) error { return send(m) })
+			if open != nil {
+				return f.serveParked(ctx, open)
+			}
+			return f.serve(ctx, local)
 		})
 		if detached {
 			return nil
@@ -578,42 +588,89 @@ func serveWatchStream[Req, Res any](ctx context.Context, s *Service, req *connec
 	return followWatch(ctx, s, procedure, call, rt, changed, relay, local, stream.ResponseHeader(), stream.Send)
 }
 
-// watch runs a document event stream for both Watch forms: it subscribes,
-// sends the initialization, then relays events until the client leaves, the
-// server shuts down, or the backend ends the subscription.
-func (s *Service) watch(ctx context.Context, procedure string, rt routing.Route, clientID, docID string,
-	sendInit func(watchers []string) error, sendEvent func(ev *api.DocEvent) error,
+// serveDocWatch serves a document Watch as serveWatchStream does, the
+// subscription here set up by open.
+func serveDocWatch[Req, Res any](ctx context.Context, s *Service, req *connect.Request[Req], stream *connect.ServerStream[Res], call routing.DocumentCall,
+	changed *Res, relay func(owner v1connect.YorkieServiceClient) ownerStream[Res], open openLocal[Res],
 ) error {
+	return serveWatchStream(ctx, s, req, stream, call, changed, relay, func(ctx context.Context, procedure string, rt routing.Route, send func(*Res) error) error {
+		w, err := open(ctx, procedure, rt, send)
+		if err != nil {
+			return err
+		}
+		defer w.close()
+		for {
+			select {
+			case <-ctx.Done():
+			case <-s.closing:
+			case <-w.sub.Done():
+			case <-w.sub.Ready():
+			}
+			if more, err := w.pending(ctx); !more {
+				return err
+			}
+		}
+	}, open)
+}
+
+// docWatch is a document event stream served here, between its events.
+type docWatch struct {
+	s         *Service
+	procedure string
+	sub       *backend.Subscription
+	closed    func() // the watch's end in upstream's metrics
+	sendEvent func(ev *api.DocEvent) error
+}
+
+// openWatch starts a document event stream for both Watch forms: it
+// subscribes and sends the initialization. pending then relays the events
+// until the client leaves, the server shuts down, or the backend ends the
+// subscription.
+func (s *Service) openWatch(ctx context.Context, procedure string, rt routing.Route, clientID, docID string,
+	sendInit func(watchers []string) error, sendEvent func(ev *api.DocEvent) error,
+) (*docWatch, error) {
 	sub, watchers, err := s.backend.Watch(ctx, rt.Project, rt.Epoch, clientID, docID)
 	if err != nil {
-		return s.failRouted(ctx, procedure, rt, err)
+		return nil, s.failRouted(ctx, procedure, rt, err)
 	}
-	defer sub.Close()
-	defer s.upstream.WatchOpened(rt.Project)()
+	w := &docWatch{s: s, procedure: procedure, sub: sub, closed: s.upstream.WatchOpened(rt.Project), sendEvent: sendEvent}
 	if watchers == nil {
 		watchers = []string{}
 	}
 	if err := sendInit(watchers); err != nil {
-		return s.streamEnded(ctx, procedure, err)
+		w.close()
+		return nil, s.streamEnded(ctx, procedure, err)
 	}
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-s.closing:
-			return errinfo.New(connect.CodeUnavailable, errinfo.CodeShuttingDown, fault.ErrShuttingDown)
-		case <-sub.Done():
-			return s.subscriptionEnded(ctx, procedure, sub.Err())
-		case <-sub.Ready():
-		}
-		for ev, ok := sub.Next(); ok; ev, ok = sub.Next() {
-			out := &api.DocEvent{Type: ev.Type, Publisher: ev.Publisher}
-			if err := sendEvent(out); err != nil {
-				return s.streamEnded(ctx, procedure, err)
-			}
-			s.watchEventSent(ctx, out)
-		}
+	return w, nil
+}
+
+// close ends the watch's subscription.
+func (w *docWatch) close() {
+	w.closed()
+	w.sub.Close()
+}
+
+// pending sends the events queued since the watch last woke, and reports
+// false with the stream's error when the stream ended instead (nil for a
+// client that left). The caller closes the watch then.
+func (w *docWatch) pending(ctx context.Context) (bool, error) {
+	select {
+	case <-ctx.Done():
+		return false, nil
+	case <-w.s.closing:
+		return false, errinfo.New(connect.CodeUnavailable, errinfo.CodeShuttingDown, fault.ErrShuttingDown)
+	case <-w.sub.Done():
+		return false, w.s.subscriptionEnded(ctx, w.procedure, w.sub.Err())
+	default:
 	}
+	for ev, ok := w.sub.Next(); ok; ev, ok = w.sub.Next() {
+		out := &api.DocEvent{Type: ev.Type, Publisher: ev.Publisher}
+		if err := w.sendEvent(out); err != nil {
+			return false, w.s.streamEnded(ctx, w.procedure, err)
+		}
+		w.s.watchEventSent(ctx, out)
+	}
+	return true, nil
 }
 
 // routeWatch refuses new streams while the server shuts down, then routes.

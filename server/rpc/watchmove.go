@@ -36,36 +36,131 @@ func followWatch[Res any](ctx context.Context, s *Service, procedure string, cal
 	relay func(owner v1connect.YorkieServiceClient) ownerStream[Res], local func(ctx context.Context, procedure string, rt routing.Route, send func(*Res) error) error,
 	header http.Header, send func(*Res) error,
 ) error {
-	out := send
-	for moves := 0; ; moves++ {
-		sent := false
-		counted := func(m *Res) error {
-			sent = true
-			return out(m)
-		}
+	return newWatchFollow(s, procedure, call, rt, changed, relay, header, send).serve(ctx, local)
+}
+
+// serve serves the stream, at each owner by relaying it or by local.
+func (f *watchFollow[Res]) serve(ctx context.Context, local func(ctx context.Context, procedure string, rt routing.Route, send func(*Res) error) error) error {
+	for {
+		f.sent = false
 		var err error
-		if rt.Owner != nil {
-			err = relayStream(ctx, s, procedure, call, rt, relay(rt.Owner), header, counted)
+		if f.rt.Owner != nil {
+			err = f.relayed(ctx)
 		} else {
-			s.stamp(header, rt)
-			err = local(ctx, procedure, rt, counted)
+			f.s.stamp(f.header, f.rt)
+			err = local(ctx, f.procedure, f.rt, f.counted)
 		}
-		if sent {
-			moves = 0
-		}
-		if moves >= maxWatchMoves || !s.watchMoved(ctx, err) {
+		if !f.moveOn(ctx, err) {
 			return err
-		}
-		next, rerr := s.route(ctx, call)
-		if rerr != nil {
-			return err
-		}
-		s.logger.DebugContext(ctx, "watch stream follows its document", "procedure", procedure, "after", err, "owner", next.SessionKey)
-		rt = next
-		if changed != nil {
-			out = thenSend(send, changed)
 		}
 	}
+}
+
+// watchFollow is where followWatch serves a Watch stream and what it sends
+// there, kept between its steps.
+type watchFollow[Res any] struct {
+	s         *Service
+	procedure string
+	call      routing.DocumentCall
+	rt        routing.Route
+	changed   *Res
+	relay     func(owner v1connect.YorkieServiceClient) ownerStream[Res]
+	header    http.Header
+	send      func(*Res) error // the client's stream
+	out       func(*Res) error // send, after a move with the extra CHANGED
+	moves     int              // moves in a row without a message
+	sent      bool             // the current owner sent a message
+}
+
+func newWatchFollow[Res any](s *Service, procedure string, call routing.DocumentCall, rt routing.Route, changed *Res,
+	relay func(owner v1connect.YorkieServiceClient) ownerStream[Res], header http.Header, send func(*Res) error,
+) *watchFollow[Res] {
+	return &watchFollow[Res]{s: s, procedure: procedure, call: call, rt: rt, changed: changed, relay: relay, header: header, send: send, out: send}
+}
+
+// counted sends m, noting that the current owner sent something.
+func (f *watchFollow[Res]) counted(m *Res) error {
+	f.sent = true
+	return f.out(m)
+}
+
+// relayed serves the stream at its owner until the owner's stream ends.
+func (f *watchFollow[Res]) relayed(ctx context.Context) error {
+	return relayStream(ctx, f.s, f.procedure, f.call, f.rt, f.relay(f.rt.Owner), f.header, f.counted)
+}
+
+// moveOn decides, after the stream ended at its current owner with err,
+// whether it carries on at the document's next owner, and routes it there.
+func (f *watchFollow[Res]) moveOn(ctx context.Context, err error) bool {
+	if f.sent {
+		f.moves = 0
+	}
+	if f.moves >= maxWatchMoves || !f.s.watchMoved(ctx, err) {
+		return false
+	}
+	next, rerr := f.s.route(ctx, f.call)
+	if rerr != nil {
+		return false
+	}
+	f.s.logger.DebugContext(ctx, "watch stream follows its document", "procedure", f.procedure, "after", err, "owner", next.SessionKey)
+	f.rt = next
+	if f.changed != nil {
+		f.out = thenSend(f.send, f.changed)
+	}
+	f.moves++
+	return true
+}
+
+// openLocal subscribes a document Watch served here and sends its
+// initialization, leaving the events to come.
+type openLocal[Res any] func(ctx context.Context, procedure string, rt routing.Route, send func(*Res) error) (*docWatch, error)
+
+// serveParked serves a stream as followWatch does, for a document Watch
+// whose subscription open sets up. Between events the goroutine waits here,
+// in a shallow frame, so the runtime shrinks its stack while the stream is
+// idle; set-up, events, moves and relays run in step, which returns.
+func (f *watchFollow[Res]) serveParked(ctx context.Context, open openLocal[Res]) error {
+	var w *docWatch
+	for {
+		if w != nil {
+			select {
+			case <-ctx.Done():
+			case <-f.s.closing:
+			case <-w.sub.Done():
+			case <-w.sub.Ready():
+			}
+		}
+		var done bool
+		var err error
+		if w, done, err = f.step(ctx, w, open); done {
+			return err
+		}
+	}
+}
+
+// step does what a woken stream has to: set it up at its current owner (a
+// relay runs whole), or hand the watch's queued events on; when the stream
+// ended there, it moves on or reports done with the stream's error.
+func (f *watchFollow[Res]) step(ctx context.Context, w *docWatch, open openLocal[Res]) (*docWatch, bool, error) {
+	var err error
+	if w == nil {
+		f.sent = false
+		if f.rt.Owner != nil {
+			err = f.relayed(ctx)
+		} else {
+			f.s.stamp(f.header, f.rt)
+			if w, err = open(ctx, f.procedure, f.rt, f.counted); err == nil {
+				return w, false, nil
+			}
+		}
+	} else {
+		var more bool
+		if more, err = w.pending(ctx); more {
+			return w, false, nil
+		}
+		w.close()
+	}
+	return nil, !f.moveOn(ctx, err), err
 }
 
 // watchMoved reports whether a Watch stream that ended with err may go on at
@@ -156,5 +251,22 @@ func (s *Service) watchChannel(ctx context.Context, req *connect.Request[api.Wat
 			}}}})
 		})
 		return s.endWatch(ctx, procedure, err)
-	})
+	}, nil)
+}
+
+// routeHeaders keeps of a call's request headers those routing it again
+// and relaying it read: the session key, the forwarding marks and the
+// forwarded headers. A detached stream keeps them for its whole life.
+func (s *Service) routeHeaders(h http.Header) http.Header {
+	names := append([]string{routing.HeaderForwardedBy, routing.HeaderSecret}, forwardedHeaders...)
+	if s.router != nil {
+		names = append(names, s.router.SessionKeyHeader())
+	}
+	out := make(http.Header, len(names))
+	for _, name := range names {
+		if v := h.Values(name); len(v) > 0 {
+			out[http.CanonicalHeaderKey(name)] = append([]string(nil), v...)
+		}
+	}
+	return out
 }
