@@ -9,9 +9,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -48,17 +50,42 @@ func LookBinary(t testing.TB, name string) string {
 	return path
 }
 
-// FreePort returns a TCP port that was free on every address a moment ago.
+// FreePort returns a TCP port that was free on every address a moment ago
+// (a server binds them all). It is below the system's ephemeral range: a
+// port in it can become the local port of any outgoing connection between
+// now and the server's bind, or while a test restarts a server on it.
 func FreePort(t testing.TB) int {
 	t.Helper()
-	// Every address, as the server binds its ports: a port free on
-	// 127.0.0.1 alone may be in use on another loopback address.
-	l, err := net.Listen("tcp", ":0")
-	if err != nil {
-		t.Fatalf("find a free port: %v", err)
+	low := ephemeralLow()
+	for range 1000 {
+		port := 10000 + rand.IntN(low-10000)
+		l, err := net.Listen("tcp", ":"+strconv.Itoa(port))
+		if err != nil {
+			continue
+		}
+		_ = l.Close()
+		return port
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	t.Fatalf("find a free port: none below %d in 1000 tries", low)
+	return 0
+}
+
+// ephemeralLow is the first port of the system's ephemeral range, from
+// which outgoing connections take their local ports.
+func ephemeralLow() int {
+	data, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 32768
+	}
+	fields := strings.Fields(string(data))
+	if len(fields) == 0 {
+		return 32768
+	}
+	low, err := strconv.Atoi(fields[0])
+	if err != nil || low <= 11000 {
+		return 32768
+	}
+	return low
 }
 
 // WaitListening waits until addr accepts TCP connections or ctx ends.

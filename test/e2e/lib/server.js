@@ -66,21 +66,40 @@ function serversRequired() {
   return v !== '' && v !== '0' && v !== 'false';
 }
 
-/** Returns a loopback TCP port that is free right now and usable by fetch. */
+/**
+ * The first port of the system's ephemeral range, from which outgoing
+ * connections take their local ports.
+ */
+function ephemeralLow() {
+  try {
+    const low = Number(fs.readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]);
+    return low > 11000 ? low : 32768;
+  } catch {
+    return 32768;
+  }
+}
+
+/** Resolves whether a server could listen on port on every address now. */
+function canListen(port) {
+  return new Promise((resolve) => {
+    const srv = net.createServer();
+    srv.unref();
+    srv.once('error', () => resolve(false));
+    srv.listen(port, () => srv.close(() => resolve(true)));
+  });
+}
+
+/**
+ * Returns a TCP port that is free on every address right now (the server
+ * binds all of them) and usable by fetch. It is below the ephemeral range:
+ * a port in it can become the local port of any outgoing connection between
+ * now and the server's bind, or while a test restarts a server on it.
+ */
 async function freePort() {
+  const low = ephemeralLow();
   for (;;) {
-    const port = await new Promise((resolve, reject) => {
-      const srv = net.createServer();
-      srv.unref();
-      srv.on('error', reject);
-      // Every address, as the server binds its ports: a port free on
-      // 127.0.0.1 alone may be another loopback address's connection's.
-      srv.listen(0, () => {
-        const { port: p } = srv.address();
-        srv.close(() => resolve(p));
-      });
-    });
-    if (!FETCH_BAD_PORTS.has(port)) return port;
+    const port = 10000 + Math.floor(Math.random() * (low - 10000));
+    if (!FETCH_BAD_PORTS.has(port) && (await canListen(port))) return port;
   }
 }
 
