@@ -585,6 +585,7 @@ func registerBackendMetrics(reg prometheus.Registerer, m *backend.Metrics) error
 		counter("pushpulls_total", "PushPull, attach, detach and remove exchanges served.", m.PushPulls.Load),
 		counter("changes_stored_total", "Changes appended to document logs.", m.ChangesStored.Load),
 		counter("changes_sent_total", "Changes returned to clients.", m.ChangesSent.Load),
+		counter("pulls_from_window_total", "Pulls served from the newest changes the owner kept of its own appends, without reading the log.", m.PullsFromWindow.Load),
 		counter("conflicts_total", "Appends that lost a server_seq race and were retried.", m.Conflicts.Load),
 		counter("changes_refused_total", "Pushed changes refused: they do not apply or would exceed the document size limit.", m.ChangesRefused.Load),
 		counter("documents_built_total", "Documents built from a snapshot and the change log.", m.DocumentsBuilt.Load),

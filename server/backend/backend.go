@@ -147,6 +147,9 @@ type Metrics struct {
 	ChangesStored atomic.Int64
 	// ChangesSent counts changes returned to clients.
 	ChangesSent atomic.Int64
+	// PullsFromWindow counts pulls served from the newest changes the
+	// owner kept of its own appends, without reading the log.
+	PullsFromWindow atomic.Int64
 	// Conflicts counts appends that lost a server_seq race and were retried.
 	Conflicts atomic.Int64
 	// Subscriptions is the number of live Watch subscriptions.

@@ -97,6 +97,7 @@ func (c *docCache) removeLocked(ds *docState) {
 // The caller holds the lock.
 func (b *Backend) dropDoc(ds *docState) {
 	ds.doc, ds.gcWith, ds.collections = nil, nil, nil
+	ds.recent.reset()
 	ds.json, ds.jsonOf = "", nil
 	ds.snap.dropBase()
 	b.cache.remove(ds)

@@ -47,6 +47,9 @@ type docState struct {
 	// must be rebuilt (never built, evicted, or dropped after a failure).
 	doc    *document.Document
 	docSeq int64
+	// recent holds the newest changes this node appended, for pulls to
+	// read instead of the database (see recentchanges.go).
+	recent changeWindow
 	// heapEst is doc's heap estimate when its size was heapAt; heapOf is
 	// the document it was taken of.
 	heapOf  *document.Document
@@ -238,6 +241,8 @@ func (b *Backend) load(ctx context.Context, pid string, epoch int64, ds *docStat
 		// moved here): its history is gone.
 		b.dropDoc(ds)
 	}
+	// Another node may have written the log since this one last held it.
+	ds.recent.reset()
 	ds.project, ds.key, ds.epoch, ds.head = info.ProjectID, info.Key, epoch, info.ServerSeq
 	ds.schema = sch
 	ds.removed = !info.RemovedAt.IsZero()

@@ -508,6 +508,7 @@ func (b *Backend) push(ctx context.Context, p *database.ProjectInfo, ds *docStat
 			last := fresh[len(fresh)-1].Id
 			ds.head += int64(len(fresh))
 			ds.docSeq = ds.head
+			ds.recent.appended(batch)
 			e.att.ClientSeq = last.ClientSeq
 			e.lamport = last.Lamport
 			return len(fresh), nil
@@ -614,9 +615,14 @@ func (b *Backend) verify(ctx context.Context, ds *docState, clientID string, e *
 // its current presence or take it offline. A requester that watches the
 // document gets no CLEAR of another client either (see leftMarker).
 func (b *Backend) pull(ctx context.Context, ds *docState, clientID string, e *attState, from int64) ([]*api.Change, error) {
-	stored, err := b.db.FindChanges(ctx, ds.id, from+1, ds.head)
-	if err != nil {
-		return nil, fmt.Errorf("find changes %d..%d: %w", from+1, ds.head, err)
+	stored, ok := ds.recent.span(from+1, ds.head)
+	if ok {
+		b.metrics.PullsFromWindow.Add(1)
+	} else {
+		var err error
+		if stored, err = b.db.FindChanges(ctx, ds.id, from+1, ds.head); err != nil {
+			return nil, fmt.Errorf("find changes %d..%d: %w", from+1, ds.head, err)
+		}
 	}
 	watching := b.ps.Watching(ds.id, clientID)
 	out := make([]*api.Change, 0, len(stored))

@@ -3,8 +3,11 @@ package clustertest_test
 import (
 	"testing"
 
+	"connectrpc.com/connect"
 	"github.com/stretchr/testify/require"
 
+	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
+	"github.com/yorkie-affinity/yorkie/server/channel"
 	"github.com/yorkie-affinity/yorkie/server/clustertest"
 	"github.com/yorkie-affinity/yorkie/server/servertest/wire"
 	"github.com/yorkie-affinity/yorkie/server/sessionstore"
@@ -54,4 +57,48 @@ func TestRefusedRelayDropsCachedOwner(t *testing.T) {
 	now, err := c.OwnerOf(ctx, key)
 	require.NoError(t, err)
 	require.Equal(t, next.Addr(), now.Node.Addr())
+}
+
+// TestRelayedPeekFollowsAMovedChannelGroup: node 0 still believes node 1
+// owns a channel group that has moved to node 2. Its relayed PeekChannel is
+// refused by node 1 (ErrWrongNode); node 0 must route it again within the
+// call, as it does a document call, so the caller gets the count.
+func TestRelayedPeekFollowsAMovedChannelGroup(t *testing.T) {
+	c := clustertest.Start(t, 3)
+	ctx := wire.Context(t)
+	via, former, next := c.Node(0), c.Node(1), c.Node(2)
+	var room, binding string
+	for range 200 {
+		room = wire.UniqueKey(t, "room")
+		binding = channel.RoutingKey(room)
+		o, err := via.Affinity().Owner(ctx, binding) // node 0 caches the owner
+		require.NoError(t, err)
+		if o.Addr == former.Addr() {
+			break
+		}
+		binding = ""
+	}
+	require.NotEmpty(t, binding, "no channel group placed on node 1 in 200 tries")
+	member := &channelClient{r: wire.NewReplica(t, next.ConnectJSON()), key: room}
+
+	owner, err := c.OwnerOf(ctx, binding)
+	require.NoError(t, err)
+	members, err := c.Store().Members(ctx)
+	require.NoError(t, err)
+	var target sessionstore.Member
+	for _, m := range members {
+		if m.Addr == next.Addr() {
+			target = m
+		}
+	}
+	require.Equal(t, next.Addr(), target.Addr, "node 2 is a member")
+	require.NoError(t, c.Store().Release(ctx, owner.Binding))
+	_, err = c.Store().Bind(ctx, binding, target)
+	require.NoError(t, err)
+	former.Affinity().Forget(binding) // node 1 learns from the store that node 2 owns it
+	member.attach(t)                  // counted at node 2, the new owner
+
+	resp, err := via.ConnectJSON().PeekChannel(ctx, connect.NewRequest(&api.PeekChannelRequest{ChannelKey: room}))
+	require.NoError(t, err, "the peek is routed again to the new owner")
+	require.EqualValues(t, 1, resp.Msg.GetSessionCount())
 }

@@ -48,10 +48,12 @@ func LookBinary(t testing.TB, name string) string {
 	return path
 }
 
-// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+// FreePort returns a TCP port that was free on every address a moment ago.
 func FreePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	// Every address, as the server binds its ports: a port free on
+	// 127.0.0.1 alone may be in use on another loopback address.
+	l, err := net.Listen("tcp", ":0")
 	if err != nil {
 		t.Fatalf("find a free port: %v", err)
 	}

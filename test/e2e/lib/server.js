@@ -73,7 +73,9 @@ async function freePort() {
       const srv = net.createServer();
       srv.unref();
       srv.on('error', reject);
-      srv.listen(0, '127.0.0.1', () => {
+      // Every address, as the server binds its ports: a port free on
+      // 127.0.0.1 alone may be another loopback address's connection's.
+      srv.listen(0, () => {
         const { port: p } = srv.address();
         srv.close(() => resolve(p));
       });
