@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"context"
+	"net/http"
 	"time"
 
 	"connectrpc.com/connect"
@@ -50,10 +51,12 @@ func (i interceptor) WrapStreamingHandler(next connect.StreamingHandlerFunc) con
 			return next(ctx, conn)
 		}
 		start := time.Now()
-		header, procedure := conn.RequestHeader(), conn.Spec().Procedure
+		// A detached stream's end outlives the request: it keeps the user
+		// agent, not the request's header map.
+		agent, procedure := conn.RequestHeader().Get(UserAgentHeader), conn.Spec().Procedure
 		return streamconn.Finish(ctx, next(ctx, conn), func(ctx context.Context, err error) {
 			if i.userAgents {
-				i.m.UserAgent(header, project.FromContext(ctx), procedure)
+				i.m.UserAgent(http.Header{http.CanonicalHeaderKey(UserAgentHeader): {agent}}, project.FromContext(ctx), procedure)
 			}
 			i.m.Handled(ServerStream, procedure, err, time.Since(start))
 		})

@@ -156,9 +156,11 @@ func (s *Service) WatchChannel(ctx context.Context, req *connect.Request[api.Wat
 		return errinfo.ToConnect(err)
 	}
 	call := routing.DocumentCall{Kind: routing.CallWatchChannel, Project: project.FromContext(ctx), ClientID: clientID, DocumentKey: channel.RoutingKey(key), Header: req.Header()}
-	return serveWatchStream(ctx, s, req, stream, call, nil, func(owner v1connect.YorkieServiceClient) ownerStream[api.WatchChannelResponse] {
+	// The relay holds the message, not the request and its headers.
+	msg := req.Msg
+	return serveWatchStream(ctx, s, req, stream, call, nil, func(owner v1connect.YorkieServiceClient, call routing.DocumentCall) ownerStream[api.WatchChannelResponse] {
 		return func(ctx context.Context) (*connect.ServerStreamForClient[api.WatchChannelResponse], error) {
-			return owner.WatchChannel(ctx, relayRequest(req.Msg, call))
+			return owner.WatchChannel(ctx, relayRequest(msg, call))
 		}
 	}, func(ctx context.Context, procedure string, rt routing.Route, send func(*api.WatchChannelResponse) error) error {
 		w, err := s.openChannelWatch(ctx, rt.Project, clientID, key)

@@ -474,9 +474,11 @@ func (s *Service) Watch(ctx context.Context, req *connect.Request[api.WatchReque
 	changed := &api.WatchResponse{Body: &api.WatchResponse_Event{Event: &api.WatchEvent{Event: &api.WatchEvent_DocEvent{
 		DocEvent: &api.DocWatchEvent{DocumentId: docID, Event: &api.DocEvent{Type: api.DocEventType_DOC_EVENT_TYPE_DOCUMENT_CHANGED}},
 	}}}}
-	return serveDocWatch(ctx, s, req, stream, call, changed, func(owner v1connect.YorkieServiceClient) ownerStream[api.WatchResponse] {
+	// The relay holds the message, not the request and its headers.
+	msg := req.Msg
+	return serveDocWatch(ctx, s, req, stream, call, changed, func(owner v1connect.YorkieServiceClient, call routing.DocumentCall) ownerStream[api.WatchResponse] {
 		return func(ctx context.Context) (*connect.ServerStreamForClient[api.WatchResponse], error) {
-			return owner.Watch(ctx, relayRequest(req.Msg, call))
+			return owner.Watch(ctx, relayRequest(msg, call))
 		}
 	}, func(ctx context.Context, procedure string, rt routing.Route, send func(*api.WatchResponse) error) (*docWatch, error) {
 		return s.openWatch(ctx, procedure, rt, clientID, docID,
@@ -514,9 +516,11 @@ func (s *Service) WatchDocument(ctx context.Context, req *connect.Request[api.Wa
 	changed := &api.WatchDocumentResponse{Body: &api.WatchDocumentResponse_Event{
 		Event: &api.DocEvent{Type: api.DocEventType_DOC_EVENT_TYPE_DOCUMENT_CHANGED},
 	}}
-	return serveDocWatch(ctx, s, req, stream, call, changed, func(owner v1connect.YorkieServiceClient) ownerStream[api.WatchDocumentResponse] {
+	// The relay holds the message, not the request and its headers.
+	msg := req.Msg
+	return serveDocWatch(ctx, s, req, stream, call, changed, func(owner v1connect.YorkieServiceClient, call routing.DocumentCall) ownerStream[api.WatchDocumentResponse] {
 		return func(ctx context.Context) (*connect.ServerStreamForClient[api.WatchDocumentResponse], error) {
-			return owner.WatchDocument(ctx, relayRequest(req.Msg, call))
+			return owner.WatchDocument(ctx, relayRequest(msg, call))
 		}
 	}, func(ctx context.Context, procedure string, rt routing.Route, send func(*api.WatchDocumentResponse) error) (*docWatch, error) {
 		return s.openWatch(ctx, procedure, rt, clientID, docID,
@@ -540,7 +544,7 @@ type ownerStream[Res any] func(context.Context) (*connect.ServerStreamForClient[
 // (opened by relay) or, when this node owns it, stamps the session key and
 // runs local.
 func serveWatchStream[Req, Res any](ctx context.Context, s *Service, req *connect.Request[Req], stream *connect.ServerStream[Res], call routing.DocumentCall,
-	changed *Res, relay func(owner v1connect.YorkieServiceClient) ownerStream[Res], local func(ctx context.Context, procedure string, rt routing.Route, send func(*Res) error) error,
+	changed *Res, relay openRelay[Res], local func(ctx context.Context, procedure string, rt routing.Route, send func(*Res) error) error,
 	open openLocal[Res],
 ) error {
 	closeStream, err := s.streams.Open(call.ClientID, s.limits.MaxWatchStreamsPerClient)
@@ -591,7 +595,7 @@ func serveWatchStream[Req, Res any](ctx context.Context, s *Service, req *connec
 // serveDocWatch serves a document Watch as serveWatchStream does, the
 // subscription here set up by open.
 func serveDocWatch[Req, Res any](ctx context.Context, s *Service, req *connect.Request[Req], stream *connect.ServerStream[Res], call routing.DocumentCall,
-	changed *Res, relay func(owner v1connect.YorkieServiceClient) ownerStream[Res], open openLocal[Res],
+	changed *Res, relay openRelay[Res], open openLocal[Res],
 ) error {
 	return serveWatchStream(ctx, s, req, stream, call, changed, relay, func(ctx context.Context, procedure string, rt routing.Route, send func(*Res) error) error {
 		w, err := open(ctx, procedure, rt, send)

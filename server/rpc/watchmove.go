@@ -33,7 +33,7 @@ const maxWatchMoves = 3
 // while the stream moved: no remote change waits for the client's own
 // next edit. A channel stream (changed nil) just carries on.
 func followWatch[Res any](ctx context.Context, s *Service, procedure string, call routing.DocumentCall, rt routing.Route, changed *Res,
-	relay func(owner v1connect.YorkieServiceClient) ownerStream[Res], local func(ctx context.Context, procedure string, rt routing.Route, send func(*Res) error) error,
+	relay openRelay[Res], local func(ctx context.Context, procedure string, rt routing.Route, send func(*Res) error) error,
 	header http.Header, send func(*Res) error,
 ) error {
 	return newWatchFollow(s, procedure, call, rt, changed, relay, header, send).serve(ctx, local)
@@ -64,7 +64,7 @@ type watchFollow[Res any] struct {
 	call      routing.DocumentCall
 	rt        routing.Route
 	changed   *Res
-	relay     func(owner v1connect.YorkieServiceClient) ownerStream[Res]
+	relay     openRelay[Res]
 	header    http.Header
 	send      func(*Res) error // the client's stream
 	out       func(*Res) error // send, after a move with the extra CHANGED
@@ -73,7 +73,7 @@ type watchFollow[Res any] struct {
 }
 
 func newWatchFollow[Res any](s *Service, procedure string, call routing.DocumentCall, rt routing.Route, changed *Res,
-	relay func(owner v1connect.YorkieServiceClient) ownerStream[Res], header http.Header, send func(*Res) error,
+	relay openRelay[Res], header http.Header, send func(*Res) error,
 ) *watchFollow[Res] {
 	return &watchFollow[Res]{s: s, procedure: procedure, call: call, rt: rt, changed: changed, relay: relay, header: header, send: send, out: send}
 }
@@ -86,7 +86,7 @@ func (f *watchFollow[Res]) counted(m *Res) error {
 
 // relayed serves the stream at its owner until the owner's stream ends.
 func (f *watchFollow[Res]) relayed(ctx context.Context) error {
-	return relayStream(ctx, f.s, f.procedure, f.call, f.rt, f.relay(f.rt.Owner), f.header, f.counted)
+	return relayStream(ctx, f.s, f.procedure, f.call, f.rt, f.relay(f.rt.Owner, f.call), f.header, f.counted)
 }
 
 // moveOn decides, after the stream ended at its current owner with err,
@@ -110,6 +110,11 @@ func (f *watchFollow[Res]) moveOn(ctx context.Context, err error) bool {
 	f.moves++
 	return true
 }
+
+// openRelay opens the relayed stream of call at owner. It takes the call,
+// not the client's request: a detached stream keeps only the headers a relay
+// carries on.
+type openRelay[Res any] func(owner v1connect.YorkieServiceClient, call routing.DocumentCall) ownerStream[Res]
 
 // openLocal subscribes a document Watch served here and sends its
 // initialization, leaving the events to come.
@@ -225,9 +230,11 @@ func (s *Service) watchChannel(ctx context.Context, req *connect.Request[api.Wat
 	}
 	clientID := req.Msg.GetClientId()
 	call := routing.DocumentCall{Kind: routing.CallWatchChannel, Project: project.FromContext(ctx), ClientID: clientID, DocumentKey: channel.RoutingKey(key), Header: req.Header()}
-	return serveWatchStream(ctx, s, req, stream, call, nil, func(owner v1connect.YorkieServiceClient) ownerStream[api.WatchResponse] {
+	// The relay holds the message, not the request and its headers.
+	msg := req.Msg
+	return serveWatchStream(ctx, s, req, stream, call, nil, func(owner v1connect.YorkieServiceClient, call routing.DocumentCall) ownerStream[api.WatchResponse] {
 		return func(ctx context.Context) (*connect.ServerStreamForClient[api.WatchResponse], error) {
-			return owner.Watch(ctx, relayRequest(req.Msg, call))
+			return owner.Watch(ctx, relayRequest(msg, call))
 		}
 	}, func(ctx context.Context, procedure string, rt routing.Route, send func(*api.WatchResponse) error) error {
 		w, err := s.openChannelWatch(ctx, rt.Project, clientID, key)

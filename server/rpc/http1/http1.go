@@ -835,6 +835,11 @@ func (c *replayConn) Read(p []byte) (int, error) {
 	if len(c.pending) > 0 {
 		n := copy(p, c.pending)
 		c.pending = c.pending[n:]
+		if len(c.pending) == 0 {
+			// A connection that outlives its request (a detached stream)
+			// must not keep the replayed bytes.
+			c.pending = nil
+		}
 		return n, nil
 	}
 	return c.Conn.Read(p)

@@ -278,8 +278,9 @@ func (st *Stream) Detach(ctx context.Context, run Run) bool {
 	// reading only watches for the client leaving.
 	_ = conn.SetReadDeadline(time.Time{})
 	st.conn = conn
-	// connect may still touch net/http's header map as the handler returns.
-	st.header = st.header.Clone()
+	// connect may still touch net/http's header map as the handler returns;
+	// the stream keeps its own copy of what its head writes.
+	st.header = headCopy(st.header)
 	st.detached = true
 	st.ctx = ctx
 	ctx, cancel := context.WithCancel(ctx)
@@ -379,6 +380,17 @@ func (st *Stream) writeEnvelope(flags byte, data []byte) error {
 var skippedHeaders = map[string]bool{
 	"Content-Length": true, "Transfer-Encoding": true, "Connection": true,
 	"Connect-Content-Encoding": true, "Content-Type": true, "Date": true,
+}
+
+// headCopy copies the headers of h that the response head writes.
+func headCopy(h http.Header) http.Header {
+	out := make(http.Header, len(h))
+	for k, vs := range h {
+		if !skippedHeaders[k] {
+			out[k] = append([]string(nil), vs...)
+		}
+	}
+	return out
 }
 
 // appendHead appends the response head: the handler's headers, chunked
