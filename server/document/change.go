@@ -2,6 +2,7 @@ package document
 
 import (
 	"fmt"
+	"math"
 
 	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
 	"github.com/yorkie-affinity/yorkie/server/document/crdt"
@@ -32,6 +33,42 @@ func decodeChangeID(id *api.ChangeID, actorKeys map[string]crdt.ActorID) (change
 		return changeID{}, err
 	}
 	return changeID{clientSeq: id.GetClientSeq(), lamport: id.GetLamport(), actor: actor, vv: vv}, nil
+}
+
+// ApplyChanges applies changes in server order. It refuses the first change that does not
+// apply (wrapping one of the sentinel errors); the document is then left partly changed and
+// must be discarded.
+func (d *Document) ApplyChanges(changes []*api.Change) error {
+	for i, c := range changes {
+		if err := d.applyChange(c); err != nil {
+			return fmt.Errorf("change %d: %w", i, err)
+		}
+	}
+	return nil
+}
+
+// ApplyPushed applies changes clients pushed, in server order, as
+// ApplyChanges does, after refusing any change whose clocks (its lamport, its
+// version vector, any ticket of its operations) reach past what the SDK can
+// follow (see MaxLamport). Stored changes are replayed with ApplyChanges, so
+// a document that already carries such a change is still served.
+func (d *Document) ApplyPushed(changes []*api.Change) error {
+	for i, c := range changes {
+		limit := int64(MaxLamport)
+		if d.lamport > MaxLamport-ClockStep {
+			limit = d.lamport + ClockStep
+			if d.lamport > math.MaxInt64-ClockStep {
+				limit = math.MaxInt64
+			}
+		}
+		if err := checkClocks(c, limit); err != nil {
+			return fmt.Errorf("change %d: %w", i, err)
+		}
+		if err := d.applyChange(c); err != nil {
+			return fmt.Errorf("change %d: %w", i, err)
+		}
+	}
+	return nil
 }
 
 // applyChange runs one change: its operations in order, then its presence part, then the

@@ -2,7 +2,6 @@ package document
 
 import (
 	"fmt"
-	"math"
 
 	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
 )
@@ -23,30 +22,6 @@ const (
 	// changes stay within it, and an overflow stays out of reach.
 	ClockStep = 1 << 20
 )
-
-// ApplyPushed applies changes clients pushed, in server order, as
-// ApplyChanges does, after refusing any change whose clocks (its lamport, its
-// version vector, any ticket of its operations) reach past what the SDK can
-// follow (see MaxLamport). Stored changes are replayed with ApplyChanges, so
-// a document that already carries such a change is still served.
-func (d *Document) ApplyPushed(changes []*api.Change) error {
-	for i, c := range changes {
-		limit := int64(MaxLamport)
-		if d.lamport > MaxLamport-ClockStep {
-			limit = d.lamport + ClockStep
-			if d.lamport > math.MaxInt64-ClockStep {
-				limit = math.MaxInt64
-			}
-		}
-		if err := checkClocks(c, limit); err != nil {
-			return fmt.Errorf("change %d: %w", i, err)
-		}
-		if err := d.applyChange(c); err != nil {
-			return fmt.Errorf("change %d: %w", i, err)
-		}
-	}
-	return nil
-}
 
 // checkClocks refuses the first lamport over limit (or negative) in a
 // change: its ID, its version vector, and every ticket of its operations.

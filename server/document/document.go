@@ -96,18 +96,6 @@ func FromSnapshotAt(snapshot []byte, vv crdt.VersionVector) (*Document, error) {
 	return d, nil
 }
 
-// ApplyChanges applies changes in server order. It refuses the first change that does not
-// apply (wrapping one of the sentinel errors); the document is then left partly changed and
-// must be discarded.
-func (d *Document) ApplyChanges(changes []*api.Change) error {
-	for i, c := range changes {
-		if err := d.applyChange(c); err != nil {
-			return fmt.Errorf("change %d: %w", i, err)
-		}
-	}
-	return nil
-}
-
 // Snapshot encodes the document as a binary api.Snapshot (deterministically): the root
 // object with every element and tombstone not collected yet, and the presences.
 func (d *Document) Snapshot() ([]byte, error) {
