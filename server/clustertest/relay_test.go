@@ -28,28 +28,13 @@ func TestRefusedRelayDropsCachedOwner(t *testing.T) {
 	r.MustPushPull()
 
 	ctx := wire.Context(t)
-	owner, err := c.OwnerOf(ctx, key)
-	require.NoError(t, err)
-	require.Equal(t, former.Addr(), owner.Node.Addr())
-	members, err := c.Store().Members(ctx)
-	require.NoError(t, err)
-	var target sessionstore.Member
-	for _, m := range members {
-		if m.Addr == next.Addr() {
-			target = m
-		}
-	}
-	require.Equal(t, next.Addr(), target.Addr, "node 2 is a member")
-	require.NoError(t, c.Store().Release(ctx, owner.Binding))
-	_, err = c.Store().Bind(ctx, key, target)
-	require.NoError(t, err)
-	former.Affinity().Forget(key) // node 1 learns from the store that node 2 owns it
+	moveBehindBack(t, c, key, former, next)
 
 	// Node 0 relays the next call to node 1 on its cached belief; node 1
 	// refuses it (ErrWrongNode), and node 0 forgets that owner and routes the
 	// call again, to node 2, within the same call: the client sees no error.
 	r.Edit(1)
-	_, err = r.PushPull(ctx)
+	_, err := r.PushPull(ctx)
 	require.NoError(t, err, "the call is routed again to the new owner")
 	r.Edit(1)
 	_, err = r.PushPull(ctx)
@@ -81,8 +66,22 @@ func TestRelayedPeekFollowsAMovedChannelGroup(t *testing.T) {
 	require.NotEmpty(t, binding, "no channel group placed on node 1 in 200 tries")
 	member := &channelClient{r: wire.NewReplica(t, next.ConnectJSON()), key: room}
 
+	moveBehindBack(t, c, binding, former, next)
+	member.attach(t) // counted at node 2, the new owner
+
+	resp, err := via.ConnectJSON().PeekChannel(ctx, connect.NewRequest(&api.PeekChannelRequest{ChannelKey: room}))
+	require.NoError(t, err, "the peek is routed again to the new owner")
+	require.EqualValues(t, 1, resp.Msg.GetSessionCount())
+}
+
+// moveBehindBack moves binding from former, its owner, to next in the store
+// and tells former, but no other node: they keep former cached as the owner.
+func moveBehindBack(t *testing.T, c *clustertest.Cluster, binding string, former, next *clustertest.Node) {
+	t.Helper()
+	ctx := wire.Context(t)
 	owner, err := c.OwnerOf(ctx, binding)
 	require.NoError(t, err)
+	require.Equal(t, former.Addr(), owner.Node.Addr())
 	members, err := c.Store().Members(ctx)
 	require.NoError(t, err)
 	var target sessionstore.Member
@@ -91,14 +90,9 @@ func TestRelayedPeekFollowsAMovedChannelGroup(t *testing.T) {
 			target = m
 		}
 	}
-	require.Equal(t, next.Addr(), target.Addr, "node 2 is a member")
+	require.Equal(t, next.Addr(), target.Addr, "the next owner is a member")
 	require.NoError(t, c.Store().Release(ctx, owner.Binding))
 	_, err = c.Store().Bind(ctx, binding, target)
 	require.NoError(t, err)
-	former.Affinity().Forget(binding) // node 1 learns from the store that node 2 owns it
-	member.attach(t)                  // counted at node 2, the new owner
-
-	resp, err := via.ConnectJSON().PeekChannel(ctx, connect.NewRequest(&api.PeekChannelRequest{ChannelKey: room}))
-	require.NoError(t, err, "the peek is routed again to the new owner")
-	require.EqualValues(t, 1, resp.Msg.GetSessionCount())
+	former.Affinity().Forget(binding) // former learns from the store that next owns it
 }
