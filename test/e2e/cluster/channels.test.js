@@ -37,6 +37,18 @@ async function awaitCount(ch, n, what) {
   });
 }
 
+/** Attaches every client to one channel of key and waits until each counts them all. */
+async function attachAll(clients, key) {
+  const channels = [];
+  for (const c of clients) {
+    const ch = new yorkie.Channel(key);
+    await withTimeout(c.attach(ch), 15000, `attach of client ${c.e2eIndex}`);
+    channels.push(ch);
+  }
+  for (const [i, ch] of channels.entries()) await awaitCount(ch, clients.length, `client ${i}`);
+  return channels;
+}
+
 test(
   'one channel over three nodes behind haproxy: one count, broadcasts once, counts back after the owner dies',
   { skip: skipUnlessPresent(['yorkie', 'ferretdb', 'haproxy', 'etcd']), timeout: 180000 },
@@ -62,14 +74,7 @@ test(
         clientOptions: { channelHeartbeatInterval: HEARTBEAT_MS },
       });
       const clients = await session.activateClients(addrs.length);
-      const key = `room-${crypto.randomBytes(4).toString('hex')}`;
-      const channels = [];
-      for (const c of clients) {
-        const ch = new yorkie.Channel(key);
-        await withTimeout(c.attach(ch), 15000, `attach of client ${c.e2eIndex}`);
-        channels.push(ch);
-      }
-      for (const [i, ch] of channels.entries()) await awaitCount(ch, 6, `client ${i}`);
+      const channels = await attachAll(clients, `room-${crypto.randomBytes(4).toString('hex')}`);
 
       // Every client broadcasts twice; each other client gets each message once.
       const received = channels.map((ch) => {
@@ -215,13 +220,7 @@ test(
       });
       const clients = await session.activateClients(6);
       const key = `lobby-${crypto.randomBytes(4).toString('hex')}`;
-      const channels = [];
-      for (const c of clients) {
-        const ch = new yorkie.Channel(key);
-        await withTimeout(c.attach(ch), 15000, `attach of client ${c.e2eIndex}`);
-        channels.push(ch);
-      }
-      for (const [i, ch] of channels.entries()) await awaitCount(ch, 6, `client ${i}`);
+      const channels = await attachAll(clients, key);
       // Every count each client sees from now on.
       const seen = channels.map((ch) => {
         const counts = [];
