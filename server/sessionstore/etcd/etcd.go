@@ -230,8 +230,15 @@ func unavailable(err error) bool {
 	var ee rpctypes.EtcdError
 	if errors.As(err, &ee) {
 		code = ee.Code()
-	} else if st, ok := status.FromError(err); ok {
+	} else if se := (interface{ GRPCStatus() *status.Status })(nil); errors.As(err, &se) {
+		st := se.GRPCStatus()
 		code = st.Code()
+		// The call's deadline, which etcd was sent, ran out at etcd just
+		// before it did here (waiting on an election, say): etcd answers
+		// that as an unknown error naming the deadline.
+		if code == codes.Unknown && st.Message() == context.DeadlineExceeded.Error() {
+			return true
+		}
 	}
 	return code == codes.Unavailable || code == codes.DeadlineExceeded ||
 		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, clientv3.ErrNoAvailableEndpoints)
