@@ -240,7 +240,7 @@ type Backend struct {
 
 	mu    sync.RWMutex
 	docs  map[string]*docState // by document ID, documents served here
-	names map[string]DocName   // document ID -> project and key
+	names docNames
 }
 
 // DocName is what names a document to clients: its project and its key,
@@ -299,7 +299,7 @@ func New(cfg Config) (*Backend, error) {
 			Live:      &cfg.Metrics.Subscriptions,
 		}),
 		docs:  make(map[string]*docState),
-		names: make(map[string]DocName),
+		names: newDocNames(),
 	}, nil
 }
 

@@ -307,12 +307,7 @@ func (b *Backend) ReleaseDocument(ctx context.Context, docID string, cause error
 func (b *Backend) ReleaseKey(ctx context.Context, projectID, key string, cause error) error {
 	name := DocName{Project: projectID, Key: key}
 	b.mu.RLock()
-	var ids []string
-	for id, n := range b.names {
-		if n == name {
-			ids = append(ids, id)
-		}
-	}
+	ids := b.names.ids(name)
 	b.mu.RUnlock()
 	var errs []error
 	for _, id := range ids {
@@ -345,7 +340,7 @@ func (b *Backend) DocumentKey(ctx context.Context, p *database.ProjectInfo, docI
 // project pid finds it.
 func (b *Backend) documentName(ctx context.Context, pid, docID string) (DocName, error) {
 	b.mu.RLock()
-	name, ok := b.names[docID]
+	name, ok := b.names.byID[docID]
 	b.mu.RUnlock()
 	if ok {
 		return name, nil
@@ -361,11 +356,11 @@ func (b *Backend) documentName(ctx context.Context, pid, docID string) (DocName,
 
 func (b *Backend) rememberName(info *database.DocInfo) {
 	b.mu.RLock()
-	_, ok := b.names[info.ID]
+	_, ok := b.names.byID[info.ID]
 	b.mu.RUnlock()
 	if !ok {
 		b.mu.Lock()
-		b.names[info.ID] = DocName{Project: info.ProjectID, Key: info.Key}
+		b.names.add(info.ID, DocName{Project: info.ProjectID, Key: info.Key})
 		b.mu.Unlock()
 	}
 }
