@@ -218,6 +218,7 @@ type Backend struct {
 	maxDocSize    int
 	hardFactor    int
 	cache         *docCache
+	windows       windowBudget
 	attWrites     attWrites
 	ps            *pubsub.PubSub
 	closing       atomic.Bool
@@ -294,6 +295,7 @@ func New(cfg Config) (*Backend, error) {
 		maxDocSize:    max(cfg.MaxSizePerDocument, 0),
 		hardFactor:    max(cfg.SizeHardLimitFactor, 0),
 		cache:         newDocCache(cfg.DocumentCacheBytes, &cfg.Metrics.CachedDocumentBytes),
+		windows:       windowBudget{limit: recentBudget},
 		ps: pubsub.New(pubsub.Config{
 			QueueSize: cfg.WatchQueueSize,
 			Live:      &cfg.Metrics.Subscriptions,

@@ -508,7 +508,7 @@ func (b *Backend) push(ctx context.Context, p *database.ProjectInfo, ds *docStat
 			last := fresh[len(fresh)-1].Id
 			ds.head += int64(len(fresh))
 			ds.docSeq = ds.head
-			ds.recent.appended(batch)
+			b.keepRecent(ds, batch)
 			e.att.ClientSeq = last.ClientSeq
 			e.lamport = last.Lamport
 			return len(fresh), nil

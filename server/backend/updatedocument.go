@@ -149,7 +149,7 @@ func (b *Backend) updateRoot(ctx context.Context, ds *docState, doc *document.Do
 		return fmt.Errorf("update root of document %s: %w", ds.id, err)
 	}
 	ds.head, ds.docSeq = seq, seq
-	ds.recent.appended([]*database.Change{change})
+	b.keepRecent(ds, []*database.Change{change})
 	b.publishChanged(ds.id, client.ID)
 	return nil
 }
