@@ -41,7 +41,7 @@ type docState struct {
 	synced minVector
 	// known holds the wire keys of the actors a pushed vector may name:
 	// every client that ever attached the document, and the initial actor.
-	known map[string]struct{}
+	known actorSet
 
 	// doc is the document built from the log up to docSeq, or nil when it
 	// must be rebuilt (never built, evicted, or dropped after a failure).
@@ -225,11 +225,11 @@ func (b *Backend) load(ctx context.Context, pid string, epoch int64, ds *docStat
 	if err != nil {
 		return fmt.Errorf("document %s: list clients: %w", ds.id, err)
 	}
-	known := make(map[string]struct{}, len(ever)+1)
-	known[initialActorKey] = struct{}{}
+	var known actorSet
+	known.add(initialActorKey)
 	for _, id := range ever {
 		if k, err := actorKey(id); err == nil {
-			known[k] = struct{}{}
+			known.add(k)
 		}
 	}
 	sch, err := b.loadSchema(ctx, info.ProjectID, info.Schema)
@@ -391,12 +391,12 @@ func (ds *docState) dropAttachment(clientID string) {
 // actor outside ds.known is refused and leaves everything as it was. The
 // caller holds the lock.
 func (ds *docState) reportVector(e *attState, vv map[string]int64) (bool, error) {
-	if len(vv) > len(ds.known) {
-		return false, fmt.Errorf("%d actors, the document knows %d: %w", len(vv), len(ds.known), ErrInvalidVersionVector)
+	if len(vv) > ds.known.len() {
+		return false, fmt.Errorf("%d actors, the document knows %d: %w", len(vv), ds.known.len(), ErrInvalidVersionVector)
 	}
 	old := e.att.VersionVector
 	e.att.VersionVector = vv
-	changed, unknown := ds.synced.update(old, vv, ds.atts, ds.known)
+	changed, unknown := ds.synced.update(old, vv, ds.atts, &ds.known)
 	if unknown != "" {
 		// Only a misbehaving client gets here: start over from the
 		// attachments rather than undo the entries already followed.

@@ -41,11 +41,11 @@ func (ds *docState) checkChangeVectors(pack *api.ChangePack) error {
 // every answer to every client, for as long as the sender is attached; in a
 // change's vector it would be stored and sent to every client pulling it.
 func (ds *docState) checkVector(vv map[string]int64) error {
-	if len(vv) > len(ds.known) {
-		return fmt.Errorf("%d actors, the document knows %d: %w", len(vv), len(ds.known), ErrInvalidVersionVector)
+	if len(vv) > ds.known.len() {
+		return fmt.Errorf("%d actors, the document knows %d: %w", len(vv), ds.known.len(), ErrInvalidVersionVector)
 	}
 	for k := range vv {
-		if _, ok := ds.known[k]; !ok {
+		if !ds.known.has(k) {
 			return fmt.Errorf("actor %q: %w", truncate(k), ErrInvalidVersionVector)
 		}
 	}
@@ -168,13 +168,13 @@ func (m *minVector) leave(vv map[string]int64, atts map[string]*attState) {
 // changed; atts already holds cur. An actor of cur missing from old must be
 // in known (old was checked when it came): otherwise update stops and
 // returns it, leaving the minimum to be rebuilt.
-func (m *minVector) update(old, cur map[string]int64, atts map[string]*attState, known map[string]struct{}) (changed bool, unknown string) {
+func (m *minVector) update(old, cur map[string]int64, atts map[string]*attState, known *actorSet) (changed bool, unknown string) {
 	kept := 0
 	for k, v := range cur {
 		w, ok := old[k]
 		if ok {
 			kept++
-		} else if _, ok := known[k]; !ok {
+		} else if !known.has(k) {
 			return false, k
 		}
 		if !ok || w != v {

@@ -41,9 +41,9 @@ func TestMinVectorFollowsEveryChange(t *testing.T) {
 			var m minVector
 			m.reset(atts)
 			actors := []string{"a", "b", "c", "d", "e"}
-			known := map[string]struct{}{}
+			var known actorSet
 			for _, k := range actors {
-				known[k] = struct{}{}
+				known.add(k)
 			}
 			for step := range 400 {
 				ids := make([]string, 0, len(atts))
