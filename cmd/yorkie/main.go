@@ -151,6 +151,9 @@ func runServer(args []string, stderr io.Writer) int {
 	for _, w := range configWarnings {
 		logger.Warn("config file: " + w)
 	}
+	if self, err := os.ReadFile("/proc/self/cgroup"); err == nil {
+		applyContainerMemoryLimit(logger, "/sys/fs/cgroup", string(self))
+	}
 	for _, f := range ignoredFlagsGiven(fs) {
 		logger.Info("upstream flag accepted with no effect", "flag", f[0], "why", f[1])
 	}
