@@ -12,7 +12,6 @@ import (
 	"math"
 	"net/http"
 	"runtime/debug"
-	"sync"
 
 	"connectrpc.com/connect"
 	"github.com/prometheus/client_golang/prometheus"
@@ -92,8 +91,10 @@ type Service struct {
 	auth            *Auth
 	upstream        *upmetrics.Metrics
 
-	closeOnce sync.Once
-	closing   chan struct{}
+	// closing ends when CloseStreams is called: a context, so that a
+	// detached stream, which no goroutine waits on, is woken by it too.
+	closing      context.Context
+	closeStreams context.CancelFunc
 }
 
 // New returns a Service for the backend.
@@ -127,8 +128,8 @@ func New(cfg Config) (*Service, error) {
 		projects:        cfg.Projects,
 		auth:            cfg.Auth,
 		upstream:        cfg.Upstream,
-		closing:         make(chan struct{}),
 	}
+	s.closing, s.closeStreams = context.WithCancel(context.Background())
 	if cfg.Registerer != nil {
 		m, err := interceptor.NewMetrics(cfg.Registerer)
 		if err != nil {
@@ -187,7 +188,7 @@ func (s *Service) recovered(ctx context.Context, spec connect.Spec, _ http.Heade
 // reconnect (to another node or after a restart), and refuses new ones. Unary
 // calls are not affected. It is idempotent.
 func (s *Service) CloseStreams() {
-	s.closeOnce.Do(func() { close(s.closing) })
+	s.closeStreams()
 }
 
 // ActivateClient registers the client key and returns its client ID.
@@ -575,15 +576,23 @@ func serveWatchStream[Req, Res any](ctx context.Context, s *Service, req *connec
 		// Routing again after a move needs only a few of the request's
 		// headers, not the whole map.
 		call.Header = s.routeHeaders(call.Header)
-		detached = st.Detach(base, func(ctx context.Context, header http.Header, send func(any) error) error {
-			defer closeStream()
-			// This frame stays under an idle stream's wait: it holds
-			// nothing but f.
-			f := newWatchFollow(s, procedure, call, rt, changed, relay, header, func(m *Res) error { return send(m) })
-			if open != nil {
-				return f.serveParked(ctx, open)
+		var f *watchFollow[Res]
+		detached = st.Detach(base, func(ctx context.Context, header http.Header, send func(any) error, wake func()) (bool, error) {
+			if f == nil {
+				f = newWatchFollow(s, procedure, call, rt, changed, relay, header, func(m *Res) error { return send(m) })
 			}
-			return f.serve(ctx, local)
+			var done bool
+			var err error
+			if open != nil {
+				done, err = f.stepDetached(ctx, open, wake)
+			} else {
+				// A channel stream is served whole in one step.
+				done, err = true, f.serve(ctx, local)
+			}
+			if done {
+				closeStream()
+			}
+			return done, err
 		})
 		if detached {
 			return nil
@@ -606,7 +615,7 @@ func serveDocWatch[Req, Res any](ctx context.Context, s *Service, req *connect.R
 		for {
 			select {
 			case <-ctx.Done():
-			case <-s.closing:
+			case <-s.closing.Done():
 			case <-w.sub.Done():
 			case <-w.sub.Ready():
 			}
@@ -661,7 +670,7 @@ func (w *docWatch) pending(ctx context.Context) (bool, error) {
 	select {
 	case <-ctx.Done():
 		return false, nil
-	case <-w.s.closing:
+	case <-w.s.closing.Done():
 		return false, errinfo.New(connect.CodeUnavailable, errinfo.CodeShuttingDown, fault.ErrShuttingDown)
 	case <-w.sub.Done():
 		return false, w.s.subscriptionEnded(ctx, w.procedure, w.sub.Err())
@@ -683,7 +692,7 @@ func (w *docWatch) pending(ctx context.Context) (bool, error) {
 // proxies that route by the header would not look.
 func (s *Service) routeWatch(ctx context.Context, procedure string, call routing.DocumentCall, header http.Header) (routing.Route, error) {
 	select {
-	case <-s.closing:
+	case <-s.closing.Done():
 		return routing.Route{}, errinfo.New(connect.CodeUnavailable, errinfo.CodeShuttingDown, fault.ErrShuttingDown)
 	default:
 	}

@@ -2,8 +2,9 @@
 // the clients watching a document on this node.
 //
 // Publishing never blocks: events go into a small per-subscriber queue, which
-// the subscriber drains with Next when Ready signals (no goroutine per
-// subscriber: an idle stream costs only its queue's state). A CHANGED event already
+// the subscriber drains with Next when Ready signals, or when the function it
+// gave Notify is called (no goroutine per subscriber: an idle stream costs
+// only its queue's state). A CHANGED event already
 // waiting in a queue absorbs later ones (a CHANGED only says "pull now"), so a
 // slow subscriber costs one queued entry however many changes are stored.
 // WATCHED and UNWATCHED cannot be merged; a subscriber whose queue of them
@@ -96,6 +97,7 @@ type Subscription struct {
 	changedAt int
 	ended     bool
 	err       error
+	notify    func()
 }
 
 // Events returns the subscriber's events on a channel, closed after the
@@ -113,6 +115,17 @@ func (s *Subscription) Events() <-chan Event {
 // subscriber then takes them with Next until Next reports none left. An
 // event queued after that empty Next signals Ready again.
 func (s *Subscription) Ready() <-chan struct{} { return s.wake }
+
+// Notify has f called whenever Ready signals and once when the
+// subscription ends, so that a subscriber can be woken without a goroutine
+// waiting on the channels. f runs on the publisher's goroutine and must not
+// block. Events queued before Notify do not call f: the subscriber takes
+// them with Next after calling it.
+func (s *Subscription) Notify(f func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.notify = f
+}
 
 // Done is closed when the subscription ends; Err then says why.
 func (s *Subscription) Done() <-chan struct{} { return s.done }
@@ -328,10 +341,14 @@ func (s *Subscription) enqueue(ev Event) bool {
 		return false
 	}
 	s.buf = append(s.buf, ev)
+	notify := s.notify
 	s.mu.Unlock()
 	select {
 	case s.wake <- struct{}{}:
 	default: // the subscriber is signalled already
+	}
+	if notify != nil {
+		notify()
 	}
 	return true
 }
@@ -393,7 +410,12 @@ func (ps *PubSub) end(s *Subscription, err error, announce bool) {
 	s.err = err
 	s.buf, s.head = nil, 0
 	close(s.done)
+	notify := s.notify
+	s.notify = nil
 	s.mu.Unlock()
+	if notify != nil {
+		notify()
+	}
 
 	if ps.cfg.Live != nil {
 		ps.cfg.Live.Add(-1)
