@@ -472,9 +472,11 @@ func (s *Service) Watch(ctx context.Context, req *connect.Request[api.WatchReque
 		return errinfo.InvalidArgument(err)
 	}
 	call := routing.DocumentCall{Kind: routing.CallWatch, Project: project.FromContext(ctx), ClientID: clientID, DocumentID: docID, Header: req.Header()}
-	changed := &api.WatchResponse{Body: &api.WatchResponse_Event{Event: &api.WatchEvent{Event: &api.WatchEvent_DocEvent{
-		DocEvent: &api.DocWatchEvent{DocumentId: docID, Event: &api.DocEvent{Type: api.DocEventType_DOC_EVENT_TYPE_DOCUMENT_CHANGED}},
-	}}}}
+	changed := func() *api.WatchResponse {
+		return &api.WatchResponse{Body: &api.WatchResponse_Event{Event: &api.WatchEvent{Event: &api.WatchEvent_DocEvent{
+			DocEvent: &api.DocWatchEvent{DocumentId: docID, Event: &api.DocEvent{Type: api.DocEventType_DOC_EVENT_TYPE_DOCUMENT_CHANGED}},
+		}}}}
+	}
 	// The relay holds the message, not the request and its headers.
 	msg := req.Msg
 	return serveDocWatch(ctx, s, req, stream, call, changed, func(owner v1connect.YorkieServiceClient, call routing.DocumentCall) ownerStream[api.WatchResponse] {
@@ -514,9 +516,11 @@ func (s *Service) WatchDocument(ctx context.Context, req *connect.Request[api.Wa
 		return errinfo.InvalidArgument(err)
 	}
 	call := routing.DocumentCall{Kind: routing.CallWatch, Project: project.FromContext(ctx), ClientID: clientID, DocumentID: docID, Header: req.Header()}
-	changed := &api.WatchDocumentResponse{Body: &api.WatchDocumentResponse_Event{
-		Event: &api.DocEvent{Type: api.DocEventType_DOC_EVENT_TYPE_DOCUMENT_CHANGED},
-	}}
+	changed := func() *api.WatchDocumentResponse {
+		return &api.WatchDocumentResponse{Body: &api.WatchDocumentResponse_Event{
+			Event: &api.DocEvent{Type: api.DocEventType_DOC_EVENT_TYPE_DOCUMENT_CHANGED},
+		}}
+	}
 	// The relay holds the message, not the request and its headers.
 	msg := req.Msg
 	return serveDocWatch(ctx, s, req, stream, call, changed, func(owner v1connect.YorkieServiceClient, call routing.DocumentCall) ownerStream[api.WatchDocumentResponse] {
@@ -545,7 +549,7 @@ type ownerStream[Res any] func(context.Context) (*connect.ServerStreamForClient[
 // (opened by relay) or, when this node owns it, stamps the session key and
 // runs local.
 func serveWatchStream[Req, Res any](ctx context.Context, s *Service, req *connect.Request[Req], stream *connect.ServerStream[Res], call routing.DocumentCall,
-	changed *Res, relay openRelay[Res], local func(ctx context.Context, procedure string, rt routing.Route, send func(*Res) error) error,
+	changed func() *Res, relay openRelay[Res], local func(ctx context.Context, procedure string, rt routing.Route, send func(*Res) error) error,
 	open openLocal[Res],
 ) error {
 	closeStream, err := s.streams.Open(call.ClientID, s.limits.MaxWatchStreamsPerClient)
@@ -581,6 +585,8 @@ func serveWatchStream[Req, Res any](ctx context.Context, s *Service, req *connec
 			if f == nil {
 				f = newWatchFollow(s, procedure, call, rt, changed, relay, header, func(m *Res) error { return send(m) })
 			}
+			// nil once the head went out: a detached stream keeps no header.
+			f.header = header
 			var done bool
 			var err error
 			if open != nil {
@@ -604,7 +610,7 @@ func serveWatchStream[Req, Res any](ctx context.Context, s *Service, req *connec
 // serveDocWatch serves a document Watch as serveWatchStream does, the
 // subscription here set up by open.
 func serveDocWatch[Req, Res any](ctx context.Context, s *Service, req *connect.Request[Req], stream *connect.ServerStream[Res], call routing.DocumentCall,
-	changed *Res, relay openRelay[Res], open openLocal[Res],
+	changed func() *Res, relay openRelay[Res], open openLocal[Res],
 ) error {
 	return serveWatchStream(ctx, s, req, stream, call, changed, relay, func(ctx context.Context, procedure string, rt routing.Route, send func(*Res) error) error {
 		w, err := open(ctx, procedure, rt, send)

@@ -32,7 +32,7 @@ const maxWatchMoves = 3
 // one DOCUMENT_CHANGED event (changed), so it pulls whatever was written
 // while the stream moved: no remote change waits for the client's own
 // next edit. A channel stream (changed nil) just carries on.
-func followWatch[Res any](ctx context.Context, s *Service, procedure string, call routing.DocumentCall, rt routing.Route, changed *Res,
+func followWatch[Res any](ctx context.Context, s *Service, procedure string, call routing.DocumentCall, rt routing.Route, changed func() *Res,
 	relay openRelay[Res], local func(ctx context.Context, procedure string, rt routing.Route, send func(*Res) error) error,
 	header http.Header, send func(*Res) error,
 ) error {
@@ -63,7 +63,7 @@ type watchFollow[Res any] struct {
 	procedure string
 	call      routing.DocumentCall
 	rt        routing.Route
-	changed   *Res
+	changed   func() *Res // the extra CHANGED after a move; nil for a channel
 	relay     openRelay[Res]
 	header    http.Header
 	send      func(*Res) error // the client's stream
@@ -76,7 +76,7 @@ type watchFollow[Res any] struct {
 	stopClosing func() bool // stops the server's shutdown waking the stream
 }
 
-func newWatchFollow[Res any](s *Service, procedure string, call routing.DocumentCall, rt routing.Route, changed *Res,
+func newWatchFollow[Res any](s *Service, procedure string, call routing.DocumentCall, rt routing.Route, changed func() *Res,
 	relay openRelay[Res], header http.Header, send func(*Res) error,
 ) *watchFollow[Res] {
 	return &watchFollow[Res]{s: s, procedure: procedure, call: call, rt: rt, changed: changed, relay: relay, header: header, send: send, out: send}
@@ -109,7 +109,7 @@ func (f *watchFollow[Res]) moveOn(ctx context.Context, err error) bool {
 	f.s.logger.DebugContext(ctx, "watch stream follows its document", "procedure", f.procedure, "after", err, "owner", next.SessionKey)
 	f.rt = next
 	if f.changed != nil {
-		f.out = thenSend(f.send, f.changed)
+		f.out = thenSend(f.send, f.changed())
 	}
 	f.moves++
 	return true

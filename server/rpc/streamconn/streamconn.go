@@ -268,8 +268,8 @@ func Finish(ctx context.Context, err error, done func(ctx context.Context, err e
 // Steps never run at once; a wake during a step runs another step after it.
 // A step should not wait for what wake announces: whatever waits
 // (a relay, a slow client's write) keeps the goroutine meanwhile. header is
-// the stream's response header, which goes out with the first message;
-// send writes one message.
+// the stream's response header, which goes out with the first message, and
+// nil once it has; send writes one message.
 type Step func(ctx context.Context, header http.Header, send func(any) error, wake func()) (done bool, err error)
 
 // Detach takes the stream's connection from net/http and has step serve the
@@ -462,6 +462,8 @@ func (st *Stream) appendHead(out []byte) []byte {
 			out = append(out, "\r\n"...)
 		}
 	}
+	// Written: the stream keeps no header map for the rest of its life.
+	st.header = nil
 	return append(out, "\r\n"...)
 }
 
