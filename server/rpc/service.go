@@ -673,14 +673,14 @@ func (w *docWatch) close() {
 // false with the stream's error when the stream ended instead (nil for a
 // client that left). The caller closes the watch then.
 func (w *docWatch) pending(ctx context.Context) (bool, error) {
-	select {
-	case <-ctx.Done():
+	switch {
+	case ctx.Err() != nil:
 		return false, nil
-	case <-w.s.closing.Done():
+	case w.s.closing.Err() != nil:
 		return false, errinfo.New(connect.CodeUnavailable, errinfo.CodeShuttingDown, fault.ErrShuttingDown)
-	case <-w.sub.Done():
+	case w.sub.Ended():
+		// Not Done: a detached stream's subscription makes no channel.
 		return false, w.s.subscriptionEnded(ctx, w.procedure, w.sub.Err())
-	default:
 	}
 	for ev, ok := w.sub.Next(); ok; ev, ok = w.sub.Next() {
 		out := &api.DocEvent{Type: ev.Type, Publisher: ev.Publisher}

@@ -152,6 +152,13 @@ func (s *Subscription) Done() <-chan struct{} {
 	return s.done
 }
 
+// Ended reports whether the subscription has ended, as a closed Done would.
+func (s *Subscription) Ended() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ended
+}
+
 // Err returns why the subscription was ended by the pub/sub, or nil while it
 // runs or when the subscriber closed it itself.
 func (s *Subscription) Err() error {

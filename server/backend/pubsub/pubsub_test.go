@@ -341,7 +341,13 @@ func TestNotifyCallsOnEveryWakeAndAtTheEnd(t *testing.T) {
 	if got := calls.Load(); got != 2 {
 		t.Fatalf("calls after a CHANGED following the drain = %d, want 2", got)
 	}
+	if a.Ended() {
+		t.Fatal("Ended before the end")
+	}
 	ps.EndDocument("d", fault.ErrShuttingDown)
+	if !a.Ended() || !errors.Is(a.Err(), fault.ErrShuttingDown) {
+		t.Fatalf("after the end: Ended %v, Err %v", a.Ended(), a.Err())
+	}
 	if got := calls.Load(); got != 3 {
 		t.Fatalf("calls after the end = %d, want 3", got)
 	}
