@@ -177,7 +177,24 @@ func (s *Server) handOffAll(ctx context.Context, mgr *affinity.Manager, keys []s
 // A channel group has no document: its sessions are copied to the successor
 // after the binding moved (it refuses sessions of a group it does not own),
 // and only then are they released here, so the Watch streams that follow
-// find the channels' counts there unchanged.
+// find the channels' counts there unchanged. Attaches, detaches and
+// refreshes go on meanwhile; none is lost or undone by the copy:
+//
+//   - One served here checks, under the channel manager's lock, that this
+//     node still holds the binding (channel.Held). HandOff drops the
+//     binding from this node's view before the copy takes that lock, so a
+//     change is either in the copy or refused and routed again, within the
+//     call, to the successor; none is made here after the copy, where the
+//     release would drop it.
+//   - One reaching the successor before the copy (routed there, relayed,
+//     or a heartbeat) stands: the copy of a session its client attached or
+//     refreshed there is skipped, and so is one detached there lately.
+//
+// Stopping the changes here is the simplest way to close the instant: a
+// second copy (of what changed since the first) still needs the changes
+// here stopped before the release, and once they are stopped one copy is
+// complete; and routing a refused call again is the forward, through the
+// path every relayed call takes.
 func (s *Server) handOff(ctx context.Context, mgr *affinity.Manager, key string) error {
 	next, err := mgr.Successor(key)
 	if err != nil {

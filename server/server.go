@@ -808,6 +808,9 @@ func (s *Server) Abort() {
 	})
 }
 
+// Channels returns the node's channel sessions.
+func (s *Server) Channels() *channel.Manager { return s.channels }
+
 // Affinity returns the node's affinity manager (nil when WithRouter
 // replaces the cluster layer).
 func (s *Server) Affinity() *affinity.Manager { return s.mgr }

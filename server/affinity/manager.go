@@ -349,6 +349,15 @@ func (m *Manager) Abandon() {
 	<-m.done
 }
 
+// Holds reports whether this node still owns key at epoch, as far as its
+// cache knows: false once a hand-off or a loss dropped the binding, even
+// before the store has moved it. A call served here under that owner epoch
+// checks it where it changes state a hand-off copies (channel sessions).
+func (m *Manager) Holds(key string, epoch int64) bool {
+	o, ok := m.cached(key)
+	return ok && o.Self && o.Epoch == epoch
+}
+
 // cached returns a binding from the cache if it is still valid.
 func (m *Manager) cached(key string) (Owner, bool) {
 	m.mu.RLock()

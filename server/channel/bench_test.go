@@ -22,11 +22,11 @@ func BenchmarkSessionMemory(b *testing.B) {
 				before := heapInUse()
 				watchers := make([]*Watcher, 0, n)
 				for _, c := range clients {
-					if _, _, err := m.Attach(c, "room.sub", 0); err != nil {
+					if _, _, err := m.Attach(c, "room.sub", 0, nil); err != nil {
 						b.Fatal(err)
 					}
 					if watch {
-						w, err := m.Watch(c, "room")
+						w, err := m.Watch(c, "room", nil)
 						if err != nil {
 							b.Fatal(err)
 						}

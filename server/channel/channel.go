@@ -35,6 +35,13 @@ const (
 	// maxSweepInterval keeps expiry within a few seconds of the TTL even
 	// with a long one.
 	maxSweepInterval = 5 * time.Second
+	// detachedMemory is how long a detached session's ID is remembered
+	// (see Manager.detached): well beyond the moment between a hand-off's
+	// move of the binding and its copy of the sessions arriving here.
+	detachedMemory = time.Minute
+	// maxDetached bounds the IDs remembered: the oldest are forgotten
+	// first, and only the newest matter.
+	maxDetached = 1 << 14
 )
 
 // Separator splits a channel key into its key paths.
@@ -56,6 +63,10 @@ var (
 	// ErrReleased ends the watchers of channels this node gave up; their
 	// clients reconnect to the new owner.
 	ErrReleased = fault.NewRetryable("channel released by this node")
+	// ErrMoved refuses a change to a channel whose group this node no
+	// longer holds (the held check of Attach, Detach and Refresh): the
+	// caller routes the call again, to the group's new owner.
+	ErrMoved = fault.NewRetryable("channel group moved to another node")
 )
 
 // errClosed answers every call on a closed manager.
@@ -134,6 +145,14 @@ type Manager struct {
 	byClient map[clientChannel]*session
 	lastSeq  int64
 	closed   bool
+	// detached holds the IDs of sessions detached here in the last
+	// detachedMemory, known or not, oldest first in detachedOrder. A
+	// draining owner may copy a session to this node just before its
+	// client's detach, relayed or sent here directly, reaches this node
+	// ahead of the copy; Import skips such a session instead of counting
+	// it again until its TTL.
+	detached      map[string]time.Time
+	detachedOrder []detachedID
 
 	stop     chan struct{}
 	stopOnce sync.Once
@@ -150,6 +169,11 @@ type node struct {
 	own      int // sessions on exactly this key
 	total    int // sessions on this key and every key below it
 	watchers map[*Watcher]struct{}
+}
+
+type detachedID struct {
+	id string
+	at time.Time
 }
 
 type session struct {
@@ -194,6 +218,7 @@ func New(cfg Config) *Manager {
 		nodes:      map[string]*node{},
 		sessions:   map[string]*session{},
 		byClient:   map[clientChannel]*session{},
+		detached:   map[string]time.Time{},
 		stop:       make(chan struct{}),
 		done:       make(chan struct{}),
 	}
@@ -235,11 +260,27 @@ func (m *Manager) Close() {
 	m.metrics.setSessions(0)
 }
 
+// Held reports whether this node still holds the group of the channel a
+// call changes. Attach, Detach and Refresh check it under the manager's
+// lock and refuse with ErrMoved when it fails: a draining node copies a
+// group's sessions under the same lock after the binding moved, so each
+// change either is in the copy or is refused here and made at the new
+// owner, never made here after the copy (see server.handOff). Nil is held.
+type Held func() bool
+
+// moved checks held; the caller holds m.mu.
+func moved(held Held, key string) error {
+	if held == nil || held() {
+		return nil
+	}
+	return fmt.Errorf("channel %q: %w", short(key), ErrMoved)
+}
+
 // Attach gives the client a session on the channel, or returns the one it
 // holds already, with the channel's count. The session lives ttl after
 // this and after each Refresh (0: the manager's SessionTTL), so a project's
 // channel_session_ttl applies to its sessions.
-func (m *Manager) Attach(clientID, key string, ttl time.Duration) (sessionID string, count int64, err error) {
+func (m *Manager) Attach(clientID, key string, ttl time.Duration, held Held) (sessionID string, count int64, err error) {
 	if err := validateScoped(key); err != nil {
 		return "", 0, err
 	}
@@ -247,6 +288,9 @@ func (m *Manager) Attach(clientID, key string, ttl time.Duration) (sessionID str
 	defer m.mu.Unlock()
 	if m.closed {
 		return "", 0, errClosed
+	}
+	if err := moved(held, key); err != nil {
+		return "", 0, err
 	}
 	if s, ok := m.byClient[clientChannel{clientID, key}]; ok {
 		s.refreshed, s.ttl = time.Now(), m.ttlOr(ttl)
@@ -272,23 +316,60 @@ func validateSession(key, sessionID string) error {
 // Detach ends the client's session on the channel and returns the count
 // after it. An unknown session is not an error: it may have expired or been
 // lost with another node, and the client wants it gone either way.
-func (m *Manager) Detach(clientID, key, sessionID string) (int64, error) {
+func (m *Manager) Detach(clientID, key, sessionID string, held Held) (int64, error) {
 	if err := validateSession(key, sessionID); err != nil {
 		return 0, err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if s, ok := m.sessions[sessionID]; ok && s.key == key && s.client == clientID {
+	if err := moved(held, key); err != nil {
+		return 0, err
+	}
+	s, ok := m.sessions[sessionID]
+	switch {
+	case !ok:
+		m.rememberDetachedLocked(sessionID, time.Now())
+	case s.key == key && s.client == clientID:
+		// Remembered too: it may have been brought back by a heartbeat
+		// that came here ahead of the copy of it.
 		m.removeLocked(s)
+		m.rememberDetachedLocked(sessionID, time.Now())
 	}
 	return m.countLocked(key), nil
+}
+
+// rememberDetachedLocked records that sessionID was detached at now and
+// forgets the IDs that are too old or too many.
+func (m *Manager) rememberDetachedLocked(sessionID string, now time.Time) {
+	m.detached[sessionID] = now
+	m.detachedOrder = append(m.detachedOrder, detachedID{sessionID, now})
+	m.forgetDetachedLocked(now)
+}
+
+// forgetDetachedLocked drops the remembered detaches older than
+// detachedMemory before now, and the oldest beyond maxDetached.
+func (m *Manager) forgetDetachedLocked(now time.Time) {
+	n := 0
+	for _, d := range m.detachedOrder {
+		if len(m.detachedOrder)-n <= maxDetached && now.Sub(d.at) <= detachedMemory {
+			break
+		}
+		if m.detached[d.id] == d.at {
+			delete(m.detached, d.id)
+		}
+		n++
+	}
+	// Resliced, not shifted: the next growth of the slice copies only the
+	// IDs still remembered.
+	clear(m.detachedOrder[:n])
+	m.detachedOrder = m.detachedOrder[n:]
 }
 
 // Refresh extends the session's life by ttl (0: the manager's SessionTTL)
 // and returns the channel's count. A session this node does not know (it
 // expired, or it lived on a node that died) is created again under the
 // same ID, so a heartbeat is all a client needs to be counted again.
-func (m *Manager) Refresh(clientID, key, sessionID string, ttl time.Duration) (int64, error) {
+func (m *Manager) Refresh(clientID, key, sessionID string, ttl time.Duration, held Held) (int64, error) {
 	if err := validateSession(key, sessionID); err != nil {
 		return 0, err
 	}
@@ -296,6 +377,9 @@ func (m *Manager) Refresh(clientID, key, sessionID string, ttl time.Duration) (i
 	defer m.mu.Unlock()
 	if m.closed {
 		return 0, errClosed
+	}
+	if err := moved(held, key); err != nil {
+		return 0, err
 	}
 	if s, ok := m.sessions[sessionID]; ok {
 		if s.key != key || s.client != clientID {
@@ -418,8 +502,9 @@ func CheckBroadcastSize(topic string, payload []byte, maxBytes int) error {
 
 // Watch subscribes the client to the channel: count changes of the channel
 // and its sub-channels, and the broadcasts on it. The returned count is the
-// current one, at seq.
-func (m *Manager) Watch(clientID, key string) (*Watcher, error) {
+// current one, at seq. Held is checked as by Attach: a watcher added after
+// the group's release here would wait on a count that no longer changes.
+func (m *Manager) Watch(clientID, key string, held Held) (*Watcher, error) {
 	if err := validateScoped(key); err != nil {
 		return nil, err
 	}
@@ -427,6 +512,9 @@ func (m *Manager) Watch(clientID, key string) (*Watcher, error) {
 	defer m.mu.Unlock()
 	if m.closed {
 		return nil, errClosed
+	}
+	if err := moved(held, key); err != nil {
+		return nil, err
 	}
 	n := m.nodeLocked(key)
 	w := &Watcher{
@@ -555,6 +643,7 @@ func (m *Manager) Sweep(now time.Time) int {
 			expired++
 		}
 	}
+	m.forgetDetachedLocked(now)
 	if expired > 0 {
 		m.metrics.expired(expired)
 		m.logger.Debug("channel sessions expired", "sessions", expired)

@@ -20,7 +20,7 @@ func TestCountsIncludeSubChannels(t *testing.T) {
 	m := newTestManager(t, Config{})
 	attach := func(client, key string) string {
 		t.Helper()
-		id, _, err := m.Attach(client, key, 0)
+		id, _, err := m.Attach(client, key, 0, nil)
 		if err != nil {
 			t.Fatalf("attach %s to %s: %v", client, key, err)
 		}
@@ -36,7 +36,7 @@ func TestCountsIncludeSubChannels(t *testing.T) {
 			t.Errorf("count of %s = %d, want %d", key, got, want)
 		}
 	}
-	if n, err := m.Detach("cc", "room.1.a", s); err != nil || n != 0 {
+	if n, err := m.Detach("cc", "room.1.a", s, nil); err != nil || n != 0 {
 		t.Fatalf("detach = %d, %v; want 0", n, err)
 	}
 	if got := m.Count("room"); got != 3 {
@@ -46,8 +46,8 @@ func TestCountsIncludeSubChannels(t *testing.T) {
 
 func TestAttachTwiceKeepsOneSession(t *testing.T) {
 	m := newTestManager(t, Config{})
-	a, _, _ := m.Attach("aa", "room", 0)
-	b, n, _ := m.Attach("aa", "room", 0)
+	a, _, _ := m.Attach("aa", "room", 0, nil)
+	b, n, _ := m.Attach("aa", "room", 0, nil)
 	if a != b || n != 1 {
 		t.Fatalf("second attach = %s, %d; want %s, 1", b, n, a)
 	}
@@ -55,13 +55,13 @@ func TestAttachTwiceKeepsOneSession(t *testing.T) {
 
 func TestWatcherSeesParentCountsAndNewerSeqs(t *testing.T) {
 	m := newTestManager(t, Config{})
-	w, err := m.Watch("aa", "room")
+	w, err := m.Watch("aa", "room", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer w.Close()
 	first, _ := w.LatestCount()
-	if _, _, err := m.Attach("bb", "room.1", 0); err != nil {
+	if _, _, err := m.Attach("bb", "room.1", 0, nil); err != nil {
 		t.Fatal(err)
 	}
 	<-w.Ready()
@@ -73,9 +73,9 @@ func TestWatcherSeesParentCountsAndNewerSeqs(t *testing.T) {
 
 func TestBroadcastSkipsSenderAndOtherChannels(t *testing.T) {
 	m := newTestManager(t, Config{})
-	sender, _ := m.Watch("aa", "room")
-	other, _ := m.Watch("bb", "room")
-	child, _ := m.Watch("cc", "room.1")
+	sender, _ := m.Watch("aa", "room", nil)
+	other, _ := m.Watch("bb", "room", nil)
+	child, _ := m.Watch("cc", "room.1", nil)
 	if err := m.Broadcast("aa", "room", "cursor", []byte(`{"x":1}`)); err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +123,7 @@ func TestBroadcastTopicLimit(t *testing.T) {
 
 func TestSlowWatcherIsEnded(t *testing.T) {
 	m := newTestManager(t, Config{WatcherBuffer: 2})
-	w, _ := m.Watch("bb", "room")
+	w, _ := m.Watch("bb", "room", nil)
 	for range 3 {
 		if err := m.Broadcast("aa", "room", "t", nil); err != nil {
 			t.Fatal(err)
@@ -138,12 +138,12 @@ func TestSlowWatcherIsEnded(t *testing.T) {
 func TestSessionsExpireUnlessRefreshed(t *testing.T) {
 	ttl := time.Hour // the test sweeps by hand
 	m := newTestManager(t, Config{SessionTTL: ttl})
-	_, _, _ = m.Attach("aa", "room", 0)
-	kept, _, _ := m.Attach("bb", "room", 0)
+	_, _, _ = m.Attach("aa", "room", 0, nil)
+	kept, _, _ := m.Attach("bb", "room", 0, nil)
 	later := time.Now().Add(ttl / 2)
 	// A refresh at "later" is simulated by refreshing now and sweeping from
 	// a point past the first session's TTL only.
-	if _, err := m.Refresh("bb", "room", kept, 0); err != nil {
+	if _, err := m.Refresh("bb", "room", kept, 0, nil); err != nil {
 		t.Fatal(err)
 	}
 	m.mu.Lock()
@@ -159,27 +159,27 @@ func TestSessionsExpireUnlessRefreshed(t *testing.T) {
 
 func TestRefreshOfUnknownSessionRecreatesIt(t *testing.T) {
 	m := newTestManager(t, Config{})
-	id, _, _ := m.Attach("aa", "room.1", 0)
+	id, _, _ := m.Attach("aa", "room.1", 0, nil)
 	m.Release("room", nil)
 	if got := m.Count("room"); got != 0 {
 		t.Fatalf("count after release = %d", got)
 	}
-	n, err := m.Refresh("aa", "room.1", id, 0)
+	n, err := m.Refresh("aa", "room.1", id, 0, nil)
 	if err != nil || n != 1 {
 		t.Fatalf("refresh = %d, %v; want 1", n, err)
 	}
-	if _, err := m.Refresh("bb", "room.1", id, 0); !errors.Is(err, ErrSessionNotFound) {
+	if _, err := m.Refresh("bb", "room.1", id, 0, nil); !errors.Is(err, ErrSessionNotFound) {
 		t.Fatalf("refresh of another client's session: %v, want ErrSessionNotFound", err)
 	}
-	if _, err := m.Refresh("aa", "room.1", "nope", 0); !errors.Is(err, ErrInvalidSession) {
+	if _, err := m.Refresh("aa", "room.1", "nope", 0, nil); !errors.Is(err, ErrInvalidSession) {
 		t.Fatalf("refresh with a malformed ID: %v, want ErrInvalidSession", err)
 	}
 }
 
 func TestReleaseEndsWatchersOfTheGroupOnly(t *testing.T) {
 	m := newTestManager(t, Config{})
-	w1, _ := m.Watch("aa", "room.1")
-	w2, _ := m.Watch("aa", "roomy")
+	w1, _ := m.Watch("aa", "room.1", nil)
+	w2, _ := m.Watch("aa", "roomy", nil)
 	m.Release("room", nil)
 	<-w1.Done()
 	if !errors.Is(w1.Err(), ErrReleased) {
@@ -207,9 +207,9 @@ func TestValidateKey(t *testing.T) {
 
 func TestSessionTTLPerSession(t *testing.T) {
 	m := newTestManager(t, Config{SessionTTL: time.Hour}) // the test sweeps by hand
-	_, _, err := m.Attach("aa", "p1/room", 0)
+	_, _, err := m.Attach("aa", "p1/room", 0, nil)
 	require.NoError(t, err)
-	short, _, err := m.Attach("bb", "p2/room", time.Minute)
+	short, _, err := m.Attach("bb", "p2/room", time.Minute, nil)
 	require.NoError(t, err)
 	now := time.Now()
 	require.Equal(t, 0, m.Sweep(now.Add(30*time.Second)))
@@ -219,10 +219,10 @@ func TestSessionTTLPerSession(t *testing.T) {
 
 	// A refresh brings it back under the TTL it names; one naming none
 	// takes the manager's again.
-	_, err = m.Refresh("bb", "p2/room", short, time.Minute)
+	_, err = m.Refresh("bb", "p2/room", short, time.Minute, nil)
 	require.NoError(t, err)
 	require.Equal(t, 1, m.Sweep(time.Now().Add(2*time.Minute)))
-	_, err = m.Refresh("bb", "p2/room", short, 0)
+	_, err = m.Refresh("bb", "p2/room", short, 0, nil)
 	require.NoError(t, err)
 	require.Equal(t, 0, m.Sweep(time.Now().Add(2*time.Minute)))
 	require.EqualValues(t, 1, m.Count("p2/room"))

@@ -38,7 +38,8 @@ func (m *Manager) GroupSessions(firstKeyPath string) []HandedSession {
 // keeping each one's remaining life, and returns how many it added. A
 // session known here already, or whose client holds another session on the
 // channel here (it attached again, or its heartbeat reached this node
-// first), is kept as it is; one whose life ran out is dropped. Watchers of
+// first), is kept as it is; one detached here lately (the detach reached
+// this node ahead of the copy) or whose life ran out is dropped. Watchers of
 // the channels get their new counts. The sessions are checked whole before
 // any is added.
 func (m *Manager) Import(sessions []HandedSession) (int, error) {
@@ -65,6 +66,10 @@ func (m *Manager) Import(sessions []HandedSession) (int, error) {
 			continue
 		}
 		if _, ok := m.byClient[clientChannel{s.Client, s.Key}]; ok {
+			continue
+		}
+		if _, ok := m.detached[s.ID]; ok {
+			// Its client detached it here after the old owner copied it.
 			continue
 		}
 		m.addLocked(&session{id: s.ID, key: s.Key, client: s.Client, refreshed: now.Add(-s.Age), ttl: s.TTL})

@@ -1,6 +1,7 @@
 package channel
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -15,15 +16,15 @@ import (
 func TestGroupSessionsMoveWithTheirLife(t *testing.T) {
 	from := newTestManager(t, Config{})
 	to := newTestManager(t, Config{})
-	a, _, err := from.Attach("aa", "room", time.Minute)
+	a, _, err := from.Attach("aa", "room", time.Minute, nil)
 	require.NoError(t, err)
-	_, _, err = from.Attach("bb", "room.1", 0)
+	_, _, err = from.Attach("bb", "room.1", 0, nil)
 	require.NoError(t, err)
-	_, _, err = from.Attach("cc", "other", 0)
+	_, _, err = from.Attach("cc", "other", 0, nil)
 	require.NoError(t, err)
 	// bb attached to room.1 at the importer already (say its heartbeat
 	// arrived there first).
-	_, _, err = to.Attach("bb", "room.1", 0)
+	_, _, err = to.Attach("bb", "room.1", 0, nil)
 	require.NoError(t, err)
 
 	handed := from.GroupSessions("room")
@@ -37,7 +38,7 @@ func TestGroupSessionsMoveWithTheirLife(t *testing.T) {
 
 	// aa's session is known by its ID: a heartbeat refreshes it, and it
 	// expires one TTL after its last refresh, not after the import.
-	_, err = to.Refresh("aa", "room", a, 0)
+	_, err = to.Refresh("aa", "room", a, 0, nil)
 	require.NoError(t, err)
 	require.Zero(t, to.Sweep(time.Now().Add(time.Minute/2)))
 	require.Equal(t, 2, to.Sweep(time.Now().Add(2*time.Minute)))
@@ -59,4 +60,79 @@ func TestImportRefusesMalformedSessions(t *testing.T) {
 		require.Error(t, err, name)
 		require.Zero(t, m.Count("room"), name)
 	}
+}
+
+// TestImportSkipsSessionsDetachedHere: a session whose detach reached the
+// importer before the copy of it (unknown there then, or brought there by a
+// heartbeat first) is not brought back by the copy; after detachedMemory,
+// or past maxDetached later detaches, the importer has forgotten it.
+func TestImportSkipsSessionsDetachedHere(t *testing.T) {
+	from := newTestManager(t, Config{})
+	to := newTestManager(t, Config{})
+	early, _, err := from.Attach("aa", "room", 0, nil)
+	require.NoError(t, err)
+	beaten, _, err := from.Attach("bb", "room.1", 0, nil)
+	require.NoError(t, err)
+	_, _, err = from.Attach("cc", "room.2", 0, nil)
+	require.NoError(t, err)
+	handed := from.GroupSessions("room")
+
+	n, err := to.Detach("aa", "room", early, nil)
+	require.NoError(t, err)
+	require.Zero(t, n)
+	_, err = to.Refresh("bb", "room.1", beaten, 0, nil)
+	require.NoError(t, err)
+	_, err = to.Detach("bb", "room.1", beaten, nil)
+	require.NoError(t, err)
+	added, err := to.Import(handed)
+	require.NoError(t, err)
+	require.Equal(t, 1, added, "only cc's session")
+	require.EqualValues(t, 1, to.Count("room"))
+	require.EqualValues(t, 0, to.OwnCount("room"))
+
+	// Forgotten after detachedMemory: a copy then is taken as it comes.
+	later := newTestManager(t, Config{})
+	_, err = later.Detach("aa", "room", early, nil)
+	require.NoError(t, err)
+	later.Sweep(time.Now().Add(detachedMemory + time.Second))
+	added, err = later.Import(handed[:1])
+	require.NoError(t, err)
+	require.Equal(t, 1, added)
+
+	// And past maxDetached newer detaches.
+	many := newTestManager(t, Config{})
+	_, err = many.Detach("aa", "room", early, nil)
+	require.NoError(t, err)
+	for i := range maxDetached {
+		_, err = many.Detach("zz", "room", fmt.Sprintf("%024x", i), nil)
+		require.NoError(t, err)
+	}
+	require.Len(t, many.detached, maxDetached)
+	added, err = many.Import([]HandedSession{{ID: early, Key: "room", Client: "aa", TTL: time.Minute}})
+	require.NoError(t, err)
+	require.Equal(t, 1, added)
+}
+
+// TestChangesRefusedOnceNotHeld: with the held check failing, Attach,
+// Detach, Refresh and Watch refuse with ErrMoved and change nothing, so a
+// draining owner's copy of the group stays the whole truth.
+func TestChangesRefusedOnceNotHeld(t *testing.T) {
+	m := newTestManager(t, Config{})
+	id, _, err := m.Attach("aa", "room", 0, nil)
+	require.NoError(t, err)
+	gone := func() bool { return false }
+	_, _, err = m.Attach("bb", "room", 0, gone)
+	require.ErrorIs(t, err, ErrMoved)
+	_, err = m.Detach("aa", "room", id, gone)
+	require.ErrorIs(t, err, ErrMoved)
+	_, err = m.Refresh("cc", "room", "0123456789abcdef01234567", 0, gone)
+	require.ErrorIs(t, err, ErrMoved)
+	_, err = m.Watch("dd", "room", gone)
+	require.ErrorIs(t, err, ErrMoved)
+	require.EqualValues(t, 1, m.Count("room"))
+	require.Len(t, m.GroupSessions("room"), 1)
+	held := func() bool { return true }
+	_, err = m.Detach("aa", "room", id, held)
+	require.NoError(t, err)
+	require.Zero(t, m.Count("room"))
 }

@@ -461,6 +461,43 @@ var errPartitioned = fmt.Errorf("clustertest: node cut off the session store: %w
 type nodeStore struct {
 	*memory.Client
 	cut atomic.Bool
+
+	mu   sync.Mutex
+	hold *resolveHold
+}
+
+// resolveHold stops the next Resolve of key (see Node.HoldResolve).
+type resolveHold struct {
+	key      string
+	arrived  chan struct{}
+	released chan struct{}
+}
+
+// HoldResolve makes the node's next lookup of key in the session store
+// wait until release is called (or its context ends); arrived is closed
+// when that lookup begins. Later lookups of key, and those of other keys,
+// pass. A test uses it to stop a node at a known step: say, the next
+// owner of a channel group taking the sessions a draining node copies
+// (it asks the store whether the group is its own).
+func (n *Node) HoldResolve(key string) (arrived <-chan struct{}, release func()) {
+	h := &resolveHold{key: key, arrived: make(chan struct{}), released: make(chan struct{})}
+	n.client.mu.Lock()
+	n.client.hold = h
+	n.client.mu.Unlock()
+	var once sync.Once
+	return h.arrived, func() { once.Do(func() { close(h.released) }) }
+}
+
+// held takes the hold of key, if any.
+func (s *nodeStore) held(key string) *resolveHold {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	h := s.hold
+	if h == nil || h.key != key {
+		return nil
+	}
+	s.hold = nil
+	return h
 }
 
 func (s *nodeStore) Register(ctx context.Context, addr string, ttl time.Duration) (sessionstore.Lease, error) {
@@ -487,6 +524,14 @@ func (s *nodeStore) WatchMembers(ctx context.Context) (<-chan sessionstore.Membe
 func (s *nodeStore) Resolve(ctx context.Context, key string) (sessionstore.Binding, bool, error) {
 	if s.cut.Load() {
 		return sessionstore.Binding{}, false, errPartitioned
+	}
+	if h := s.held(key); h != nil {
+		close(h.arrived)
+		select {
+		case <-h.released:
+		case <-ctx.Done():
+			return sessionstore.Binding{}, false, ctx.Err()
+		}
 	}
 	return s.Client.Resolve(ctx, key)
 }

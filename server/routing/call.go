@@ -101,6 +101,12 @@ type Route struct {
 	// served here: the backend writes with it, so the database refuses the
 	// writes of an owner that a newer one has replaced.
 	Epoch int64
+	// Held, for a channel call (CallAttachChannel, CallChannel,
+	// CallWatchChannel) served here, reports whether this node still holds the binding at Epoch; nil
+	// for other calls and routers that cannot tell (served as held). The
+	// channel manager checks it under the lock a hand-off copies the
+	// group's sessions under.
+	Held func() bool
 }
 
 // IsAttach reports whether the call creates an attachment: such a call must

@@ -171,6 +171,10 @@ func (r *Router) Route(ctx context.Context, call DocumentCall) (Route, error) {
 	rt := Route{Project: call.Project, Binding: binding, SessionKey: owner.SessionKey}
 	if owner.Self {
 		rt.Epoch = owner.Epoch
+		if call.Kind == CallAttachChannel || call.Kind == CallChannel || call.Kind == CallWatchChannel {
+			owners, epoch := r.cfg.Owners, owner.Epoch
+			rt.Held = func() bool { return owners.Holds(binding, epoch) }
+		}
 		return rt, nil
 	}
 	// A forwarded call is never forwarded again: two nodes with different

@@ -2,6 +2,7 @@ package rpc
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -9,7 +10,6 @@ import (
 
 	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
 	"github.com/yorkie-affinity/yorkie/api/yorkie/v1/v1connect"
-	"github.com/yorkie-affinity/yorkie/server/backend/database"
 	"github.com/yorkie-affinity/yorkie/server/channel"
 	"github.com/yorkie-affinity/yorkie/server/fault"
 	"github.com/yorkie-affinity/yorkie/server/project"
@@ -45,8 +45,8 @@ func (s *Service) AttachChannel(ctx context.Context, req *connect.Request[api.At
 		func(o v1connect.YorkieServiceClient) relayFunc[api.AttachChannelRequest, api.AttachChannelResponse] {
 			return o.AttachChannel
 		},
-		func(clientID, key string) (*api.AttachChannelResponse, error) {
-			id, n, err := s.channels.Attach(clientID, key, projectSessionTTL(ctx))
+		func(clientID, key string, held channel.Held) (*api.AttachChannelResponse, error) {
+			id, n, err := s.channels.Attach(clientID, key, projectSessionTTL(ctx), held)
 			return &api.AttachChannelResponse{SessionId: id, SessionCount: n}, err
 		})
 }
@@ -57,8 +57,8 @@ func (s *Service) DetachChannel(ctx context.Context, req *connect.Request[api.De
 		func(o v1connect.YorkieServiceClient) relayFunc[api.DetachChannelRequest, api.DetachChannelResponse] {
 			return o.DetachChannel
 		},
-		func(clientID, key string) (*api.DetachChannelResponse, error) {
-			n, err := s.channels.Detach(clientID, key, req.Msg.GetSessionId())
+		func(clientID, key string, held channel.Held) (*api.DetachChannelResponse, error) {
+			n, err := s.channels.Detach(clientID, key, req.Msg.GetSessionId(), held)
 			return &api.DetachChannelResponse{SessionCount: n}, err
 		})
 }
@@ -70,8 +70,8 @@ func (s *Service) RefreshChannel(ctx context.Context, req *connect.Request[api.R
 		func(o v1connect.YorkieServiceClient) relayFunc[api.RefreshChannelRequest, api.RefreshChannelResponse] {
 			return o.RefreshChannel
 		},
-		func(clientID, key string) (*api.RefreshChannelResponse, error) {
-			n, err := s.channels.Refresh(clientID, key, req.Msg.GetSessionId(), projectSessionTTL(ctx))
+		func(clientID, key string, held channel.Held) (*api.RefreshChannelResponse, error) {
+			n, err := s.channels.Refresh(clientID, key, req.Msg.GetSessionId(), projectSessionTTL(ctx), held)
 			return &api.RefreshChannelResponse{SessionCount: n}, err
 		})
 }
@@ -88,7 +88,9 @@ func (s *Service) Broadcast(ctx context.Context, req *connect.Request[api.Broadc
 		func(o v1connect.YorkieServiceClient) relayFunc[api.BroadcastRequest, api.BroadcastResponse] {
 			return o.Broadcast
 		},
-		func(clientID, key string) (*api.BroadcastResponse, error) {
+		func(clientID, key string, _ channel.Held) (*api.BroadcastResponse, error) {
+			// Not held to the binding: until a hand-off releases the group,
+			// its watchers are all here.
 			err := s.channels.Broadcast(clientID, key, req.Msg.GetTopic(), req.Msg.GetPayload())
 			return &api.BroadcastResponse{}, err
 		})
@@ -96,11 +98,13 @@ func (s *Service) Broadcast(ctx context.Context, req *connect.Request[api.Broadc
 
 // channelCall serves a unary channel call: it validates the client and the
 // key, routes the call to the group's owner, and there checks that the
-// client is active before serve.
+// client is active before serve. A change serve refuses because the group
+// moved meanwhile (channel.ErrMoved: a drain handed it on between the route
+// and serve) is routed again, to the new owner, within the same call.
 func channelCall[Req, Res any](ctx context.Context, s *Service, req *connect.Request[Req], kind routing.CallKind,
 	clientID, key string,
 	method func(v1connect.YorkieServiceClient) relayFunc[Req, Res],
-	serve func(clientID, key string) (*Res, error),
+	serve func(clientID, key string, held channel.Held) (*Res, error),
 ) (*connect.Response[Res], error) {
 	procedure := req.Spec().Procedure
 	if err := validate.ClientID(clientID); err != nil {
@@ -121,29 +125,39 @@ func channelCall[Req, Res any](ctx context.Context, s *Service, req *connect.Req
 	if err := s.authorize(ctx, call.Project, procedure, req.Header(), oneKey(key, verb)); err != nil {
 		return nil, s.failRouted(ctx, procedure, rt, err)
 	}
-	for attempt := 0; rt.Owner != nil; attempt++ {
-		resp, err := relay(ctx, s, procedure, call, rt, method(rt.Owner), req.Msg)
-		next, ok := s.reroute(ctx, call, attempt, err)
-		if !ok {
-			return resp, err
+	for attempt := 0; ; attempt++ {
+		if rt.Owner != nil {
+			resp, err := relay(ctx, s, procedure, call, rt, method(rt.Owner), req.Msg)
+			next, ok := s.reroute(ctx, call, attempt, err)
+			if !ok {
+				return resp, err
+			}
+			rt = next
+			continue
 		}
-		rt = next
+		if err := s.backend.CheckClient(ctx, rt.Project, clientID); err != nil {
+			return nil, s.failRouted(ctx, procedure, rt, err)
+		}
+		// The manager holds every project's channels: each under its scoped key.
+		scoped, err := scopedKey(rt.Project, key)
+		if err != nil {
+			return nil, s.failRouted(ctx, procedure, rt, err)
+		}
+		resp, err := serve(clientID, scoped, rt.Held)
+		if errors.Is(err, channel.ErrMoved) && attempt < maxReroutes {
+			if rt, err = s.route(ctx, call); err != nil {
+				return nil, errinfo.ToConnect(err)
+			}
+			s.logger.DebugContext(ctx, "channel call routed again", "kind", call.Kind, "after", channel.ErrMoved)
+			continue
+		}
+		if err != nil {
+			return nil, s.failRouted(ctx, procedure, rt, err)
+		}
+		out := connect.NewResponse(resp)
+		s.stamp(out.Header(), rt)
+		return out, nil
 	}
-	if err := s.backend.CheckClient(ctx, rt.Project, clientID); err != nil {
-		return nil, s.failRouted(ctx, procedure, rt, err)
-	}
-	// The manager holds every project's channels: each under its scoped key.
-	scoped, err := scopedKey(rt.Project, key)
-	if err != nil {
-		return nil, s.failRouted(ctx, procedure, rt, err)
-	}
-	resp, err := serve(clientID, scoped)
-	if err != nil {
-		return nil, s.failRouted(ctx, procedure, rt, err)
-	}
-	out := connect.NewResponse(resp)
-	s.stamp(out.Header(), rt)
-	return out, nil
 }
 
 // WatchChannel is the deprecated single-channel form of Watch.
@@ -163,7 +177,7 @@ func (s *Service) WatchChannel(ctx context.Context, req *connect.Request[api.Wat
 			return owner.WatchChannel(ctx, relayRequest(msg, call))
 		}
 	}, func(ctx context.Context, procedure string, rt routing.Route, send func(*api.WatchChannelResponse) error) error {
-		w, err := s.openChannelWatch(ctx, rt.Project, clientID, key)
+		w, err := s.openChannelWatch(ctx, rt, clientID, key)
 		if err != nil {
 			return s.failRouted(ctx, procedure, rt, err)
 		}
@@ -182,16 +196,18 @@ func (s *Service) WatchChannel(ctx context.Context, req *connect.Request[api.Wat
 	}, nil)
 }
 
-// openChannelWatch subscribes an active client to a channel served here.
-func (s *Service) openChannelWatch(ctx context.Context, p *database.ProjectInfo, clientID, key string) (*channel.Watcher, error) {
-	if err := s.backend.CheckClient(ctx, p, clientID); err != nil {
+// openChannelWatch subscribes an active client to a channel served here
+// (rt). A group that moved since the route refuses it with channel.ErrMoved,
+// which a single-resource stream follows to the new owner.
+func (s *Service) openChannelWatch(ctx context.Context, rt routing.Route, clientID, key string) (*channel.Watcher, error) {
+	if err := s.backend.CheckClient(ctx, rt.Project, clientID); err != nil {
 		return nil, err
 	}
-	scoped, err := scopedKey(p, key)
+	scoped, err := scopedKey(rt.Project, key)
 	if err != nil {
 		return nil, err
 	}
-	w, err := s.channels.Watch(clientID, scoped)
+	w, err := s.channels.Watch(clientID, scoped, rt.Held)
 	if err != nil {
 		return nil, err
 	}

@@ -148,7 +148,7 @@ func (s *Service) openSource(ctx context.Context, procedure, clientID string, re
 	}
 	if ch := res.GetChannel(); ch != nil {
 		key := ch.GetChannelKey()
-		w, err := s.openChannelWatch(ctx, rt.Project, clientID, key)
+		w, err := s.openChannelWatch(ctx, rt, clientID, key)
 		if err != nil {
 			return nil, s.failRouted(ctx, procedure, rt, err)
 		}

@@ -244,7 +244,7 @@ func (s *Service) watchChannel(ctx context.Context, req *connect.Request[api.Wat
 			return owner.Watch(ctx, relayRequest(msg, call))
 		}
 	}, func(ctx context.Context, procedure string, rt routing.Route, send func(*api.WatchResponse) error) error {
-		w, err := s.openChannelWatch(ctx, rt.Project, clientID, key)
+		w, err := s.openChannelWatch(ctx, rt, clientID, key)
 		if err != nil {
 			return s.failRouted(ctx, procedure, rt, err)
 		}

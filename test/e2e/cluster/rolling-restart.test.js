@@ -44,7 +44,7 @@ function installCallRecorder() {
   const previous = globalThis.fetch;
   globalThis.fetch = async (input, init = {}) => {
     const url = typeof input === 'string' ? input : input.url;
-    const rec = { at: Date.now(), method: url.split('/').pop() };
+    const rec = { at: Date.now(), method: url.split('/').pop(), client: clientOf(init.body) };
     calls.push(rec);
     try {
       const res = await previous(input, init);
@@ -63,6 +63,18 @@ function installCallRecorder() {
   return { calls, uninstall: () => (globalThis.fetch = previous) };
 }
 
+/** The clientId of a Connect JSON request body, if it has one. */
+function clientOf(body) {
+  try {
+    let bytes = typeof body === 'string' ? Buffer.from(body) : Buffer.from(body);
+    // A streaming call's body is one Connect envelope: flags, length, message.
+    if (bytes.length > 5 && bytes[0] === 0 && bytes.readUInt32BE(1) === bytes.length - 5) bytes = bytes.subarray(5);
+    return JSON.parse(bytes.toString('utf8')).clientId;
+  } catch {
+    return undefined;
+  }
+}
+
 function stats(values) {
   if (!values.length) return 'none';
   return `p50 ${percentile(values, 50)} ms, p99 ${percentile(values, 99)} ms, max ${Math.max(...values)} ms (n=${values.length})`;
@@ -71,7 +83,7 @@ function stats(values) {
 /**
  * Follows what each replica receives: for every entry of another client
  * that arrives, the time since it was written (the sync gap), and the
- * SDK's sync-failed, auth-error and disconnection events.
+ * SDK's sync-failed, auth-error and connection events.
  */
 function observe(groups, writtenAt) {
   const out = { gaps: [], gapsConnected: [], gapsReconnected: [], arrivals: [], syncFailed: [], authErrors: [], disconnects: 0, stops: [] };
@@ -79,9 +91,14 @@ function observe(groups, writtenAt) {
     for (const e of g.editors) {
       const seen = new Set(logOf(e.doc) || []);
       const mine = `${e.tag}:`;
-      // When this replica's Watch stream was last disconnected: a gap that
-      // spans a disconnection is the reconnecting kind.
-      let lastDisconnect = 0;
+      // When this replica's Watch stream was down: since when (null while
+      // it is up), and each earlier outage. A change written before an
+      // outage ends and arriving after it began is the reconnecting kind:
+      // while its stream is down a replica learns of others' changes only
+      // when it syncs its own, whatever the server does.
+      let downSince = null;
+      const outages = [];
+      const crossedOutage = (at, now) => downSince !== null || outages.some(([from, to]) => from <= now && to >= at);
       out.stops.push(
         e.doc.subscribe((ev) => {
           if (ev.type !== 'remote-change' && ev.type !== 'snapshot') return;
@@ -91,9 +108,10 @@ function observe(groups, writtenAt) {
             seen.add(entry);
             const at = writtenAt.get(`${g.key} ${entry}`);
             if (at && !entry.startsWith(mine)) {
+              const connected = !crossedOutage(at, now);
               out.gaps.push(now - at);
-              out.arrivals.push({ at, gap: now - at });
-              (lastDisconnect >= at ? out.gapsReconnected : out.gapsConnected).push(now - at);
+              out.arrivals.push({ at, gap: now - at, entry, reader: e.client.getID(), writer: g.editors[Number(entry.split(':')[0])].client.getID(), connected });
+              (connected ? out.gapsConnected : out.gapsReconnected).push(now - at);
             }
           }
         }),
@@ -106,9 +124,12 @@ function observe(groups, writtenAt) {
       out.stops.push(e.doc.subscribe('auth-error', (ev) => out.authErrors.push({ key: g.key, tag: e.tag, ev })));
       out.stops.push(
         e.doc.subscribe('connection', (ev) => {
-          if (ev.value === 'disconnected') {
+          if (ev.value === 'disconnected' && downSince === null) {
             out.disconnects += 1;
-            lastDisconnect = Date.now();
+            downSince = Date.now();
+          } else if (ev.value === 'connected' && downSince !== null) {
+            outages.push([downSince, Date.now()]);
+            downSince = null;
           }
         }),
       );
@@ -255,6 +276,18 @@ async function rollingRestart(t, mode, storeKind, ferret) {
         `across a reconnect ${report.syncGapAcrossReconnect}; written during a restart ${report.syncGapDuringRestarts}; ` +
         `between restarts ${report.syncGapBetweenRestarts}; PushPull ${report.pushPull}, between restarts ${report.pushPullBetweenRestarts}; failed calls ${failed.length}; watch streams opened again ${watchOpened}`,
     );
+
+    // The largest gaps of clients whose connection stayed up, each with the
+    // writer's (w) and the reader's (r) calls from the edit to its arrival
+    // and the restarts under way: where such a gap went.
+    const slowest = seen.arrivals.filter((a) => a.connected).sort((x, y) => y.gap - x.gap).slice(0, 6);
+    for (const a of slowest) {
+      const parts = calls
+        .filter((c) => (c.client === a.writer || c.client === a.reader) && c.at + (c.ms || 0) >= a.at && c.at <= a.at + a.gap)
+        .map((c) => `${c.client === a.writer ? 'w' : 'r'} ${c.method} +${c.at - a.at}${c.ms != null ? `..+${c.at - a.at + c.ms}` : ''}`);
+      const during = restarts.filter((r) => a.at <= r.ready && a.at + a.gap >= r.began).map((r) => `${r.node} +${r.began - a.at}..+${r.ready - a.at}`);
+      log(`gap ${a.gap} ms ${a.entry} at ${a.at} writer ${a.writer} reader ${a.reader}: ${parts.join(', ')}${during.length ? `; restart ${during.join(', ')}` : ''}`);
+    }
 
     assert.deepEqual(failed.slice(0, 5), [], 'no unary call may fail during a rolling restart');
     assert.deepEqual(seen.syncFailed.slice(0, 5), [], 'no sync-failed event may reach a client');
