@@ -196,8 +196,9 @@ func (ps *PubSub) SubscribeBounded(docID, clientID string, maxWatchers int) (*Su
 	}
 	t := ps.topics[docID]
 	if t != nil && maxWatchers > 0 && t.watchers[clientID] == 0 && len(t.watchers) >= maxWatchers {
+		n := len(t.watchers) // read under the lock: the map changes once it is released
 		ps.mu.Unlock()
-		return nil, nil, fmt.Errorf("%d clients watch the document already: %w", len(t.watchers), ErrTooManyWatchers)
+		return nil, nil, fmt.Errorf("%d clients watch the document already: %w", n, ErrTooManyWatchers)
 	}
 	if t == nil {
 		t = &topic{subs: make(map[*Subscription]struct{}), watchers: make(map[string]int)}
