@@ -252,10 +252,10 @@ async function rollingRestart(t, mode, storeKind, ferret) {
       // Written while a node drained, exited or started again, or outside
       // those windows (the machine's steady state, for comparison).
       syncGapDuringRestarts: stats(seen.arrivals.filter((a) => restarts.some((r) => a.at >= r.began && a.at <= r.ready)).map((a) => a.gap)),
-      // Written and arrived with no restart under way in between: a change
-      // written just before a SIGTERM whose delivery waits for the drain
-      // is not the steady state.
-      syncGapBetweenRestarts: stats(seen.arrivals.filter((a) => !restarts.some((r) => a.at <= r.ready && a.at + a.gap >= r.began)).map((a) => a.gap)),
+      // Written and arrived with no restart under way in between, to a
+      // reader whose stream stayed up: a change written just before a
+      // SIGTERM whose delivery waits for the drain is not the steady state.
+      syncGapBetweenRestarts: stats(seen.arrivals.filter((a) => a.connected && !restarts.some((r) => a.at <= r.ready && a.at + a.gap >= r.began)).map((a) => a.gap)),
       // The SDK's PushPull round trips: a sync gap is made of a few of
       // them (the writer's, then the reader's after the Watch event).
       pushPull: stats(calls.filter((c) => c.method === 'PushPullChanges' && c.ms != null).map((c) => c.ms)),
