@@ -98,10 +98,6 @@ const DefaultHeartbeatMisses = 3
 // maxWitnesses bounds the members asked to confirm an eviction.
 const maxWitnesses = 2
 
-// ErrUnknownMember: Reaches was asked about an address that is not a
-// member in this node's view; it dials only members.
-var ErrUnknownMember = errors.New("not a member of the cluster")
-
 // HeartbeatFor is the heartbeat interval that goes with a lease TTL: an
 // eighth of it, so three missed heartbeats (with their timeouts) come well
 // before the lease would run out.
@@ -279,15 +275,17 @@ func (m *Manager) witnesses(mem sessionstore.Member) []string {
 }
 
 // Reaches tries a connection to the member at addr, as a heartbeat does,
-// for another node that asks this one to witness (ClusterService Reach). A
-// failure of this node's own making (out of descriptors) is an error, not
-// evidence.
+// for another node that asks this one to witness (ClusterService Reach). An
+// address that is not a member in this node's view is not reached, and not
+// dialled: as far as this node knows, the member left or was evicted (say,
+// by this node, which found it gone first). A failure of this node's own
+// making (out of descriptors) is an error, not evidence.
 func (m *Manager) Reaches(ctx context.Context, addr string) (bool, error) {
 	if addr == m.Addr() {
 		return true, nil
 	}
 	if !m.isMember(addr) {
-		return false, fmt.Errorf("affinity: reach %s: %w", addr, ErrUnknownMember)
+		return false, nil
 	}
 	dctx, cancel := context.WithTimeout(ctx, m.heartbeatTimeout())
 	defer cancel()

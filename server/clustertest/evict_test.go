@@ -41,9 +41,9 @@ func TestCrashedOwnerIsEvictedBeforeItsLeaseEnds(t *testing.T) {
 
 // TestReachWitnessesForOtherNodes: the ClusterService's Reach, which a node
 // asks of a witness before it evicts a member, answers whether the
-// receiving node reaches the member (a live one: yes; one that crashed:
-// no), refuses an address that is not a member, and refuses a caller
-// without the cluster secret.
+// receiving node reaches the member (a live one: yes; one that crashed, or
+// an address that is no member: no), and refuses a caller without the
+// cluster secret.
 func TestReachWitnessesForOtherNodes(t *testing.T) {
 	c := clustertest.Start(t, 3, clustertest.WithNodeTTL(time.Minute))
 	ctx := wire.Context(t)
@@ -68,19 +68,16 @@ func TestReachWitnessesForOtherNodes(t *testing.T) {
 	reached, err := reach(c.Node(1).Addr())
 	require.NoError(t, err)
 	require.True(t, reached, "a live member")
-	_, err = reach("127.0.0.1:1")
-	require.Equal(t, connect.CodeInvalidArgument, connect.CodeOf(err), "not a member: %v", err)
+	reached, err = reach("127.0.0.1:1")
+	require.NoError(t, err)
+	require.False(t, reached, "not a member")
 	unsigned := clusterv1connect.NewClusterServiceClient(servertest.HTTPClient(t, servertest.ConnectProto), witness.URL())
 	_, err = unsigned.Reach(ctx, connect.NewRequest(&clusterv1.ReachRequest{Member: c.Node(1).Addr()}))
 	require.Error(t, err, "no cluster secret")
 
-	// A crashed member refuses; the witness may have dropped it from its
-	// view already (then it is no member).
+	// A crashed member refuses (or the witness has dropped it already).
 	c.Abort(2)
 	reached, err = reach(c.Node(2).Addr())
-	if err != nil {
-		require.Equal(t, connect.CodeInvalidArgument, connect.CodeOf(err), "%v", err)
-	} else {
-		require.False(t, reached, "a crashed member")
-	}
+	require.NoError(t, err)
+	require.False(t, reached, "a crashed member")
 }

@@ -88,8 +88,8 @@ type Config struct {
 	// unimplemented).
 	Channels *channel.Manager
 	// Reach tries a connection from this node to the member at addr, for a
-	// node that found it unreachable (nil: Reach answers unimplemented).
-	// An address that is not a member wraps affinity.ErrUnknownMember.
+	// node that found it unreachable (nil: Reach answers unimplemented);
+	// an address that is not a member is not reached.
 	Reach func(ctx context.Context, addr string) (bool, error)
 }
 

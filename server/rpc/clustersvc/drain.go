@@ -7,7 +7,6 @@ import (
 	"connectrpc.com/connect"
 
 	clusterv1 "github.com/yorkie-affinity/yorkie/api/yorkie/cluster/v1"
-	"github.com/yorkie-affinity/yorkie/server/affinity"
 	"github.com/yorkie-affinity/yorkie/server/rpc/errinfo"
 )
 
@@ -18,9 +17,6 @@ func (c *Service) Reach(ctx context.Context, req *connect.Request[clusterv1.Reac
 		return nil, errinfo.New(connect.CodeUnimplemented, errinfo.CodeUnimplemented, errors.New("reach is not served here"))
 	}
 	reached, err := c.cfg.Reach(ctx, req.Msg.GetMember())
-	if errors.Is(err, affinity.ErrUnknownMember) {
-		return nil, errinfo.InvalidArgument(err)
-	}
 	if err != nil {
 		return nil, errinfo.ToConnect(err)
 	}

@@ -888,7 +888,9 @@ func (x *ReachRequest) GetMember() string {
 type ReachResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// reached: the member accepted the connection. False: it was refused,
-	// timed out or found no route.
+	// timed out or found no route, or the receiving node does not count it
+	// as a member (it left or was evicted, as far as that node knows; it is
+	// not dialled then).
 	Reached       bool `protobuf:"varint,1,opt,name=reached,proto3" json:"reached,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
