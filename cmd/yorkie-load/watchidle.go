@@ -36,6 +36,7 @@ type watchIdleResult struct {
 	RSSStart       float64 `json:"rss_start_bytes"`
 	RSSAttached    float64 `json:"rss_attached_bytes"`
 	RSSStreams     float64 `json:"rss_streams_bytes"`
+	HeapStart      float64 `json:"heap_inuse_start_bytes"`
 	HeapAttached   float64 `json:"heap_inuse_attached_bytes"`
 	HeapStreams    float64 `json:"heap_inuse_streams_bytes"`
 	StackAttached  float64 `json:"stack_inuse_attached_bytes"`
@@ -48,6 +49,11 @@ type watchIdleResult struct {
 	HeapPerStream       float64 `json:"heap_inuse_per_stream_bytes"`
 	StackPerStream      float64 `json:"stack_inuse_per_stream_bytes"`
 	GoroutinesPerStream float64 `json:"goroutines_per_stream"`
+	// Per-client costs: the clients' activation and attachment (the growth
+	// from start to the attached baseline) divided by the number of clients,
+	// one per stream.
+	RSSPerClient  float64 `json:"rss_per_client_bytes"`
+	HeapPerClient float64 `json:"heap_inuse_per_client_bytes"`
 }
 
 func watchIdleFlags(fs *flag.FlagSet, cfg *watchIdleConfig) {
@@ -130,13 +136,15 @@ func (r *watchIdleResult) fill(start, attached, open metrics) {
 	n := float64(r.Streams)
 	r.Subscriptions = open["yorkie_backend_subscriptions"]
 	r.RSSStart, r.RSSAttached, r.RSSStreams = start[rss], attached[rss], open[rss]
-	r.HeapAttached, r.HeapStreams = attached[heap], open[heap]
+	r.HeapStart, r.HeapAttached, r.HeapStreams = start[heap], attached[heap], open[heap]
 	r.StackAttached, r.StackStreams = attached[stack], open[stack]
 	r.GoroutinesIdle, r.Goroutines = attached[gor], open[gor]
 	r.RSSPerStream = (open[rss] - attached[rss]) / n
 	r.HeapPerStream = (open[heap] - attached[heap]) / n
 	r.StackPerStream = (open[stack] - attached[stack]) / n
 	r.GoroutinesPerStream = (open[gor] - attached[gor]) / n
+	r.RSSPerClient = (attached[rss] - start[rss]) / n
+	r.HeapPerClient = (attached[heap] - start[heap]) / n
 }
 
 func (r *watchIdleResult) rows() [][2]string {
@@ -146,13 +154,14 @@ func (r *watchIdleResult) rows() [][2]string {
 		{"subscriptions gauge", fmt.Sprintf("%.0f", r.Subscriptions)},
 		{"stream setup", fmt.Sprintf("%.2fs (%.0f streams/s)", r.SetupSeconds, r.StreamsPerSecond)},
 		{"server RSS start / attached / streams", fmt.Sprintf("%s / %s / %s", mib(r.RSSStart), mib(r.RSSAttached), mib(r.RSSStreams))},
-		{"server heap in use attached / streams", fmt.Sprintf("%s / %s", mib(r.HeapAttached), mib(r.HeapStreams))},
+		{"server heap in use start / attached / streams", fmt.Sprintf("%s / %s / %s", mib(r.HeapStart), mib(r.HeapAttached), mib(r.HeapStreams))},
 		{"server stacks attached / streams", fmt.Sprintf("%s / %s", mib(r.StackAttached), mib(r.StackStreams))},
 		{"server goroutines attached / streams", fmt.Sprintf("%.0f / %.0f", r.GoroutinesIdle, r.Goroutines)},
 		{"RSS per stream", kib(r.RSSPerStream)},
 		{"heap in use per stream", kib(r.HeapPerStream)},
 		{"stack per stream", kib(r.StackPerStream)},
 		{"goroutines per stream", fmt.Sprintf("%.2f", r.GoroutinesPerStream)},
+		{"RSS / heap in use per client (activated, attached)", kib(r.RSSPerClient) + " / " + kib(r.HeapPerClient)},
 	}
 }
 

@@ -36,7 +36,7 @@ func (m *Manager) Owned() []string {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	var keys []string
-	for k, b := range m.bindings {
+	for k, b := range m.bindings.all() {
 		if b.Owner == m.self {
 			keys = append(keys, k)
 		}
@@ -71,7 +71,7 @@ func (m *Manager) HandOff(ctx context.Context, key, to string) (Owner, error) {
 		m.mu.Unlock()
 		return Owner{}, ErrStopped
 	}
-	b, ok := m.bindings[key]
+	b, ok := m.bindings.get(key)
 	if !ok || b.Owner != m.self {
 		m.mu.Unlock()
 		return m.Owner(ctx, key)

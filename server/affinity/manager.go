@@ -98,8 +98,8 @@ type Manager struct {
 	// viewChanged is closed (and replaced) whenever the view changes.
 	viewChanged chan struct{}
 	ring        *Ring
-	bindings    map[string]sessionstore.Binding // by document key
-	loads       map[string]int                  // cached bindings per owner address
+	bindings    bindingCache   // by document key
+	loads       map[string]int // cached bindings per owner address
 	// orphans are keys whose owner was seen to leave; binding one of them
 	// here is a takeover.
 	orphans map[string]struct{}
@@ -149,7 +149,7 @@ func New(cfg Config) (*Manager, error) {
 		gone:        map[sessionstore.Member]chan struct{}{},
 		viewChanged: make(chan struct{}),
 		ring:        NewRing(nil, cfg.LoadFactor),
-		bindings:    map[string]sessionstore.Binding{},
+		bindings:    newBindingCache(),
 		loads:       map[string]int{},
 		orphans:     map[string]struct{}{},
 		done:        make(chan struct{}),
@@ -282,7 +282,7 @@ func (m *Manager) Forget(key string) {
 // afresh with a larger epoch, and whichever node the store names owns it.
 func (m *Manager) Fenced(ctx context.Context, key string) {
 	m.mu.Lock()
-	b, ok := m.bindings[key]
+	b, ok := m.bindings.get(key)
 	m.dropLocked(key)
 	self := m.self
 	m.mu.Unlock()
@@ -313,7 +313,7 @@ func (m *Manager) Stop(ctx context.Context) error {
 
 	m.mu.Lock()
 	var own []sessionstore.Binding
-	for k, b := range m.bindings {
+	for k, b := range m.bindings.all() {
 		if b.Owner == m.self {
 			own = append(own, b)
 			m.dropLocked(k)
@@ -367,7 +367,7 @@ func (m *Manager) Holds(key string, epoch int64) bool {
 func (m *Manager) cached(key string) (Owner, bool) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	b, ok := m.bindings[key]
+	b, ok := m.bindings.get(key)
 	if !ok || !m.liveLocked(b.Owner) {
 		return Owner{}, false
 	}
@@ -434,7 +434,7 @@ func (m *Manager) remember(b sessionstore.Binding) (Owner, error) {
 		return Owner{}, ErrStopped
 	}
 	m.dropLocked(b.Key)
-	m.bindings[b.Key] = b
+	m.bindings.put(b)
 	m.loads[b.Owner.Addr]++
 	if b.Owner == m.self {
 		m.metrics.owned.Inc()
@@ -447,11 +447,11 @@ func (m *Manager) remember(b sessionstore.Binding) (Owner, error) {
 }
 
 func (m *Manager) dropLocked(key string) {
-	b, ok := m.bindings[key]
+	b, ok := m.bindings.get(key)
 	if !ok {
 		return
 	}
-	delete(m.bindings, key)
+	m.bindings.delete(key)
 	if m.loads[b.Owner.Addr]--; m.loads[b.Owner.Addr] <= 0 {
 		delete(m.loads, b.Owner.Addr)
 	}
@@ -529,7 +529,7 @@ func (m *Manager) apply(ev sessionstore.MemberEvent) {
 		}
 		delete(m.members, ev.Member.Addr)
 		m.leftLocked(ev.Member)
-		for k, b := range m.bindings {
+		for k, b := range m.bindings.all() {
 			if b.Owner == ev.Member && len(m.orphans) < maxOrphans {
 				m.orphans[k] = struct{}{}
 			}
@@ -551,7 +551,7 @@ func (m *Manager) leftLocked(mem sessionstore.Member) {
 }
 
 func (m *Manager) dropOwnerLocked(addr string) {
-	for k, b := range m.bindings {
+	for k, b := range m.bindings.all() {
 		if b.Owner.Addr == addr && b.Owner != m.self {
 			m.dropLocked(k)
 		}
@@ -563,7 +563,7 @@ func (m *Manager) dropOwnerLocked(addr string) {
 func (m *Manager) leaseLost(ctx context.Context) {
 	m.mu.Lock()
 	var keys []string
-	for k, b := range m.bindings {
+	for k, b := range m.bindings.all() {
 		if b.Owner == m.self {
 			keys = append(keys, k)
 			m.dropLocked(k)

@@ -218,6 +218,7 @@ type Backend struct {
 	maxDocSize    int
 	hardFactor    int
 	cache         *docCache
+	windows       windowBudget
 	attWrites     attWrites
 	ps            *pubsub.PubSub
 	closing       atomic.Bool
@@ -236,11 +237,14 @@ type Backend struct {
 
 	// clients caches the IDs of clients known to be activated, with their
 	// project, so PushPull does not read the client record on every call.
-	clients sync.Map // client ID -> project ID
+	// A plain map: a sync.Map's entry costs three times the memory, in
+	// pointers the collector walks, for every client this node serves.
+	clientsMu sync.RWMutex
+	clients   map[string]string // client ID -> project ID
 
 	mu    sync.RWMutex
 	docs  map[string]*docState // by document ID, documents served here
-	names map[string]DocName   // document ID -> project and key
+	names docNames
 }
 
 // DocName is what names a document to clients: its project and its key,
@@ -294,12 +298,14 @@ func New(cfg Config) (*Backend, error) {
 		maxDocSize:    max(cfg.MaxSizePerDocument, 0),
 		hardFactor:    max(cfg.SizeHardLimitFactor, 0),
 		cache:         newDocCache(cfg.DocumentCacheBytes, &cfg.Metrics.CachedDocumentBytes),
+		windows:       windowBudget{limit: recentBudget},
 		ps: pubsub.New(pubsub.Config{
 			QueueSize: cfg.WatchQueueSize,
 			Live:      &cfg.Metrics.Subscriptions,
 		}),
-		docs:  make(map[string]*docState),
-		names: make(map[string]DocName),
+		clients: make(map[string]string),
+		docs:    make(map[string]*docState),
+		names:   newDocNames(),
 	}, nil
 }
 
@@ -340,7 +346,7 @@ func (b *Backend) ActivateClient(ctx context.Context, p *database.ProjectInfo, k
 	if err != nil {
 		return nil, err
 	}
-	b.clients.Store(info.ID, info.ProjectID)
+	b.knowActivated(info.ID, info.ProjectID)
 	return info, nil
 }
 
@@ -357,7 +363,7 @@ func (b *Backend) ensureActivated(ctx context.Context, p *database.ProjectInfo, 
 	if err != nil {
 		return fmt.Errorf("client %s: %w", clientID, err)
 	}
-	if p, ok := b.clients.Load(clientID); ok {
+	if p, ok := b.activatedIn(clientID); ok {
 		if p == pid {
 			return nil
 		}
@@ -371,8 +377,30 @@ func (b *Backend) ensureActivated(ctx context.Context, p *database.ProjectInfo, 
 	if info.Status != database.ClientActivated {
 		return fmt.Errorf("client %s: %w", clientID, ErrClientNotActivated)
 	}
-	b.clients.Store(clientID, pid)
+	b.knowActivated(clientID, pid)
 	return nil
+}
+
+// activatedIn returns the project of a client known to be activated.
+func (b *Backend) activatedIn(clientID string) (string, bool) {
+	b.clientsMu.RLock()
+	p, ok := b.clients[clientID]
+	b.clientsMu.RUnlock()
+	return p, ok
+}
+
+func (b *Backend) knowActivated(clientID, projectID string) {
+	b.clientsMu.Lock()
+	b.clients[clientID] = projectID
+	b.clientsMu.Unlock()
+}
+
+// forgetClient drops a client from the activated ones: its next call here
+// reads its status again.
+func (b *Backend) forgetClient(clientID string) {
+	b.clientsMu.Lock()
+	delete(b.clients, clientID)
+	b.clientsMu.Unlock()
 }
 
 // inProject reports whether the client exists in project p.
@@ -381,7 +409,7 @@ func (b *Backend) inProject(ctx context.Context, p *database.ProjectInfo, client
 	if err != nil {
 		return false, fmt.Errorf("client %s: %w", clientID, err)
 	}
-	if p, ok := b.clients.Load(clientID); ok {
+	if p, ok := b.activatedIn(clientID); ok {
 		return p == pid, nil
 	}
 	_, err = b.db.FindClient(ctx, pid, clientID)
@@ -417,7 +445,7 @@ func (b *Backend) DeactivateClient(ctx context.Context, p *database.ProjectInfo,
 			return err
 		}
 	}
-	b.clients.Delete(clientID)
+	b.forgetClient(clientID)
 	b.ps.EndClient(clientID, fmt.Errorf("client %s deactivated: %w", clientID, ErrClientNotActivated))
 	if _, err := b.db.DeactivateClient(ctx, pid, clientID); err != nil {
 		return err
@@ -467,7 +495,7 @@ func (b *Backend) DetachClient(ctx context.Context, p *database.ProjectInfo, epo
 	// The client is going away: its streams here end and the other watchers
 	// hear UNWATCHED, as on the node that deactivates it, and its next call
 	// here reads its status again.
-	b.clients.Delete(clientID)
+	b.forgetClient(clientID)
 	b.ps.EndClient(clientID, fmt.Errorf("client %s deactivated: %w", clientID, ErrClientNotActivated))
 	return nil
 }

@@ -41,7 +41,7 @@ type docState struct {
 	synced minVector
 	// known holds the wire keys of the actors a pushed vector may name:
 	// every client that ever attached the document, and the initial actor.
-	known map[string]struct{}
+	known actorSet
 
 	// doc is the document built from the log up to docSeq, or nil when it
 	// must be rebuilt (never built, evicted, or dropped after a failure).
@@ -225,11 +225,11 @@ func (b *Backend) load(ctx context.Context, pid string, epoch int64, ds *docStat
 	if err != nil {
 		return fmt.Errorf("document %s: list clients: %w", ds.id, err)
 	}
-	known := make(map[string]struct{}, len(ever)+1)
-	known[initialActorKey] = struct{}{}
+	var known actorSet
+	known.add(initialActorKey)
 	for _, id := range ever {
 		if k, err := actorKey(id); err == nil {
-			known[k] = struct{}{}
+			known.add(k)
 		}
 	}
 	sch, err := b.loadSchema(ctx, info.ProjectID, info.Schema)
@@ -307,12 +307,7 @@ func (b *Backend) ReleaseDocument(ctx context.Context, docID string, cause error
 func (b *Backend) ReleaseKey(ctx context.Context, projectID, key string, cause error) error {
 	name := DocName{Project: projectID, Key: key}
 	b.mu.RLock()
-	var ids []string
-	for id, n := range b.names {
-		if n == name {
-			ids = append(ids, id)
-		}
-	}
+	ids := b.names.ids(name)
 	b.mu.RUnlock()
 	var errs []error
 	for _, id := range ids {
@@ -345,7 +340,7 @@ func (b *Backend) DocumentKey(ctx context.Context, p *database.ProjectInfo, docI
 // project pid finds it.
 func (b *Backend) documentName(ctx context.Context, pid, docID string) (DocName, error) {
 	b.mu.RLock()
-	name, ok := b.names[docID]
+	name, ok := b.names.byID[docID]
 	b.mu.RUnlock()
 	if ok {
 		return name, nil
@@ -361,11 +356,11 @@ func (b *Backend) documentName(ctx context.Context, pid, docID string) (DocName,
 
 func (b *Backend) rememberName(info *database.DocInfo) {
 	b.mu.RLock()
-	_, ok := b.names[info.ID]
+	_, ok := b.names.byID[info.ID]
 	b.mu.RUnlock()
 	if !ok {
 		b.mu.Lock()
-		b.names[info.ID] = DocName{Project: info.ProjectID, Key: info.Key}
+		b.names.add(info.ID, DocName{Project: info.ProjectID, Key: info.Key})
 		b.mu.Unlock()
 	}
 }
@@ -396,12 +391,12 @@ func (ds *docState) dropAttachment(clientID string) {
 // actor outside ds.known is refused and leaves everything as it was. The
 // caller holds the lock.
 func (ds *docState) reportVector(e *attState, vv map[string]int64) (bool, error) {
-	if len(vv) > len(ds.known) {
-		return false, fmt.Errorf("%d actors, the document knows %d: %w", len(vv), len(ds.known), ErrInvalidVersionVector)
+	if len(vv) > ds.known.len() {
+		return false, fmt.Errorf("%d actors, the document knows %d: %w", len(vv), ds.known.len(), ErrInvalidVersionVector)
 	}
 	old := e.att.VersionVector
 	e.att.VersionVector = vv
-	changed, unknown := ds.synced.update(old, vv, ds.atts, ds.known)
+	changed, unknown := ds.synced.update(old, vv, ds.atts, &ds.known)
 	if unknown != "" {
 		// Only a misbehaving client gets here: start over from the
 		// attachments rather than undo the entries already followed.

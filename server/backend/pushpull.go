@@ -99,7 +99,7 @@ func (b *Backend) AttachDocumentWithSchema(ctx context.Context, p *database.Proj
 		}
 		// The client is known from now on, even if the attach fails below;
 		// a refused pack must not leave an attachment behind.
-		ds.known[actor] = struct{}{}
+		ds.known.add(actor)
 		if err := ds.checkVector(pack.GetVersionVector().GetVector()); err != nil {
 			return answer{}, fmt.Errorf("attach document %q by %s: %w", docKey, clientID, err)
 		}
@@ -508,7 +508,7 @@ func (b *Backend) push(ctx context.Context, p *database.ProjectInfo, ds *docStat
 			last := fresh[len(fresh)-1].Id
 			ds.head += int64(len(fresh))
 			ds.docSeq = ds.head
-			ds.recent.appended(batch)
+			b.keepRecent(ds, batch)
 			e.att.ClientSeq = last.ClientSeq
 			e.lamport = last.Lamport
 			return len(fresh), nil

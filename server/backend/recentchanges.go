@@ -1,12 +1,24 @@
 package backend
 
-import "github.com/yorkie-affinity/yorkie/server/backend/database"
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/yorkie-affinity/yorkie/server/backend/database"
+)
 
 // recentWindow is how many of a document's newest changes its owner keeps as
 // it stored them, once it has that many; it keeps at most twice as many.
 // Every watcher pulls right after each push, so a pull normally asks for the
 // last few changes only.
 const recentWindow = 128
+
+// recentBudget bounds the changes the windows of all documents hold, give
+// or take one batch: the pulls a window saves follow a push closely, so the
+// documents written to last keep theirs, and a node serving many documents
+// does not keep a decoded change (about 1.5 KiB for a presence change) for
+// every document it ever wrote to.
+const recentBudget = 8192
 
 // changeWindow holds the newest changes of a document as this node appended
 // them, consecutive by server_seq, so that the pulls that follow a push are
@@ -20,6 +32,10 @@ const recentWindow = 128
 // The caller holds the document's lock.
 type changeWindow struct {
 	changes []*database.Change
+	// held counts the changes of every window (nil: not counted), queued
+	// says whether the document is in the budget's queue.
+	held   *atomic.Int64
+	queued bool
 }
 
 // appended records rows, just appended to the log, as the newest changes.
@@ -28,6 +44,7 @@ func (w *changeWindow) appended(rows []*database.Change) {
 	if len(rows) == 0 {
 		return
 	}
+	before := len(w.changes)
 	if n := len(w.changes); n > 0 && w.changes[n-1].ServerSeq+1 != rows[0].ServerSeq {
 		w.changes = nil
 	}
@@ -37,10 +54,94 @@ func (w *changeWindow) appended(rows []*database.Change) {
 		// the backing array.
 		w.changes = append([]*database.Change(nil), w.changes[n-recentWindow:]...)
 	}
+	w.count(len(w.changes) - before)
 }
 
 // reset empties the window.
-func (w *changeWindow) reset() { w.changes = nil }
+func (w *changeWindow) reset() {
+	w.count(-len(w.changes))
+	w.changes = nil
+}
+
+func (w *changeWindow) count(delta int) {
+	if w.held != nil && delta != 0 {
+		w.held.Add(int64(delta))
+	}
+}
+
+// windowBudget keeps the windows of all documents within recentBudget
+// changes: documents enter its queue when their window fills, and the ones
+// that entered first are emptied while the budget is exceeded.
+type windowBudget struct {
+	limit int64
+	held  atomic.Int64
+
+	mu    sync.Mutex
+	queue []*docState // in the order they entered; the ones queued
+	head  int         // queue[head:] are still queued
+}
+
+// keepRecent records rows, just appended to ds's log, in ds's window, and
+// empties the windows of the documents written to longest ago while the
+// budget is exceeded. The caller holds ds's lock.
+func (b *Backend) keepRecent(ds *docState, rows []*database.Change) {
+	ds.recent.held = &b.windows.held
+	ds.recent.appended(rows)
+	if !ds.recent.queued && len(ds.recent.changes) > 0 {
+		ds.recent.queued = true
+		b.windows.push(ds)
+	}
+	b.windows.trim()
+}
+
+func (wb *windowBudget) push(ds *docState) {
+	wb.mu.Lock()
+	wb.queue = append(wb.queue, ds)
+	wb.mu.Unlock()
+}
+
+// pop takes the document that entered the queue first, or nil.
+func (wb *windowBudget) pop() *docState {
+	wb.mu.Lock()
+	defer wb.mu.Unlock()
+	if wb.head == len(wb.queue) {
+		return nil
+	}
+	ds := wb.queue[wb.head]
+	wb.queue[wb.head] = nil
+	wb.head++
+	if wb.head > len(wb.queue)/2 {
+		// Compact the queue so that its array does not grow forever.
+		wb.queue = append(wb.queue[:0], wb.queue[wb.head:]...)
+		clear(wb.queue[len(wb.queue):cap(wb.queue)])
+		wb.head = 0
+	}
+	return ds
+}
+
+// trim empties windows, oldest first, until the budget holds. A document
+// whose lock is taken (the caller's own among them) is in use: it goes to
+// the back of the queue, and each document is tried once per call, so trim
+// never waits for a lock.
+func (wb *windowBudget) trim() {
+	wb.mu.Lock()
+	tries := len(wb.queue) - wb.head
+	wb.mu.Unlock()
+	for ; tries > 0 && wb.held.Load() > wb.limit; tries-- {
+		ds := wb.pop()
+		if ds == nil {
+			return
+		}
+		select {
+		case ds.lock <- struct{}{}:
+			ds.recent.reset()
+			ds.recent.queued = false
+			ds.unlock()
+		default:
+			wb.push(ds)
+		}
+	}
+}
 
 // span returns the changes from..to (server_seq, inclusive) when the window
 // holds every one of them. The result is shared: read it only.

@@ -58,3 +58,41 @@ func seqs(cs []*database.Change) []int64 {
 	}
 	return out
 }
+
+// TestWindowsStayWithinTheBudget: past the budget, the windows of the
+// documents written to longest ago are emptied first; a document whose lock
+// is taken keeps its window and goes to the back; emptying a window gives
+// its changes back to the budget.
+func TestWindowsStayWithinTheBudget(t *testing.T) {
+	b := &Backend{windows: windowBudget{limit: 4}}
+	docs := make([]*docState, 3)
+	for i := range docs {
+		docs[i] = &docState{lock: make(chan struct{}, 1)}
+	}
+	write := func(ds *docState, from int64) {
+		ds.lock <- struct{}{}
+		b.keepRecent(ds, rowsFrom(from, 2))
+		ds.unlock()
+	}
+	write(docs[0], 1)
+	write(docs[1], 1)
+	require.EqualValues(t, 4, b.windows.held.Load())
+
+	write(docs[2], 1)
+	require.Empty(t, docs[0].recent.changes, "written to first, emptied first")
+	require.Len(t, docs[1].recent.changes, 2)
+	require.Len(t, docs[2].recent.changes, 2)
+	require.EqualValues(t, 4, b.windows.held.Load())
+
+	// docs[1] is in use: docs[2] goes instead.
+	docs[1].lock <- struct{}{}
+	write(docs[0], 3)
+	docs[1].unlock()
+	require.Len(t, docs[1].recent.changes, 2)
+	require.Empty(t, docs[2].recent.changes)
+	require.Len(t, docs[0].recent.changes, 2)
+	require.EqualValues(t, 4, b.windows.held.Load())
+
+	docs[0].recent.reset()
+	require.EqualValues(t, 2, b.windows.held.Load())
+}

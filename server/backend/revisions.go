@@ -177,7 +177,7 @@ func (b *Backend) RestoreRevision(ctx context.Context, p *database.ProjectInfo, 
 		return fmt.Errorf("restore revision %s of document %s: %w", revisionID, docID, err)
 	}
 	ds.head, ds.docSeq = seq, seq
-	ds.recent.appended([]*database.Change{row})
+	b.keepRecent(ds, []*database.Change{row})
 	b.metrics.ChangesStored.Add(1)
 	b.metrics.RevisionsRestored.Add(1)
 	b.publishChanged(ds.id, systemActor)

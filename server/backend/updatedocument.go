@@ -141,7 +141,7 @@ func (b *Backend) updateRoot(ctx context.Context, ds *docState, doc *document.Do
 		return fmt.Errorf("update root of document %s: %w", ds.id, err)
 	}
 	if key, err := actorKey(client.ID); err == nil {
-		ds.known[key] = struct{}{}
+		ds.known.add(key)
 	}
 	change := &database.Change{ServerSeq: seq, ActorID: client.ID, ClientSeq: 1, Body: ch}
 	if err := b.db.AppendChanges(ctx, ds.id, ds.epoch, []*database.Change{change}); err != nil {
@@ -149,7 +149,7 @@ func (b *Backend) updateRoot(ctx context.Context, ds *docState, doc *document.Do
 		return fmt.Errorf("update root of document %s: %w", ds.id, err)
 	}
 	ds.head, ds.docSeq = seq, seq
-	ds.recent.appended([]*database.Change{change})
+	b.keepRecent(ds, []*database.Change{change})
 	b.publishChanged(ds.id, client.ID)
 	return nil
 }

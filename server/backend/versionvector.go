@@ -41,11 +41,11 @@ func (ds *docState) checkChangeVectors(pack *api.ChangePack) error {
 // every answer to every client, for as long as the sender is attached; in a
 // change's vector it would be stored and sent to every client pulling it.
 func (ds *docState) checkVector(vv map[string]int64) error {
-	if len(vv) > len(ds.known) {
-		return fmt.Errorf("%d actors, the document knows %d: %w", len(vv), len(ds.known), ErrInvalidVersionVector)
+	if len(vv) > ds.known.len() {
+		return fmt.Errorf("%d actors, the document knows %d: %w", len(vv), ds.known.len(), ErrInvalidVersionVector)
 	}
 	for k := range vv {
-		if _, ok := ds.known[k]; !ok {
+		if !ds.known.has(k) {
 			return fmt.Errorf("actor %q: %w", truncate(k), ErrInvalidVersionVector)
 		}
 	}
@@ -73,7 +73,7 @@ func truncate(s string) string {
 // the clients only when the last client at it moves up. The caller holds the
 // document's lock and keeps the attachments' vectors current before calling.
 type minVector struct {
-	actors map[string]*actorMin
+	actors actorMins
 	// clients is the number of attached clients counted.
 	clients int
 	// snap is the vector as answers carry it, shared by them and never
@@ -93,20 +93,19 @@ type actorMin struct {
 
 // reset rebuilds the minimum over the attachments.
 func (m *minVector) reset(atts map[string]*attState) {
-	m.actors = make(map[string]*actorMin)
+	m.actors = actorMins{}
 	m.clients = len(atts)
 	m.snap = nil
 	for _, e := range atts {
 		for k := range e.att.VersionVector {
-			a := m.actors[k]
+			a := m.actors.get(k)
 			if a == nil {
-				a = &actorMin{}
-				m.actors[k] = a
+				a = m.actors.add(k, actorMin{})
 			}
 			a.holders++
 		}
 	}
-	for k, a := range m.actors {
+	for k, a := range m.actors.all() {
 		a.min, a.atMin = minOver(atts, k)
 	}
 }
@@ -131,7 +130,7 @@ func minOver(atts map[string]*attState, k string) (int64, int) {
 // join counts a newly attached client whose vector is still empty.
 func (m *minVector) join() {
 	m.clients++
-	for _, a := range m.actors {
+	for _, a := range m.actors.all() {
 		switch {
 		case a.min > 0:
 			a.min, a.atMin = 0, 1
@@ -145,12 +144,12 @@ func (m *minVector) join() {
 // leave uncounts a client that left with vector vv; atts no longer holds it.
 func (m *minVector) leave(vv map[string]int64, atts map[string]*attState) {
 	m.clients--
-	for k, a := range m.actors {
+	for k, a := range m.actors.all() {
 		v, named := vv[k]
 		if named {
 			a.holders--
 			if a.holders == 0 {
-				delete(m.actors, k)
+				m.actors.del(k)
 				m.snap = nil
 				continue
 			}
@@ -168,13 +167,13 @@ func (m *minVector) leave(vv map[string]int64, atts map[string]*attState) {
 // changed; atts already holds cur. An actor of cur missing from old must be
 // in known (old was checked when it came): otherwise update stops and
 // returns it, leaving the minimum to be rebuilt.
-func (m *minVector) update(old, cur map[string]int64, atts map[string]*attState, known map[string]struct{}) (changed bool, unknown string) {
+func (m *minVector) update(old, cur map[string]int64, atts map[string]*attState, known *actorSet) (changed bool, unknown string) {
 	kept := 0
 	for k, v := range cur {
 		w, ok := old[k]
 		if ok {
 			kept++
-		} else if _, ok := known[k]; !ok {
+		} else if !known.has(k) {
 			return false, k
 		}
 		if !ok || w != v {
@@ -196,11 +195,10 @@ func (m *minVector) update(old, cur map[string]int64, atts map[string]*attState,
 // move follows one client's value of actor k from prev to next, and whether
 // its vector names k before and after.
 func (m *minVector) move(k string, prev, next int64, before, after bool, atts map[string]*attState) {
-	a := m.actors[k]
+	a := m.actors.get(k)
 	if a == nil {
 		// No client named k, so every client, this one included, had 0.
-		a = &actorMin{atMin: m.clients}
-		m.actors[k] = a
+		a = m.actors.add(k, actorMin{atMin: m.clients})
 		m.snap = nil
 	}
 	if before {
@@ -210,7 +208,7 @@ func (m *minVector) move(k string, prev, next int64, before, after bool, atts ma
 		a.holders++
 	}
 	if a.holders == 0 {
-		delete(m.actors, k)
+		m.actors.del(k)
 		m.snap = nil
 		return
 	}
@@ -255,8 +253,8 @@ func (m *minVector) vector(own map[string]int64) map[string]int64 {
 		m.snap = own
 		return own
 	}
-	out := make(map[string]int64, len(m.actors))
-	for k, a := range m.actors {
+	out := make(map[string]int64, m.actors.len())
+	for k, a := range m.actors.all() {
 		out[k] = a.min
 	}
 	m.snap = out
@@ -264,10 +262,10 @@ func (m *minVector) vector(own map[string]int64) map[string]int64 {
 }
 
 func (m *minVector) equals(vv map[string]int64) bool {
-	if vv == nil || len(vv) != len(m.actors) {
+	if vv == nil || len(vv) != m.actors.len() {
 		return false
 	}
-	for k, a := range m.actors {
+	for k, a := range m.actors.all() {
 		if v, ok := vv[k]; !ok || v != a.min {
 			return false
 		}

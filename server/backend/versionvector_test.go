@@ -5,6 +5,8 @@ import (
 	"maps"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 // bruteMin is the definition of the minimum synced vector, computed from
@@ -32,7 +34,7 @@ func bruteMin(atts map[string]*attState) map[string]int64 {
 // TestMinVectorFollowsEveryChange drives the incremental minimum through
 // random joins, leaves and vector changes (values rising, falling, actors
 // appearing and vanishing) and compares it after each step with the
-// definition.
+// definition, with few actors and with more than a slice holds.
 func TestMinVectorFollowsEveryChange(t *testing.T) {
 	for seed := range uint64(50) {
 		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
@@ -41,9 +43,15 @@ func TestMinVectorFollowsEveryChange(t *testing.T) {
 			var m minVector
 			m.reset(atts)
 			actors := []string{"a", "b", "c", "d", "e"}
-			known := map[string]struct{}{}
+			wentLarge := false
+			if seed%2 == 1 {
+				for i := range smallActorMins {
+					actors = append(actors, fmt.Sprint("x", i))
+				}
+			}
+			var known actorSet
 			for _, k := range actors {
-				known[k] = struct{}{}
+				known.add(k)
 			}
 			for step := range 400 {
 				ids := make([]string, 0, len(atts))
@@ -104,7 +112,7 @@ func TestMinVectorFollowsEveryChange(t *testing.T) {
 				if got := m.vector(own); !maps.Equal(got, want) {
 					t.Fatalf("step %d: minimum %v, want %v", step, got, want)
 				}
-				for k, a := range m.actors {
+				for k, a := range m.actors.all() {
 					at, holders := 0, 0
 					for _, e := range atts {
 						v, ok := e.att.VersionVector[k]
@@ -120,7 +128,9 @@ func TestMinVectorFollowsEveryChange(t *testing.T) {
 							step, k, a.atMin, a.holders, at, holders)
 					}
 				}
+				wentLarge = wentLarge || m.actors.large != nil
 			}
+			require.Equal(t, seed%2 == 1, wentLarge, "the minimum held more actors than a slice does")
 		})
 	}
 }

@@ -235,7 +235,7 @@ func (s *Service) pumpChannel(ctx context.Context, procedure string, w *channel.
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-s.closing:
+		case <-s.closing.Done():
 			return errinfo.New(connect.CodeUnavailable, errinfo.CodeShuttingDown, fault.ErrShuttingDown)
 		case <-w.Done():
 			return s.subscriptionEnded(ctx, procedure, w.Err())

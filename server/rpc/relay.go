@@ -67,7 +67,7 @@ func relayStream[Res any](ctx context.Context, s *Service, procedure string, cal
 	defer cancel()
 	go func() {
 		select {
-		case <-s.closing:
+		case <-s.closing.Done():
 			cancel()
 		case <-ctx.Done():
 		}
@@ -84,7 +84,7 @@ func relayStream[Res any](ctx context.Context, s *Service, procedure string, cal
 		}
 	}
 	select {
-	case <-s.closing:
+	case <-s.closing.Done():
 		return errinfo.New(connect.CodeUnavailable, errinfo.CodeShuttingDown, fault.ErrShuttingDown)
 	default:
 	}

@@ -93,9 +93,10 @@ func (s *Service) reroute(ctx context.Context, call routing.DocumentCall, attemp
 	return rt, true
 }
 
-// stamp puts the owner's session key in response headers.
+// stamp puts the owner's session key in response headers; h is nil for a
+// detached stream whose head went out already.
 func (s *Service) stamp(h http.Header, rt routing.Route) {
-	if rt.SessionKey != "" {
+	if rt.SessionKey != "" && h != nil {
 		h.Set(s.router.SessionKeyHeader(), rt.SessionKey)
 	}
 }

@@ -12,7 +12,6 @@ import (
 	"math"
 	"net/http"
 	"runtime/debug"
-	"sync"
 
 	"connectrpc.com/connect"
 	"github.com/prometheus/client_golang/prometheus"
@@ -92,8 +91,10 @@ type Service struct {
 	auth            *Auth
 	upstream        *upmetrics.Metrics
 
-	closeOnce sync.Once
-	closing   chan struct{}
+	// closing ends when CloseStreams is called: a context, so that a
+	// detached stream, which no goroutine waits on, is woken by it too.
+	closing      context.Context
+	closeStreams context.CancelFunc
 }
 
 // New returns a Service for the backend.
@@ -127,8 +128,8 @@ func New(cfg Config) (*Service, error) {
 		projects:        cfg.Projects,
 		auth:            cfg.Auth,
 		upstream:        cfg.Upstream,
-		closing:         make(chan struct{}),
 	}
+	s.closing, s.closeStreams = context.WithCancel(context.Background())
 	if cfg.Registerer != nil {
 		m, err := interceptor.NewMetrics(cfg.Registerer)
 		if err != nil {
@@ -187,7 +188,7 @@ func (s *Service) recovered(ctx context.Context, spec connect.Spec, _ http.Heade
 // reconnect (to another node or after a restart), and refuses new ones. Unary
 // calls are not affected. It is idempotent.
 func (s *Service) CloseStreams() {
-	s.closeOnce.Do(func() { close(s.closing) })
+	s.closeStreams()
 }
 
 // ActivateClient registers the client key and returns its client ID.
@@ -471,9 +472,11 @@ func (s *Service) Watch(ctx context.Context, req *connect.Request[api.WatchReque
 		return errinfo.InvalidArgument(err)
 	}
 	call := routing.DocumentCall{Kind: routing.CallWatch, Project: project.FromContext(ctx), ClientID: clientID, DocumentID: docID, Header: req.Header()}
-	changed := &api.WatchResponse{Body: &api.WatchResponse_Event{Event: &api.WatchEvent{Event: &api.WatchEvent_DocEvent{
-		DocEvent: &api.DocWatchEvent{DocumentId: docID, Event: &api.DocEvent{Type: api.DocEventType_DOC_EVENT_TYPE_DOCUMENT_CHANGED}},
-	}}}}
+	changed := func() *api.WatchResponse {
+		return &api.WatchResponse{Body: &api.WatchResponse_Event{Event: &api.WatchEvent{Event: &api.WatchEvent_DocEvent{
+			DocEvent: &api.DocWatchEvent{DocumentId: docID, Event: &api.DocEvent{Type: api.DocEventType_DOC_EVENT_TYPE_DOCUMENT_CHANGED}},
+		}}}}
+	}
 	// The relay holds the message, not the request and its headers.
 	msg := req.Msg
 	return serveDocWatch(ctx, s, req, stream, call, changed, func(owner v1connect.YorkieServiceClient, call routing.DocumentCall) ownerStream[api.WatchResponse] {
@@ -513,9 +516,11 @@ func (s *Service) WatchDocument(ctx context.Context, req *connect.Request[api.Wa
 		return errinfo.InvalidArgument(err)
 	}
 	call := routing.DocumentCall{Kind: routing.CallWatch, Project: project.FromContext(ctx), ClientID: clientID, DocumentID: docID, Header: req.Header()}
-	changed := &api.WatchDocumentResponse{Body: &api.WatchDocumentResponse_Event{
-		Event: &api.DocEvent{Type: api.DocEventType_DOC_EVENT_TYPE_DOCUMENT_CHANGED},
-	}}
+	changed := func() *api.WatchDocumentResponse {
+		return &api.WatchDocumentResponse{Body: &api.WatchDocumentResponse_Event{
+			Event: &api.DocEvent{Type: api.DocEventType_DOC_EVENT_TYPE_DOCUMENT_CHANGED},
+		}}
+	}
 	// The relay holds the message, not the request and its headers.
 	msg := req.Msg
 	return serveDocWatch(ctx, s, req, stream, call, changed, func(owner v1connect.YorkieServiceClient, call routing.DocumentCall) ownerStream[api.WatchDocumentResponse] {
@@ -544,7 +549,7 @@ type ownerStream[Res any] func(context.Context) (*connect.ServerStreamForClient[
 // (opened by relay) or, when this node owns it, stamps the session key and
 // runs local.
 func serveWatchStream[Req, Res any](ctx context.Context, s *Service, req *connect.Request[Req], stream *connect.ServerStream[Res], call routing.DocumentCall,
-	changed *Res, relay openRelay[Res], local func(ctx context.Context, procedure string, rt routing.Route, send func(*Res) error) error,
+	changed func() *Res, relay openRelay[Res], local func(ctx context.Context, procedure string, rt routing.Route, send func(*Res) error) error,
 	open openLocal[Res],
 ) error {
 	closeStream, err := s.streams.Open(call.ClientID, s.limits.MaxWatchStreamsPerClient)
@@ -575,15 +580,25 @@ func serveWatchStream[Req, Res any](ctx context.Context, s *Service, req *connec
 		// Routing again after a move needs only a few of the request's
 		// headers, not the whole map.
 		call.Header = s.routeHeaders(call.Header)
-		detached = st.Detach(base, func(ctx context.Context, header http.Header, send func(any) error) error {
-			defer closeStream()
-			// This frame stays under an idle stream's wait: it holds
-			// nothing but f.
-			f := newWatchFollow(s, procedure, call, rt, changed, relay, header, func(m *Res) error { return send(m) })
-			if open != nil {
-				return f.serveParked(ctx, open)
+		var f *watchFollow[Res]
+		detached = st.Detach(base, func(ctx context.Context, header http.Header, send func(any) error, wake func()) (bool, error) {
+			if f == nil {
+				f = newWatchFollow(s, procedure, call, rt, changed, relay, header, func(m *Res) error { return send(m) })
 			}
-			return f.serve(ctx, local)
+			// nil once the head went out: a detached stream keeps no header.
+			f.header = header
+			var done bool
+			var err error
+			if open != nil {
+				done, err = f.stepDetached(ctx, open, wake)
+			} else {
+				// A channel stream is served whole in one step.
+				done, err = true, f.serve(ctx, local)
+			}
+			if done {
+				closeStream()
+			}
+			return done, err
 		})
 		if detached {
 			return nil
@@ -595,7 +610,7 @@ func serveWatchStream[Req, Res any](ctx context.Context, s *Service, req *connec
 // serveDocWatch serves a document Watch as serveWatchStream does, the
 // subscription here set up by open.
 func serveDocWatch[Req, Res any](ctx context.Context, s *Service, req *connect.Request[Req], stream *connect.ServerStream[Res], call routing.DocumentCall,
-	changed *Res, relay openRelay[Res], open openLocal[Res],
+	changed func() *Res, relay openRelay[Res], open openLocal[Res],
 ) error {
 	return serveWatchStream(ctx, s, req, stream, call, changed, relay, func(ctx context.Context, procedure string, rt routing.Route, send func(*Res) error) error {
 		w, err := open(ctx, procedure, rt, send)
@@ -606,7 +621,7 @@ func serveDocWatch[Req, Res any](ctx context.Context, s *Service, req *connect.R
 		for {
 			select {
 			case <-ctx.Done():
-			case <-s.closing:
+			case <-s.closing.Done():
 			case <-w.sub.Done():
 			case <-w.sub.Ready():
 			}
@@ -658,14 +673,14 @@ func (w *docWatch) close() {
 // false with the stream's error when the stream ended instead (nil for a
 // client that left). The caller closes the watch then.
 func (w *docWatch) pending(ctx context.Context) (bool, error) {
-	select {
-	case <-ctx.Done():
+	switch {
+	case ctx.Err() != nil:
 		return false, nil
-	case <-w.s.closing:
+	case w.s.closing.Err() != nil:
 		return false, errinfo.New(connect.CodeUnavailable, errinfo.CodeShuttingDown, fault.ErrShuttingDown)
-	case <-w.sub.Done():
+	case w.sub.Ended():
+		// Not Done: a detached stream's subscription makes no channel.
 		return false, w.s.subscriptionEnded(ctx, w.procedure, w.sub.Err())
-	default:
 	}
 	for ev, ok := w.sub.Next(); ok; ev, ok = w.sub.Next() {
 		out := &api.DocEvent{Type: ev.Type, Publisher: ev.Publisher}
@@ -683,7 +698,7 @@ func (w *docWatch) pending(ctx context.Context) (bool, error) {
 // proxies that route by the header would not look.
 func (s *Service) routeWatch(ctx context.Context, procedure string, call routing.DocumentCall, header http.Header) (routing.Route, error) {
 	select {
-	case <-s.closing:
+	case <-s.closing.Done():
 		return routing.Route{}, errinfo.New(connect.CodeUnavailable, errinfo.CodeShuttingDown, fault.ErrShuttingDown)
 	default:
 	}

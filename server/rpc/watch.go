@@ -111,7 +111,7 @@ func (s *Service) watchResources(ctx context.Context, req *connect.Request[api.W
 	}
 	select {
 	case <-ctx.Done():
-	case <-s.closing:
+	case <-s.closing.Done():
 		err = errinfo.New(connect.CodeUnavailable, errinfo.CodeShuttingDown, fault.ErrShuttingDown)
 	case err = <-ended:
 	}

@@ -32,7 +32,7 @@ const maxWatchMoves = 3
 // one DOCUMENT_CHANGED event (changed), so it pulls whatever was written
 // while the stream moved: no remote change waits for the client's own
 // next edit. A channel stream (changed nil) just carries on.
-func followWatch[Res any](ctx context.Context, s *Service, procedure string, call routing.DocumentCall, rt routing.Route, changed *Res,
+func followWatch[Res any](ctx context.Context, s *Service, procedure string, call routing.DocumentCall, rt routing.Route, changed func() *Res,
 	relay openRelay[Res], local func(ctx context.Context, procedure string, rt routing.Route, send func(*Res) error) error,
 	header http.Header, send func(*Res) error,
 ) error {
@@ -63,16 +63,20 @@ type watchFollow[Res any] struct {
 	procedure string
 	call      routing.DocumentCall
 	rt        routing.Route
-	changed   *Res
+	changed   func() *Res // the extra CHANGED after a move; nil for a channel
 	relay     openRelay[Res]
 	header    http.Header
 	send      func(*Res) error // the client's stream
 	out       func(*Res) error // send, after a move with the extra CHANGED
 	moves     int              // moves in a row without a message
 	sent      bool             // the current owner sent a message
+
+	// A detached stream's, between its steps.
+	w           *docWatch   // the watch served here, nil while there is none
+	stopClosing func() bool // stops the server's shutdown waking the stream
 }
 
-func newWatchFollow[Res any](s *Service, procedure string, call routing.DocumentCall, rt routing.Route, changed *Res,
+func newWatchFollow[Res any](s *Service, procedure string, call routing.DocumentCall, rt routing.Route, changed func() *Res,
 	relay openRelay[Res], header http.Header, send func(*Res) error,
 ) *watchFollow[Res] {
 	return &watchFollow[Res]{s: s, procedure: procedure, call: call, rt: rt, changed: changed, relay: relay, header: header, send: send, out: send}
@@ -105,7 +109,7 @@ func (f *watchFollow[Res]) moveOn(ctx context.Context, err error) bool {
 	f.s.logger.DebugContext(ctx, "watch stream follows its document", "procedure", f.procedure, "after", err, "owner", next.SessionKey)
 	f.rt = next
 	if f.changed != nil {
-		f.out = thenSend(f.send, f.changed)
+		f.out = thenSend(f.send, f.changed())
 	}
 	f.moves++
 	return true
@@ -120,33 +124,34 @@ type openRelay[Res any] func(owner v1connect.YorkieServiceClient, call routing.D
 // initialization, leaving the events to come.
 type openLocal[Res any] func(ctx context.Context, procedure string, rt routing.Route, send func(*Res) error) (*docWatch, error)
 
-// serveParked serves a stream as followWatch does, for a document Watch
-// whose subscription open sets up. Between events the goroutine waits here,
-// in a shallow frame, so the runtime shrinks its stack while the stream is
-// idle; set-up, events, moves and relays run in step, which returns.
-func (f *watchFollow[Res]) serveParked(ctx context.Context, open openLocal[Res]) error {
-	var w *docWatch
+// stepDetached does what a detached document Watch, woken by wake, has to
+// now: set the stream up at its current owner (a relay runs whole), or hand
+// its watch's queued events on, moving on when the stream ended there. It
+// returns once the stream waits for more, with no goroutine left waiting:
+// the subscription, the server's shutdown and the stream's end wake it.
+// done reports the stream's end, with its error.
+func (f *watchFollow[Res]) stepDetached(ctx context.Context, open openLocal[Res], wake func()) (bool, error) {
+	if f.stopClosing == nil {
+		f.stopClosing = context.AfterFunc(f.s.closing, wake)
+	}
 	for {
-		if w != nil {
-			select {
-			case <-ctx.Done():
-			case <-f.s.closing:
-			case <-w.sub.Done():
-			case <-w.sub.Ready():
-			}
-		}
 		var done bool
 		var err error
-		if w, done, err = f.step(ctx, w, open); done {
-			return err
+		if f.w, done, err = f.step(ctx, f.w, open, wake); done {
+			f.stopClosing()
+			return true, err
+		}
+		if f.w != nil {
+			return false, nil
 		}
 	}
 }
 
-// step does what a woken stream has to: set it up at its current owner (a
-// relay runs whole), or hand the watch's queued events on; when the stream
-// ended there, it moves on or reports done with the stream's error.
-func (f *watchFollow[Res]) step(ctx context.Context, w *docWatch, open openLocal[Res]) (*docWatch, bool, error) {
+// step sets the stream up at its current owner (a relay runs whole), with
+// its subscription calling wake, or hands the watch's queued events on; when
+// the stream ended there, it moves on or reports done with the stream's
+// error.
+func (f *watchFollow[Res]) step(ctx context.Context, w *docWatch, open openLocal[Res], wake func()) (*docWatch, bool, error) {
 	var err error
 	if w == nil {
 		f.sent = false
@@ -155,10 +160,12 @@ func (f *watchFollow[Res]) step(ctx context.Context, w *docWatch, open openLocal
 		} else {
 			f.s.stamp(f.header, f.rt)
 			if w, err = open(ctx, f.procedure, f.rt, f.counted); err == nil {
-				return w, false, nil
+				// Events queued before this are taken below.
+				w.sub.Notify(wake)
 			}
 		}
-	} else {
+	}
+	if w != nil {
 		var more bool
 		if more, err = w.pending(ctx); more {
 			return w, false, nil
@@ -176,7 +183,7 @@ func (s *Service) watchMoved(ctx context.Context, err error) bool {
 		return false
 	}
 	select {
-	case <-s.closing:
+	case <-s.closing.Done():
 		return false
 	default:
 	}

@@ -1,6 +1,10 @@
 // Command ferretdb runs a MongoDB-wire server on SQLite for the database
 // backend's tests, so that they need no MongoDB installation. It lives in its
 // own module so that the server's module does not depend on FerretDB.
+//
+// With -postgresql-url it serves from PostgreSQL instead, for measuring at
+// sizes where SQLite's scans swamp the server's own cost (see
+// gin-twins.sql).
 package main
 
 import (
@@ -19,6 +23,7 @@ func main() {
 	listen := flag.String("listen-addr", "127.0.0.1:27017", "TCP address to serve the MongoDB wire protocol on")
 	stateDir := flag.String("state-dir", ".", "directory holding the SQLite databases (ignored when -sqlite-url is set)")
 	sqliteURL := flag.String("sqlite-url", "", "SQLite URI of the data directory, e.g. file:data/ (default: the state dir)")
+	postgresURL := flag.String("postgresql-url", "", "serve from this PostgreSQL database instead of SQLite, e.g. postgres://127.0.0.1:5432/ferretdb")
 	debug := flag.Bool("debug", false, "log at debug level")
 	flag.Parse()
 
@@ -42,12 +47,16 @@ func main() {
 		url = "file:" + abs + "/"
 	}
 
-	f, err := ferretdb.New(&ferretdb.Config{
+	cfg := &ferretdb.Config{
 		Listener:  ferretdb.ListenerConfig{TCP: *listen},
 		Logger:    logger,
 		Handler:   "sqlite",
 		SQLiteURL: url,
-	})
+	}
+	if *postgresURL != "" {
+		cfg.Handler, cfg.PostgreSQLURL, cfg.SQLiteURL = "postgresql", *postgresURL, ""
+	}
+	f, err := ferretdb.New(cfg)
 	if err != nil {
 		logger.Error("configure ferretdb", "err", err)
 		os.Exit(1)
@@ -55,7 +64,7 @@ func main() {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	logger.Info("serving", "uri", f.MongoDBURI(), "sqlite", url)
+	logger.Info("serving", "uri", f.MongoDBURI(), "handler", cfg.Handler)
 	if err := f.Run(ctx); err != nil && ctx.Err() == nil {
 		logger.Error("ferretdb stopped", "err", err)
 		os.Exit(1)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"go.mongodb.org/mongo-driver/bson"
+	"go.mongodb.org/mongo-driver/bson/primitive"
 	mongodrv "go.mongodb.org/mongo-driver/mongo"
 	"go.mongodb.org/mongo-driver/mongo/options"
 
@@ -77,8 +78,8 @@ func BenchmarkCallsAtDatabaseSize(b *testing.B) {
 		for _, docs := range scaleSizes([]int{1_000, 10_000}, []int{100_000, 1_000_000}) {
 			b.Run(fmt.Sprintf("docs=%d", docs), func(b *testing.B) {
 				db := memory.New()
-				callsAtSize(b, db, docs, func(ctx context.Context, as []*database.Attachment) error {
-					return parallelFill(len(as), 16, func(i int) error { return db.UpdateAttachment(ctx, as[i], 0) })
+				callsAtSize(b, db, docs, func(ctx context.Context) ([]*database.Attachment, error) {
+					return fillThroughDB(ctx, db, docs)
 				})
 			})
 		}
@@ -88,8 +89,9 @@ func BenchmarkCallsAtDatabaseSize(b *testing.B) {
 		for _, docs := range scaleSizes([]int{1_000}, []int{10_000, 100_000}) {
 			b.Run(fmt.Sprintf("docs=%d", docs), func(b *testing.B) {
 				name := m.NewDatabase()
-				callsAtSize(b, dbtest.DialMongo(b, m, name), docs, func(ctx context.Context, as []*database.Attachment) error {
-					return insertAttachments(ctx, m.URI, name, as)
+				db := dbtest.DialMongo(b, m, name)
+				callsAtSize(b, db, docs, func(ctx context.Context) ([]*database.Attachment, error) {
+					return insertFillers(ctx, m.URI, name, docs)
 				})
 			})
 		}
@@ -97,45 +99,59 @@ func BenchmarkCallsAtDatabaseSize(b *testing.B) {
 }
 
 // callsAtSize fills db with docs documents, each attached by a client of
-// its own (the attachments stored by attach), then measures the calls on a
-// server over it.
-func callsAtSize(b *testing.B, db database.Database, docs int, attach func(context.Context, []*database.Attachment) error) {
+// its own (fill returns the attachments), then measures the calls on a
+// server over it. The calls take no deadline: on the MongoDB-wire test
+// server an attach at 100k documents takes longer than the tests' waits.
+func callsAtSize(b *testing.B, db database.Database, docs int, fill func(context.Context) ([]*database.Attachment, error)) {
 	ctx := context.Background()
-	as := make([]*database.Attachment, docs)
-	err := parallelFill(docs, 16, func(i int) error {
-		cl, err := db.ActivateClient(ctx, database.DefaultProjectID, fmt.Sprintf("filler-%d", i), nil)
-		if err != nil {
-			return err
-		}
-		d, err := db.FindOrCreateDocument(ctx, database.DefaultProjectID, fmt.Sprintf("filler-%d", i))
-		if err != nil {
-			return err
-		}
-		as[i] = &database.Attachment{ClientID: cl.ID, DocID: d.ID, Status: database.Attached}
-		return nil
-	})
-	if err == nil {
-		err = attach(ctx, as)
-	}
+	as, err := fill(ctx)
 	if err != nil {
 		b.Fatal(err)
 	}
-	if n, err := db.CountClientAttachments(ctx, as[docs-1].ClientID); err != nil || n != 1 {
-		b.Fatalf("a filler's attachments: %d, %v", n, err)
-	}
-	srv := servertest.Start(b, func(cfg *server.Config) { cfg.DB = db })
+	checkFiller(ctx, b, db, docs-1, as[docs-1])
+	srv := servertest.Start(b, func(cfg *server.Config) {
+		cfg.DB = db
+		// Housekeeping's periodic runs stay out of the measured calls: on
+		// the MongoDB-wire test server each one scans the clients.
+		cfg.HousekeepingInterval = time.Hour
+	})
+	b.Cleanup(func() {
+		// Shutting down writes the activity of the measured clients, a
+		// scan of the clients on the MongoDB-wire test server: longer than
+		// servertest waits at 100k documents. Its own shutdown, after this
+		// one, finds the server down.
+		ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+		defer cancel()
+		if err := srv.Shutdown(ctx); err != nil {
+			b.Errorf("shut down server: %v", err)
+		}
+	})
 	c := servertest.Client(b, srv, servertest.ConnectProto)
+	attach := func() *wire.Replica {
+		r := newReplica(b, c)
+		if _, err := r.Attach(ctx, wire.UniqueKey(b, "doc")); err != nil {
+			b.Fatal(err)
+		}
+		return r
+	}
 	b.Run("attach", func(b *testing.B) {
 		before := processCPU(b)
 		for range b.N {
-			r := newReplica(b, c)
-			r.MustAttach(wire.UniqueKey(b, "doc"))
+			attach()
 		}
 		b.ReportMetric(float64((processCPU(b)-before).Microseconds())/float64(b.N), "cpu-us/op")
 	})
 	b.Run("pushpull", func(b *testing.B) {
+		b.StopTimer()
+		r := attach()
+		b.StartTimer()
 		before := processCPU(b)
-		pushPullLoop(b, c)
+		for range b.N {
+			r.Edit(1)
+			if _, err := r.PushPull(ctx); err != nil {
+				b.Fatalf("pushpull: %v", err)
+			}
+		}
 		b.ReportMetric(float64((processCPU(b)-before).Microseconds())/float64(b.N), "cpu-us/op")
 	})
 	b.Run("watch", func(b *testing.B) {
@@ -144,8 +160,7 @@ func callsAtSize(b *testing.B, db database.Database, docs int, attach func(conte
 		var cpu time.Duration
 		b.StopTimer()
 		for range b.N {
-			r := newReplica(b, c)
-			r.MustAttach(wire.UniqueKey(b, "doc"))
+			r := attach()
 			b.StartTimer()
 			before := processCPU(b)
 			watchOnce(ctx, b, r)
@@ -154,6 +169,48 @@ func callsAtSize(b *testing.B, db database.Database, docs int, attach func(conte
 		}
 		b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-us/op")
 	})
+}
+
+// fillerKey is the key of the i-th filler's client and document.
+func fillerKey(i int) string { return fmt.Sprintf("filler-%d", i) }
+
+// fillThroughDB makes docs clients and documents and attaches each client
+// to its document through db's own calls.
+func fillThroughDB(ctx context.Context, db database.Database, docs int) ([]*database.Attachment, error) {
+	as := make([]*database.Attachment, docs)
+	err := parallelFill(docs, 16, func(i int) error {
+		cl, err := db.ActivateClient(ctx, database.DefaultProjectID, fillerKey(i), nil)
+		if err != nil {
+			return err
+		}
+		d, err := db.FindOrCreateDocument(ctx, database.DefaultProjectID, fillerKey(i))
+		if err != nil {
+			return err
+		}
+		as[i] = &database.Attachment{ClientID: cl.ID, DocID: d.ID, Status: database.Attached}
+		return db.UpdateAttachment(ctx, as[i], 0)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return as, nil
+}
+
+// checkFiller fails b unless db finds the i-th filler as the fill left it:
+// its client, its document by key and its one attachment. It is what shows
+// that records written straight into the collections read as the server's.
+func checkFiller(ctx context.Context, b *testing.B, db database.Database, i int, a *database.Attachment) {
+	b.Helper()
+	if _, err := db.FindClient(ctx, database.DefaultProjectID, a.ClientID); err != nil {
+		b.Fatalf("filler %d's client: %v", i, err)
+	}
+	d, err := db.FindDocumentByKey(ctx, database.DefaultProjectID, fillerKey(i))
+	if err != nil || d.ID != a.DocID {
+		b.Fatalf("filler %d's document by key: %v, %v (want %s)", i, d, err, a.DocID)
+	}
+	if n, err := db.CountClientAttachments(ctx, a.ClientID); err != nil || n != 1 {
+		b.Fatalf("filler %d's attachments: %d, %v", i, n, err)
+	}
 }
 
 // watchOnce opens r's Watch stream, takes its initialization and closes it.
@@ -194,34 +251,55 @@ func parallelFill(n, conc int, fill func(i int) error) error {
 	return firstErr
 }
 
-// insertAttachments stores the attachments straight into the MongoDB
-// database name, as the mongo package's UpdateAttachment writes them, in
-// batches: on the MongoDB-wire test server (FerretDB on SQLite) every
-// UpdateAttachment scans the collection (its filter is not the _id alone),
-// so filling 10k attachments through it takes about an hour.
-func insertAttachments(ctx context.Context, uri, name string, as []*database.Attachment) error {
+// insertFillers writes docs clients, documents (with their key records)
+// and attachments straight into the MongoDB database name, as the mongo
+// package stores them, in batches of 1,000: on the MongoDB-wire test server
+// (FerretDB on SQLite) writing them one call at a time takes minutes at 10k
+// documents, and every UpdateAttachment scans the collection (its filter is
+// not the _id alone). checkFiller reads them back through the package.
+func insertFillers(ctx context.Context, uri, name string, docs int) ([]*database.Attachment, error) {
 	cl, err := mongodrv.Connect(ctx, options.Client().ApplyURI(uri))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer func() { _ = cl.Disconnect(context.Background()) }()
-	col := cl.Database(name).Collection("attachments")
+	mdb := cl.Database(name)
 	now := time.Now()
-	for lo := 0; lo < len(as); lo += 1000 {
-		var batch []any
-		for _, a := range as[lo:min(lo+1000, len(as))] {
-			batch = append(batch, bson.D{
-				{Key: "_id", Value: a.ClientID + "/" + a.DocID},
-				{Key: "client_id", Value: a.ClientID}, {Key: "doc_id", Value: a.DocID},
-				{Key: "status", Value: string(a.Status)},
+	as := make([]*database.Attachment, docs)
+	for lo := 0; lo < docs; lo += 1000 {
+		var clients, documents, keys, attachments []any
+		for i := lo; i < min(lo+1000, docs); i++ {
+			clientID, docID := primitive.NewObjectID(), primitive.NewObjectID()
+			key := fillerKey(i)
+			as[i] = &database.Attachment{ClientID: clientID.Hex(), DocID: docID.Hex(), Status: database.Attached}
+			clients = append(clients, bson.D{
+				{Key: "_id", Value: clientID}, {Key: "project_id", Value: database.DefaultProjectID},
+				{Key: "key", Value: key}, {Key: "status", Value: string(database.ClientActivated)},
+				{Key: "created_at", Value: now}, {Key: "updated_at", Value: now},
+			})
+			documents = append(documents, bson.D{
+				{Key: "_id", Value: docID}, {Key: "project_id", Value: database.DefaultProjectID},
+				{Key: "key", Value: key}, {Key: "created_at", Value: now}, {Key: "head_hint", Value: int64(0)},
+			})
+			// A key record of the default project is keyed by the key alone.
+			keys = append(keys, bson.D{{Key: "_id", Value: key}, {Key: "doc_id", Value: docID}})
+			attachments = append(attachments, bson.D{
+				{Key: "_id", Value: as[i].ClientID + "/" + as[i].DocID},
+				{Key: "client_id", Value: as[i].ClientID}, {Key: "doc_id", Value: as[i].DocID},
+				{Key: "status", Value: string(database.Attached)},
 				{Key: "server_seq", Value: int64(0)}, {Key: "client_seq", Value: int64(0)},
 				{Key: "attached_at", Value: int64(0)}, {Key: "updated_at", Value: now},
 				{Key: "epoch", Value: int64(0)},
 			})
 		}
-		if _, err := col.InsertMany(ctx, batch); err != nil {
-			return fmt.Errorf("insert attachments %d..: %w", lo, err)
+		for _, batch := range []struct {
+			col  string
+			recs []any
+		}{{"clients", clients}, {"documents", documents}, {"doc_keys", keys}, {"attachments", attachments}} {
+			if _, err := mdb.Collection(batch.col).InsertMany(ctx, batch.recs); err != nil {
+				return nil, fmt.Errorf("insert %s %d..: %w", batch.col, lo, err)
+			}
 		}
 	}
-	return nil
+	return as, nil
 }

@@ -2,8 +2,9 @@
 // the clients watching a document on this node.
 //
 // Publishing never blocks: events go into a small per-subscriber queue, which
-// the subscriber drains with Next when Ready signals (no goroutine per
-// subscriber: an idle stream costs only its queue's state). A CHANGED event already
+// the subscriber drains with Next when Ready signals, or when the function it
+// gave Notify is called (no goroutine per subscriber: an idle stream costs
+// only its queue's state). A CHANGED event already
 // waiting in a queue absorbs later ones (a CHANGED only says "pull now"), so a
 // slow subscriber costs one queued entry however many changes are stored.
 // WATCHED and UNWATCHED cannot be merged; a subscriber whose queue of them
@@ -82,13 +83,15 @@ type Subscription struct {
 	clientID string
 	limit    int
 
-	wake chan struct{}
-	done chan struct{}
 	// out and the goroutine filling it exist only once Events is called.
 	pumpOnce sync.Once
 	out      chan Event
 
-	mu            sync.Mutex
+	mu sync.Mutex
+	// wake and done are made on the first call of Ready and Done: a
+	// subscriber woken by Notify never needs them.
+	wake          chan struct{}
+	done          chan struct{}
 	buf           []Event
 	head          int
 	changedQueued bool
@@ -96,6 +99,7 @@ type Subscription struct {
 	changedAt int
 	ended     bool
 	err       error
+	notify    func()
 }
 
 // Events returns the subscriber's events on a channel, closed after the
@@ -112,10 +116,48 @@ func (s *Subscription) Events() <-chan Event {
 // Ready receives a value when events were queued since it last did: the
 // subscriber then takes them with Next until Next reports none left. An
 // event queued after that empty Next signals Ready again.
-func (s *Subscription) Ready() <-chan struct{} { return s.wake }
+func (s *Subscription) Ready() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.wake == nil {
+		s.wake = make(chan struct{}, 1)
+		if s.head < len(s.buf) {
+			s.wake <- struct{}{}
+		}
+	}
+	return s.wake
+}
+
+// Notify has f called whenever Ready signals and once when the
+// subscription ends, so that a subscriber can be woken without a goroutine
+// waiting on the channels. f runs on the publisher's goroutine and must not
+// block. Events queued before Notify do not call f: the subscriber takes
+// them with Next after calling it.
+func (s *Subscription) Notify(f func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.notify = f
+}
 
 // Done is closed when the subscription ends; Err then says why.
-func (s *Subscription) Done() <-chan struct{} { return s.done }
+func (s *Subscription) Done() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.done == nil {
+		s.done = make(chan struct{})
+		if s.ended {
+			close(s.done)
+		}
+	}
+	return s.done
+}
+
+// Ended reports whether the subscription has ended, as a closed Done would.
+func (s *Subscription) Ended() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ended
+}
 
 // Err returns why the subscription was ended by the pub/sub, or nil while it
 // runs or when the subscriber closed it itself.
@@ -146,8 +188,6 @@ func (ps *PubSub) SubscribeBounded(docID, clientID string, maxWatchers int) (*Su
 		docID:    docID,
 		clientID: clientID,
 		limit:    ps.cfg.QueueSize,
-		wake:     make(chan struct{}, 1),
-		done:     make(chan struct{}),
 	}
 	ps.mu.Lock()
 	if ps.closed {
@@ -156,8 +196,9 @@ func (ps *PubSub) SubscribeBounded(docID, clientID string, maxWatchers int) (*Su
 	}
 	t := ps.topics[docID]
 	if t != nil && maxWatchers > 0 && t.watchers[clientID] == 0 && len(t.watchers) >= maxWatchers {
+		n := len(t.watchers) // read under the lock: the map changes once it is released
 		ps.mu.Unlock()
-		return nil, nil, fmt.Errorf("%d clients watch the document already: %w", len(t.watchers), ErrTooManyWatchers)
+		return nil, nil, fmt.Errorf("%d clients watch the document already: %w", n, ErrTooManyWatchers)
 	}
 	if t == nil {
 		t = &topic{subs: make(map[*Subscription]struct{}), watchers: make(map[string]int)}
@@ -328,10 +369,16 @@ func (s *Subscription) enqueue(ev Event) bool {
 		return false
 	}
 	s.buf = append(s.buf, ev)
+	wake, notify := s.wake, s.notify
 	s.mu.Unlock()
-	select {
-	case s.wake <- struct{}{}:
-	default: // the subscriber is signalled already
+	if wake != nil {
+		select {
+		case wake <- struct{}{}:
+		default: // the subscriber is signalled already
+		}
+	}
+	if notify != nil {
+		notify()
 	}
 	return true
 }
@@ -360,10 +407,11 @@ func (s *Subscription) Next() (Event, bool) {
 // pump hands queued events to the subscriber until the subscription ends.
 func (s *Subscription) pump() {
 	defer close(s.out)
+	wake, done := s.Ready(), s.Done()
 	for {
 		select {
-		case <-s.wake:
-		case <-s.done:
+		case <-wake:
+		case <-done:
 			return
 		}
 		for {
@@ -373,7 +421,7 @@ func (s *Subscription) pump() {
 			}
 			select {
 			case s.out <- ev:
-			case <-s.done:
+			case <-done:
 				return
 			}
 		}
@@ -392,8 +440,15 @@ func (ps *PubSub) end(s *Subscription, err error, announce bool) {
 	s.ended = true
 	s.err = err
 	s.buf, s.head = nil, 0
-	close(s.done)
+	if s.done != nil {
+		close(s.done)
+	}
+	notify := s.notify
+	s.notify = nil
 	s.mu.Unlock()
+	if notify != nil {
+		notify()
+	}
 
 	if ps.cfg.Live != nil {
 		ps.cfg.Live.Add(-1)

@@ -320,3 +320,39 @@ func TestReadyAndNextDeliverWithoutEvents(t *testing.T) {
 		t.Fatalf("event %v after the subscription ended", ev)
 	}
 }
+
+// TestNotifyCallsOnEveryWakeAndAtTheEnd: Notify's function is called on the
+// publisher's goroutine for each event that would signal Ready (not for a
+// CHANGED merged into a queued one), and once when the subscription ends.
+func TestNotifyCallsOnEveryWakeAndAtTheEnd(t *testing.T) {
+	ps := pubsub.New(pubsub.Config{})
+	a, _ := subscribe(t, ps, "d", "a")
+	var calls atomic.Int32
+	a.Notify(func() { calls.Add(1) })
+	ps.Publish("d", pubsub.Event{Type: changed, Publisher: "b"})
+	ps.Publish("d", pubsub.Event{Type: changed, Publisher: "c"}) // merged
+	if got := calls.Load(); got != 1 {
+		t.Fatalf("calls after two CHANGED = %d, want 1", got)
+	}
+	if ev, ok := a.Next(); !ok || ev.Publisher != "c" {
+		t.Fatalf("Next = %v, %v", ev, ok)
+	}
+	ps.Publish("d", pubsub.Event{Type: changed, Publisher: "b"})
+	if got := calls.Load(); got != 2 {
+		t.Fatalf("calls after a CHANGED following the drain = %d, want 2", got)
+	}
+	if a.Ended() {
+		t.Fatal("Ended before the end")
+	}
+	ps.EndDocument("d", fault.ErrShuttingDown)
+	if !a.Ended() || !errors.Is(a.Err(), fault.ErrShuttingDown) {
+		t.Fatalf("after the end: Ended %v, Err %v", a.Ended(), a.Err())
+	}
+	if got := calls.Load(); got != 3 {
+		t.Fatalf("calls after the end = %d, want 3", got)
+	}
+	a.Close()
+	if got := calls.Load(); got != 3 {
+		t.Fatalf("calls after closing an ended subscription = %d, want 3", got)
+	}
+}

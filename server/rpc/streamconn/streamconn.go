@@ -8,12 +8,15 @@
 // connection keeps its read and write buffers and a background reader. A
 // handler that has set its stream up can instead Detach it: the connection
 // is taken from net/http (which flushes nothing, as nothing was written
-// yet), the handler returns, and the rest of the stream runs on a goroutine
-// of its own that starts with a small stack, writing each message as a chunk
-// of the Connect streaming response, and the end-stream message when it
-// ends. One goroutine for all streams notices clients hanging up (epoll, on
-// Linux); elsewhere, or over TLS, a small goroutine per stream reads the
-// connection to notice it. Streams that cannot be detached (HTTP/2, gRPC, gRPC-web, an
+// yet), the handler returns, and the rest of the stream runs in steps, on
+// a goroutine only while the stream has something to do (its set-up, an
+// event, its end): an idle stream holds none. A goroutine that ran a step
+// waits a little for another stream's before it exits, so a burst of events
+// reuses a few goroutines instead of starting one per delivery. Each message goes out as a chunk of the Connect streaming
+// response, and the end-stream message when the stream ends. One goroutine
+// for all streams notices clients hanging up (epoll, on Linux); elsewhere,
+// or over TLS, a small goroutine per stream reads the connection to notice
+// it. Streams that cannot be detached (HTTP/2, gRPC, gRPC-web, an
 // encoding this package does not write) are served by connect as before.
 package streamconn
 
@@ -29,6 +32,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"connectrpc.com/connect"
@@ -40,6 +44,10 @@ import (
 // Config.WriteTimeout is zero: a client that reads nothing for this long is
 // gone, and its stream ends.
 const DefaultWriteTimeout = 30 * time.Second
+
+// stepperIdle is how long a goroutine that ran a step waits for the next
+// before it exits.
+const stepperIdle = 5 * time.Second
 
 // contentTypePrefix is the content type of Connect streams, before the codec.
 const contentTypePrefix = "application/connect+"
@@ -75,6 +83,8 @@ type Server struct {
 	mu      sync.Mutex
 	live    map[*Stream]struct{}
 	hangups *hangups
+	// steps hands a woken stream to a goroutine waiting for one, if any.
+	steps chan *Stream
 }
 
 // New returns a Server for cfg.
@@ -89,6 +99,7 @@ func New(cfg Config) (*Server, error) {
 		logger:       cfg.Logger,
 		live:         map[*Stream]struct{}{},
 		hangups:      newHangups(),
+		steps:        make(chan *Stream),
 	}
 	if s.writeTimeout <= 0 {
 		s.writeTimeout = DefaultWriteTimeout
@@ -164,7 +175,7 @@ func (s *Server) Close() {
 	defer s.mu.Unlock()
 	for st := range s.live {
 		_ = st.conn.Close()
-		st.cancel()
+		st.hangUp()
 	}
 }
 
@@ -207,11 +218,19 @@ type Stream struct {
 	err   error
 	onEnd []func(context.Context, error)
 
-	ctx     context.Context // the detached stream's
+	ctx     context.Context // the detached stream's, as Detach got it
 	cancel  context.CancelFunc
 	conn    net.Conn
 	unwatch func() // ends the watch for the client hanging up, if shared
 	started bool   // the response head was written
+
+	// Stepping: step runs on one goroutine at a time, started by wake when
+	// none runs (wakes counts the wakes not yet served); over is set, by
+	// that goroutine, once step reported the stream done.
+	step    Step
+	stepCtx context.Context // ctx, ended when the client leaves
+	wakes   atomic.Int32
+	over    bool
 }
 
 // BeforeFirstMessage has f called just before a detached stream sends its
@@ -249,21 +268,27 @@ func Finish(ctx context.Context, err error, done func(ctx context.Context, err e
 	return nil
 }
 
-// Run is the rest of a detached stream. Its context ends when the client
-// leaves; header is the stream's response header, which goes out with the
-// first message; send writes one message. The error it returns ends the
-// stream, in Connect's end-stream message.
-type Run func(ctx context.Context, header http.Header, send func(any) error) error
+// Step does what a detached stream has to do now and returns, reporting
+// done with the error the stream ends with (in Connect's end-stream
+// message) once the stream is over. The stream calls it when it is detached,
+// and again after every call of wake and when ctx ends (the client left), on
+// a goroutine that exists only while a step runs: an idle stream holds none.
+// Steps never run at once; a wake during a step runs another step after it.
+// A step should not wait for what wake announces: whatever waits
+// (a relay, a slow client's write) keeps the goroutine meanwhile. header is
+// the stream's response header, which goes out with the first message, and
+// nil once it has; send writes one message.
+type Step func(ctx context.Context, header http.Header, send func(any) error, wake func()) (done bool, err error)
 
-// Detach takes the stream's connection from net/http and runs run on a
-// goroutine of its own, with a context derived from ctx that ends when the
+// Detach takes the stream's connection from net/http and has step serve the
+// rest of the stream, with a context derived from ctx that ends when the
 // client leaves. ctx must carry only what the stream needs, not the call's
 // context: connect's call info in it holds the request and net/http's
 // connection with its buffers, for as long as the stream lasts. Detach reports false, having
 // changed nothing, when the stream cannot be detached (a message already
 // went out, or net/http refuses the connection): the caller then serves
 // the stream itself. The handler must return once Detach reported true.
-func (st *Stream) Detach(ctx context.Context, run Run) bool {
+func (st *Stream) Detach(ctx context.Context, step Step) bool {
 	if st.wrote || st.detached {
 		return false
 	}
@@ -283,46 +308,98 @@ func (st *Stream) Detach(ctx context.Context, run Run) bool {
 	st.header = headCopy(st.header)
 	st.detached = true
 	st.ctx = ctx
-	ctx, cancel := context.WithCancel(ctx)
-	st.cancel = cancel
+	st.stepCtx, st.cancel = context.WithCancel(ctx)
+	st.step = step
 	st.srv.wg.Add(1)
 	st.srv.track(st, true)
-	if unwatch, ok := st.srv.hangups.watch(conn, cancel); ok {
+	if unwatch, ok := st.srv.hangups.watch(conn, st.hangUp); ok {
 		st.unwatch = unwatch
 	} else {
-		go watchClose(conn, cancel)
+		go watchClose(conn, st.hangUp)
 	}
-	go st.serve(ctx, cancel, run)
+	st.wake()
 	return true
 }
 
+// hangUp ends the stream's context, as its client left, and wakes the
+// stream to end it.
+func (st *Stream) hangUp() {
+	st.cancel()
+	st.wake()
+}
+
 // watchClose reads the connection until it fails (the client closed it, or
-// the stream's end closed it) and then cancels the stream.
-func watchClose(conn net.Conn, cancel context.CancelFunc) {
+// the stream's end closed it) and then hangs the stream up.
+func watchClose(conn net.Conn, hangUp func()) {
 	var b [16]byte
 	for {
 		if _, err := conn.Read(b[:]); err != nil {
-			cancel()
+			hangUp()
 			return
 		}
 	}
 }
 
-// serve runs the detached stream to its end.
-func (st *Stream) serve(ctx context.Context, cancel context.CancelFunc, run Run) {
+// wake has the stream step: on a waiting or new goroutine if no step runs,
+// or after the running one.
+func (st *Stream) wake() {
+	if st.wakes.Add(1) == 1 {
+		select {
+		case st.srv.steps <- st:
+		default:
+			go st.srv.stepper(st)
+		}
+	}
+}
+
+// stepper runs st, then the streams woken after it, until none came for
+// stepperIdle.
+func (s *Server) stepper(st *Stream) {
+	idle := time.NewTimer(stepperIdle)
+	defer idle.Stop()
+	for {
+		st.run()
+		idle.Reset(stepperIdle)
+		select {
+		case st = <-s.steps:
+		case <-idle.C:
+			return
+		}
+	}
+}
+
+// run steps the stream until every wake so far is served.
+func (st *Stream) run() {
+	for {
+		n := st.wakes.Load()
+		if !st.over {
+			if done, err := st.step(st.stepCtx, st.header, st.send, st.wake); done {
+				st.over = true
+				st.end(err)
+			}
+		}
+		if st.wakes.Add(-n) == 0 {
+			return
+		}
+	}
+}
+
+// end ends the stream with err: writes the end-stream message unless the
+// client left, closes the connection and tells those waiting for the end.
+func (st *Stream) end(err error) {
 	defer st.srv.wg.Done()
-	err := run(ctx, st.header, st.send)
-	if ctx.Err() == nil {
+	if st.stepCtx.Err() == nil {
 		if werr := st.writeEnd(err); werr != nil {
 			st.srv.logger.Debug("detached stream's end not written", "error", werr)
 		}
 	}
-	cancel()
+	st.cancel()
 	if st.unwatch != nil {
 		st.unwatch()
 	}
 	_ = st.conn.Close()
 	st.srv.track(st, false)
+	st.step = nil
 	st.mu.Lock()
 	st.ended, st.err = true, err
 	onEnd := st.onEnd
@@ -413,6 +490,8 @@ func (st *Stream) appendHead(out []byte) []byte {
 			out = append(out, "\r\n"...)
 		}
 	}
+	// Written: the stream keeps no header map for the rest of its life.
+	st.header = nil
 	return append(out, "\r\n"...)
 }
 

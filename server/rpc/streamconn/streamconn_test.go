@@ -11,6 +11,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -221,4 +223,70 @@ func TestDetachedWatchBadRequest(t *testing.T) {
 	require.NotNil(t, end.Error)
 	assert.NotEmpty(t, end.Error.Message)
 	assert.NotEqual(t, "unknown", end.Error.Code)
+}
+
+// streamGoroutines counts the goroutines serving detached streams: running
+// a step, waiting in one, or waiting for the next.
+func streamGoroutines() int {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	count := 0
+	for g := range strings.SplitSeq(string(buf), "\n\n") {
+		if strings.Contains(g, "streamconn.(*Stream)") || strings.Contains(g, "streamconn.(*Server).stepper") || strings.Contains(g, "rpc.(*watchFollow") {
+			count++
+		}
+	}
+	return count
+}
+
+// TestIdleDetachedStreamsHoldNoGoroutine: once their initializations are
+// out, idle detached streams hold no goroutine (their subscriptions wake
+// them), and every one of them still gets the next event and, when its
+// client leaves, the other side's UNWATCHED.
+func TestIdleDetachedStreamsHoldNoGoroutine(t *testing.T) {
+	const n = 50
+	srv := servertest.Start(t)
+	as := make([]*wire.Replica, n)
+	bs := make([]*wire.Replica, n)
+	for i := range n {
+		as[i], bs[i] = attachedPair(t, srv)
+	}
+	before := runtime.NumGoroutine()
+	ws := make([]*rawWatch, n)
+	for i, a := range as {
+		ws[i] = openRaw(t, srv, envelope(0, watchBody(a)), "")
+		require.NotNil(t, ws[i].message(t).GetInitialization())
+	}
+	// The last steps return just after their writes, and the goroutines
+	// that ran them exit once no step came for a while: wait for them. One
+	// goroutine for all streams notices hang-ups.
+	require.Eventually(t, func() bool {
+		return streamGoroutines() == 0 && runtime.NumGoroutine()-before <= n/10
+	}, time.Minute, 10*time.Millisecond, "goroutines still serving idle detached streams")
+
+	for _, b := range bs {
+		b.Edit(1)
+		b.MustPushPull()
+	}
+	for i, w := range ws {
+		ev := docEvent(t, w.message(t))
+		assert.Equal(t, api.DocEventType_DOC_EVENT_TYPE_DOCUMENT_CHANGED, ev.GetType())
+		assert.Equal(t, bs[i].ID, ev.GetPublisher())
+	}
+
+	// b watches too, then a's client leaves: b hears of it.
+	bw := openRaw(t, srv, envelope(0, watchBody(bs[0])), "")
+	require.NotNil(t, bw.message(t).GetInitialization())
+	require.Equal(t, api.DocEventType_DOC_EVENT_TYPE_DOCUMENT_WATCHED, docEvent(t, ws[0].message(t)).GetType())
+	require.NoError(t, ws[0].conn.Close())
+	ev := docEvent(t, bw.message(t))
+	assert.Equal(t, api.DocEventType_DOC_EVENT_TYPE_DOCUMENT_UNWATCHED, ev.GetType())
+	assert.Equal(t, as[0].ID, ev.GetPublisher())
 }

@@ -67,10 +67,17 @@ type Store struct {
 	watchers map[chan struct{}]struct{}
 }
 
-// entry is one binding and the lease it lives with.
+// entry is one binding: its epoch and the lease of its owner, whose member
+// is the binding's owner. The key is the map's; nothing else is kept, as a
+// node may hold a binding for each of many documents.
 type entry struct {
-	b sessionstore.Binding
-	l *lease
+	epoch int64
+	l     *lease
+}
+
+// binding is the binding e stands for under key.
+func (e *entry) binding(key string) sessionstore.Binding {
+	return sessionstore.Binding{Key: key, Owner: e.l.member, Epoch: e.epoch}
 }
 
 // New returns an empty store.
@@ -375,7 +382,7 @@ func (c *Client) Resolve(ctx context.Context, key string) (sessionstore.Binding,
 	if !e.l.alive() {
 		return sessionstore.Binding{}, false, nil
 	}
-	return e.b, true, nil
+	return e.binding(key), true, nil
 }
 
 // Bind binds key to owner unless key has a live binding, and returns the
@@ -389,19 +396,19 @@ func (c *Client) Bind(ctx context.Context, key string, owner sessionstore.Member
 		return sessionstore.Binding{}, fmt.Errorf("memory: bind %q to %s/%d: %w", key, owner.Addr, owner.Incarnation, sessionstore.ErrNotMember)
 	}
 	if v, ok := c.s.bindings.Load(key); ok && v.(*entry).l.alive() {
-		return v.(*entry).b, nil
+		return v.(*entry).binding(key), nil
 	}
 	mu := c.s.writeLock(key)
 	mu.Lock()
 	defer mu.Unlock()
 	if v, ok := c.s.bindings.Load(key); ok && v.(*entry).l.alive() {
-		return v.(*entry).b, nil
+		return v.(*entry).binding(key), nil
 	}
 	// Drawn under the key's write lock, after the previous binding was
 	// installed, so the epoch is larger than that binding's.
-	e := &entry{b: sessionstore.Binding{Key: key, Owner: owner, Epoch: next(&c.s.epochs)}, l: l}
+	e := &entry{epoch: next(&c.s.epochs), l: l}
 	c.s.bindings.Store(key, e)
-	return e.b, nil
+	return e.binding(key), nil
 }
 
 // Release deletes b if it is still the binding in force.
@@ -417,9 +424,9 @@ func (c *Client) Release(ctx context.Context, b sessionstore.Binding) error {
 		return fmt.Errorf("memory: release %q: no binding: %w", b.Key, sessionstore.ErrNotOwner)
 	}
 	e := v.(*entry)
-	if e.b != b || !e.l.alive() {
+	if e.binding(b.Key) != b || !e.l.alive() {
 		return fmt.Errorf("memory: release %q epoch %d: binding in force is epoch %d of %s: %w",
-			b.Key, b.Epoch, e.b.Epoch, e.b.Owner.Addr, sessionstore.ErrNotOwner)
+			b.Key, b.Epoch, e.epoch, e.l.member.Addr, sessionstore.ErrNotOwner)
 	}
 	c.s.bindings.Delete(b.Key)
 	return nil

@@ -44,7 +44,7 @@ type DB struct {
 	// per-client limit and deactivation cost what the client holds, not
 	// everything it ever attached. Lock order: doc.mu before attachedMu.
 	attachedMu sync.Mutex
-	attached   map[string]map[string]struct{} // client ID -> IDs of documents attached
+	attached   map[string]*attachedSet // client ID -> IDs of documents attached
 
 	snaps    snapshotStore // see snapshots.go; its zero value is ready
 	accounts accountStore  // see projects.go; its zero value is ready
@@ -76,7 +76,7 @@ func New() *DB {
 		clients:   make(map[string]*database.ClientInfo),
 		docs:      make(map[string]*doc),
 		liveByKey: make(map[docName]string),
-		attached:  make(map[string]map[string]struct{}),
+		attached:  make(map[string]*attachedSet),
 	}
 }
 
@@ -351,9 +351,9 @@ func (db *DB) ListClientAttachments(ctx context.Context, clientID string) ([]*da
 		return nil, err
 	}
 	db.attachedMu.Lock()
-	ids := make([]string, 0, len(db.attached[clientID]))
-	for id := range db.attached[clientID] {
-		ids = append(ids, id)
+	var ids []string
+	if set := db.attached[clientID]; set != nil {
+		ids = set.appendTo(make([]string, 0, set.len()))
 	}
 	db.attachedMu.Unlock()
 	db.mu.RLock()
@@ -382,7 +382,10 @@ func (db *DB) CountClientAttachments(ctx context.Context, clientID string) (int,
 	}
 	db.attachedMu.Lock()
 	defer db.attachedMu.Unlock()
-	return len(db.attached[clientID]), nil
+	if set := db.attached[clientID]; set != nil {
+		return set.len(), nil
+	}
+	return 0, nil
 }
 
 // UpdateAttachment creates or replaces the attachment keyed by (ClientID,
@@ -420,17 +423,19 @@ func (db *DB) indexAttachment(clientID, docID string, status database.Attachment
 	defer db.attachedMu.Unlock()
 	set := db.attached[clientID]
 	if status != database.Attached {
-		delete(set, docID)
-		if len(set) == 0 {
-			delete(db.attached, clientID)
+		if set != nil {
+			set.remove(docID)
+			if set.len() == 0 {
+				delete(db.attached, clientID)
+			}
 		}
 		return
 	}
 	if set == nil {
-		set = make(map[string]struct{})
+		set = &attachedSet{}
 		db.attached[clientID] = set
 	}
-	set[docID] = struct{}{}
+	set.add(docID)
 }
 
 // AppendChanges stores the batch after the current head, all or nothing.
