@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"net"
 
+	"connectrpc.com/connect"
+
+	clusterv1 "github.com/yorkie-affinity/yorkie/api/yorkie/cluster/v1"
 	"github.com/yorkie-affinity/yorkie/server/affinity"
 	"github.com/yorkie-affinity/yorkie/server/routing"
 	"github.com/yorkie-affinity/yorkie/server/sessionstore"
@@ -87,9 +90,19 @@ func (s *Server) newCluster(ctx context.Context) (_ *joined, err error) {
 		// Crashed peers are found by heartbeats and refused relays, not
 		// only when their leases run out (affinity/suspect.go).
 		HeartbeatInterval: affinity.HeartbeatFor(cfg.NodeTTL),
-		OnLost:            routing.Lost(s.backend, s.channels, 0, s.logger),
-		Logger:            s.logger,
-		Registerer:        s.registry,
+		// Another member confirms an eviction first, so a member cut off
+		// from this node only is not evicted (peers is set below, before
+		// the manager starts).
+		Witness: func(ctx context.Context, witness, addr string) (bool, error) {
+			resp, err := j.peers.Cluster(witness).Reach(ctx, connect.NewRequest(&clusterv1.ReachRequest{Member: addr}))
+			if err != nil {
+				return false, fmt.Errorf("witness %s: %w", witness, err)
+			}
+			return resp.Msg.GetReached(), nil
+		},
+		OnLost:     routing.Lost(s.backend, s.channels, 0, s.logger),
+		Logger:     s.logger,
+		Registerer: s.registry,
 	}); err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}

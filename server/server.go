@@ -391,6 +391,7 @@ func (s *Server) newRPCPort(router *routing.Router) (port, error) {
 		csvc, err := clustersvc.New(clustersvc.Config{
 			Backend: s.backend, Router: router, Authentic: router.Authentic, Logger: logger, FindProject: s.db.FindProjectByID,
 			Owner: s.owners, Upstream: s.upstream, Drain: s.drainHere, Channels: s.channels,
+			Reach: s.mgr.Reaches,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("server: create cluster service: %w", err)

@@ -53,6 +53,11 @@ type Config struct {
 	// HeartbeatMisses is how many probes in a row a member may miss before
 	// it is evicted; DefaultHeartbeatMisses when zero.
 	HeartbeatMisses int
+	// Witness asks the member at witness whether it reaches the member at
+	// addr itself (ClusterService Reach). Before it evicts a member on its
+	// own evidence, this node asks other live members (suspect.go); nil
+	// asks none.
+	Witness func(ctx context.Context, witness, addr string) (reached bool, err error)
 	// Dial opens and closes a connection to a member's address, for
 	// heartbeats and to confirm a refusal; a TCP dial when nil.
 	Dial func(ctx context.Context, addr string) error

@@ -22,17 +22,27 @@ package affinity
 //
 // Both are one node's view. A member cut off from this node only (a
 // partition between two nodes, or a firewall that rejects this node's
-// connections) but not from the store is healthy for everyone else: evicted,
-// it registers again under a new incarnation within TTL/3, and evicting each
+// connections) but not from the store is healthy for everyone else. So
+// before it evicts, this node asks witnesses (Config.Witness: other live
+// members, at most maxWitnesses) to try a connection of their own: the
+// first that reaches the member stops the eviction, the first that does
+// not confirms it. A crashed process refuses everyone, so a witness answers
+// within a round trip and a crash's failover is not slowed; a member cut off
+// from this node only is not evicted at all. With no witness to ask (a
+// two-node cluster) the node's own evidence stands; when witnesses were
+// asked and none answered, this node is likely the one cut off, and the
+// member's lease decides.
+//
+// Evicted on its own evidence, a member cut off from this node only
+// registers again under a new incarnation within TTL/3, and evicting each
 // new incarnation would keep it flapping, its clients reconnecting, for as
-// long as the partition lasts. So this node evicts an address on its own
-// evidence once: a later registration at an address it evicted is left to
-// its lease (the store's judgement) until this node reaches the address
-// again (a heartbeat answers), which shows the partition over or the node
-// restarted, and fast eviction is back for its next crash. The price: in a
-// lasting partition, the calls this node relays to that member fail until
-// the partition heals, as they would to a member it cannot reach that it
-// never evicted.
+// long as the partition lasts. So this node evicts an address once: a later
+// registration at an address it evicted is left to its lease (the store's
+// judgement) until this node reaches the address again (a heartbeat
+// answers), which shows the partition over or the node restarted, and fast
+// eviction is back for its next crash. The price: in a lasting partition,
+// the calls this node relays to that member fail until the partition heals,
+// as they would to a member it cannot reach that it never evicted.
 //
 // A member found gone is evicted: the store ends its lease on the store's
 // side (sessionstore.Evicter), which frees its bindings there, and this node
@@ -69,8 +79,10 @@ package affinity
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os"
+	"slices"
 	"syscall"
 	"time"
 
@@ -82,6 +94,9 @@ import (
 // DefaultHeartbeatMisses is how many heartbeats in a row a member may miss
 // before it is evicted.
 const DefaultHeartbeatMisses = 3
+
+// maxWitnesses bounds the members asked to confirm an eviction.
+const maxWitnesses = 2
 
 // HeartbeatFor is the heartbeat interval that goes with a lease TTL: an
 // eighth of it, so three missed heartbeats (with their timeouts) come well
@@ -108,6 +123,7 @@ type suspicion struct {
 
 type suspectMetrics struct {
 	evictions *prometheus.CounterVec
+	vetoes    prometheus.Counter
 }
 
 func newSuspectMetrics(reg prometheus.Registerer) *suspectMetrics {
@@ -117,8 +133,12 @@ func newSuspectMetrics(reg prometheus.Registerer) *suspectMetrics {
 			Help: "Members this node evicted before their lease ran out, by the evidence (refused, heartbeat).",
 		}, []string{"reason"}),
 	}
+	sm.vetoes = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "yorkie_affinity_evictions_vetoed_total",
+		Help: "Evictions this node did not make because a witness reached the member.",
+	})
 	if reg != nil {
-		reg.MustRegister(sm.evictions)
+		reg.MustRegister(sm.evictions, sm.vetoes)
 	}
 	return sm
 }
@@ -189,7 +209,94 @@ func (m *Manager) judge(mem sessionstore.Member, s *suspicion, proven bool) {
 			return
 		}
 	}
-	s.evicted = m.evict(mem, reasonRefused)
+	if m.corroborated(mem) {
+		s.evicted = m.evict(mem, reasonRefused)
+	}
+}
+
+// corroborated asks up to maxWitnesses other live members, at once, whether
+// they reach mem, and reports whether mem may be evicted on this node's
+// evidence: the first witness to answer decides; with no witness to ask,
+// this node's evidence stands; when none answers, it does not (see the
+// package comment).
+func (m *Manager) corroborated(mem sessionstore.Member) bool {
+	witnesses := m.witnesses(mem)
+	if len(witnesses) == 0 {
+		return true
+	}
+	// A witness's own dial is bounded by its heartbeat timeout.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*m.heartbeatTimeout())
+	defer cancel()
+	type answer struct {
+		witness string
+		reached bool
+		err     error
+	}
+	answers := make(chan answer, len(witnesses))
+	for _, w := range witnesses {
+		go func() {
+			reached, err := m.cfg.Witness(ctx, w, mem.Addr)
+			answers <- answer{w, reached, err}
+		}()
+	}
+	for range witnesses {
+		a := <-answers
+		switch {
+		case a.err != nil:
+			m.log.Debug("witness did not answer", "member", mem.Addr, "witness", a.witness, "err", a.err)
+		case a.reached:
+			m.log.Info("member not evicted: a witness reaches it", "member", mem.Addr, "witness", a.witness)
+			m.suspects.vetoes.Inc()
+			return false
+		default:
+			return true
+		}
+	}
+	m.log.Info("member not evicted: no witness answered", "member", mem.Addr, "witnesses", witnesses)
+	return false
+}
+
+// witnesses returns up to maxWitnesses live members other than this node
+// and mem, in address order; none without Config.Witness.
+func (m *Manager) witnesses(mem sessionstore.Member) []string {
+	if m.cfg.Witness == nil {
+		return nil
+	}
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	var out []string
+	for addr := range m.members {
+		if addr != m.self.Addr && addr != mem.Addr {
+			out = append(out, addr)
+		}
+	}
+	slices.Sort(out)
+	return out[:min(len(out), maxWitnesses)]
+}
+
+// Reaches tries a connection to the member at addr, as a heartbeat does,
+// for another node that asks this one to witness (ClusterService Reach). An
+// address that is not a member in this node's view is not reached, and not
+// dialled: as far as this node knows, the member left or was evicted (say,
+// by this node, which found it gone first). A failure of this node's own
+// making (out of descriptors) is an error, not evidence.
+func (m *Manager) Reaches(ctx context.Context, addr string) (bool, error) {
+	if addr == m.Addr() {
+		return true, nil
+	}
+	if !m.isMember(addr) {
+		return false, nil
+	}
+	dctx, cancel := context.WithTimeout(ctx, m.heartbeatTimeout())
+	defer cancel()
+	err := m.cfg.Dial(dctx, addr)
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, syscall.ECONNREFUSED), missed(err):
+		return false, nil
+	}
+	return false, fmt.Errorf("affinity: reach %s: %w", addr, err)
 }
 
 // evict ends mem's lease in the store and drops it from this node's view.
@@ -264,7 +371,11 @@ func (m *Manager) heartbeat(ctx context.Context) {
 				if misses[r.mem]++; misses[r.mem] >= m.cfg.HeartbeatMisses {
 					delete(misses, r.mem)
 					if m.mayEvict(r.mem.Addr) {
-						go m.evict(r.mem, reasonHeartbeat)
+						go func() {
+							if m.corroborated(r.mem) {
+								m.evict(r.mem, reasonHeartbeat)
+							}
+						}()
 					}
 				}
 			}

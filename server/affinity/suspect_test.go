@@ -314,3 +314,68 @@ func evictions(t *testing.T, reg *prometheus.Registry) float64 {
 	}
 	return sum
 }
+
+// TestWitnessSparesPeerCutOffFromOneNode: with a third member to ask, a
+// member whose port refuses one node only is not evicted at all: the
+// witness reaches it, heartbeat after heartbeat and on a relay's
+// suspicion. Once it refuses the witness too (its process is gone), the
+// first refusal evicts it.
+func TestWitnessSparesPeerCutOffFromOneNode(t *testing.T) {
+	st := memory.New(memory.Config{})
+	bAddr := answeringAddr(t)
+	var cutA, cutC atomic.Bool
+	var dialsToB atomic.Int64
+	refuses := func(cut *atomic.Bool, count bool) func(ctx context.Context, addr string) error {
+		return func(ctx context.Context, addr string) error {
+			if addr != bAddr {
+				return nil
+			}
+			if count {
+				dialsToB.Add(1)
+			}
+			if cut.Load() {
+				return &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
+			}
+			return nil
+		}
+	}
+	lost := make(chan []string, 1)
+	b := start(t, st, affinity.Config{AdvertiseAddr: bAddr, OnLost: func(keys []string) { lost <- keys }})
+	c := start(t, st, affinity.Config{AdvertiseAddr: answeringAddr(t), Dial: refuses(&cutC, false)})
+	reg := prometheus.NewRegistry()
+	a := start(t, st, affinity.Config{AdvertiseAddr: answeringAddr(t), HeartbeatInterval: 10 * time.Millisecond,
+		Dial: refuses(&cutA, true), Registerer: reg,
+		Witness: func(ctx context.Context, witness, addr string) (bool, error) {
+			for _, m := range []*affinity.Manager{b, c} {
+				if m.Addr() == witness {
+					return m.Reaches(ctx, addr)
+				}
+			}
+			return false, fmt.Errorf("no member %s", witness)
+		}})
+	waitMembers(t, a, a.Addr(), b.Addr(), c.Addr())
+	keyOwnedBy(t, b)
+
+	cutA.Store(true)
+	from := dialsToB.Load()
+	poll.UntilTrue(t, waitTimeout, "refused heartbeats to b, each put to the witness", func() bool {
+		return dialsToB.Load() >= from+10 && counterValue(t, reg, "yorkie_affinity_evictions_vetoed_total") >= 3
+	})
+	require.False(t, a.Suspect(context.Background(), b.Addr()), "a relay's refusal evicted b")
+	require.Zero(t, evictions(t, reg), "evictions of b")
+	require.Contains(t, a.Members(), b.Addr())
+	select {
+	case keys := <-lost:
+		t.Fatalf("b lost %v", keys)
+	default:
+	}
+
+	// b's process is gone: it refuses the witness too.
+	cutC.Store(true)
+	select {
+	case <-lost:
+	case <-time.After(waitTimeout):
+		t.Fatal("b was not evicted once it refused the witness too")
+	}
+	poll.UntilTrue(t, waitTimeout, "the eviction counted", func() bool { return evictions(t, reg) >= 1 })
+}

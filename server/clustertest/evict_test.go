@@ -1,12 +1,19 @@
 package clustertest_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
+	"connectrpc.com/connect"
 	"github.com/stretchr/testify/require"
 
+	clusterv1 "github.com/yorkie-affinity/yorkie/api/yorkie/cluster/v1"
+	"github.com/yorkie-affinity/yorkie/api/yorkie/cluster/v1/clusterv1connect"
 	"github.com/yorkie-affinity/yorkie/server/clustertest"
+	"github.com/yorkie-affinity/yorkie/server/routing"
+	"github.com/yorkie-affinity/yorkie/server/servertest"
+	"github.com/yorkie-affinity/yorkie/server/servertest/wire"
 )
 
 // TestCrashedOwnerIsEvictedBeforeItsLeaseEnds crashes a document's owner on
@@ -30,4 +37,47 @@ func TestCrashedOwnerIsEvictedBeforeItsLeaseEnds(t *testing.T) {
 	}
 	checkOldEpochFenced(t, f)
 	checkStored(t, checkLog(t, c.DB(), f.near.DocID), f.all()...)
+}
+
+// TestReachWitnessesForOtherNodes: the ClusterService's Reach, which a node
+// asks of a witness before it evicts a member, answers whether the
+// receiving node reaches the member (a live one: yes; one that crashed, or
+// an address that is no member: no), and refuses a caller without the
+// cluster secret.
+func TestReachWitnessesForOtherNodes(t *testing.T) {
+	c := clustertest.Start(t, 3, clustertest.WithNodeTTL(time.Minute))
+	ctx := wire.Context(t)
+	secret, err := c.Store().ClusterSecret(ctx)
+	require.NoError(t, err)
+	signed := connect.WithInterceptors(connect.UnaryInterceptorFunc(func(next connect.UnaryFunc) connect.UnaryFunc {
+		return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
+			req.Header().Set(routing.HeaderSecret, secret)
+			return next(ctx, req)
+		}
+	}))
+	witness := c.Node(0)
+	client := clusterv1connect.NewClusterServiceClient(servertest.HTTPClient(t, servertest.ConnectProto), witness.URL(), signed)
+	reach := func(addr string) (bool, error) {
+		resp, err := client.Reach(ctx, connect.NewRequest(&clusterv1.ReachRequest{Member: addr}))
+		if err != nil {
+			return false, err
+		}
+		return resp.Msg.GetReached(), nil
+	}
+
+	reached, err := reach(c.Node(1).Addr())
+	require.NoError(t, err)
+	require.True(t, reached, "a live member")
+	reached, err = reach("127.0.0.1:1")
+	require.NoError(t, err)
+	require.False(t, reached, "not a member")
+	unsigned := clusterv1connect.NewClusterServiceClient(servertest.HTTPClient(t, servertest.ConnectProto), witness.URL())
+	_, err = unsigned.Reach(ctx, connect.NewRequest(&clusterv1.ReachRequest{Member: c.Node(1).Addr()}))
+	require.Error(t, err, "no cluster secret")
+
+	// A crashed member refuses (or the witness has dropped it already).
+	c.Abort(2)
+	reached, err = reach(c.Node(2).Addr())
+	require.NoError(t, err)
+	require.False(t, reached, "a crashed member")
 }

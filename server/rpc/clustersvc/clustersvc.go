@@ -87,6 +87,10 @@ type Config struct {
 	// draining node hands on (nil: ImportChannelSessions answers
 	// unimplemented).
 	Channels *channel.Manager
+	// Reach tries a connection from this node to the member at addr, for a
+	// node that found it unreachable (nil: Reach answers unimplemented);
+	// an address that is not a member is not reached.
+	Reach func(ctx context.Context, addr string) (bool, error)
 }
 
 // Service serves the calls nodes make to each other. Every call must

@@ -8,10 +8,11 @@
 // connection keeps its read and write buffers and a background reader. A
 // handler that has set its stream up can instead Detach it: the connection
 // is taken from net/http (which flushes nothing, as nothing was written
-// yet), the handler returns, and the rest of the stream runs in steps: a
-// goroutine runs while the stream has something to do (its set-up, an
-// event, its end) and exits when the step returns, so an idle stream holds
-// no goroutine. Each message goes out as a chunk of the Connect streaming
+// yet), the handler returns, and the rest of the stream runs in steps, on
+// a goroutine only while the stream has something to do (its set-up, an
+// event, its end): an idle stream holds none. A goroutine that ran a step
+// waits a little for another stream's before it exits, so a burst of events
+// reuses a few goroutines instead of starting one per delivery. Each message goes out as a chunk of the Connect streaming
 // response, and the end-stream message when the stream ends. One goroutine
 // for all streams notices clients hanging up (epoll, on Linux); elsewhere,
 // or over TLS, a small goroutine per stream reads the connection to notice
@@ -43,6 +44,10 @@ import (
 // Config.WriteTimeout is zero: a client that reads nothing for this long is
 // gone, and its stream ends.
 const DefaultWriteTimeout = 30 * time.Second
+
+// stepperIdle is how long a goroutine that ran a step waits for the next
+// before it exits.
+const stepperIdle = 5 * time.Second
 
 // contentTypePrefix is the content type of Connect streams, before the codec.
 const contentTypePrefix = "application/connect+"
@@ -78,6 +83,8 @@ type Server struct {
 	mu      sync.Mutex
 	live    map[*Stream]struct{}
 	hangups *hangups
+	// steps hands a woken stream to a goroutine waiting for one, if any.
+	steps chan *Stream
 }
 
 // New returns a Server for cfg.
@@ -92,6 +99,7 @@ func New(cfg Config) (*Server, error) {
 		logger:       cfg.Logger,
 		live:         map[*Stream]struct{}{},
 		hangups:      newHangups(),
+		steps:        make(chan *Stream),
 	}
 	if s.writeTimeout <= 0 {
 		s.writeTimeout = DefaultWriteTimeout
@@ -332,11 +340,31 @@ func watchClose(conn net.Conn, hangUp func()) {
 	}
 }
 
-// wake has the stream step: on a new goroutine if no step runs, or after
-// the running one.
+// wake has the stream step: on a waiting or new goroutine if no step runs,
+// or after the running one.
 func (st *Stream) wake() {
 	if st.wakes.Add(1) == 1 {
-		go st.run()
+		select {
+		case st.srv.steps <- st:
+		default:
+			go st.srv.stepper(st)
+		}
+	}
+}
+
+// stepper runs st, then the streams woken after it, until none came for
+// stepperIdle.
+func (s *Server) stepper(st *Stream) {
+	idle := time.NewTimer(stepperIdle)
+	defer idle.Stop()
+	for {
+		st.run()
+		idle.Reset(stepperIdle)
+		select {
+		case st = <-s.steps:
+		case <-idle.C:
+			return
+		}
 	}
 }
 

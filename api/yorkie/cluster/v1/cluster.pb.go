@@ -840,6 +840,99 @@ func (x *UpdateDocumentByAdminResponse) GetDocument() *v1.DocumentSummary {
 	return nil
 }
 
+type ReachRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// member is the member's advertised host:port.
+	Member        string `protobuf:"bytes,1,opt,name=member,proto3" json:"member,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReachRequest) Reset() {
+	*x = ReachRequest{}
+	mi := &file_yorkie_cluster_v1_cluster_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReachRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReachRequest) ProtoMessage() {}
+
+func (x *ReachRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_yorkie_cluster_v1_cluster_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReachRequest.ProtoReflect.Descriptor instead.
+func (*ReachRequest) Descriptor() ([]byte, []int) {
+	return file_yorkie_cluster_v1_cluster_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *ReachRequest) GetMember() string {
+	if x != nil {
+		return x.Member
+	}
+	return ""
+}
+
+type ReachResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// reached: the member accepted the connection. False: it was refused,
+	// timed out or found no route, or the receiving node does not count it
+	// as a member (it left or was evicted, as far as that node knows; it is
+	// not dialled then).
+	Reached       bool `protobuf:"varint,1,opt,name=reached,proto3" json:"reached,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReachResponse) Reset() {
+	*x = ReachResponse{}
+	mi := &file_yorkie_cluster_v1_cluster_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReachResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReachResponse) ProtoMessage() {}
+
+func (x *ReachResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_yorkie_cluster_v1_cluster_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReachResponse.ProtoReflect.Descriptor instead.
+func (*ReachResponse) Descriptor() ([]byte, []int) {
+	return file_yorkie_cluster_v1_cluster_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *ReachResponse) GetReached() bool {
+	if x != nil {
+		return x.Reached
+	}
+	return false
+}
+
 type DrainRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -848,7 +941,7 @@ type DrainRequest struct {
 
 func (x *DrainRequest) Reset() {
 	*x = DrainRequest{}
-	mi := &file_yorkie_cluster_v1_cluster_proto_msgTypes[14]
+	mi := &file_yorkie_cluster_v1_cluster_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -860,7 +953,7 @@ func (x *DrainRequest) String() string {
 func (*DrainRequest) ProtoMessage() {}
 
 func (x *DrainRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_yorkie_cluster_v1_cluster_proto_msgTypes[14]
+	mi := &file_yorkie_cluster_v1_cluster_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -873,7 +966,7 @@ func (x *DrainRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DrainRequest.ProtoReflect.Descriptor instead.
 func (*DrainRequest) Descriptor() ([]byte, []int) {
-	return file_yorkie_cluster_v1_cluster_proto_rawDescGZIP(), []int{14}
+	return file_yorkie_cluster_v1_cluster_proto_rawDescGZIP(), []int{16}
 }
 
 type DrainResponse struct {
@@ -885,7 +978,7 @@ type DrainResponse struct {
 
 func (x *DrainResponse) Reset() {
 	*x = DrainResponse{}
-	mi := &file_yorkie_cluster_v1_cluster_proto_msgTypes[15]
+	mi := &file_yorkie_cluster_v1_cluster_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -897,7 +990,7 @@ func (x *DrainResponse) String() string {
 func (*DrainResponse) ProtoMessage() {}
 
 func (x *DrainResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_yorkie_cluster_v1_cluster_proto_msgTypes[15]
+	mi := &file_yorkie_cluster_v1_cluster_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -910,7 +1003,7 @@ func (x *DrainResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DrainResponse.ProtoReflect.Descriptor instead.
 func (*DrainResponse) Descriptor() ([]byte, []int) {
-	return file_yorkie_cluster_v1_cluster_proto_rawDescGZIP(), []int{15}
+	return file_yorkie_cluster_v1_cluster_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *DrainResponse) GetDocumentsLeft() int32 {
@@ -930,7 +1023,7 @@ type WarmDocumentRequest struct {
 
 func (x *WarmDocumentRequest) Reset() {
 	*x = WarmDocumentRequest{}
-	mi := &file_yorkie_cluster_v1_cluster_proto_msgTypes[16]
+	mi := &file_yorkie_cluster_v1_cluster_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -942,7 +1035,7 @@ func (x *WarmDocumentRequest) String() string {
 func (*WarmDocumentRequest) ProtoMessage() {}
 
 func (x *WarmDocumentRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_yorkie_cluster_v1_cluster_proto_msgTypes[16]
+	mi := &file_yorkie_cluster_v1_cluster_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -955,7 +1048,7 @@ func (x *WarmDocumentRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WarmDocumentRequest.ProtoReflect.Descriptor instead.
 func (*WarmDocumentRequest) Descriptor() ([]byte, []int) {
-	return file_yorkie_cluster_v1_cluster_proto_rawDescGZIP(), []int{16}
+	return file_yorkie_cluster_v1_cluster_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *WarmDocumentRequest) GetProjectId() string {
@@ -982,7 +1075,7 @@ type WarmDocumentResponse struct {
 
 func (x *WarmDocumentResponse) Reset() {
 	*x = WarmDocumentResponse{}
-	mi := &file_yorkie_cluster_v1_cluster_proto_msgTypes[17]
+	mi := &file_yorkie_cluster_v1_cluster_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -994,7 +1087,7 @@ func (x *WarmDocumentResponse) String() string {
 func (*WarmDocumentResponse) ProtoMessage() {}
 
 func (x *WarmDocumentResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_yorkie_cluster_v1_cluster_proto_msgTypes[17]
+	mi := &file_yorkie_cluster_v1_cluster_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1007,7 +1100,7 @@ func (x *WarmDocumentResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WarmDocumentResponse.ProtoReflect.Descriptor instead.
 func (*WarmDocumentResponse) Descriptor() ([]byte, []int) {
-	return file_yorkie_cluster_v1_cluster_proto_rawDescGZIP(), []int{17}
+	return file_yorkie_cluster_v1_cluster_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *WarmDocumentResponse) GetServerSeq() int64 {
@@ -1035,7 +1128,7 @@ type ChannelSession struct {
 
 func (x *ChannelSession) Reset() {
 	*x = ChannelSession{}
-	mi := &file_yorkie_cluster_v1_cluster_proto_msgTypes[18]
+	mi := &file_yorkie_cluster_v1_cluster_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1047,7 +1140,7 @@ func (x *ChannelSession) String() string {
 func (*ChannelSession) ProtoMessage() {}
 
 func (x *ChannelSession) ProtoReflect() protoreflect.Message {
-	mi := &file_yorkie_cluster_v1_cluster_proto_msgTypes[18]
+	mi := &file_yorkie_cluster_v1_cluster_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1060,7 +1153,7 @@ func (x *ChannelSession) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChannelSession.ProtoReflect.Descriptor instead.
 func (*ChannelSession) Descriptor() ([]byte, []int) {
-	return file_yorkie_cluster_v1_cluster_proto_rawDescGZIP(), []int{18}
+	return file_yorkie_cluster_v1_cluster_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ChannelSession) GetSessionId() string {
@@ -1111,7 +1204,7 @@ type ImportChannelSessionsRequest struct {
 
 func (x *ImportChannelSessionsRequest) Reset() {
 	*x = ImportChannelSessionsRequest{}
-	mi := &file_yorkie_cluster_v1_cluster_proto_msgTypes[19]
+	mi := &file_yorkie_cluster_v1_cluster_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1123,7 +1216,7 @@ func (x *ImportChannelSessionsRequest) String() string {
 func (*ImportChannelSessionsRequest) ProtoMessage() {}
 
 func (x *ImportChannelSessionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_yorkie_cluster_v1_cluster_proto_msgTypes[19]
+	mi := &file_yorkie_cluster_v1_cluster_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1136,7 +1229,7 @@ func (x *ImportChannelSessionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportChannelSessionsRequest.ProtoReflect.Descriptor instead.
 func (*ImportChannelSessionsRequest) Descriptor() ([]byte, []int) {
-	return file_yorkie_cluster_v1_cluster_proto_rawDescGZIP(), []int{19}
+	return file_yorkie_cluster_v1_cluster_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ImportChannelSessionsRequest) GetProjectId() string {
@@ -1171,7 +1264,7 @@ type ImportChannelSessionsResponse struct {
 
 func (x *ImportChannelSessionsResponse) Reset() {
 	*x = ImportChannelSessionsResponse{}
-	mi := &file_yorkie_cluster_v1_cluster_proto_msgTypes[20]
+	mi := &file_yorkie_cluster_v1_cluster_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1183,7 +1276,7 @@ func (x *ImportChannelSessionsResponse) String() string {
 func (*ImportChannelSessionsResponse) ProtoMessage() {}
 
 func (x *ImportChannelSessionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_yorkie_cluster_v1_cluster_proto_msgTypes[20]
+	mi := &file_yorkie_cluster_v1_cluster_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1196,7 +1289,7 @@ func (x *ImportChannelSessionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportChannelSessionsResponse.ProtoReflect.Descriptor instead.
 func (*ImportChannelSessionsResponse) Descriptor() ([]byte, []int) {
-	return file_yorkie_cluster_v1_cluster_proto_rawDescGZIP(), []int{20}
+	return file_yorkie_cluster_v1_cluster_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ImportChannelSessionsResponse) GetImported() int32 {
@@ -1276,7 +1369,11 @@ const file_yorkie_cluster_v1_cluster_proto_rawDesc = "" +
 	"\n" +
 	"schema_key\x18\x06 \x01(\tR\tschemaKey\"W\n" +
 	"\x1dUpdateDocumentByAdminResponse\x126\n" +
-	"\bdocument\x18\x01 \x01(\v2\x1a.yorkie.v1.DocumentSummaryR\bdocument\"\x0e\n" +
+	"\bdocument\x18\x01 \x01(\v2\x1a.yorkie.v1.DocumentSummaryR\bdocument\"&\n" +
+	"\fReachRequest\x12\x16\n" +
+	"\x06member\x18\x01 \x01(\tR\x06member\")\n" +
+	"\rReachResponse\x12\x18\n" +
+	"\areached\x18\x01 \x01(\bR\areached\"\x0e\n" +
 	"\fDrainRequest\"6\n" +
 	"\rDrainResponse\x12%\n" +
 	"\x0edocuments_left\x18\x01 \x01(\x05R\rdocumentsLeft\"U\n" +
@@ -1302,7 +1399,7 @@ const file_yorkie_cluster_v1_cluster_proto_rawDesc = "" +
 	"\rchannel_group\x18\x02 \x01(\tR\fchannelGroup\x12=\n" +
 	"\bsessions\x18\x03 \x03(\v2!.yorkie.cluster.v1.ChannelSessionR\bsessions\";\n" +
 	"\x1dImportChannelSessionsResponse\x12\x1a\n" +
-	"\bimported\x18\x01 \x01(\x05R\bimported2\xdd\b\n" +
+	"\bimported\x18\x01 \x01(\x05R\bimported2\xab\t\n" +
 	"\x0eClusterService\x12y\n" +
 	"\x14DetachClientDocument\x12..yorkie.cluster.v1.DetachClientDocumentRequest\x1a/.yorkie.cluster.v1.DetachClientDocumentResponse\"\x00\x12s\n" +
 	"\x12GetDocumentSummary\x12,.yorkie.cluster.v1.GetDocumentSummaryRequest\x1a-.yorkie.cluster.v1.GetDocumentSummaryResponse\"\x00\x12|\n" +
@@ -1313,7 +1410,8 @@ const file_yorkie_cluster_v1_cluster_proto_rawDesc = "" +
 	"\x15UpdateDocumentByAdmin\x12/.yorkie.cluster.v1.UpdateDocumentByAdminRequest\x1a0.yorkie.cluster.v1.UpdateDocumentByAdminResponse\"\x00\x12L\n" +
 	"\x05Drain\x12\x1f.yorkie.cluster.v1.DrainRequest\x1a .yorkie.cluster.v1.DrainResponse\"\x00\x12a\n" +
 	"\fWarmDocument\x12&.yorkie.cluster.v1.WarmDocumentRequest\x1a'.yorkie.cluster.v1.WarmDocumentResponse\"\x00\x12|\n" +
-	"\x15ImportChannelSessions\x12/.yorkie.cluster.v1.ImportChannelSessionsRequest\x1a0.yorkie.cluster.v1.ImportChannelSessionsResponse\"\x00BCZAgithub.com/yorkie-affinity/yorkie/api/yorkie/cluster/v1;clusterv1b\x06proto3"
+	"\x15ImportChannelSessions\x12/.yorkie.cluster.v1.ImportChannelSessionsRequest\x1a0.yorkie.cluster.v1.ImportChannelSessionsResponse\"\x00\x12L\n" +
+	"\x05Reach\x12\x1f.yorkie.cluster.v1.ReachRequest\x1a .yorkie.cluster.v1.ReachResponse\"\x00BCZAgithub.com/yorkie-affinity/yorkie/api/yorkie/cluster/v1;clusterv1b\x06proto3"
 
 var (
 	file_yorkie_cluster_v1_cluster_proto_rawDescOnce sync.Once
@@ -1327,7 +1425,7 @@ func file_yorkie_cluster_v1_cluster_proto_rawDescGZIP() []byte {
 	return file_yorkie_cluster_v1_cluster_proto_rawDescData
 }
 
-var file_yorkie_cluster_v1_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
+var file_yorkie_cluster_v1_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
 var file_yorkie_cluster_v1_cluster_proto_goTypes = []any{
 	(*DetachClientDocumentRequest)(nil),   // 0: yorkie.cluster.v1.DetachClientDocumentRequest
 	(*DetachClientDocumentResponse)(nil),  // 1: yorkie.cluster.v1.DetachClientDocumentResponse
@@ -1343,22 +1441,24 @@ var file_yorkie_cluster_v1_cluster_proto_goTypes = []any{
 	(*BroadcastByAdminResponse)(nil),      // 11: yorkie.cluster.v1.BroadcastByAdminResponse
 	(*UpdateDocumentByAdminRequest)(nil),  // 12: yorkie.cluster.v1.UpdateDocumentByAdminRequest
 	(*UpdateDocumentByAdminResponse)(nil), // 13: yorkie.cluster.v1.UpdateDocumentByAdminResponse
-	(*DrainRequest)(nil),                  // 14: yorkie.cluster.v1.DrainRequest
-	(*DrainResponse)(nil),                 // 15: yorkie.cluster.v1.DrainResponse
-	(*WarmDocumentRequest)(nil),           // 16: yorkie.cluster.v1.WarmDocumentRequest
-	(*WarmDocumentResponse)(nil),          // 17: yorkie.cluster.v1.WarmDocumentResponse
-	(*ChannelSession)(nil),                // 18: yorkie.cluster.v1.ChannelSession
-	(*ImportChannelSessionsRequest)(nil),  // 19: yorkie.cluster.v1.ImportChannelSessionsRequest
-	(*ImportChannelSessionsResponse)(nil), // 20: yorkie.cluster.v1.ImportChannelSessionsResponse
-	(*v1.DocumentSummary)(nil),            // 21: yorkie.v1.DocumentSummary
-	(*v1.ChannelSummary)(nil),             // 22: yorkie.v1.ChannelSummary
+	(*ReachRequest)(nil),                  // 14: yorkie.cluster.v1.ReachRequest
+	(*ReachResponse)(nil),                 // 15: yorkie.cluster.v1.ReachResponse
+	(*DrainRequest)(nil),                  // 16: yorkie.cluster.v1.DrainRequest
+	(*DrainResponse)(nil),                 // 17: yorkie.cluster.v1.DrainResponse
+	(*WarmDocumentRequest)(nil),           // 18: yorkie.cluster.v1.WarmDocumentRequest
+	(*WarmDocumentResponse)(nil),          // 19: yorkie.cluster.v1.WarmDocumentResponse
+	(*ChannelSession)(nil),                // 20: yorkie.cluster.v1.ChannelSession
+	(*ImportChannelSessionsRequest)(nil),  // 21: yorkie.cluster.v1.ImportChannelSessionsRequest
+	(*ImportChannelSessionsResponse)(nil), // 22: yorkie.cluster.v1.ImportChannelSessionsResponse
+	(*v1.DocumentSummary)(nil),            // 23: yorkie.v1.DocumentSummary
+	(*v1.ChannelSummary)(nil),             // 24: yorkie.v1.ChannelSummary
 }
 var file_yorkie_cluster_v1_cluster_proto_depIdxs = []int32{
-	21, // 0: yorkie.cluster.v1.GetDocumentSummaryResponse.document:type_name -> yorkie.v1.DocumentSummary
-	22, // 1: yorkie.cluster.v1.ListChannelsResponse.channels:type_name -> yorkie.v1.ChannelSummary
-	22, // 2: yorkie.cluster.v1.GetChannelsResponse.channels:type_name -> yorkie.v1.ChannelSummary
-	21, // 3: yorkie.cluster.v1.UpdateDocumentByAdminResponse.document:type_name -> yorkie.v1.DocumentSummary
-	18, // 4: yorkie.cluster.v1.ImportChannelSessionsRequest.sessions:type_name -> yorkie.cluster.v1.ChannelSession
+	23, // 0: yorkie.cluster.v1.GetDocumentSummaryResponse.document:type_name -> yorkie.v1.DocumentSummary
+	24, // 1: yorkie.cluster.v1.ListChannelsResponse.channels:type_name -> yorkie.v1.ChannelSummary
+	24, // 2: yorkie.cluster.v1.GetChannelsResponse.channels:type_name -> yorkie.v1.ChannelSummary
+	23, // 3: yorkie.cluster.v1.UpdateDocumentByAdminResponse.document:type_name -> yorkie.v1.DocumentSummary
+	20, // 4: yorkie.cluster.v1.ImportChannelSessionsRequest.sessions:type_name -> yorkie.cluster.v1.ChannelSession
 	0,  // 5: yorkie.cluster.v1.ClusterService.DetachClientDocument:input_type -> yorkie.cluster.v1.DetachClientDocumentRequest
 	2,  // 6: yorkie.cluster.v1.ClusterService.GetDocumentSummary:input_type -> yorkie.cluster.v1.GetDocumentSummaryRequest
 	4,  // 7: yorkie.cluster.v1.ClusterService.RemoveDocumentByAdmin:input_type -> yorkie.cluster.v1.RemoveDocumentByAdminRequest
@@ -1366,21 +1466,23 @@ var file_yorkie_cluster_v1_cluster_proto_depIdxs = []int32{
 	8,  // 9: yorkie.cluster.v1.ClusterService.GetChannels:input_type -> yorkie.cluster.v1.GetChannelsRequest
 	10, // 10: yorkie.cluster.v1.ClusterService.BroadcastByAdmin:input_type -> yorkie.cluster.v1.BroadcastByAdminRequest
 	12, // 11: yorkie.cluster.v1.ClusterService.UpdateDocumentByAdmin:input_type -> yorkie.cluster.v1.UpdateDocumentByAdminRequest
-	14, // 12: yorkie.cluster.v1.ClusterService.Drain:input_type -> yorkie.cluster.v1.DrainRequest
-	16, // 13: yorkie.cluster.v1.ClusterService.WarmDocument:input_type -> yorkie.cluster.v1.WarmDocumentRequest
-	19, // 14: yorkie.cluster.v1.ClusterService.ImportChannelSessions:input_type -> yorkie.cluster.v1.ImportChannelSessionsRequest
-	1,  // 15: yorkie.cluster.v1.ClusterService.DetachClientDocument:output_type -> yorkie.cluster.v1.DetachClientDocumentResponse
-	3,  // 16: yorkie.cluster.v1.ClusterService.GetDocumentSummary:output_type -> yorkie.cluster.v1.GetDocumentSummaryResponse
-	5,  // 17: yorkie.cluster.v1.ClusterService.RemoveDocumentByAdmin:output_type -> yorkie.cluster.v1.RemoveDocumentByAdminResponse
-	7,  // 18: yorkie.cluster.v1.ClusterService.ListChannels:output_type -> yorkie.cluster.v1.ListChannelsResponse
-	9,  // 19: yorkie.cluster.v1.ClusterService.GetChannels:output_type -> yorkie.cluster.v1.GetChannelsResponse
-	11, // 20: yorkie.cluster.v1.ClusterService.BroadcastByAdmin:output_type -> yorkie.cluster.v1.BroadcastByAdminResponse
-	13, // 21: yorkie.cluster.v1.ClusterService.UpdateDocumentByAdmin:output_type -> yorkie.cluster.v1.UpdateDocumentByAdminResponse
-	15, // 22: yorkie.cluster.v1.ClusterService.Drain:output_type -> yorkie.cluster.v1.DrainResponse
-	17, // 23: yorkie.cluster.v1.ClusterService.WarmDocument:output_type -> yorkie.cluster.v1.WarmDocumentResponse
-	20, // 24: yorkie.cluster.v1.ClusterService.ImportChannelSessions:output_type -> yorkie.cluster.v1.ImportChannelSessionsResponse
-	15, // [15:25] is the sub-list for method output_type
-	5,  // [5:15] is the sub-list for method input_type
+	16, // 12: yorkie.cluster.v1.ClusterService.Drain:input_type -> yorkie.cluster.v1.DrainRequest
+	18, // 13: yorkie.cluster.v1.ClusterService.WarmDocument:input_type -> yorkie.cluster.v1.WarmDocumentRequest
+	21, // 14: yorkie.cluster.v1.ClusterService.ImportChannelSessions:input_type -> yorkie.cluster.v1.ImportChannelSessionsRequest
+	14, // 15: yorkie.cluster.v1.ClusterService.Reach:input_type -> yorkie.cluster.v1.ReachRequest
+	1,  // 16: yorkie.cluster.v1.ClusterService.DetachClientDocument:output_type -> yorkie.cluster.v1.DetachClientDocumentResponse
+	3,  // 17: yorkie.cluster.v1.ClusterService.GetDocumentSummary:output_type -> yorkie.cluster.v1.GetDocumentSummaryResponse
+	5,  // 18: yorkie.cluster.v1.ClusterService.RemoveDocumentByAdmin:output_type -> yorkie.cluster.v1.RemoveDocumentByAdminResponse
+	7,  // 19: yorkie.cluster.v1.ClusterService.ListChannels:output_type -> yorkie.cluster.v1.ListChannelsResponse
+	9,  // 20: yorkie.cluster.v1.ClusterService.GetChannels:output_type -> yorkie.cluster.v1.GetChannelsResponse
+	11, // 21: yorkie.cluster.v1.ClusterService.BroadcastByAdmin:output_type -> yorkie.cluster.v1.BroadcastByAdminResponse
+	13, // 22: yorkie.cluster.v1.ClusterService.UpdateDocumentByAdmin:output_type -> yorkie.cluster.v1.UpdateDocumentByAdminResponse
+	17, // 23: yorkie.cluster.v1.ClusterService.Drain:output_type -> yorkie.cluster.v1.DrainResponse
+	19, // 24: yorkie.cluster.v1.ClusterService.WarmDocument:output_type -> yorkie.cluster.v1.WarmDocumentResponse
+	22, // 25: yorkie.cluster.v1.ClusterService.ImportChannelSessions:output_type -> yorkie.cluster.v1.ImportChannelSessionsResponse
+	15, // 26: yorkie.cluster.v1.ClusterService.Reach:output_type -> yorkie.cluster.v1.ReachResponse
+	16, // [16:27] is the sub-list for method output_type
+	5,  // [5:16] is the sub-list for method input_type
 	5,  // [5:5] is the sub-list for extension type_name
 	5,  // [5:5] is the sub-list for extension extendee
 	0,  // [0:5] is the sub-list for field type_name
@@ -1397,7 +1499,7 @@ func file_yorkie_cluster_v1_cluster_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_yorkie_cluster_v1_cluster_proto_rawDesc), len(file_yorkie_cluster_v1_cluster_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   21,
+			NumMessages:   23,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

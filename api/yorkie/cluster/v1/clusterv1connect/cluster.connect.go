@@ -66,6 +66,8 @@ const (
 	// ClusterServiceImportChannelSessionsProcedure is the fully-qualified name of the ClusterService's
 	// ImportChannelSessions RPC.
 	ClusterServiceImportChannelSessionsProcedure = "/yorkie.cluster.v1.ClusterService/ImportChannelSessions"
+	// ClusterServiceReachProcedure is the fully-qualified name of the ClusterService's Reach RPC.
+	ClusterServiceReachProcedure = "/yorkie.cluster.v1.ClusterService/Reach"
 )
 
 // ClusterServiceClient is a client for the yorkie.cluster.v1.ClusterService service.
@@ -91,6 +93,11 @@ type ClusterServiceClient interface {
 	// node moved the binding of a channel group, the group's sessions, so
 	// the channels' counts carry on there.
 	ImportChannelSessions(context.Context, *connect.Request[v1.ImportChannelSessionsRequest]) (*connect.Response[v1.ImportChannelSessionsResponse], error)
+	// Reach has the receiving node try a connection to another member, as
+	// its heartbeats do: a node that found the member unreachable asks a
+	// witness before it evicts it, so a member cut off from that node only
+	// is not evicted.
+	Reach(context.Context, *connect.Request[v1.ReachRequest]) (*connect.Response[v1.ReachResponse], error)
 }
 
 // NewClusterServiceClient constructs a client for the yorkie.cluster.v1.ClusterService service. By
@@ -164,6 +171,12 @@ func NewClusterServiceClient(httpClient connect.HTTPClient, baseURL string, opts
 			connect.WithSchema(clusterServiceMethods.ByName("ImportChannelSessions")),
 			connect.WithClientOptions(opts...),
 		),
+		reach: connect.NewClient[v1.ReachRequest, v1.ReachResponse](
+			httpClient,
+			baseURL+ClusterServiceReachProcedure,
+			connect.WithSchema(clusterServiceMethods.ByName("Reach")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -179,6 +192,7 @@ type clusterServiceClient struct {
 	drain                 *connect.Client[v1.DrainRequest, v1.DrainResponse]
 	warmDocument          *connect.Client[v1.WarmDocumentRequest, v1.WarmDocumentResponse]
 	importChannelSessions *connect.Client[v1.ImportChannelSessionsRequest, v1.ImportChannelSessionsResponse]
+	reach                 *connect.Client[v1.ReachRequest, v1.ReachResponse]
 }
 
 // DetachClientDocument calls yorkie.cluster.v1.ClusterService.DetachClientDocument.
@@ -231,6 +245,11 @@ func (c *clusterServiceClient) ImportChannelSessions(ctx context.Context, req *c
 	return c.importChannelSessions.CallUnary(ctx, req)
 }
 
+// Reach calls yorkie.cluster.v1.ClusterService.Reach.
+func (c *clusterServiceClient) Reach(ctx context.Context, req *connect.Request[v1.ReachRequest]) (*connect.Response[v1.ReachResponse], error) {
+	return c.reach.CallUnary(ctx, req)
+}
+
 // ClusterServiceHandler is an implementation of the yorkie.cluster.v1.ClusterService service.
 type ClusterServiceHandler interface {
 	// DetachClientDocument detaches the client from a document this node owns,
@@ -254,6 +273,11 @@ type ClusterServiceHandler interface {
 	// node moved the binding of a channel group, the group's sessions, so
 	// the channels' counts carry on there.
 	ImportChannelSessions(context.Context, *connect.Request[v1.ImportChannelSessionsRequest]) (*connect.Response[v1.ImportChannelSessionsResponse], error)
+	// Reach has the receiving node try a connection to another member, as
+	// its heartbeats do: a node that found the member unreachable asks a
+	// witness before it evicts it, so a member cut off from that node only
+	// is not evicted.
+	Reach(context.Context, *connect.Request[v1.ReachRequest]) (*connect.Response[v1.ReachResponse], error)
 }
 
 // NewClusterServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -323,6 +347,12 @@ func NewClusterServiceHandler(svc ClusterServiceHandler, opts ...connect.Handler
 		connect.WithSchema(clusterServiceMethods.ByName("ImportChannelSessions")),
 		connect.WithHandlerOptions(opts...),
 	)
+	clusterServiceReachHandler := connect.NewUnaryHandler(
+		ClusterServiceReachProcedure,
+		svc.Reach,
+		connect.WithSchema(clusterServiceMethods.ByName("Reach")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/yorkie.cluster.v1.ClusterService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case ClusterServiceDetachClientDocumentProcedure:
@@ -345,6 +375,8 @@ func NewClusterServiceHandler(svc ClusterServiceHandler, opts ...connect.Handler
 			clusterServiceWarmDocumentHandler.ServeHTTP(w, r)
 		case ClusterServiceImportChannelSessionsProcedure:
 			clusterServiceImportChannelSessionsHandler.ServeHTTP(w, r)
+		case ClusterServiceReachProcedure:
+			clusterServiceReachHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -392,4 +424,8 @@ func (UnimplementedClusterServiceHandler) WarmDocument(context.Context, *connect
 
 func (UnimplementedClusterServiceHandler) ImportChannelSessions(context.Context, *connect.Request[v1.ImportChannelSessionsRequest]) (*connect.Response[v1.ImportChannelSessionsResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("yorkie.cluster.v1.ClusterService.ImportChannelSessions is not implemented"))
+}
+
+func (UnimplementedClusterServiceHandler) Reach(context.Context, *connect.Request[v1.ReachRequest]) (*connect.Response[v1.ReachResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("yorkie.cluster.v1.ClusterService.Reach is not implemented"))
 }
