@@ -9,6 +9,7 @@ import (
 	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
 	"github.com/yorkie-affinity/yorkie/server/document"
+	"github.com/yorkie-affinity/yorkie/server/smallset"
 )
 
 // docState is what this node keeps about a document it serves. Every field is
@@ -41,7 +42,7 @@ type docState struct {
 	synced minVector
 	// known holds the wire keys of the actors a pushed vector may name:
 	// every client that ever attached the document, and the initial actor.
-	known actorSet
+	known smallset.Strings
 
 	// doc is the document built from the log up to docSeq, or nil when it
 	// must be rebuilt (never built, evicted, or dropped after a failure).
@@ -225,11 +226,11 @@ func (b *Backend) load(ctx context.Context, pid string, epoch int64, ds *docStat
 	if err != nil {
 		return fmt.Errorf("document %s: list clients: %w", ds.id, err)
 	}
-	var known actorSet
-	known.add(initialActorKey)
+	var known smallset.Strings
+	known.Add(initialActorKey)
 	for _, id := range ever {
 		if k, err := actorKey(id); err == nil {
-			known.add(k)
+			known.Add(k)
 		}
 	}
 	sch, err := b.loadSchema(ctx, info.ProjectID, info.Schema)
@@ -391,8 +392,8 @@ func (ds *docState) dropAttachment(clientID string) {
 // actor outside ds.known is refused and leaves everything as it was. The
 // caller holds the lock.
 func (ds *docState) reportVector(e *attState, vv map[string]int64) (bool, error) {
-	if len(vv) > ds.known.len() {
-		return false, fmt.Errorf("%d actors, the document knows %d: %w", len(vv), ds.known.len(), ErrInvalidVersionVector)
+	if len(vv) > ds.known.Len() {
+		return false, fmt.Errorf("%d actors, the document knows %d: %w", len(vv), ds.known.Len(), ErrInvalidVersionVector)
 	}
 	old := e.att.VersionVector
 	e.att.VersionVector = vv

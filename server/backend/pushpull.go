@@ -99,7 +99,7 @@ func (b *Backend) AttachDocumentWithSchema(ctx context.Context, p *database.Proj
 		}
 		// The client is known from now on, even if the attach fails below;
 		// a refused pack must not leave an attachment behind.
-		ds.known.add(actor)
+		ds.known.Add(actor)
 		if err := ds.checkVector(pack.GetVersionVector().GetVector()); err != nil {
 			return answer{}, fmt.Errorf("attach document %q by %s: %w", docKey, clientID, err)
 		}

@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
+	"github.com/yorkie-affinity/yorkie/server/fifo"
 )
 
 // recentWindow is how many of a document's newest changes its owner keeps as
@@ -77,8 +78,7 @@ type windowBudget struct {
 	held  atomic.Int64
 
 	mu    sync.Mutex
-	queue []*docState // in the order they entered; the ones queued
-	head  int         // queue[head:] are still queued
+	queue fifo.Queue[*docState] // in the order they entered; the ones queued
 }
 
 // keepRecent records rows, just appended to ds's log, in ds's window, and
@@ -96,7 +96,7 @@ func (b *Backend) keepRecent(ds *docState, rows []*database.Change) {
 
 func (wb *windowBudget) push(ds *docState) {
 	wb.mu.Lock()
-	wb.queue = append(wb.queue, ds)
+	wb.queue.Push(ds)
 	wb.mu.Unlock()
 }
 
@@ -104,18 +104,7 @@ func (wb *windowBudget) push(ds *docState) {
 func (wb *windowBudget) pop() *docState {
 	wb.mu.Lock()
 	defer wb.mu.Unlock()
-	if wb.head == len(wb.queue) {
-		return nil
-	}
-	ds := wb.queue[wb.head]
-	wb.queue[wb.head] = nil
-	wb.head++
-	if wb.head > len(wb.queue)/2 {
-		// Compact the queue so that its array does not grow forever.
-		wb.queue = append(wb.queue[:0], wb.queue[wb.head:]...)
-		clear(wb.queue[len(wb.queue):cap(wb.queue)])
-		wb.head = 0
-	}
+	ds, _ := wb.queue.Pop()
 	return ds
 }
 
@@ -125,7 +114,7 @@ func (wb *windowBudget) pop() *docState {
 // never waits for a lock.
 func (wb *windowBudget) trim() {
 	wb.mu.Lock()
-	tries := len(wb.queue) - wb.head
+	tries := wb.queue.Len()
 	wb.mu.Unlock()
 	for ; tries > 0 && wb.held.Load() > wb.limit; tries-- {
 		ds := wb.pop()

@@ -141,7 +141,7 @@ func (b *Backend) updateRoot(ctx context.Context, ds *docState, doc *document.Do
 		return fmt.Errorf("update root of document %s: %w", ds.id, err)
 	}
 	if key, err := actorKey(client.ID); err == nil {
-		ds.known.add(key)
+		ds.known.Add(key)
 	}
 	change := &database.Change{ServerSeq: seq, ActorID: client.ID, ClientSeq: 1, Body: ch}
 	if err := b.db.AppendChanges(ctx, ds.id, ds.epoch, []*database.Change{change}); err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
+	"github.com/yorkie-affinity/yorkie/server/smallset"
 )
 
 // initialActorKey is the wire key of the all-zero actor that made a new
@@ -41,11 +42,11 @@ func (ds *docState) checkChangeVectors(pack *api.ChangePack) error {
 // every answer to every client, for as long as the sender is attached; in a
 // change's vector it would be stored and sent to every client pulling it.
 func (ds *docState) checkVector(vv map[string]int64) error {
-	if len(vv) > ds.known.len() {
-		return fmt.Errorf("%d actors, the document knows %d: %w", len(vv), ds.known.len(), ErrInvalidVersionVector)
+	if len(vv) > ds.known.Len() {
+		return fmt.Errorf("%d actors, the document knows %d: %w", len(vv), ds.known.Len(), ErrInvalidVersionVector)
 	}
 	for k := range vv {
-		if !ds.known.has(k) {
+		if !ds.known.Has(k) {
 			return fmt.Errorf("actor %q: %w", truncate(k), ErrInvalidVersionVector)
 		}
 	}
@@ -167,13 +168,13 @@ func (m *minVector) leave(vv map[string]int64, atts map[string]*attState) {
 // changed; atts already holds cur. An actor of cur missing from old must be
 // in known (old was checked when it came): otherwise update stops and
 // returns it, leaving the minimum to be rebuilt.
-func (m *minVector) update(old, cur map[string]int64, atts map[string]*attState, known *actorSet) (changed bool, unknown string) {
+func (m *minVector) update(old, cur map[string]int64, atts map[string]*attState, known *smallset.Strings) (changed bool, unknown string) {
 	kept := 0
 	for k, v := range cur {
 		w, ok := old[k]
 		if ok {
 			kept++
-		} else if !known.has(k) {
+		} else if !known.Has(k) {
 			return false, k
 		}
 		if !ok || w != v {

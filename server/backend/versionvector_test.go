@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/yorkie-affinity/yorkie/server/smallset"
 )
 
 // bruteMin is the definition of the minimum synced vector, computed from
@@ -49,9 +51,9 @@ func TestMinVectorFollowsEveryChange(t *testing.T) {
 					actors = append(actors, fmt.Sprint("x", i))
 				}
 			}
-			var known actorSet
+			var known smallset.Strings
 			for _, k := range actors {
-				known.add(k)
+				known.Add(k)
 			}
 			for step := range 400 {
 				ids := make([]string, 0, len(atts))

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
+	"github.com/yorkie-affinity/yorkie/server/smallset"
 )
 
 // errClosed is reported by every call after Close; it wraps ErrUnavailable so
@@ -44,7 +45,7 @@ type DB struct {
 	// per-client limit and deactivation cost what the client holds, not
 	// everything it ever attached. Lock order: doc.mu before attachedMu.
 	attachedMu sync.Mutex
-	attached   map[string]*attachedSet // client ID -> IDs of documents attached
+	attached   map[string]*smallset.Strings // client ID -> IDs of documents attached
 
 	snaps    snapshotStore // see snapshots.go; its zero value is ready
 	accounts accountStore  // see projects.go; its zero value is ready
@@ -76,7 +77,7 @@ func New() *DB {
 		clients:   make(map[string]*database.ClientInfo),
 		docs:      make(map[string]*doc),
 		liveByKey: make(map[docName]string),
-		attached:  make(map[string]*attachedSet),
+		attached:  make(map[string]*smallset.Strings),
 	}
 }
 
@@ -353,7 +354,7 @@ func (db *DB) ListClientAttachments(ctx context.Context, clientID string) ([]*da
 	db.attachedMu.Lock()
 	var ids []string
 	if set := db.attached[clientID]; set != nil {
-		ids = set.appendTo(make([]string, 0, set.len()))
+		ids = set.AppendTo(make([]string, 0, set.Len()))
 	}
 	db.attachedMu.Unlock()
 	db.mu.RLock()
@@ -383,7 +384,7 @@ func (db *DB) CountClientAttachments(ctx context.Context, clientID string) (int,
 	db.attachedMu.Lock()
 	defer db.attachedMu.Unlock()
 	if set := db.attached[clientID]; set != nil {
-		return set.len(), nil
+		return set.Len(), nil
 	}
 	return 0, nil
 }
@@ -424,18 +425,18 @@ func (db *DB) indexAttachment(clientID, docID string, status database.Attachment
 	set := db.attached[clientID]
 	if status != database.Attached {
 		if set != nil {
-			set.remove(docID)
-			if set.len() == 0 {
+			set.Remove(docID)
+			if set.Len() == 0 {
 				delete(db.attached, clientID)
 			}
 		}
 		return
 	}
 	if set == nil {
-		set = &attachedSet{}
+		set = &smallset.Strings{}
 		db.attached[clientID] = set
 	}
-	set.add(docID)
+	set.Add(docID)
 }
 
 // AppendChanges stores the batch after the current head, all or nothing.

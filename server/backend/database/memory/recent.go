@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
+	"github.com/yorkie-affinity/yorkie/server/fifo"
 )
 
 // Bounds of the recent changes kept decoded (see recentChanges).
@@ -34,8 +35,7 @@ type recentChanges struct {
 	count atomic.Int64 // changes held over all documents
 
 	mu   sync.Mutex
-	docs []*doc // in the order they entered; the ones with recent set
-	head int    // docs[head:] are still held
+	docs fifo.Queue[*doc] // in the order they entered; the ones with recent set
 }
 
 // add records changes, just appended to d's log, as d's newest. The caller
@@ -54,7 +54,7 @@ func (r *recentChanges) add(d *doc, changes []*database.Change) {
 	}
 	d.held = true
 	r.mu.Lock()
-	r.docs = append(r.docs, d)
+	r.docs.Push(d)
 	r.mu.Unlock()
 }
 
@@ -70,20 +70,11 @@ func (r *recentChanges) forget(d *doc) {
 func (r *recentChanges) trim() {
 	for r.count.Load() > recentBudget {
 		r.mu.Lock()
-		if r.head == len(r.docs) {
-			r.mu.Unlock()
+		d, ok := r.docs.Pop()
+		r.mu.Unlock()
+		if !ok {
 			return
 		}
-		d := r.docs[r.head]
-		r.docs[r.head] = nil
-		r.head++
-		if r.head > len(r.docs)/2 {
-			// Compact the queue so that its array does not grow forever.
-			r.docs = append(r.docs[:0], r.docs[r.head:]...)
-			clear(r.docs[len(r.docs):cap(r.docs)])
-			r.head = 0
-		}
-		r.mu.Unlock()
 		d.mu.Lock()
 		r.forget(d)
 		d.held = false
