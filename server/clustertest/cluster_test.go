@@ -12,7 +12,6 @@ import (
 	"connectrpc.com/connect"
 
 	clusterv1 "github.com/yorkie-affinity/yorkie/api/yorkie/cluster/v1"
-	"github.com/yorkie-affinity/yorkie/api/yorkie/cluster/v1/clusterv1connect"
 	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
 	"github.com/yorkie-affinity/yorkie/server/affinity"
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
@@ -507,18 +506,8 @@ func TestNodeCallsNeedTheClusterSecret(t *testing.T) {
 	secret, err := c.Store().ClusterSecret(wire.Context(t))
 	wire.Must(t, err, "cluster secret")
 
-	signed := func(value string) connect.Interceptor {
-		return connect.UnaryInterceptorFunc(func(next connect.UnaryFunc) connect.UnaryFunc {
-			return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
-				if value != "" {
-					req.Header().Set(routing.HeaderSecret, value)
-				}
-				return next(ctx, req)
-			}
-		})
-	}
 	detachIn := func(secretValue, projectID string) error {
-		cl := clusterv1connect.NewClusterServiceClient(servertest.HTTPClient(t, servertest.ConnectProto), owner.URL(), connect.WithInterceptors(signed(secretValue)))
+		cl := clusterClient(t, owner, secretValue)
 		_, err := cl.DetachClientDocument(wire.Context(t), connect.NewRequest(&clusterv1.DetachClientDocumentRequest{
 			ClientId: victim.ID, DocumentId: victim.DocID, DocumentKey: docKey, ProjectId: projectID,
 		}))
@@ -542,7 +531,7 @@ func TestNodeCallsNeedTheClusterSecret(t *testing.T) {
 					req.Header().Set(routing.HeaderForwardedBy, otherNodes(c, owner)[0].Addr())
 					return next(ctx, req)
 				}
-			}), signed(tc.secret))
+			}), secretHeader(tc.secret))
 			cl := owner.Client(servertest.ConnectJSON, forwarded)
 			victim.Edit(1)
 			_, err := cl.PushPullChanges(wire.Context(t), victim.PushPullRequest())

@@ -17,7 +17,6 @@ import (
 	"github.com/yorkie-affinity/yorkie/server/channel"
 	"github.com/yorkie-affinity/yorkie/server/clustertest"
 	"github.com/yorkie-affinity/yorkie/server/routing"
-	"github.com/yorkie-affinity/yorkie/server/servertest"
 	"github.com/yorkie-affinity/yorkie/server/servertest/wire"
 )
 
@@ -418,15 +417,7 @@ func TestHandoffCallsRefuseBadInput(t *testing.T) {
 	other := otherNodes(c, owner)[0]
 	secret, err := c.Store().ClusterSecret(ctx)
 	require.NoError(t, err)
-	signed := connect.WithInterceptors(connect.UnaryInterceptorFunc(func(next connect.UnaryFunc) connect.UnaryFunc {
-		return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
-			req.Header().Set(routing.HeaderSecret, secret)
-			return next(ctx, req)
-		}
-	}))
-	clusterOf := func(n *clustertest.Node) clusterv1connect.ClusterServiceClient {
-		return clusterv1connect.NewClusterServiceClient(servertest.HTTPClient(t, servertest.ConnectProto), n.URL(), signed)
-	}
+	clusterOf := func(n *clustertest.Node) clusterv1connect.ClusterServiceClient { return clusterClient(t, n, secret) }
 	session := func(id, key, client string) *clusterv1.ChannelSession {
 		return &clusterv1.ChannelSession{SessionId: id, ChannelKey: key, ClientId: client, TtlMs: 60000}
 	}

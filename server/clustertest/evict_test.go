@@ -1,7 +1,6 @@
 package clustertest_test
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -9,10 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	clusterv1 "github.com/yorkie-affinity/yorkie/api/yorkie/cluster/v1"
-	"github.com/yorkie-affinity/yorkie/api/yorkie/cluster/v1/clusterv1connect"
 	"github.com/yorkie-affinity/yorkie/server/clustertest"
-	"github.com/yorkie-affinity/yorkie/server/routing"
-	"github.com/yorkie-affinity/yorkie/server/servertest"
 	"github.com/yorkie-affinity/yorkie/server/servertest/wire"
 )
 
@@ -49,14 +45,8 @@ func TestReachWitnessesForOtherNodes(t *testing.T) {
 	ctx := wire.Context(t)
 	secret, err := c.Store().ClusterSecret(ctx)
 	require.NoError(t, err)
-	signed := connect.WithInterceptors(connect.UnaryInterceptorFunc(func(next connect.UnaryFunc) connect.UnaryFunc {
-		return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
-			req.Header().Set(routing.HeaderSecret, secret)
-			return next(ctx, req)
-		}
-	}))
 	witness := c.Node(0)
-	client := clusterv1connect.NewClusterServiceClient(servertest.HTTPClient(t, servertest.ConnectProto), witness.URL(), signed)
+	client := clusterClient(t, witness, secret)
 	reach := func(addr string) (bool, error) {
 		resp, err := client.Reach(ctx, connect.NewRequest(&clusterv1.ReachRequest{Member: addr}))
 		if err != nil {
@@ -71,7 +61,7 @@ func TestReachWitnessesForOtherNodes(t *testing.T) {
 	reached, err = reach("127.0.0.1:1")
 	require.NoError(t, err)
 	require.False(t, reached, "not a member")
-	unsigned := clusterv1connect.NewClusterServiceClient(servertest.HTTPClient(t, servertest.ConnectProto), witness.URL())
+	unsigned := clusterClient(t, witness, "")
 	_, err = unsigned.Reach(ctx, connect.NewRequest(&clusterv1.ReachRequest{Member: c.Node(1).Addr()}))
 	require.Error(t, err, "no cluster secret")
 

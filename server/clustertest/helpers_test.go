@@ -1,6 +1,7 @@
 package clustertest_test
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"testing"
@@ -8,9 +9,12 @@ import (
 
 	"connectrpc.com/connect"
 
+	"github.com/yorkie-affinity/yorkie/api/yorkie/cluster/v1/clusterv1connect"
 	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
 	"github.com/yorkie-affinity/yorkie/server/clustertest"
+	"github.com/yorkie-affinity/yorkie/server/routing"
+	"github.com/yorkie-affinity/yorkie/server/servertest"
 	"github.com/yorkie-affinity/yorkie/server/servertest/poll"
 	"github.com/yorkie-affinity/yorkie/server/servertest/wire"
 )
@@ -163,4 +167,24 @@ func ownerOf(t testing.TB, c *clustertest.Cluster, docKey string) clustertest.Ow
 	o, err := c.OwnerOf(wire.Context(t), docKey)
 	wire.Must(t, err, "owner of "+docKey)
 	return o
+}
+
+// clusterClient is a ClusterService client of n that sends secret with
+// every call as nodes do among themselves ("": none, as a stranger would).
+func clusterClient(t *testing.T, n *clustertest.Node, secret string) clusterv1connect.ClusterServiceClient {
+	t.Helper()
+	return clusterv1connect.NewClusterServiceClient(servertest.HTTPClient(t, servertest.ConnectProto), n.URL(), connect.WithInterceptors(secretHeader(secret)))
+}
+
+// secretHeader sends secret as the cluster secret with every call (""
+// sends none).
+func secretHeader(secret string) connect.Interceptor {
+	return connect.UnaryInterceptorFunc(func(next connect.UnaryFunc) connect.UnaryFunc {
+		return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
+			if secret != "" {
+				req.Header().Set(routing.HeaderSecret, secret)
+			}
+			return next(ctx, req)
+		}
+	})
 }
