@@ -55,6 +55,7 @@ import (
 	"go.mongodb.org/mongo-driver/mongo"
 	"go.mongodb.org/mongo-driver/mongo/options"
 	"go.mongodb.org/mongo-driver/mongo/readpref"
+	"go.mongodb.org/mongo-driver/x/mongo/driver"
 	"go.mongodb.org/mongo-driver/x/mongo/driver/topology"
 
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
@@ -294,7 +295,11 @@ func wrapErr(op string, err error) error {
 
 func unreachable(err error) bool {
 	var sel topology.ServerSelectionError
+	// A pool the driver cleared after another call's connection broke: the
+	// server went away while this call waited for a connection.
+	var cleared driver.RetryablePoolError
 	return errors.As(err, &sel) ||
+		(errors.As(err, &cleared) && cleared.Retryable()) ||
 		errors.Is(err, topology.ErrServerSelectionTimeout) ||
 		errors.Is(err, topology.ErrTopologyClosed) ||
 		errors.Is(err, mongo.ErrClientDisconnected) ||
