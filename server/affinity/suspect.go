@@ -201,10 +201,7 @@ func (m *Manager) judge(mem sessionstore.Member, s *suspicion, proven bool) {
 		close(s.done)
 	}()
 	if !proven {
-		ctx, cancel := context.WithTimeout(context.Background(), m.heartbeatTimeout())
-		err := m.cfg.Dial(ctx, mem.Addr)
-		cancel()
-		if !errors.Is(err, syscall.ECONNREFUSED) {
+		if err := m.probe(context.Background(), mem.Addr); !errors.Is(err, syscall.ECONNREFUSED) {
 			m.log.Debug("suspected member answers", "member", mem.Addr, "err", err)
 			return
 		}
@@ -287,9 +284,7 @@ func (m *Manager) Reaches(ctx context.Context, addr string) (bool, error) {
 	if !m.isMember(addr) {
 		return false, nil
 	}
-	dctx, cancel := context.WithTimeout(ctx, m.heartbeatTimeout())
-	defer cancel()
-	err := m.cfg.Dial(dctx, addr)
+	err := m.probe(ctx, addr)
 	switch {
 	case err == nil:
 		return true, nil
@@ -348,11 +343,7 @@ func (m *Manager) heartbeat(ctx context.Context) {
 		m.mu.RUnlock()
 		results := make(chan result, len(peers))
 		for _, p := range peers {
-			go func() {
-				pctx, cancel := context.WithTimeout(ctx, m.heartbeatTimeout())
-				defer cancel()
-				results <- result{p, m.cfg.Dial(pctx, p.Addr)}
-			}()
+			go func() { results <- result{p, m.probe(ctx, p.Addr)} }()
 		}
 		seen := make(map[sessionstore.Member]bool, len(peers))
 		for range peers {
@@ -404,6 +395,13 @@ func (m *Manager) mayEvict(addr string) bool {
 	defer m.mu.RUnlock()
 	_, ok := m.evictedAddrs[addr]
 	return !ok
+}
+
+// probe dials addr as a heartbeat does, bounded by the heartbeat timeout.
+func (m *Manager) probe(ctx context.Context, addr string) error {
+	ctx, cancel := context.WithTimeout(ctx, m.heartbeatTimeout())
+	defer cancel()
+	return m.cfg.Dial(ctx, addr)
 }
 
 // missed reports whether a failed heartbeat says something about the peer:
