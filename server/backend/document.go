@@ -81,6 +81,12 @@ type docState struct {
 	cached *cacheEntry
 }
 
+// newDocState is the state of a document this node has not served yet; its
+// window of recent changes counts against the backend's budget.
+func (b *Backend) newDocState(docID string) *docState {
+	return &docState{lock: make(chan struct{}, 1), id: docID, snap: newDocSnapshots(), recent: changeWindow{held: &b.windows.held}}
+}
+
 // attState is one attached client's attachment as cached here.
 type attState struct {
 	att database.Attachment
@@ -108,7 +114,7 @@ func (b *Backend) lockState(ctx context.Context, docID string) (*docState, error
 		if ds == nil {
 			b.mu.Lock()
 			if ds = b.docs[docID]; ds == nil {
-				ds = &docState{lock: make(chan struct{}, 1), id: docID, snap: newDocSnapshots()}
+				ds = b.newDocState(docID)
 				b.docs[docID] = ds
 			}
 			b.mu.Unlock()

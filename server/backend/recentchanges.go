@@ -33,8 +33,8 @@ const recentBudget = 8192
 // The caller holds the document's lock.
 type changeWindow struct {
 	changes []*database.Change
-	// held counts the changes of every window (nil: not counted), queued
-	// says whether the document is in the budget's queue.
+	// held counts the changes of every window (the backend's budget; nil:
+	// not counted), queued says whether the document is in its queue.
 	held   *atomic.Int64
 	queued bool
 }
@@ -85,7 +85,6 @@ type windowBudget struct {
 // empties the windows of the documents written to longest ago while the
 // budget is exceeded. The caller holds ds's lock.
 func (b *Backend) keepRecent(ds *docState, rows []*database.Change) {
-	ds.recent.held = &b.windows.held
 	ds.recent.appended(rows)
 	if !ds.recent.queued && len(ds.recent.changes) > 0 {
 		ds.recent.queued = true

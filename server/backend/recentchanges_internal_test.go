@@ -1,6 +1,7 @@
 package backend
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -67,7 +68,7 @@ func TestWindowsStayWithinTheBudget(t *testing.T) {
 	b := &Backend{windows: windowBudget{limit: 4}}
 	docs := make([]*docState, 3)
 	for i := range docs {
-		docs[i] = &docState{lock: make(chan struct{}, 1)}
+		docs[i] = b.newDocState(fmt.Sprint("doc", i))
 	}
 	write := func(ds *docState, from int64) {
 		ds.lock <- struct{}{}
