@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/yorkie-affinity/yorkie/server/fault"
+	"github.com/yorkie-affinity/yorkie/server/fifo"
 	"github.com/yorkie-affinity/yorkie/server/project"
 )
 
@@ -152,7 +153,7 @@ type Manager struct {
 	// ahead of the copy; Import skips such a session instead of counting
 	// it again until its TTL.
 	detached      map[string]time.Time
-	detachedOrder []detachedID
+	detachedOrder fifo.Queue[detachedID]
 
 	stop     chan struct{}
 	stopOnce sync.Once
@@ -342,27 +343,23 @@ func (m *Manager) Detach(clientID, key, sessionID string, held Held) (int64, err
 // forgets the IDs that are too old or too many.
 func (m *Manager) rememberDetachedLocked(sessionID string, now time.Time) {
 	m.detached[sessionID] = now
-	m.detachedOrder = append(m.detachedOrder, detachedID{sessionID, now})
+	m.detachedOrder.Push(detachedID{sessionID, now})
 	m.forgetDetachedLocked(now)
 }
 
 // forgetDetachedLocked drops the remembered detaches older than
 // detachedMemory before now, and the oldest beyond maxDetached.
 func (m *Manager) forgetDetachedLocked(now time.Time) {
-	n := 0
-	for _, d := range m.detachedOrder {
-		if len(m.detachedOrder)-n <= maxDetached && now.Sub(d.at) <= detachedMemory {
-			break
+	for {
+		d, ok := m.detachedOrder.Peek()
+		if !ok || (m.detachedOrder.Len() <= maxDetached && now.Sub(d.at) <= detachedMemory) {
+			return
 		}
+		m.detachedOrder.Pop()
 		if m.detached[d.id] == d.at {
 			delete(m.detached, d.id)
 		}
-		n++
 	}
-	// Resliced, not shifted: the next growth of the slice copies only the
-	// IDs still remembered.
-	clear(m.detachedOrder[:n])
-	m.detachedOrder = m.detachedOrder[n:]
 }
 
 // Refresh extends the session's life by ttl (0: the manager's SessionTTL)

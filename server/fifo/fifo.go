@@ -16,6 +16,16 @@ func (q *Queue[T]) Push(v T) { q.items = append(q.items, v) }
 // Len is how many values are queued.
 func (q *Queue[T]) Len() int { return len(q.items) - q.head }
 
+// Peek returns the value queued first, leaving it queued; false when none
+// is.
+func (q *Queue[T]) Peek() (T, bool) {
+	if q.head == len(q.items) {
+		var zero T
+		return zero, false
+	}
+	return q.items[q.head], true
+}
+
 // Pop takes the value queued first; false when none is.
 func (q *Queue[T]) Pop() (T, bool) {
 	var zero T

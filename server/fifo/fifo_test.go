@@ -13,6 +13,8 @@ func TestQueueKeepsOrderAndBoundsItsArray(t *testing.T) {
 	var q Queue[int]
 	_, ok := q.Pop()
 	require.False(t, ok)
+	_, ok = q.Peek()
+	require.False(t, ok)
 	next, want := 0, 0
 	for round := range 1000 {
 		for range round%3 + 1 {
@@ -20,6 +22,9 @@ func TestQueueKeepsOrderAndBoundsItsArray(t *testing.T) {
 			next++
 		}
 		for range round % 3 {
+			first, ok := q.Peek()
+			require.True(t, ok)
+			require.Equal(t, want, first, "Peek shows what Pop takes")
 			v, ok := q.Pop()
 			require.True(t, ok)
 			require.Equal(t, want, v)
