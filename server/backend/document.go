@@ -9,7 +9,7 @@ import (
 	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
 	"github.com/yorkie-affinity/yorkie/server/document"
-	"github.com/yorkie-affinity/yorkie/server/smallset"
+	"github.com/yorkie-affinity/yorkie/server/smallmap"
 )
 
 // docState is what this node keeps about a document it serves. Every field is
@@ -42,7 +42,7 @@ type docState struct {
 	synced minVector
 	// known holds the wire keys of the actors a pushed vector may name:
 	// every client that ever attached the document, and the initial actor.
-	known smallset.Strings
+	known smallmap.Set
 
 	// doc is the document built from the log up to docSeq, or nil when it
 	// must be rebuilt (never built, evicted, or dropped after a failure).
@@ -232,7 +232,7 @@ func (b *Backend) load(ctx context.Context, pid string, epoch int64, ds *docStat
 	if err != nil {
 		return fmt.Errorf("document %s: list clients: %w", ds.id, err)
 	}
-	var known smallset.Strings
+	var known smallmap.Set
 	known.Add(initialActorKey)
 	for _, id := range ever {
 		if k, err := actorKey(id); err == nil {

@@ -6,7 +6,7 @@ import (
 	"fmt"
 
 	api "github.com/yorkie-affinity/yorkie/api/yorkie/v1"
-	"github.com/yorkie-affinity/yorkie/server/smallset"
+	"github.com/yorkie-affinity/yorkie/server/smallmap"
 )
 
 // initialActorKey is the wire key of the all-zero actor that made a new
@@ -74,7 +74,7 @@ func truncate(s string) string {
 // the clients only when the last client at it moves up. The caller holds the
 // document's lock and keeps the attachments' vectors current before calling.
 type minVector struct {
-	actors actorMins
+	actors smallmap.Map[actorMin]
 	// clients is the number of attached clients counted.
 	clients int
 	// snap is the vector as answers carry it, shared by them and never
@@ -94,19 +94,19 @@ type actorMin struct {
 
 // reset rebuilds the minimum over the attachments.
 func (m *minVector) reset(atts map[string]*attState) {
-	m.actors = actorMins{}
+	m.actors = smallmap.Map[actorMin]{}
 	m.clients = len(atts)
 	m.snap = nil
 	for _, e := range atts {
 		for k := range e.att.VersionVector {
-			a := m.actors.get(k)
+			a := m.actors.Get(k)
 			if a == nil {
-				a = m.actors.add(k, actorMin{})
+				a = m.actors.Add(k, actorMin{})
 			}
 			a.holders++
 		}
 	}
-	for k, a := range m.actors.all() {
+	for k, a := range m.actors.All() {
 		a.min, a.atMin = minOver(atts, k)
 	}
 }
@@ -131,7 +131,7 @@ func minOver(atts map[string]*attState, k string) (int64, int) {
 // join counts a newly attached client whose vector is still empty.
 func (m *minVector) join() {
 	m.clients++
-	for _, a := range m.actors.all() {
+	for _, a := range m.actors.All() {
 		switch {
 		case a.min > 0:
 			a.min, a.atMin = 0, 1
@@ -145,12 +145,12 @@ func (m *minVector) join() {
 // leave uncounts a client that left with vector vv; atts no longer holds it.
 func (m *minVector) leave(vv map[string]int64, atts map[string]*attState) {
 	m.clients--
-	for k, a := range m.actors.all() {
+	for k, a := range m.actors.All() {
 		v, named := vv[k]
 		if named {
 			a.holders--
 			if a.holders == 0 {
-				m.actors.del(k)
+				m.actors.Delete(k)
 				m.snap = nil
 				continue
 			}
@@ -168,7 +168,7 @@ func (m *minVector) leave(vv map[string]int64, atts map[string]*attState) {
 // changed; atts already holds cur. An actor of cur missing from old must be
 // in known (old was checked when it came): otherwise update stops and
 // returns it, leaving the minimum to be rebuilt.
-func (m *minVector) update(old, cur map[string]int64, atts map[string]*attState, known *smallset.Strings) (changed bool, unknown string) {
+func (m *minVector) update(old, cur map[string]int64, atts map[string]*attState, known *smallmap.Set) (changed bool, unknown string) {
 	kept := 0
 	for k, v := range cur {
 		w, ok := old[k]
@@ -196,10 +196,10 @@ func (m *minVector) update(old, cur map[string]int64, atts map[string]*attState,
 // move follows one client's value of actor k from prev to next, and whether
 // its vector names k before and after.
 func (m *minVector) move(k string, prev, next int64, before, after bool, atts map[string]*attState) {
-	a := m.actors.get(k)
+	a := m.actors.Get(k)
 	if a == nil {
 		// No client named k, so every client, this one included, had 0.
-		a = m.actors.add(k, actorMin{atMin: m.clients})
+		a = m.actors.Add(k, actorMin{atMin: m.clients})
 		m.snap = nil
 	}
 	if before {
@@ -209,7 +209,7 @@ func (m *minVector) move(k string, prev, next int64, before, after bool, atts ma
 		a.holders++
 	}
 	if a.holders == 0 {
-		m.actors.del(k)
+		m.actors.Delete(k)
 		m.snap = nil
 		return
 	}
@@ -254,8 +254,8 @@ func (m *minVector) vector(own map[string]int64) map[string]int64 {
 		m.snap = own
 		return own
 	}
-	out := make(map[string]int64, m.actors.len())
-	for k, a := range m.actors.all() {
+	out := make(map[string]int64, m.actors.Len())
+	for k, a := range m.actors.All() {
 		out[k] = a.min
 	}
 	m.snap = out
@@ -263,10 +263,10 @@ func (m *minVector) vector(own map[string]int64) map[string]int64 {
 }
 
 func (m *minVector) equals(vv map[string]int64) bool {
-	if vv == nil || len(vv) != m.actors.len() {
+	if vv == nil || len(vv) != m.actors.Len() {
 		return false
 	}
-	for k, a := range m.actors.all() {
+	for k, a := range m.actors.All() {
 		if v, ok := vv[k]; !ok || v != a.min {
 			return false
 		}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/yorkie-affinity/yorkie/server/smallset"
+	"github.com/yorkie-affinity/yorkie/server/smallmap"
 )
 
 // bruteMin is the definition of the minimum synced vector, computed from
@@ -47,11 +47,11 @@ func TestMinVectorFollowsEveryChange(t *testing.T) {
 			actors := []string{"a", "b", "c", "d", "e"}
 			wentLarge := false
 			if seed%2 == 1 {
-				for i := range smallActorMins {
+				for i := range smallmap.Small {
 					actors = append(actors, fmt.Sprint("x", i))
 				}
 			}
-			var known smallset.Strings
+			var known smallmap.Set
 			for _, k := range actors {
 				known.Add(k)
 			}
@@ -114,7 +114,7 @@ func TestMinVectorFollowsEveryChange(t *testing.T) {
 				if got := m.vector(own); !maps.Equal(got, want) {
 					t.Fatalf("step %d: minimum %v, want %v", step, got, want)
 				}
-				for k, a := range m.actors.all() {
+				for k, a := range m.actors.All() {
 					at, holders := 0, 0
 					for _, e := range atts {
 						v, ok := e.att.VersionVector[k]
@@ -130,7 +130,7 @@ func TestMinVectorFollowsEveryChange(t *testing.T) {
 							step, k, a.atMin, a.holders, at, holders)
 					}
 				}
-				wentLarge = wentLarge || m.actors.large != nil
+				wentLarge = wentLarge || m.actors.Len() > smallmap.Small
 			}
 			require.Equal(t, seed%2 == 1, wentLarge, "the minimum held more actors than a slice does")
 		})

@@ -21,7 +21,7 @@ import (
 	"time"
 
 	"github.com/yorkie-affinity/yorkie/server/backend/database"
-	"github.com/yorkie-affinity/yorkie/server/smallset"
+	"github.com/yorkie-affinity/yorkie/server/smallmap"
 )
 
 // errClosed is reported by every call after Close; it wraps ErrUnavailable so
@@ -45,7 +45,7 @@ type DB struct {
 	// per-client limit and deactivation cost what the client holds, not
 	// everything it ever attached. Lock order: doc.mu before attachedMu.
 	attachedMu sync.Mutex
-	attached   map[string]*smallset.Strings // client ID -> IDs of documents attached
+	attached   map[string]*smallmap.Set // client ID -> IDs of documents attached
 
 	snaps    snapshotStore // see snapshots.go; its zero value is ready
 	accounts accountStore  // see projects.go; its zero value is ready
@@ -77,7 +77,7 @@ func New() *DB {
 		clients:   make(map[string]*database.ClientInfo),
 		docs:      make(map[string]*doc),
 		liveByKey: make(map[docName]string),
-		attached:  make(map[string]*smallset.Strings),
+		attached:  make(map[string]*smallmap.Set),
 	}
 }
 
@@ -433,7 +433,7 @@ func (db *DB) indexAttachment(clientID, docID string, status database.Attachment
 		return
 	}
 	if set == nil {
-		set = &smallset.Strings{}
+		set = &smallmap.Set{}
 		db.attached[clientID] = set
 	}
 	set.Add(docID)
